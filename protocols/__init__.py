@@ -1,0 +1,4 @@
+"""shufflesim's mathematics: local randomizers, estimators and amplification bounds.
+
+Pure numerics: imports only the standard library, numpy and scipy.
+"""

@@ -1,0 +1,1 @@
+"""Analyzers' estimators (frequency, mean, sum), each with its exact variance."""

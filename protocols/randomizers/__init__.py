@@ -1,0 +1,21 @@
+"""Local randomizers: one module per family, all registered by name."""
+
+from protocols.randomizers import krr  # noqa: F401  (registers)
+from protocols.randomizers.base import Categorical, Interval, OutputGroups, Randomizer
+from protocols.randomizers.registry import (
+    make_randomizer,
+    randomizer_class,
+    randomizer_names,
+    randomizer_parameters,
+)
+
+__all__ = [
+    "Categorical",
+    "Interval",
+    "OutputGroups",
+    "Randomizer",
+    "make_randomizer",
+    "randomizer_class",
+    "randomizer_names",
+    "randomizer_parameters",
+]

@@ -1,0 +1,210 @@
+"""The local randomizer interface.
+
+A local randomizer R maps one user's value x to a random report y. Every randomizer in this
+package is a frozen dataclass whose fields are its parameters (``epsilon0`` first), validated in
+``__post_init__``, and it declares its exact output distribution, so that the bound engine, the
+estimators and the auditor all derive what they need from the same object.
+
+Conventions
+-----------
+* ``values`` arrays have users on their last axis and any leading batch axes in front (for
+  example ``(repetitions, n)``). Categorical inputs are integers in ``[0, d)``; interval inputs
+  are floats in ``[low, high]``.
+* ``randomize`` returns an array of shape ``values.shape + output_shape``.
+* Discrete outputs have an integer index in ``[0, output_size)`` (``output_index``); the declared
+  distribution is ``log_prob(x, y)`` (natural log of the probability mass, or of the density for
+  continuous outputs), broadcasting ``x`` against the leading axes of ``y``.
+* ``aggregate(outputs)`` reduces the user axis to the sufficient statistic the estimators use
+  (support counts for frequency oracles, sums for numeric mechanisms).
+* Where the statistic can be sampled exactly without per-user reports,
+  ``sample_aggregate(input_counts, rng)`` does so (``has_aggregate_sampler`` is True).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from protocols.errors import ParameterError, require, require_positive_finite
+
+#: Largest output space for which ``output_pmf`` materialises the full matrix.
+MAX_ENUMERABLE_OUTPUTS = 1 << 20
+
+
+@dataclass(frozen=True)
+class Categorical:
+    """The finite domain {0, 1, ..., size - 1}."""
+
+    size: int
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The closed real interval [low, high] (``high`` may be ``inf`` for outputs)."""
+
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class OutputGroups:
+    """The output distribution grouped relative to a tuple of anchor inputs.
+
+    Outputs are partitioned into groups such that, inside a group, every output has the same
+    probability under each anchor input and the same minimum probability over *all* inputs.
+    Groups are stored by their total mass, which avoids enumerating huge output spaces (e.g. the
+    2^d reports of unary encodings).
+
+    mass[a, g]: total probability of group g under anchors[a].
+    mass_min[g]: sum over the outputs y of group g of min_x R(x)(y) (the blanket mass, 000 Sec. 4).
+    """
+
+    anchors: tuple
+    mass: np.ndarray
+    mass_min: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.mass.ndim != 2 or self.mass.shape != (len(self.anchors), self.mass_min.shape[0]):
+            raise ValueError("OutputGroups: mass must have shape (len(anchors), n_groups)")
+
+
+class Randomizer(ABC):
+    """Base class of every local randomizer (see the module docstring for conventions)."""
+
+    #: Registry name, used in scenarios and on the command line.
+    name: ClassVar[str]
+    #: "discrete" or "continuous" output.
+    output_kind: ClassVar[str] = "discrete"
+    #: True when ``randomize`` accepts a per-user ``epsilon`` array.
+    supports_personalized: ClassVar[bool] = False
+    #: True when ``sample_aggregate`` is implemented.
+    has_aggregate_sampler: ClassVar[bool] = False
+
+    epsilon0: float
+
+    def __post_init__(self) -> None:
+        require_positive_finite("epsilon0", self.epsilon0)
+
+    # -- domains -------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def input_domain(self) -> Categorical | Interval:
+        """The set of valid inputs."""
+
+    @property
+    def output_size(self) -> int | None:
+        """Number of possible outputs (a Python int, possibly huge); None if continuous."""
+        return None
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """Trailing shape of one report as returned by ``randomize``."""
+        return ()
+
+    # -- sampling -------------------------------------------------------------------------
+    @abstractmethod
+    def randomize(
+        self, values: np.ndarray, rng: np.random.Generator, epsilon: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Randomize every value independently. ``epsilon`` (personalized budgets, broadcast to
+        ``values.shape``) overrides ``epsilon0`` where ``supports_personalized``."""
+
+    @abstractmethod
+    def aggregate(self, outputs: np.ndarray) -> np.ndarray:
+        """Reduce reports (users on the axis after the leading batch axes) to the statistic."""
+
+    def sample_aggregate(self, input_counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Sample ``aggregate(randomize(values))`` exactly from the input histogram(s)
+        ``input_counts`` of shape (..., d), without materialising per-user reports."""
+        raise NotImplementedError(f"{self.name} has no sufficient-statistic sampler")
+
+    # -- declared distribution ------------------------------------------------------------
+    @abstractmethod
+    def log_prob(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """log R(x)(y): log mass (discrete) or log density (continuous), broadcast."""
+
+    def output_index(self, outputs: np.ndarray) -> np.ndarray:
+        """Integer index in [0, output_size) of each discrete report."""
+        raise NotImplementedError(f"{self.name} has no integer output index")
+
+    def outputs_from_index(self, index: np.ndarray) -> np.ndarray:
+        """Inverse of ``output_index``: the reports for the given indices."""
+        raise NotImplementedError(f"{self.name} has no integer output index")
+
+    def output_pmf(self, inputs: np.ndarray | None = None) -> np.ndarray:
+        """Matrix P[i, j] = R(inputs[i])(output j) over the enumerated output space.
+
+        ``inputs`` defaults to the whole categorical input domain.
+        """
+        size = self.output_size
+        if size is None or size > MAX_ENUMERABLE_OUTPUTS:
+            raise ParameterError(
+                "output_size", size, f"output_pmf needs at most {MAX_ENUMERABLE_OUTPUTS} outputs"
+            )
+        if inputs is None:
+            inputs = np.arange(self._categorical_input_size())
+        inputs = np.asarray(inputs)
+        outputs = self.outputs_from_index(np.arange(size))
+        return np.exp(self.log_prob(inputs.reshape(-1, 1), outputs[None, ...]))
+
+    def output_groups(self, anchors: tuple) -> OutputGroups:
+        """Group outputs relative to ``anchors`` (see :class:`OutputGroups`).
+
+        The default enumerates the output space; randomizers with huge output spaces override it.
+        """
+        pmf = self.output_pmf()
+        anchors = tuple(int(a) for a in anchors)
+        rows = pmf[list(anchors)]
+        row_min = pmf.min(axis=0)
+        # Outputs with identical per-output probabilities under the anchors and identical
+        # minimum form a group; round to merge floating-point twins.
+        rounded = np.round(np.vstack([rows, row_min[None, :]]).T, 15)
+        _, inverse = np.unique(rounded, axis=0, return_inverse=True)
+        n_groups = int(inverse.max()) + 1
+        mass = np.zeros((len(anchors), n_groups))
+        for a in range(len(anchors)):
+            mass[a] = np.bincount(inverse, weights=rows[a], minlength=n_groups)
+        mass_min = np.bincount(inverse, weights=row_min, minlength=n_groups)
+        return OutputGroups(anchors=anchors, mass=mass, mass_min=mass_min)
+
+    # -- helpers --------------------------------------------------------------------------
+    def _categorical_input_size(self) -> int:
+        domain = self.input_domain
+        if not isinstance(domain, Categorical):
+            raise ParameterError("input_domain", domain, "needs a categorical input domain")
+        return domain.size
+
+    def _epsilon_array(self, values: np.ndarray, epsilon: np.ndarray | None) -> np.ndarray | float:
+        """``epsilon0`` or the validated per-user override broadcast to ``values.shape``."""
+        if epsilon is None:
+            return self.epsilon0
+        require(
+            self.supports_personalized, "epsilon", "array",
+            f"randomizer {self.name} does not support personalized budgets",
+        )
+        eps = np.broadcast_to(np.asarray(epsilon, dtype=float), np.shape(values))
+        bad = ~(np.isfinite(eps) & (eps > 0))
+        if bad.any():
+            raise ParameterError("epsilon", float(eps[bad][0]), "must be a finite number > 0")
+        return eps
+
+    def check_values(self, values: np.ndarray) -> np.ndarray:
+        """Validate inputs against the input domain; returns them as an array."""
+        values = np.asarray(values)
+        domain = self.input_domain
+        if isinstance(domain, Categorical):
+            if not np.issubdtype(values.dtype, np.integer):
+                raise ParameterError("values", values.dtype, "categorical inputs must be integers")
+            if values.size and (values.min() < 0 or values.max() >= domain.size):
+                bad = values.min() if values.min() < 0 else values.max()
+                raise ParameterError("values", int(bad), f"must lie in [0, {domain.size})")
+        else:
+            if values.size and (values.min() < domain.low or values.max() > domain.high):
+                bad = values.min() if values.min() < domain.low else values.max()
+                raise ParameterError(
+                    "values", float(bad), f"must lie in [{domain.low}, {domain.high}]"
+                )
+        return values

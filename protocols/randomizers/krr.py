@@ -1,0 +1,93 @@
+"""k-ary randomized response (generalized randomized response, GRR).
+
+R(x) = x with probability e^eps0 / (e^eps0 + k - 1), otherwise each other value with probability
+1 / (e^eps0 + k - 1) (Warner 1965; Wang et al. 2017; 000 Table 2 row k-RR).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from protocols.errors import require_int_at_least
+from protocols.randomizers.base import Categorical, Randomizer
+from protocols.randomizers.registry import register
+
+
+@register
+@dataclass(frozen=True)
+class KRR(Randomizer):
+    """k-RR over {0, ..., k-1}; reports are integers; the aggregate is the output histogram."""
+
+    epsilon0: float
+    domain_size: int = 2
+
+    name = "krr"
+    supports_personalized = True
+    has_aggregate_sampler = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_int_at_least("domain_size", self.domain_size, 2)
+
+    @property
+    def input_domain(self) -> Categorical:
+        return Categorical(self.domain_size)
+
+    @property
+    def output_size(self) -> int:
+        return self.domain_size
+
+    def keep_probability(self, epsilon: np.ndarray | float | None = None) -> np.ndarray | float:
+        """P[R(x) = x] = e^eps / (e^eps + k - 1)."""
+        eps = self.epsilon0 if epsilon is None else epsilon
+        return 1.0 / (1.0 + (self.domain_size - 1) * np.exp(-np.asarray(eps, dtype=float)))
+
+    def randomize(self, values, rng, epsilon=None):
+        values = self.check_values(values)
+        eps = self._epsilon_array(values, epsilon)
+        k = self.domain_size
+        p_keep = self.keep_probability(eps)
+        # Report the truth w.p. p_keep, else a uniform value among the k - 1 others.
+        other = rng.integers(0, k - 1, size=values.shape)
+        other = other + (other >= values)
+        keep = rng.random(values.shape) < p_keep
+        return np.where(keep, values, other)
+
+    def aggregate(self, outputs):
+        outputs = np.asarray(outputs)
+        k = self.domain_size
+        flat = outputs.reshape(-1, outputs.shape[-1])
+        offsets = (np.arange(flat.shape[0]) * k)[:, None]
+        counts = np.bincount((flat + offsets).ravel(), minlength=flat.shape[0] * k)
+        return counts.reshape(outputs.shape[:-1] + (k,))
+
+    def sample_aggregate(self, input_counts, rng):
+        """Output histogram = sum over x of Multinomial(c_x, R(x)); sampled as kept counts
+        Binomial(c_x, p_keep) plus the flipped users spread uniformly over the other values."""
+        c = np.asarray(input_counts, dtype=np.int64)
+        k = self.domain_size
+        kept = rng.binomial(c, self.keep_probability())
+        flipped = c - kept
+        # A flipped user with input x lands uniformly on the k - 1 other values: draw a
+        # Multinomial over all k values for each x and move the self-mass back out.
+        lead = c.shape[:-1]
+        spread = np.zeros(lead + (k,), dtype=np.int64)
+        probs = np.full((k, k), 1.0 / (k - 1))
+        np.fill_diagonal(probs, 0.0)
+        for x in range(k):  # loop over the (small) domain, vectorized over batches
+            spread += rng.multinomial(flipped[..., x], probs[x])
+        return kept + spread
+
+    def log_prob(self, x, y):
+        x = np.asarray(x)
+        y = np.asarray(y)
+        log_denominator = np.log(np.exp(self.epsilon0) + self.domain_size - 1)
+        return np.where(x == y, self.epsilon0, 0.0) - log_denominator
+
+    def output_index(self, outputs):
+        return np.asarray(outputs, dtype=np.int64)
+
+    def outputs_from_index(self, index):
+        return np.asarray(index, dtype=np.int64)

@@ -1,0 +1,48 @@
+"""Name -> randomizer class registry."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from protocols.errors import ParameterError
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator: make ``cls`` available under ``cls.name``."""
+    if cls.name in _REGISTRY:
+        raise RuntimeError(f"randomizer {cls.name!r} registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def randomizer_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def randomizer_class(name: str) -> type:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ParameterError(
+            "randomizer.name", name, f"unknown randomizer; choose one of {randomizer_names()}"
+        ) from None
+
+
+def randomizer_parameters(name: str) -> list[str]:
+    """The parameter (dataclass field) names of a registered randomizer."""
+    return [f.name for f in fields(randomizer_class(name))]
+
+
+def make_randomizer(name: str, **params: Any):
+    """Instantiate the registered randomizer ``name``; unknown parameters are errors."""
+    cls = randomizer_class(name)
+    allowed = randomizer_parameters(name)
+    for key in params:
+        if key not in allowed:
+            raise ParameterError(
+                f"randomizer.{key}", params[key], f"unknown parameter for {name}; allowed: {allowed}"
+            )
+    return cls(**params)

@@ -1,0 +1,4 @@
+"""shufflesim's runner: populations, the batch path, the SimPy pipeline, the auditor, scenarios,
+results and the command line. May import :mod:`protocols`; never the other way round."""
+
+__version__ = "0.1.0"

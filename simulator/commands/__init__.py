@@ -1,0 +1,1 @@
+"""CLI sub-commands: each module defines one click command called ``command``."""

@@ -1,0 +1,16 @@
+"""User-facing errors: the CLI prints them as one line and exits with code 2."""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Bad input from the user (scenario, option, file). The message names field and value."""
+
+
+class ScenarioError(UserError):
+    """A scenario file is invalid: unknown key, wrong type or out-of-range value."""
+
+    def __init__(self, key: str, value: object, requirement: str) -> None:
+        self.key = key
+        self.value = value
+        super().__init__(f"{key} = {value!r}: {requirement}")
