@@ -1,6 +1,12 @@
 """Local randomizers: one module per family, all registered by name."""
 
-from protocols.randomizers import krr  # noqa: F401  (registers)
+from protocols.randomizers import (
+    duchi,  # noqa: F401  (registers)
+    krr,  # noqa: F401  (registers)
+    laplace,  # noqa: F401  (registers)
+    piecewise,  # noqa: F401  (registers)
+    summation,  # noqa: F401  (registers)
+)
 from protocols.randomizers.base import Categorical, Interval, OutputGroups, Randomizer
 from protocols.randomizers.registry import (
     make_randomizer,

@@ -1,0 +1,96 @@
+"""The Laplace mechanism with sensitivity 1: y = x + Lap(1 / eps0).
+
+Two input domains are offered:
+
+* ``laplace``: x in the interval [0, 1] (001 Table 1, row "Laplace mechanism for [0, 1]";
+  000 Sec. 6 notes that this version is not input-symmetric).
+* ``laplace_binary``: x in {0, 1} (000 App. B), the version for which 000 derives the GPARV.
+
+For both, R(x) has density (eps0 / 2) exp(-eps0 |y - x|) on the real line. Since
+|y - x'| - |y - x| <= |x - x'| <= 1, the log-ratio of densities is at most eps0, attained for
+x = 0, x' = 1 and any y outside (0, 1): the mechanism is exactly eps0-LDP. The report is unbiased,
+E[y | x] = x, with variance 2 / eps0^2 (the variance of Lap(b) is 2 b^2).
+The total variation distance between R(0) and R(1) is 1 - e^{-eps0/2} (001 Table 1, beta), and
+the blanket mass int min_x R(x)(y) dy is e^{-eps0/2} (000 App. B, gamma).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from protocols.randomizers.base import Categorical, Interval, Randomizer
+from protocols.randomizers.registry import register
+
+
+class _LaplaceNoise(Randomizer):
+    """Shared implementation: additive Lap(1/eps) noise, sum aggregate, exact density and cdf."""
+
+    output_kind = "continuous"
+    supports_personalized = True
+
+    @property
+    def output_domain(self) -> Interval:
+        return Interval(-np.inf, np.inf)
+
+    def randomize(self, values, rng, epsilon=None):
+        values = self.check_values(values)
+        eps = self._epsilon_array(values, epsilon)
+        return values + rng.laplace(0.0, 1.0 / np.asarray(eps, dtype=float), size=values.shape)
+
+    def aggregate(self, outputs):
+        """Sum of the reports over the user (last) axis."""
+        return np.asarray(outputs, dtype=float).sum(axis=-1)
+
+    def log_prob(self, x, y):
+        """log density: log(eps0 / 2) - eps0 |y - x|."""
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        return np.log(self.epsilon0 / 2.0) - self.epsilon0 * np.abs(y - x)
+
+    def cdf(self, x, t):
+        """P[R(x) <= t], broadcast over ``x`` and ``t``."""
+        return stats.laplace.cdf(
+            np.asarray(t, dtype=float), loc=np.asarray(x, dtype=float), scale=1.0 / self.epsilon0
+        )
+
+    # -- moments used by the mean and sum estimators ---------------------------------------
+    @property
+    def report_affine(self) -> tuple[float, float]:
+        """(a, b) with E[report | x] = a + b x: the Laplace report is unbiased."""
+        return 0.0, 1.0
+
+    def report_variance(self, x, epsilon=None):
+        """Var[report | x] = 2 / eps^2, independent of x (``epsilon``: per-user budgets)."""
+        eps = self.epsilon0 if epsilon is None else np.asarray(epsilon, dtype=float)
+        return np.zeros(np.shape(x)) + 2.0 / np.square(eps)
+
+
+@register
+@dataclass(frozen=True)
+class Laplace(_LaplaceNoise):
+    """Laplace mechanism on x in [0, 1]; continuous real-valued reports."""
+
+    epsilon0: float
+
+    name = "laplace"
+
+    @property
+    def input_domain(self) -> Interval:
+        return Interval(0.0, 1.0)
+
+
+@register
+@dataclass(frozen=True)
+class LaplaceBinary(_LaplaceNoise):
+    """Laplace mechanism on x in {0, 1} (000 App. B); continuous real-valued reports."""
+
+    epsilon0: float
+
+    name = "laplace_binary"
+
+    @property
+    def input_domain(self) -> Categorical:
+        return Categorical(2)

@@ -1,0 +1,121 @@
+"""The piecewise mechanism of Wang et al. (ICDE 2019) for one number x in [-1, 1].
+
+Described in 001 (Table 1, row "piecewise mechanism for [-1, 1]": p = e^eps, beta = 1 - e^{-eps/2},
+q = e^eps). With s = e^{eps/2} and C = (s + 1) / (s - 1), the report lies in [-C, C] with density
+
+    f(y | x) = hi = s (s - 1) / (2 (s + 1))      for y in [l(x), r(x)],
+               lo = hi / e^eps = (s - 1) / (2 s (s + 1))   elsewhere in [-C, C],
+
+    l(x) = (C + 1) x / 2 - (C - 1) / 2,   r(x) = l(x) + C - 1.
+
+Derivation checks (also verified numerically in the tests):
+
+* mass: hi (C - 1) + lo (C + 1) = s / (s + 1) + 1 / (s + 1) = 1;
+* unbiased: E[y | x] = (hi - lo)(C - 1)(l + r) / 2 = ((s - 1) / s) (s / (s - 1)) x = x;
+* variance: Var[y | x] = x^2 / (s - 1) + (s + 3) / (3 (s - 1)^2);
+* privacy: the density ratio is at most hi / lo = e^eps, attained (x = 1, x' = -1, y in [1, C]),
+  so the mechanism is exactly eps-LDP; TV(R(-1), R(1)) = (hi - lo)(C - 1) = 1 - e^{-eps/2}
+  (001 Table 1, beta).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from protocols.randomizers.base import Interval, Randomizer
+from protocols.randomizers.registry import register
+
+
+def _shape_parameters(eps):
+    """(s, C, hi, lo) for budget(s) ``eps`` (arrays broadcast)."""
+    eps = np.asarray(eps, dtype=float)
+    s = np.exp(eps / 2.0)
+    sm1 = np.expm1(eps / 2.0)
+    c = (s + 1.0) / sm1
+    hi = s * sm1 / (2.0 * (s + 1.0))
+    lo = sm1 / (2.0 * s * (s + 1.0))
+    return s, c, hi, lo
+
+
+@register
+@dataclass(frozen=True)
+class Piecewise(Randomizer):
+    """Piecewise mechanism; inputs in [-1, 1]; real reports in [-C, C]; sum aggregate."""
+
+    epsilon0: float
+
+    name = "piecewise"
+    output_kind = "continuous"
+    supports_personalized = True
+
+    @property
+    def input_domain(self) -> Interval:
+        return Interval(-1.0, 1.0)
+
+    @property
+    def output_bound(self) -> float:
+        """C = (e^{eps0/2} + 1) / (e^{eps0/2} - 1): reports lie in [-C, C]."""
+        return float(_shape_parameters(self.epsilon0)[1])
+
+    @property
+    def output_domain(self) -> Interval:
+        c = self.output_bound
+        return Interval(-c, c)
+
+    @staticmethod
+    def _interval(x, c):
+        left = (c + 1.0) * x / 2.0 - (c - 1.0) / 2.0
+        return left, left + c - 1.0
+
+    def randomize(self, values, rng, epsilon=None):
+        values = self.check_values(values).astype(float)
+        eps = self._epsilon_array(values, epsilon)
+        s, c, _, _ = _shape_parameters(eps)
+        left, right = self._interval(values, c)
+        # The high-density interval [l, r] (length C - 1) has mass s / (s + 1); the rest of
+        # [-C, C] (length C + 1) is uniform: place u in [0, C + 1) and skip over [l, r].
+        in_high = rng.random(values.shape) < s / (s + 1.0)
+        u = rng.random(values.shape)
+        high = left + u * (c - 1.0)
+        v = u * (c + 1.0)
+        low = np.where(v < left + c, v - c, right + (v - (left + c)))
+        return np.where(in_high, high, low)
+
+    def aggregate(self, outputs):
+        """Sum of the reports over the user (last) axis."""
+        return np.asarray(outputs, dtype=float).sum(axis=-1)
+
+    def log_prob(self, x, y):
+        """Exact log density (-inf outside [-C, C])."""
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        _, c, hi, lo = _shape_parameters(self.epsilon0)
+        left, right = self._interval(x, c)
+        inside = (y >= left) & (y <= right)
+        log_density = np.where(inside, np.log(hi), np.log(lo))
+        return np.where(np.abs(y) <= c, log_density, -np.inf)
+
+    def cdf(self, x, t):
+        """P[R(x) <= t] = lo (t + C) + (hi - lo)(clip(t, l, r) - l) for t clipped to [-C, C]."""
+        x = np.asarray(x, dtype=float)
+        _, c, hi, lo = _shape_parameters(self.epsilon0)
+        t = np.clip(np.asarray(t, dtype=float), -c, c)
+        left, right = self._interval(x, c)
+        value = lo * (t + c) + (hi - lo) * (np.clip(t, left, right) - left)
+        return np.clip(value, 0.0, 1.0)
+
+    # -- moments used by the mean and sum estimators ---------------------------------------
+    @property
+    def report_affine(self) -> tuple[float, float]:
+        """(a, b) with E[report | x] = a + b x: the piecewise report is unbiased."""
+        return 0.0, 1.0
+
+    def report_variance(self, x, epsilon=None):
+        """Var[report | x] = x^2 / (s - 1) + (s + 3) / (3 (s - 1)^2), s = e^{eps/2}."""
+        eps = self.epsilon0 if epsilon is None else epsilon
+        s, _, _, _ = _shape_parameters(eps)
+        sm1 = np.expm1(np.asarray(eps, dtype=float) / 2.0)
+        x = np.asarray(x, dtype=float)
+        return np.square(x) / sm1 + (s + 3.0) / (3.0 * np.square(sm1))
