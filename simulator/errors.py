@@ -13,4 +13,5 @@ class ScenarioError(UserError):
     def __init__(self, key: str, value: object, requirement: str) -> None:
         self.key = key
         self.value = value
+        self.requirement = requirement
         super().__init__(f"{key} = {value!r}: {requirement}")
