@@ -1,0 +1,127 @@
+"""The analyzer: a SimPy process that consumes batches, aggregates them and records each batch.
+
+For every batch it records round, index, open and release time, size, honest size, whether it
+was dropped and why it was released, and the central epsilon of a released batch for its honest
+size: amplification by shuffling depends on how many honest messages were actually shuffled
+together (000 Sec. 2, 004 Sec. 3: the bound is evaluated with n = the batch's honest size).
+That epsilon comes from a callable ``batch_epsilon(honest_size) -> float | None`` (None: not
+available, e.g. no bound configured); values are cached by size.
+
+Its estimates are those of the scenario's estimator applied to the sum of the aggregates of the
+released batches, with n = the number of released messages per client message (dropped batches
+and dropped-out clients are simply absent from the data the analyzer sees).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from simulator.pipeline.clients import messages_per_client
+from simulator.pipeline.shuffler import Batch
+
+BatchEpsilon = Callable[[int], "float | None"]
+
+#: Columns of the batches table (one row per released or dropped batch).
+BATCHES_SCHEMA = pa.schema([
+    pa.field("round", pa.int64(), nullable=False),
+    pa.field("batch", pa.int64(), nullable=False),
+    pa.field("open_time", pa.float64(), nullable=False),
+    pa.field("release_time", pa.float64(), nullable=False),
+    pa.field("size", pa.int64(), nullable=False),
+    pa.field("honest_size", pa.int64(), nullable=False),
+    pa.field("dropped", pa.bool_(), nullable=False),
+    pa.field("reason", pa.string(), nullable=False),
+    pa.field("epsilon", pa.float64(), nullable=True),
+])
+
+
+def aggregate_messages(randomizer, reports: np.ndarray) -> np.ndarray:
+    """The randomizer's statistic of a flat array of messages (leading axis: messages)."""
+    if messages_per_client(randomizer) > 1:
+        return np.asarray(randomizer.aggregate_messages(reports))
+    return np.asarray(randomizer.aggregate(reports))
+
+
+class EpsilonCache:
+    """``batch_epsilon`` memoized by honest size (None when no callable is given)."""
+
+    def __init__(self, batch_epsilon: BatchEpsilon | None) -> None:
+        self._function = batch_epsilon
+        self._cache: dict[int, float | None] = {}
+
+    def __call__(self, honest_size: int) -> float | None:
+        if self._function is None:
+            return None
+        if honest_size not in self._cache:
+            value = self._function(honest_size)
+            self._cache[honest_size] = None if value is None else float(value)
+        return self._cache[honest_size]
+
+
+class Analyzer:
+    """Consumes the shuffler's batches (see the module docstring)."""
+
+    def __init__(
+        self,
+        randomizer,
+        rounds: int,
+        batch_epsilon: BatchEpsilon | None = None,
+        keep_outputs: bool = False,
+    ) -> None:
+        self.randomizer = randomizer
+        self.epsilon = EpsilonCache(batch_epsilon)
+        self.keep_outputs = keep_outputs
+        self.rows: list[tuple] = []
+        self.aggregates: list[np.ndarray | None] = [None] * rounds
+        self.released: np.ndarray = np.zeros(rounds, dtype=np.int64)
+        self.dropped: np.ndarray = np.zeros(rounds, dtype=np.int64)
+        self.outputs: list[Batch] = []
+
+    def process(self, env, inbox):
+        """SimPy process: consume batches from the store ``inbox`` until it yields None."""
+        while True:
+            batch = yield inbox.get()
+            if batch is None:
+                return
+            self.consume(batch)
+
+    def consume(self, batch: Batch) -> None:
+        epsilon = None
+        if batch.dropped:
+            self.dropped[batch.round] += batch.size
+        else:
+            statistic = aggregate_messages(self.randomizer, batch.reports)
+            current = self.aggregates[batch.round]
+            self.aggregates[batch.round] = statistic if current is None else current + statistic
+            self.released[batch.round] += batch.size
+            epsilon = self.epsilon(batch.honest_size)
+            if self.keep_outputs:
+                self.outputs.append(batch)
+        self.rows.append((
+            batch.round, batch.index, batch.open_time, batch.release_time, batch.size,
+            batch.honest_size, batch.dropped, batch.reason.value, epsilon,
+        ))
+
+    def batches_table(self) -> pd.DataFrame:
+        """One row per batch, columns as in :data:`BATCHES_SCHEMA` (epsilon: nullable Float64)."""
+        columns = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(BATCHES_SCHEMA)
+        dtypes = {"epsilon": "Float64", "reason": "string", "dropped": "bool",
+                  "open_time": "float64", "release_time": "float64"}
+        return pd.DataFrame({
+            f.name: pd.array(list(col), dtype=dtypes.get(f.name, "int64"))
+            for f, col in zip(BATCHES_SCHEMA, columns, strict=True)
+        })
+
+    def estimate(self, estimator, aggregate: np.ndarray | None, messages: int):
+        """The estimator applied to an aggregate of ``messages`` messages (None if no data)."""
+        if estimator is None or aggregate is None or messages == 0:
+            return None
+        clients = messages / messages_per_client(self.randomizer)
+        if float(clients).is_integer():
+            clients = int(clients)
+        return np.asarray(estimator.estimate(aggregate, clients))
+
