@@ -1,10 +1,16 @@
 """Local randomizers: one module per family, all registered by name."""
 
 from protocols.randomizers import (
+    brr,  # noqa: F401  (registers)
     duchi,  # noqa: F401  (registers)
+    hadamard,  # noqa: F401  (registers)
     krr,  # noqa: F401  (registers)
     laplace,  # noqa: F401  (registers)
+    local_hash,  # noqa: F401  (registers)
+    oue,  # noqa: F401  (registers)
     piecewise,  # noqa: F401  (registers)
+    rappor,  # noqa: F401  (registers)
+    subset,  # noqa: F401  (registers)
     summation,  # noqa: F401  (registers)
 )
 from protocols.randomizers.base import Categorical, Interval, OutputGroups, Randomizer

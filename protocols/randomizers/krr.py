@@ -63,27 +63,39 @@ class KRR(Randomizer):
         counts = np.bincount((flat + offsets).ravel(), minlength=flat.shape[0] * k)
         return counts.reshape(outputs.shape[:-1] + (k,))
 
+    def support_probabilities(self, epsilon: float | None = None) -> tuple[float, float]:
+        """(p*, q*) = (e^eps / (e^eps + k - 1), 1 / (e^eps + k - 1)): a report supports only
+        the value it names (Wang et al. 2017, "pure" protocol view of GRR)."""
+        p = float(self.keep_probability(epsilon))
+        return p, (1.0 - p) / (self.domain_size - 1)
+
+    def support_pair_probabilities(self, epsilon: float | None = None) -> tuple[float, float]:
+        """P[one report supports two distinct values]: 0 (a report names one value)."""
+        return 0.0, 0.0
+
     def sample_aggregate(self, input_counts, rng):
         """Output histogram = sum over x of Multinomial(c_x, R(x)); sampled as kept counts
-        Binomial(c_x, p_keep) plus the flipped users spread uniformly over the other values."""
+        Binomial(c_x, p_keep) plus the flipped users spread uniformly over the other values.
+
+        Exact in distribution. Cost: one multinomial over k - 1 cells per input value (a loop
+        over the domain, vectorized over the batch axes), O(k) memory per step.
+        """
         c = np.asarray(input_counts, dtype=np.int64)
         k = self.domain_size
         kept = rng.binomial(c, self.keep_probability())
         flipped = c - kept
-        # A flipped user with input x lands uniformly on the k - 1 other values: draw a
-        # Multinomial over all k values for each x and move the self-mass back out.
-        lead = c.shape[:-1]
-        spread = np.zeros(lead + (k,), dtype=np.int64)
-        probs = np.full((k, k), 1.0 / (k - 1))
-        np.fill_diagonal(probs, 0.0)
-        for x in range(k):  # loop over the (small) domain, vectorized over batches
-            spread += rng.multinomial(flipped[..., x], probs[x])
+        spread = np.zeros(c.shape, dtype=np.int64)
+        uniform_others = np.full(k - 1, 1.0 / (k - 1))
+        for x in range(k):  # loop over the domain, vectorized over batches
+            landed = rng.multinomial(flipped[..., x], uniform_others)
+            spread[..., :x] += landed[..., :x]
+            spread[..., x + 1:] += landed[..., x:]
         return kept + spread
 
     def log_prob(self, x, y):
         x = np.asarray(x)
         y = np.asarray(y)
-        log_denominator = np.log(np.exp(self.epsilon0) + self.domain_size - 1)
+        log_denominator = np.logaddexp(self.epsilon0, np.log(self.domain_size - 1))
         return np.where(x == y, self.epsilon0, 0.0) - log_denominator
 
     def output_index(self, outputs):

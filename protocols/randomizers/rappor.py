@@ -1,0 +1,207 @@
+"""Unary encodings and RAPPOR (symmetric unary encoding).
+
+A unary encoding reports a bit vector y in {0,1}^d whose bits are independent, with
+P[y_v = 1] = a if v = x and b if v != x (a > b). It is eps0-LDP with
+eps0 = log(a (1 - b) / (b (1 - a))) (Wang et al. 2017, "Locally differentially private protocols
+for frequency estimation", Sec. 4.3). Hence, with W = |y| the Hamming weight,
+
+    log R(x)(y) = y_x log a + (1 - y_x) log(1 - a) + (W - y_x) log b + (d - 1 - W + y_x) log(1 - b),
+
+which depends on x only through y_x, and, because a > b, the minimum over all inputs is attained
+at any x with y_x = 0 (at y = (1, ..., 1) every input gives the same value). 000 App. A.2-A.3
+use exactly this structure (the "extreme output" y* = (1, ..., 1)).
+
+RAPPOR (Erlingsson et al. 2014, basic one-time RAPPOR; 000 App. A.2): every bit of the one-hot
+encoding goes through eps0/2 binary RR, i.e. a = e^{eps0/2} / (1 + e^{eps0/2}) and b = 1 - a, so
+that R(x)(y) = e^{(d - d_H(UE(x), y)) eps0/2} / (1 + e^{eps0/2})^d.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaln
+
+from protocols.errors import ParameterError, require_int_at_least
+from protocols.randomizers.base import Categorical, OutputGroups, Randomizer
+from protocols.randomizers.registry import register
+
+#: Random numbers drawn per chunk in ``randomize`` (bounds the temporary memory to ~32 MB).
+_CHUNK_ELEMENTS = 1 << 22
+#: Largest number of distinct anchors ``output_groups`` accepts (2^m bit patterns).
+_MAX_ANCHORS = 16
+
+
+def unique_anchors(anchors: tuple, domain_size: int) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """Validate ``anchors`` against [0, domain_size) and return (anchors as ints, the distinct
+    anchors, the position of each anchor among the distinct ones)."""
+    anchors = tuple(int(a) for a in anchors)
+    if not anchors:
+        raise ParameterError("anchors", anchors, "needs at least one anchor input")
+    for a in anchors:
+        if not 0 <= a < domain_size:
+            raise ParameterError("anchors", a, f"must lie in [0, {domain_size})")
+    distinct, position = np.unique(np.asarray(anchors, dtype=np.int64), return_inverse=True)
+    if distinct.size > _MAX_ANCHORS:
+        raise ParameterError("anchors", len(distinct), f"at most {_MAX_ANCHORS} distinct anchors")
+    return anchors, distinct, position
+
+
+def bit_patterns(m: int) -> np.ndarray:
+    """All 2^m patterns of m bits, shape (2^m, m), as 0/1 integers."""
+    return (np.arange(1 << m)[:, None] >> np.arange(m)) & 1
+
+
+@dataclass(frozen=True)
+class UnaryEncoding(Randomizer):
+    """Common implementation of unary encodings (see the module docstring); not registered.
+
+    Reports are boolean arrays of shape (d,); the aggregate is the per-bit count (support count).
+    Subclasses give the log bit probabilities (log a, log(1 - a), log b, log(1 - b)).
+    """
+
+    epsilon0: float
+    domain_size: int = 2
+
+    has_aggregate_sampler = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_int_at_least("domain_size", self.domain_size, 2)
+
+    @abstractmethod
+    def log_bit_probabilities(self, epsilon=None) -> tuple:
+        """(log a, log(1 - a), log b, log(1 - b)) at ``epsilon`` (default epsilon0); arrays
+        broadcast with ``epsilon``."""
+
+    def bit_probabilities(self, epsilon=None) -> tuple:
+        """(a, b): P[bit x = 1 | input x] and P[bit v = 1 | input x != v]."""
+        log_a, _, log_b, _ = self.log_bit_probabilities(epsilon)
+        return np.exp(log_a), np.exp(log_b)
+
+    # -- domains --------------------------------------------------------------------------
+    @property
+    def input_domain(self) -> Categorical:
+        return Categorical(self.domain_size)
+
+    @property
+    def output_size(self) -> int:
+        return 1 << self.domain_size
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return (self.domain_size,)
+
+    # -- estimation -----------------------------------------------------------------------
+    def support_probabilities(self, epsilon: float | None = None) -> tuple[float, float]:
+        """(p*, q*) = (a, b): bit v of a report is the support of v."""
+        a, b = self.bit_probabilities(epsilon)
+        return float(a), float(b)
+
+    def support_pair_probabilities(self, epsilon: float | None = None) -> tuple[float, float]:
+        """P[bits u and v both set] for u != v: a b if the input is u or v, b^2 otherwise
+        (the bits are independent)."""
+        a, b = self.support_probabilities(epsilon)
+        return a * b, b * b
+
+    # -- sampling -------------------------------------------------------------------------
+    def randomize(self, values, rng, epsilon=None):
+        values = self.check_values(values)
+        eps = self._epsilon_array(values, epsilon)
+        d = self.domain_size
+        a, b = self.bit_probabilities(eps)
+        flat = values.reshape(-1)
+        a = np.broadcast_to(a, values.shape).reshape(-1)
+        b = np.broadcast_to(b, values.shape).reshape(-1)
+        out = np.empty((flat.size, d), dtype=bool)
+        step = max(1, _CHUNK_ELEMENTS // d)
+        for start in range(0, flat.size, step):  # chunks bound the temporary memory
+            stop = min(start + step, flat.size)
+            rows = np.arange(stop - start)
+            u = rng.random((stop - start, d))
+            bits = u < b[start:stop, None]
+            bits[rows, flat[start:stop]] = u[rows, flat[start:stop]] < a[start:stop]
+            out[start:stop] = bits
+        return out.reshape(values.shape + (d,))
+
+    def aggregate(self, outputs):
+        outputs = np.asarray(outputs)
+        return outputs.sum(axis=-2, dtype=np.int64)
+
+    def sample_aggregate(self, input_counts, rng):
+        """C_v = Binomial(c_v, a) + Binomial(n - c_v, b), independent over v (the bits of one
+        report are independent and users are independent): exact in distribution."""
+        c = np.asarray(input_counts, dtype=np.int64)
+        a, b = self.bit_probabilities()
+        others = c.sum(axis=-1, keepdims=True) - c
+        return rng.binomial(c, a) + rng.binomial(others, b)
+
+    # -- declared distribution ------------------------------------------------------------
+    def log_prob(self, x, y):
+        y = np.asarray(y)
+        d = self.domain_size
+        x = np.asarray(x, dtype=np.int64)
+        lead = np.broadcast_shapes(x.shape, y.shape[:-1])
+        log_a, log_1a, log_b, log_1b = self.log_bit_probabilities()
+        weight = y.sum(axis=-1, dtype=np.int64)
+        own = np.take_along_axis(
+            np.broadcast_to(y, lead + (d,)), np.broadcast_to(x, lead)[..., None], axis=-1
+        )[..., 0].astype(np.int64)
+        return (own * log_a + (1 - own) * log_1a
+                + (weight - own) * log_b + (d - 1 - weight + own) * log_1b)
+
+    def output_index(self, outputs):
+        """Index sum_v y_v 2^v (needs d <= 62)."""
+        self._require_indexable()
+        y = np.asarray(outputs).astype(np.int64)
+        return (y << np.arange(self.domain_size, dtype=np.int64)).sum(axis=-1)
+
+    def outputs_from_index(self, index):
+        self._require_indexable()
+        index = np.asarray(index, dtype=np.int64)
+        return ((index[..., None] >> np.arange(self.domain_size, dtype=np.int64)) & 1).astype(bool)
+
+    def _require_indexable(self) -> None:
+        if self.domain_size > 62:
+            raise NotImplementedError(f"{self.name}: output_index needs domain_size <= 62")
+
+    def output_groups(self, anchors: tuple) -> OutputGroups:
+        """Closed-form grouping: the key is (bits at the distinct anchors, Hamming weight w of the
+        other d - m bits); the group holds C(d - m, w) outputs, all with the same probability
+        under each anchor and the same minimum over inputs (module docstring). Masses are
+        computed in log space."""
+        anchors, distinct, position = unique_anchors(anchors, self.domain_size)
+        d, m = self.domain_size, distinct.size
+        log_a, log_1a, log_b, log_1b = self.log_bit_probabilities()
+        bits = np.repeat(bit_patterns(m), d - m + 1, axis=0)          # (G, m)
+        rest = np.tile(np.arange(d - m + 1), 1 << m)                   # (G,)
+        weight = bits.sum(axis=1) + rest
+        log_count = gammaln(d - m + 1) - gammaln(rest + 1) - gammaln(d - m - rest + 1)
+        log_p = (bits * log_a + (1 - bits) * log_1a
+                 + (weight[:, None] - bits) * log_b + (d - 1 - weight[:, None] + bits) * log_1b)
+        log_min = np.where(
+            weight < d,
+            log_1a + weight * log_b + (d - 1 - weight) * log_1b,
+            log_a + (d - 1) * log_b,
+        )
+        mass = np.exp(log_count[None, :] + log_p.T)[position]
+        mass_min = np.exp(log_count + log_min)
+        keep = (mass.max(axis=0) > 0) | (mass_min > 0)
+        return OutputGroups(anchors=anchors, mass=mass[:, keep], mass_min=mass_min[keep])
+
+
+@register
+@dataclass(frozen=True)
+class RAPPOR(UnaryEncoding):
+    """Basic one-time RAPPOR / symmetric unary encoding: each one-hot bit through eps0/2 RR."""
+
+    name = "rappor"
+
+    def log_bit_probabilities(self, epsilon=None):
+        """a = e^{eps/2} / (1 + e^{eps/2}), b = 1 - a (000 App. A.2)."""
+        half = np.asarray(self.epsilon0 if epsilon is None else epsilon, dtype=float) / 2.0
+        log_a = -np.log1p(np.exp(-half))
+        log_b = -np.log1p(np.exp(half))
+        return log_a, log_b, log_b, log_a
