@@ -1,0 +1,124 @@
+"""Unbiased frequency estimation from support counts, with its exact variance and covariance.
+
+Every frequency oracle (brr, krr, subset, rappor, oue, blh, olh, hr) declares
+``support_probabilities() = (p*, q*)``: a report from a user with value v supports v with
+probability p*, and supports any given other value with probability q* (Wang et al. 2017,
+"Locally differentially private protocols for frequency estimation", the "pure" protocols of
+Sec. 3; 002 Sec. 5.1; 000 Sec. 6). ``aggregate`` turns n reports into the support counts C_v.
+
+Estimator (Wang et al. 2017, Thm 2):  f_hat_v = (C_v / n - q*) / (p* - q*).
+
+Assumptions: users randomize independently with the same eps0 (no per-user budgets), and the
+frequencies are those of the n users (f_v = n_v / n, n_v the true counts). Then C_v is a sum of
+n independent Bernoulli indicators with parameter p* (the n_v users holding v) or q* (the
+others), so E[f_hat_v] = n_v / n and, exactly,
+
+    Var(f_hat_v) = [n_v p*(1 - p*) + (n - n_v) q*(1 - q*)] / (n^2 (p* - q*)^2).
+
+This holds for every oracle here although the indicators of one user are dependent across v
+(k-RR and subset selection: fixed report size; HR: the Hadamard structure): only the marginal
+law of each indicator enters Var(C_v). For blh / olh it is exact under a uniformly random hash
+(the exact-hash mode; the idealized model in seeded mode).
+
+Covariance: Cov(C_u, C_v) = sum_i [P_i(u and v supported) - P_i(u) P_i(v)]. The oracles declare
+``support_pair_probabilities() = (r_own, r_other)``, P[a report supports u and v] when the
+user's value is one of u, v or neither; HR adds ``support_pair_excess`` for the value w with
+row(w) = row(u) xor row(v) (see protocols.randomizers.hadamard).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from protocols.errors import ParameterError
+from protocols.randomizers.base import Randomizer
+
+
+def _check_n(n) -> np.ndarray:
+    n_arr = np.asarray(n, dtype=float)
+    bad = ~(np.isfinite(n_arr) & (n_arr > 0))
+    if bad.any():
+        raise ParameterError("n", n_arr[bad].flat[0].item(), "must be a number of users > 0")
+    return n_arr
+
+
+def _check_counts(field: str, counts, domain_size: int) -> np.ndarray:
+    counts = np.asarray(counts, dtype=float)
+    if counts.ndim == 0 or counts.shape[-1] != domain_size:
+        raise ParameterError(field, counts.shape, f"needs shape (..., {domain_size})")
+    if (counts < 0).any() or not np.isfinite(counts).all():
+        raise ParameterError(field, float(counts[~(counts >= 0)].flat[0]), "must be >= 0")
+    return counts
+
+
+@dataclass(frozen=True)
+class FrequencyEstimator:
+    """f_hat_v = (C_v / n - q*) / (p* - q*) for a frequency oracle (module docstring)."""
+
+    randomizer: Randomizer
+
+    name: ClassVar[str] = "frequency"
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.randomizer, Randomizer)
+                and hasattr(self.randomizer, "support_probabilities")):
+            label = getattr(self.randomizer, "name", type(self.randomizer).__name__)
+            raise ParameterError(
+                "estimator.name", self.name,
+                f"does not fit randomizer {label!r}; it needs a frequency oracle "
+                "(a randomizer with support_probabilities)",
+            )
+
+    @property
+    def domain_size(self) -> int:
+        return self.randomizer.input_domain.size
+
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        return tuple(float(p) for p in self.randomizer.support_probabilities())
+
+    def estimate(self, counts, n):
+        """Unbiased frequency estimates from support counts ``counts`` (..., d) of ``n`` reports
+        (an int, or an array broadcasting against the leading axes, e.g. realized batch sizes).
+        Not clipped: estimates may be negative or sum to other than one."""
+        counts = _check_counts("counts", counts, self.domain_size)
+        n = _check_n(n)
+        p, q = self.support_probabilities
+        return (counts / n[..., None] - q) / (p - q)
+
+    def per_value_variance(self, true_counts, n):
+        """Exact Var(f_hat_v) from the true counts n_v (real-valued allowed) and n."""
+        p, q = self.support_probabilities
+        n = np.asarray(n, dtype=float)[..., None]
+        var_counts = true_counts * p * (1 - p) + (n - true_counts) * q * (1 - q)
+        return var_counts / (n * n * (p - q) ** 2)
+
+    def variance(self, true_counts):
+        """Exact Var(f_hat_v) given the true counts (..., d) of the n = sum_v n_v users."""
+        true_counts = _check_counts("true_counts", true_counts, self.domain_size)
+        return self.per_value_variance(true_counts, _check_n(true_counts.sum(axis=-1)))
+
+    def variance_from_frequencies(self, frequencies, n):
+        """Exact Var(f_hat_v) given the true frequencies f_v (n_v = f_v n) and n."""
+        frequencies = _check_counts("frequencies", frequencies, self.domain_size)
+        n = _check_n(n)
+        return self.per_value_variance(frequencies * n[..., None], n)
+
+    def covariance(self, true_counts):
+        """Exact covariance matrix of (f_hat_1, ..., f_hat_d), shape (..., d, d)."""
+        true_counts = _check_counts("true_counts", true_counts, self.domain_size)
+        n = _check_n(true_counts.sum(axis=-1))[..., None, None]
+        p, q = self.support_probabilities
+        r_own, r_other = (float(r) for r in self.randomizer.support_pair_probabilities())
+        owners = true_counts[..., :, None] + true_counts[..., None, :]    # n_u + n_v
+        cov_counts = owners * (r_own - p * q) + (n - owners) * (r_other - q * q)
+        if hasattr(self.randomizer, "support_pair_excess"):
+            cov_counts = cov_counts + self.randomizer.support_pair_excess(true_counts)
+        d = self.domain_size
+        diagonal = np.arange(d)
+        var_counts = true_counts * p * (1 - p) + (n[..., 0] - true_counts) * q * (1 - q)
+        cov_counts[..., diagonal, diagonal] = var_counts
+        return cov_counts / (n * n * (p - q) ** 2)
