@@ -32,6 +32,7 @@ class RoundStream:
     """The messages of one round in order of arrival at the shuffler.
 
     times[i]: arrival time of the i-th message to arrive (non-decreasing).
+    sent[i]: the time its client sent it (before the network delay).
     client[i]: the client that sent it; honest[i]: False for a colluding client's message.
     reports[i]: the message itself (leading axis: messages, then the message shape).
     honest_cumsum[i]: number of honest messages among the first i (length N + 1), so that the
@@ -41,6 +42,7 @@ class RoundStream:
     """
 
     times: np.ndarray
+    sent: np.ndarray
     client: np.ndarray
     honest: np.ndarray
     reports: np.ndarray
@@ -103,8 +105,8 @@ def build_round(
     # One row per message: a multi-message report has the message axis right after the users.
     reports = reports.reshape((sent_ids.size * m,) + reports.shape[1 + (m > 1):])
     client = np.repeat(sent_ids, m)
-    times = np.repeat(times_client, m) + start
-    times += network_delays(config, times.size, rngs["arrivals"])
+    sent = np.repeat(times_client, m) + start
+    times = sent + network_delays(config, sent.size, rngs["arrivals"])
 
     # Sort by arrival; equal times (e.g. all at once) are broken in a uniformly random order.
     tie_break = rngs["arrivals"].permutation(times.size)
@@ -115,6 +117,7 @@ def build_round(
     last = float(times[-1]) if times.size else start
     return RoundStream(
         times=times,
+        sent=sent[order],
         client=client[order],
         honest=honest,
         reports=reports[order],
