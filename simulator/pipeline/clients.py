@@ -108,9 +108,16 @@ def build_round(
     sent = np.repeat(times_client, m) + start
     times = sent + network_delays(config, sent.size, rngs["arrivals"])
 
-    # Sort by arrival; equal times (e.g. all at once) are broken in a uniformly random order.
-    tie_break = rngs["arrivals"].permutation(times.size)
-    order = tie_break[np.argsort(times[tie_break], kind="stable")]
+    # Sort by arrival. Equal times (everyone at once, or a client's m messages, without
+    # delays) are broken in a uniformly random order; otherwise times are continuous and ties
+    # have probability zero, so the faster unstable sort is used.
+    if config.delay.distribution is DelayDistribution.NONE and (
+        config.arrival is ArrivalMode.ALL_AT_ONCE or m > 1
+    ):
+        tie_break = rngs["arrivals"].permutation(times.size)
+        order = tie_break[np.argsort(times[tie_break], kind="stable")]
+    else:
+        order = np.argsort(times)
     honest = ~colluding[client[order]]
     honest_cumsum = np.concatenate(([0], np.cumsum(honest, dtype=np.int64)))
     times = times[order]
