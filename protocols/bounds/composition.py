@@ -33,12 +33,18 @@ b down are preserved by multiplying with positive factors); mixing UP with DOWN 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.decompositions import merge_atoms
+from protocols.bounds.decompositions import (
+    blanket_atoms,
+    check_decomposition,
+    exact_pair_atoms,
+    merge_atoms,
+)
 from protocols.errors import ParameterError, require
 
 #: Largest product atom set built before merging (memory guard).
@@ -111,3 +117,103 @@ def subsampled_atoms(atoms: RatioAtoms, rate: float) -> RatioAtoms:
         return atoms
     null = RatioAtoms(NULL_ATOMS.a, NULL_ATOMS.b, NULL_ATOMS.weight, Rounding.EXACT)
     return parallel_atoms([atoms, null], [float(rate), 1.0 - float(rate)])
+
+
+# ----------------------------------------------------------------------------------------------
+# Randomizer-level helpers
+# ----------------------------------------------------------------------------------------------
+def _components(randomizers) -> list:
+    randomizers = list(randomizers)
+    require(len(randomizers) >= 1, "randomizers", len(randomizers), "needs at least one")
+    return randomizers
+
+
+def _same_domain(randomizers) -> None:
+    domains = {repr(r.input_domain) for r in randomizers}
+    require(len(domains) == 1, "randomizers", [r.name for r in randomizers],
+            f"parallel composition needs one shared input domain, got {sorted(domains)}")
+
+
+def joint_epsilon0(randomizers) -> float:
+    """LDP level of the joint composition: sum of the components' (000 Thm 8)."""
+    return float(sum(r.epsilon0 for r in randomizers))
+
+
+def joint_blanket_atoms(randomizers, pairs, **options) -> RatioAtoms:
+    """Blanket atoms of the joint composition for per-component pairs (x0^i, x1^i) (a component
+    with x0^i == x1^i is unchanged); options go to ``blanket_atoms`` (000 Thm 9)."""
+    randomizers = _components(randomizers)
+    require(len(pairs) == len(randomizers), "pairs", len(pairs), "needs one pair per component")
+    atoms = joint_atoms([blanket_atoms(r, x0, x1, **options)
+                         for r, (x0, x1) in zip(randomizers, pairs, strict=True)])
+    check_decomposition(atoms, joint_epsilon0(randomizers), "blanket")
+    return atoms
+
+
+def joint_exact_atoms(randomizers, triples, **options) -> RatioAtoms:
+    """Thm 14 atoms of the joint composition for per-component triples (x0^i, x1^i, x2^i)
+    (000 Sec. 5.3: the component decompositions multiply)."""
+    randomizers = _components(randomizers)
+    require(len(triples) == len(randomizers), "triples", len(triples),
+            "needs one triple per component")
+    atoms = joint_atoms([exact_pair_atoms(r, *t, **options)
+                         for r, t in zip(randomizers, triples, strict=True)])
+    check_decomposition(atoms, joint_epsilon0(randomizers), "exact")
+    return atoms
+
+
+def parallel_blanket_atoms(randomizers, probabilities, x0, x1, **options) -> RatioAtoms:
+    """Blanket atoms of the parallel composition (i, R_i(x)) w.p. p_i for the pair (x0, x1)
+    (000 Thm 11); the components must share their input domain."""
+    randomizers = _components(randomizers)
+    _same_domain(randomizers)
+    atoms = parallel_atoms([blanket_atoms(r, x0, x1, **options) for r in randomizers],
+                           probabilities)
+    check_decomposition(atoms, max(r.epsilon0 for r in randomizers), "blanket")
+    return atoms
+
+
+def parallel_exact_atoms(randomizers, probabilities, x0, x1, x2, **options) -> RatioAtoms:
+    """Thm 14 atoms of the parallel composition: the weighted mixture of the components'
+    (000 Sec. 5.3)."""
+    randomizers = _components(randomizers)
+    _same_domain(randomizers)
+    atoms = parallel_atoms([exact_pair_atoms(r, x0, x1, x2, **options) for r in randomizers],
+                           probabilities)
+    check_decomposition(atoms, max(r.epsilon0 for r in randomizers), "exact")
+    return atoms
+
+
+def subsampled_blanket_atoms(randomizer, rate, x0, x1, **options) -> RatioAtoms:
+    """Blanket atoms of ``randomizer`` under Poisson subsampling with rate ``rate``."""
+    return subsampled_atoms(blanket_atoms(randomizer, x0, x1, **options), rate)
+
+
+def subsampled_exact_atoms(randomizer, rate, x0, x1, x2, **options) -> RatioAtoms:
+    """Thm 14 atoms of ``randomizer`` under Poisson subsampling with rate ``rate``."""
+    return subsampled_atoms(exact_pair_atoms(randomizer, x0, x1, x2, **options), rate)
+
+
+def hamming_patterns(randomizers) -> list[tuple[bool, ...]]:
+    """The patterns of changed coordinates to examine for a joint composition (000 Sec. 8):
+    every non-empty subset, one per orbit under exchanging equal components (identical
+    components in the same role give identical atom sets)."""
+    randomizers = _components(randomizers)
+    classes: list[list[int]] = []
+    for i, r in enumerate(randomizers):
+        for members in classes:
+            if randomizers[members[0]] == r:
+                members.append(i)
+                break
+        else:
+            classes.append([i])
+    patterns = []
+    for counts in itertools.product(*[range(len(m) + 1) for m in classes]):
+        if sum(counts) == 0:
+            continue
+        changed = [False] * len(randomizers)
+        for members, count in zip(classes, counts, strict=True):
+            for i in members[:count]:
+                changed[i] = True
+        patterns.append(tuple(changed))
+    return patterns
