@@ -84,3 +84,33 @@ def test_two_sample_test_has_power_against_a_wrong_budget():
     pipe = _pipeline_estimates(0.6, seed=2024)
     batch = _batch_estimates(1.0, seed=99)
     assert _p_values(pipe, batch).min() < ALPHA / 5
+
+
+def test_pipeline_with_the_project_estimators():
+    """The pipeline drives protocols.estimators: frequency (k-RR, OUE) and mean (Laplace)."""
+    from protocols.estimators import make_estimator
+
+    config = PipelineConfig(arrival="uniform", batch_size=300, timeout=0.2, min_batch=50)
+    values = _data()
+    krr = make_randomizer("krr", epsilon0=1.0, domain_size=K)
+    result = run_pipeline(krr, values, config, np.random.default_rng(4),
+                          estimator=make_estimator("frequency", krr))
+    released = result.rounds[0].released
+    np.testing.assert_allclose(result.estimate,
+                               KRRFrequency(krr).estimate(result.aggregate, released))
+
+    oue = make_randomizer("oue", epsilon0=1.0, domain_size=K)
+    result = run_pipeline(oue, values, config, np.random.default_rng(5),
+                          estimator=make_estimator("frequency", oue))
+    assert result.estimate.shape == (K,)
+    assert result.aggregate.sum() >= 0 and result.rounds[0].released > 0
+
+    laplace = make_randomizer("laplace", epsilon0=1.0)
+    x = np.random.default_rng(6).uniform(0, 1, size=N)
+    result = run_pipeline(laplace, x, config, np.random.default_rng(7),
+                          estimator=make_estimator("mean", laplace), keep_outputs=True)
+    # unbiased for the mean of the released clients' values; Var = 2 / (eps0^2 n)
+    released = np.concatenate([b.clients for b in result.outputs])
+    assert released.size == result.rounds[0].released
+    sd = np.sqrt(2.0 / released.size)
+    assert abs(float(result.estimate) - x[released].mean()) < 6 * sd
