@@ -1,0 +1,332 @@
+"""The vectorized batch path: repetitions of data -> randomize -> shuffle -> aggregate ->
+estimate, and their error metrics.
+
+One *unit* of work runs a block of repetitions of one setting with one random generator; every
+step is vectorized over (repetitions, users). Two paths produce the aggregate:
+
+* ``reports``: per-user reports. Categorical data are drawn as the histogram of n i.i.d. draws
+  (Multinomial(n, p)) laid out in sorted order (``np.repeat``); numeric data as an (r, n) array.
+  Every user is randomized independently; with ``shuffle = "perform"`` the reports of each
+  repetition are then permuted uniformly (the shuffler), so the report *sequence* has exactly
+  the shuffle model's distribution although the data were laid out sorted. The aggregate reduces
+  the user axis.
+* ``aggregate``: the sufficient statistic sampled directly from the data histogram with
+  ``randomizer.sample_aggregate`` (e.g. per-bit counts of unary encodings are sums of binomials).
+
+Shuffle. Every estimator reads only the aggregate (support counts or sums), which is invariant
+under permutations of the reports, so the permutation does not change any estimate: it is
+performed by default (the batch path then realises the shuffle model literally and its cost is
+part of the measured throughput) and ``shuffle = "skip"`` omits it. When one repetition's
+reports do not fit in the memory budget the users are processed in slices whose aggregates are
+added (support counts and sums are additive over users); a permutation of all reports is then
+impossible, so this requires ``shuffle = "skip"`` (checked when the setup is built).
+
+Metrics (one value per repetition) compare the estimate with two references:
+``empirical`` (the sampled data's frequencies, mean or sum) and ``population`` (the data
+distribution's probabilities, or its mean; for sums, n times the mean).
+
+* frequency: ``l2`` = ||f_hat - f||_2, ``linf`` = max_v |f_hat_v - f_v|,
+  ``mse`` = (1/d) sum_v (f_hat_v - f_v)^2, ``mae`` = (1/d) sum_v |f_hat_v - f_v|, over the d
+  values of the randomizer's input domain.
+* mean and sum: ``error`` = estimate - truth, ``squared_error``, ``abs_error``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from protocols.randomizers import Categorical, Randomizer
+from simulator.errors import ScenarioError
+from simulator.population import CATEGORICAL, BudgetDistribution, DataDistribution
+from simulator.scenario import BatchPath, Settings, ShuffleMode
+
+#: Most repetitions in one unit of work when the memory budget allows more.
+MAX_UNIT_REPETITIONS = 256
+REFERENCES = ("empirical", "population")
+
+
+# ---------------------------------------------------------------------------------------------
+# Targets: what an estimator estimates, and its error metrics
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DataStats:
+    """Sufficient statistics of the sampled data of a block of repetitions.
+
+    counts: (r, d) histograms over the randomizer's input domain (categorical data), else None.
+    sums: (r,) sums of the values.
+    """
+
+    counts: np.ndarray | None
+    sums: np.ndarray
+
+
+class Target(ABC):
+    """The quantity an estimator estimates and how its error is measured."""
+
+    name: ClassVar[str]
+    metric_names: ClassVar[tuple[str, ...]]
+
+    @abstractmethod
+    def empirical(self, stats: DataStats, n: int) -> np.ndarray:
+        """The truth of the sampled data, one per repetition (leading axis)."""
+
+    @abstractmethod
+    def population(self, data: DataDistribution, n: int, domain_size: int | None) -> np.ndarray:
+        """The population truth (broadcasts against the estimates)."""
+
+    @abstractmethod
+    def metrics(self, estimate: np.ndarray, truth: np.ndarray) -> dict[str, np.ndarray]:
+        """Metric name -> one value per repetition."""
+
+
+class FrequencyTarget(Target):
+    name = "frequency"
+    metric_names = ("l2", "linf", "mse", "mae")
+
+    def empirical(self, stats, n):
+        return stats.counts / n
+
+    def population(self, data, n, domain_size):
+        p = data.probabilities()
+        return np.pad(p, (0, domain_size - p.size))
+
+    def metrics(self, estimate, truth):
+        diff = np.asarray(estimate, dtype=float) - truth
+        squared = np.square(diff)
+        absolute = np.abs(diff)
+        return {
+            "l2": np.sqrt(squared.sum(axis=-1)),
+            "linf": absolute.max(axis=-1),
+            "mse": squared.mean(axis=-1),
+            "mae": absolute.mean(axis=-1),
+        }
+
+
+class _ScalarTarget(Target):
+    metric_names = ("error", "squared_error", "abs_error")
+
+    def metrics(self, estimate, truth):
+        error = np.asarray(estimate, dtype=float) - truth
+        return {"error": error, "squared_error": np.square(error), "abs_error": np.abs(error)}
+
+
+class MeanTarget(_ScalarTarget):
+    name = "mean"
+
+    def empirical(self, stats, n):
+        return stats.sums / n
+
+    def population(self, data, n, domain_size):
+        return np.asarray(data.population_mean())
+
+
+class SumTarget(_ScalarTarget):
+    name = "sum"
+
+    def empirical(self, stats, n):
+        return stats.sums.astype(float)
+
+    def population(self, data, n, domain_size):
+        return np.asarray(n * data.population_mean())
+
+
+_TARGETS: dict[str, Target] = {t.name: t for t in (FrequencyTarget(), MeanTarget(), SumTarget())}
+
+
+def register_target(target: Target) -> None:
+    """Make the metrics of a new estimator name available to the batch path."""
+    if target.name in _TARGETS:
+        raise RuntimeError(f"target {target.name!r} registered twice")
+    _TARGETS[target.name] = target
+
+
+def target_names() -> list[str]:
+    """Estimator names whose error metrics the batch path can compute."""
+    return sorted(_TARGETS)
+
+
+def target_for(estimator_name: str) -> Target:
+    return _TARGETS[estimator_name]
+
+
+# ---------------------------------------------------------------------------------------------
+# Setup and memory plan
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BatchSetup:
+    """Everything a unit of the batch path needs for one setting, with its memory plan."""
+
+    n: int
+    data: DataDistribution
+    budget: BudgetDistribution
+    randomizer: Randomizer
+    estimator: Any
+    target: Target
+    path: BatchPath
+    shuffle: ShuffleMode
+    memory_bytes: int
+    #: Estimated peak working bytes per (repetition, user) on the reports path.
+    bytes_per_user: int
+    #: Repetitions of one unit of work (one random stream).
+    unit_repetitions: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> BatchSetup:
+        population = settings.population
+        randomizer = settings.randomizer
+        memory = settings.batch.memory_mb * 2**20
+        n = population.n
+        per_user = report_bytes_per_user(randomizer)
+        if settings.batch.path is BatchPath.AGGREGATE:
+            per_repetition = 64 * (_domain_size(randomizer) or 1) + 64
+        else:
+            per_repetition = n * per_user
+        if settings.batch.chunk_repetitions is not None:
+            unit = settings.batch.chunk_repetitions
+        else:
+            unit = max(1, min(MAX_UNIT_REPETITIONS, memory // per_repetition))
+        if (settings.batch.path is BatchPath.REPORTS and per_repetition > memory
+                and settings.batch.shuffle is ShuffleMode.PERFORM):
+            raise ScenarioError(
+                "batch.shuffle", settings.batch.shuffle.value,
+                f"one repetition's reports need about {per_repetition / 2**20:.0f} MiB, more "
+                f"than batch.memory_mb = {settings.batch.memory_mb}: raise batch.memory_mb, or "
+                'set batch.shuffle = "skip" (estimators read only the permutation-invariant '
+                "aggregate, so the shuffle does not change them)",
+            )
+        return cls(
+            n=n, data=population.data, budget=population.budget, randomizer=randomizer,
+            estimator=settings.estimator, target=target_for(settings.estimator_name),
+            path=settings.batch.path, shuffle=settings.batch.shuffle, memory_bytes=memory,
+            bytes_per_user=per_user, unit_repetitions=unit,
+        )
+
+    @property
+    def domain_size(self) -> int | None:
+        return _domain_size(self.randomizer)
+
+
+def _domain_size(randomizer: Randomizer) -> int | None:
+    domain = randomizer.input_domain
+    return domain.size if isinstance(domain, Categorical) else None
+
+
+def report_bytes_per_user(randomizer: Randomizer) -> int:
+    """A generous estimate of the peak working memory per user on the reports path: the data
+    value and budget (16 bytes) plus three report-sized float64 arrays (the report, the
+    randomizer's temporaries, the shuffled copy)."""
+    elements = math.prod(randomizer.output_shape)
+    return 16 + 3 * 8 * max(1, elements)
+
+
+# ---------------------------------------------------------------------------------------------
+# One unit of work
+# ---------------------------------------------------------------------------------------------
+def run_unit(
+    setup: BatchSetup, repetitions: int, rng: np.random.Generator
+) -> dict[tuple[str, str], np.ndarray]:
+    """Run ``repetitions`` repetitions; returns {(metric, reference): values (repetitions,)}.
+
+    Repetitions are processed in memory-bounded blocks, sequentially from ``rng``; the block
+    sizes depend only on the setup, so the result is a function of (setup, repetitions, rng).
+    """
+    if setup.path is BatchPath.AGGREGATE:
+        per_repetition = 64 * (setup.domain_size or 1) + 64
+    else:
+        per_repetition = setup.n * setup.bytes_per_user
+    block = max(1, min(repetitions, setup.memory_bytes // per_repetition))
+    parts: list[dict[tuple[str, str], np.ndarray]] = []
+    for start in range(0, repetitions, block):  # a loop over memory blocks, not repetitions
+        size = min(block, repetitions - start)
+        parts.append(_run_block(setup, size, rng))
+    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+
+
+def _run_block(setup: BatchSetup, repetitions: int, rng: np.random.Generator):
+    if setup.path is BatchPath.AGGREGATE:
+        aggregate, stats = _aggregate_path(setup, repetitions, rng)
+    else:
+        aggregate, stats = _reports_path(setup, repetitions, rng)
+    estimate = setup.estimator.estimate(aggregate, setup.n)
+    truths = {
+        "empirical": setup.target.empirical(stats, setup.n),
+        "population": setup.target.population(setup.data, setup.n, setup.domain_size),
+    }
+    out = {}
+    for reference, truth in truths.items():
+        for metric, values in setup.target.metrics(estimate, truth).items():
+            out[(metric, reference)] = np.broadcast_to(values, (repetitions,)).astype(float)
+    return out
+
+
+def _padded_counts(setup: BatchSetup, repetitions: int, rng) -> np.ndarray:
+    counts = setup.data.sample_counts(setup.n, repetitions, rng).astype(np.int64)
+    return np.pad(counts, ((0, 0), (0, setup.domain_size - counts.shape[1])))
+
+
+def _stats_from_counts(counts: np.ndarray) -> DataStats:
+    return DataStats(counts=counts, sums=counts @ np.arange(counts.shape[1], dtype=np.int64))
+
+
+def _aggregate_path(setup: BatchSetup, repetitions: int, rng):
+    counts = _padded_counts(setup, repetitions, rng)
+    aggregate = setup.randomizer.sample_aggregate(counts, rng)
+    return aggregate, _stats_from_counts(counts)
+
+
+def _reports_path(setup: BatchSetup, repetitions: int, rng):
+    n = setup.n
+    if setup.data.kind == CATEGORICAL:
+        counts = setup.data.sample_counts(n, repetitions, rng).astype(np.int64)
+        values = sorted_values(counts)
+        if setup.domain_size is None:  # categories fed to an interval randomizer
+            values = values.astype(np.float64)
+            stats = _stats_from_counts(counts)
+        else:
+            stats = _stats_from_counts(
+                np.pad(counts, ((0, 0), (0, setup.domain_size - counts.shape[1])))
+            )
+    else:
+        values = np.asarray(setup.data.sample((repetitions, n), rng), dtype=np.float64)
+        stats = DataStats(counts=None, sums=values.sum(axis=-1))
+    budgets = None if setup.budget.is_constant else setup.budget.sample_budgets(values.shape, rng)
+    per_slice = max(1, setup.memory_bytes // (repetitions * setup.bytes_per_user))
+    aggregate = None
+    for start in range(0, n, per_slice):  # user slices only when one repetition is too big
+        stop = min(n, start + per_slice)
+        eps = None if budgets is None else budgets[:, start:stop]
+        reports = setup.randomizer.randomize(values[:, start:stop], rng, epsilon=eps)
+        if setup.shuffle is ShuffleMode.PERFORM:
+            reports = shuffle_reports(reports, rng)
+        part = setup.randomizer.aggregate(reports)
+        aggregate = part if aggregate is None else aggregate + part
+    return aggregate, stats
+
+
+def sorted_values(counts: np.ndarray) -> np.ndarray:
+    """The (r, n) data whose rows have the histograms ``counts`` (r, d), in sorted order.
+
+    Users are exchangeable (i.i.d. data, independent randomization), so the layout of the data
+    does not change the distribution of the aggregate, and after the shuffle not even that of
+    the report sequence. (int64: randomizers mix the values with int64 arrays, and mixed-dtype
+    arithmetic is several times slower than int64 throughout.)
+    """
+    r, d = counts.shape
+    n = int(counts[0].sum())
+    labels = np.tile(np.arange(d, dtype=np.int64), r)
+    return np.repeat(labels, counts.ravel()).reshape(r, n)
+
+
+def shuffle_reports(reports: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Permute the reports of each repetition (axis 1 of (r, n, *report_shape)) uniformly and
+    independently across repetitions."""
+    if reports.ndim == 2:
+        return rng.permuted(reports, axis=1)
+    r, n = reports.shape[:2]
+    order = rng.permuted(np.broadcast_to(np.arange(n), (r, n)), axis=1)
+    return np.take_along_axis(reports, order.reshape((r, n) + (1,) * (reports.ndim - 2)), axis=1)
