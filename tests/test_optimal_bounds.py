@@ -1,0 +1,199 @@
+"""Exact-pair and blanket GPARVs against brute-force enumeration of shuffled outputs, and the
+optimal-blanket / exact-lower bounds (000 Thm 13, Thm 14, Alg. 7).
+
+Oracles:
+* ``shuffled_delta``: D_{e^eps}(M(X0) || M(X1)) by enumerating every ordered output sequence of
+  the n users (K^n of them), accumulating its probability on its histogram (the shuffled output)
+  and summing (P0(h) - e^eps P1(h))_+ over histograms. Straight from the definition; no
+  decomposition involved.
+* ``atoms_delta``: (1/n) E[(G_1 + ... + G_n)_+] by enumerating the multinomial counts of the
+  atoms (exact up to float rounding).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.special import gammaln
+
+from protocols.bounds.atoms import RatioAtoms
+from protocols.bounds.composition import joint_blanket_atoms, joint_exact_atoms
+from protocols.bounds.decompositions import blanket_atoms, exact_pair_atoms
+from protocols.randomizers import make_randomizer
+
+
+# -- oracles ------------------------------------------------------------------------------------
+def shuffled_delta(rows0: np.ndarray, rows1: np.ndarray, eps: float) -> float:
+    """D_{e^eps}(M(X0) || M(X1)) for per-user output pmfs rows0[i], rows1[i] (shape (n, K)),
+    by enumerating all K^n ordered outputs."""
+    n, k = rows0.shape
+    seqs = np.array(list(itertools.product(range(k), repeat=n)))          # (K^n, n)
+    users = np.arange(n)
+    p0 = np.prod(rows0[users, seqs], axis=1)
+    p1 = np.prod(rows1[users, seqs], axis=1)
+    hist = (seqs[:, :, None] == np.arange(k)).sum(axis=1)                 # shuffled view
+    key = hist @ (n + 1) ** np.arange(k)                                   # histogram id
+    _, key = np.unique(key, return_inverse=True)
+    h0 = np.bincount(key, weights=p0)
+    h1 = np.bincount(key, weights=p1)
+    return float(np.maximum(h0 - np.exp(eps) * h1, 0.0).sum())
+
+
+def pair_rows(p_x0, p_x1, p_x2, n):
+    """Rows for X0 = (x0, x2, ..., x2) and X1 = (x1, x2, ..., x2)."""
+    rest = np.tile(p_x2, (n - 1, 1))
+    return np.vstack([p_x0, rest]), np.vstack([p_x1, rest])
+
+
+def compositions(n: int, k: int) -> np.ndarray:
+    """All count vectors of length k summing to n (stars and bars)."""
+    bars = np.array(list(itertools.combinations(range(n + k - 1), k - 1)), dtype=np.int64)
+    bars = bars.reshape(-1, k - 1)
+    edges = np.hstack([np.full((bars.shape[0], 1), -1), bars,
+                       np.full((bars.shape[0], 1), n + k - 1)])
+    return np.diff(edges, axis=1) - 1
+
+
+def atoms_delta(atoms: RatioAtoms, n: int, eps: float) -> float:
+    """(1/n) E[(sum of n i.i.d. G)_+] by exact multinomial enumeration (000 Thm 12)."""
+    values = np.append(atoms.values(eps), 0.0)
+    probs = np.append(atoms.weight, atoms.zero_weight)
+    keep = probs > 0
+    values, probs = values[keep], probs[keep]
+    counts = compositions(n, values.size)
+    log_pmf = (gammaln(n + 1) - gammaln(counts + 1).sum(axis=1)
+               + (counts * np.log(probs)).sum(axis=1))
+    total = counts @ values
+    return float(np.dot(np.exp(log_pmf), np.maximum(total, 0.0)) / n)
+
+
+def test_oracles_agree_on_randomized_response():
+    """Sanity of the two oracles on binary RR, n = 3, where the value is known in closed form
+    through Thm 12's identity: both must agree."""
+    e0, eps, n = 1.0, 0.2, 3
+    p = np.array([np.exp(e0), 1.0]) / (1 + np.exp(e0))
+    q = p[::-1]
+    d_brute = shuffled_delta(*pair_rows(p, q, q, n), eps)
+    atoms = RatioAtoms(p / q, q / q, q)
+    assert atoms_delta(atoms, n, eps) == pytest.approx(d_brute, rel=1e-12)
+    assert 0 < d_brute < 1
+
+
+# -- exact pair (000 Thm 14) against brute force -------------------------------------------------
+CASES = [
+    ("krr", dict(epsilon0=1.3, domain_size=3), [(0, 1, 2), (0, 1, 1), (2, 0, 0)]),
+    ("brr", dict(epsilon0=0.8), [(0, 1, 1), (1, 0, 1)]),
+    ("rappor", dict(epsilon0=1.6, domain_size=2), [(0, 1, 1), (0, 1, 0)]),
+    ("oue", dict(epsilon0=0.9, domain_size=3), [(0, 1, 2), (2, 1, 1)]),
+    ("hr", dict(epsilon0=2.0, domain_size=3), [(0, 1, 2), (0, 2, 1), (1, 0, 0)]),
+    ("blh", dict(epsilon0=1.1, domain_size=2), [(0, 1, 1)]),
+    ("olh", dict(epsilon0=1.5, domain_size=2, hash_range=3), [(0, 1, 0)]),
+    ("subset", dict(epsilon0=0.7, domain_size=4, subset_size=2), [(0, 1, 2)]),
+    ("duchi", dict(epsilon0=1.2), [(-1.0, 1.0, 0.3), (0.5, -0.25, 1.0)]),
+    ("summation", dict(epsilon0=1.0, precision=2), [(0.0, 1.0, 0.5), (0.2, 0.9, 0.0)]),
+]
+
+
+def _pmf_rows(r, inputs):
+    if r.name in ("duchi", "summation"):
+        return r.output_pmf(np.asarray(inputs, dtype=float))
+    return r.output_pmf()[list(inputs)]
+
+
+@pytest.mark.parametrize("name,params,triples", CASES, ids=[c[0] for c in CASES])
+def test_exact_pair_equals_shuffled_histogram_enumeration(name, params, triples):
+    """Acceptance criterion: exact enumeration = brute force over shuffled histograms, 1e-10."""
+    r = make_randomizer(name, **params)
+    k = r.output_size
+    for triple in triples:
+        rows = _pmf_rows(r, triple)
+        atoms = exact_pair_atoms(r, *triple)
+        for n in range(2, 7):
+            if k ** n > 40_000:
+                break
+            for eps in (0.0, 0.15, 0.9):
+                brute = shuffled_delta(*pair_rows(*rows, n), eps)
+                value = atoms_delta(atoms, n, eps)
+                assert value == pytest.approx(brute, rel=1e-10, abs=1e-13), (triple, n, eps)
+
+
+def test_joint_composition_exact_pair_against_brute_force():
+    """Thm 14 on the joint composition krr(3) x rappor(2) (12 outputs), n <= 4."""
+    r1 = make_randomizer("krr", epsilon0=0.6, domain_size=3)
+    r2 = make_randomizer("rappor", epsilon0=1.0, domain_size=2)
+    p1, p2 = r1.output_pmf(), r2.output_pmf()
+
+    def joint_row(x):
+        return np.outer(p1[x[0]], p2[x[1]]).ravel()
+
+    for x0, x1, x2 in [((0, 0), (1, 1), (2, 0)), ((0, 1), (0, 0), (2, 1))]:
+        atoms = joint_exact_atoms([r1, r2], list(zip(x0, x1, x2, strict=True)))
+        for n in (2, 3, 4):
+            brute = shuffled_delta(*pair_rows(joint_row(x0), joint_row(x1), joint_row(x2), n),
+                                   0.3)
+            assert atoms_delta(atoms, n, 0.3) == pytest.approx(brute, rel=1e-10, abs=1e-13)
+
+
+# -- blanket (000 Thm 13) is an upper bound over all datasets ------------------------------------
+BLANKET_CASES = [
+    ("krr", dict(epsilon0=1.5, domain_size=3), (0, 1)),
+    ("rappor", dict(epsilon0=1.2, domain_size=2), (0, 1)),
+    ("hr", dict(epsilon0=1.0, domain_size=3), (0, 1)),
+    ("duchi", dict(epsilon0=1.0), (-1.0, 1.0)),
+]
+
+
+@pytest.mark.parametrize("name,params,pair", BLANKET_CASES, ids=[c[0] for c in BLANKET_CASES])
+def test_blanket_dominates_every_dataset(name, params, pair):
+    """For n = 4 and every neighbouring pair of datasets (user 1 changes, the others arbitrary;
+    interior inputs on a grid for duchi), the true divergence is <= the blanket value; and
+    the exact pair value is <= the blanket value (Thm 14 <= Thm 13)."""
+    r = make_randomizer(name, **params)
+    n = 4
+    if name == "duchi":
+        inputs = np.linspace(-1.0, 1.0, 5)
+        pmf = r.output_pmf(inputs)
+    else:
+        inputs = np.arange(r.input_domain.size)
+        pmf = r.output_pmf()
+    atoms = blanket_atoms(r, *pair)
+    for eps in (0.0, 0.2, 0.7):
+        bound = max(atoms_delta(atoms, n, eps), atoms_delta(atoms.swapped(), n, eps))
+        worst = 0.0
+        for i0, i1 in itertools.permutations(range(len(inputs)), 2):
+            for others in itertools.combinations_with_replacement(range(len(inputs)), n - 1):
+                rest = pmf[list(others)]
+                worst = max(worst, shuffled_delta(np.vstack([pmf[i0], rest]),
+                                                  np.vstack([pmf[i1], rest]), eps))
+        assert worst <= bound * (1 + 1e-10) + 1e-14
+        assert worst > 0.2 * bound  # not vacuous
+
+
+def test_worst_pair_claims_on_small_n():
+    """Numerical support for the pair arguments of decompositions.py: for duchi, summation and
+    piecewise, interior pairs never beat the declared worst pair (n = 5, several eps)."""
+    n = 5
+    for name, params, worst, others in [
+        ("duchi", dict(epsilon0=1.4), (-1.0, 1.0), [(-0.5, 0.7), (0.0, 1.0), (0.9, -0.9)]),
+        ("summation", dict(epsilon0=1.2, precision=3), (0.0, 1.0),
+         [(0.1, 0.8), (1 / 3, 2 / 3), (0.5, 0.0)]),
+        ("piecewise", dict(epsilon0=2.0), (-1.0, 1.0), [(-0.3, 0.6), (0.0, 0.2), (1.0, 0.0)]),
+    ]:
+        r = make_randomizer(name, **params)
+        w = blanket_atoms(r, *worst)
+        for eps in (0.0, 0.3, 1.0):
+            top = max(atoms_delta(w, n, eps), atoms_delta(w.swapped(), n, eps))
+            for pair in others:
+                a = blanket_atoms(r, *pair)
+                assert max(atoms_delta(a, n, eps), atoms_delta(a.swapped(), n, eps)) <= top + 1e-14
+
+
+def test_joint_blanket_dominates_joint_exact_pair():
+    r = make_randomizer("krr", epsilon0=0.5, domain_size=3)
+    upper = joint_blanket_atoms([r, r], [(0, 1), (0, 1)])
+    lower = joint_exact_atoms([r, r], [(0, 1, 2), (0, 1, 2)])
+    for n in (2, 5, 8):
+        for eps in (0.0, 0.2):
+            assert atoms_delta(lower, n, eps) <= atoms_delta(upper, n, eps) + 1e-15
