@@ -18,11 +18,12 @@ that R(x)(y) = e^{(d - d_H(UE(x), y)) eps0/2} / (1 + e^{eps0/2})^d.
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln
+from scipy import stats
 
 from protocols.errors import ParameterError, require_int_at_least
 from protocols.randomizers.base import Categorical, OutputGroups, Randomizer
@@ -170,24 +171,32 @@ class UnaryEncoding(Randomizer):
     def output_groups(self, anchors: tuple) -> OutputGroups:
         """Closed-form grouping: the key is (bits at the distinct anchors, Hamming weight w of the
         other d - m bits); the group holds C(d - m, w) outputs, all with the same probability
-        under each anchor and the same minimum over inputs (module docstring). Masses are
-        computed in log space."""
+        under each anchor and the same minimum over inputs (module docstring).
+
+        The C(d - m, w) b^w (1 - b)^{d-m-w} part of every mass is the binomial pmf
+        (scipy.stats.binom.pmf, accurate to a few ulps even for huge d); the anchor bits contribute
+        a few explicit factors. The minimum is attained at a non-anchor x with y_x = 0 when
+        W < d, i.e. (1 - a) b^{|bits|} (1 - b)^{m - 1 - |bits|} times the pmf, and at y = 1...1
+        it is a b^{d-1}."""
         anchors, distinct, position = unique_anchors(anchors, self.domain_size)
         d, m = self.domain_size, distinct.size
-        log_a, log_1a, log_b, log_1b = self.log_bit_probabilities()
+        log_a, log_1a, log_b, log_1b = (float(v) for v in self.log_bit_probabilities())
         bits = np.repeat(bit_patterns(m), d - m + 1, axis=0)          # (G, m)
         rest = np.tile(np.arange(d - m + 1), 1 << m)                   # (G,)
-        weight = bits.sum(axis=1) + rest
-        log_count = gammaln(d - m + 1) - gammaln(rest + 1) - gammaln(d - m - rest + 1)
-        log_p = (bits * log_a + (1 - bits) * log_1a
-                 + (weight[:, None] - bits) * log_b + (d - 1 - weight[:, None] + bits) * log_1b)
+        ones = bits.sum(axis=1)
+        # binom.pmf is accurate to a few ulps; binom.logpmf loses ~1e-12 relative at d ~ 10^3.
+        rest_pmf = stats.binom.pmf(rest, d - m, math.exp(log_b))
+        # Anchor i's own bit has law (a, 1 - a); the other anchors' bits have law (b, 1 - b).
+        log_others = ones * log_b + (m - ones) * log_1b
+        log_anchor = (bits * (log_a - log_b) + (1 - bits) * (log_1a - log_1b)
+                      + log_others[:, None])                            # (G, m)
         log_min = np.where(
-            weight < d,
-            log_1a + weight * log_b + (d - 1 - weight) * log_1b,
-            log_a + (d - 1) * log_b,
+            ones + rest < d,
+            log_1a + ones * log_b + (m - 1 - ones) * log_1b,
+            log_a + (m - 1) * log_b,
         )
-        mass = np.exp(log_count[None, :] + log_p.T)[position]
-        mass_min = np.exp(log_count + log_min)
+        mass = (rest_pmf[None, :] * np.exp(log_anchor.T))[position]
+        mass_min = rest_pmf * np.exp(log_min)
         keep = (mass.max(axis=0) > 0) | (mass_min > 0)
         return OutputGroups(anchors=anchors, mass=mass[:, keep], mass_min=mass_min[keep])
 

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 from scipy.special import gammaln
 
 from protocols.errors import require, require_int_at_least
@@ -184,16 +185,19 @@ class SubsetSelection(Randomizer):
         return out
 
     def output_groups(self, anchors: tuple) -> OutputGroups:
-        """Closed form: key = membership pattern of the distinct anchors (the other k - |b|
+        """Closed form: key = membership pattern b of the distinct anchors (the other k - |b|
         members are any of C(d - m, k - |b|) subsets); the minimum over inputs is 1 / Z for every
-        S because k < d leaves some input outside S."""
+        S because k < d leaves some input outside S. With C(d, k) / Z = d / (k e^eps0 + d - k),
+        the blanket mass of a group is
+            C(d - m, k - |b|) / Z = hypergeom.pmf(|b|; d, m, k) / C(m, |b|) * d / (k e^eps0 + d - k)
+        (scipy.stats.hypergeom.pmf: accurate also for huge d)."""
         anchors, distinct, position = unique_anchors(anchors, self.domain_size)
         d, k, m = self.domain_size, self.subset_size, distinct.size
         bits = bit_patterns(m)
-        rest = k - bits.sum(axis=1)
-        valid = (rest >= 0) & (rest <= d - m)
-        bits, rest = bits[valid], rest[valid]
-        log_count = _log_comb(d - m, rest) - self._log_normalizer()
-        mass = np.exp(log_count[None, :] + self.epsilon0 * bits.T)[position]
-        mass_min = np.exp(log_count)
+        ones = bits.sum(axis=1)
+        valid = (ones <= k) & (k - ones <= d - m)
+        bits, ones = bits[valid], ones[valid]
+        log_scale = math.log(d) - float(np.logaddexp(math.log(k) + self.epsilon0, math.log(d - k)))
+        mass_min = stats.hypergeom.pmf(ones, d, m, k) * np.exp(log_scale - _log_comb(m, ones))
+        mass = (mass_min[None, :] * np.exp(self.epsilon0 * bits.T))[position]
         return OutputGroups(anchors=anchors, mass=mass, mass_min=mass_min)
