@@ -1,0 +1,468 @@
+"""Privacy-blanket bounds of Balle, Bell, Gascon and Nissim (004): shuffled k-ary randomized
+response (Thm 3.1) and the Hoeffding / Bennett bounds on the privacy amplification random
+variable (Sec. 5), generic (from eps0 only) and per randomizer.
+
+Blanket reduction (004 Lemma 5.3; 000 Thm 2 and Thm 13). Let gamma be the total variation
+similarity of R and omega its blanket, so R(x) = gamma omega + (1 - gamma) LO(x). For a neighbour
+pair (x, x') the privacy amplification random variable (PARV) is
+
+    L = (R(x)(W) - e^eps R(x')(W)) / omega(W),   W ~ omega,
+
+with E[L] = 1 - e^eps (when omega has full support), and for M ~ Bin(n, gamma)
+
+    D_{e^eps}(shuffle(X), shuffle(X')) <= (1 / (gamma n)) E[ E[(L_1 + ... + L_M)_+ | M] ].
+
+The proof only uses gamma omega(y) <= R(x)(y) for every x, so any sub-blanket (a smaller gamma
+with the same omega, or atoms of a sub-blanket reference measure) gives a valid bound.
+
+Concentration (our derivation, matching 004 Lemma 5.5 and the authors' *corrected* Lemma 5.6,
+see /work/shared/reference/published.md): with a = -E[L] > 0,
+
+* Hoeffding (L in an interval of length b):  E[(sum_{i<=m} L_i)_+] <= b^2/(4a) e^{-2 m a^2 / b^2};
+* Bennett (L <= b_+ with b_+ > 0, E[L^2] <= v; Boucheron-Lugosi-Massart Thm 2.9, which uses the
+  *uncentred* bound and second moment): E[(sum_{i<=m} L_i)_+] <= b_+ e^{-m A phi(B)} / log(1 + B),
+  A = v / b_+^2, B = a b_+ / v, phi(u) = (1 + u) log(1 + u) - u.
+
+Both follow from E[S_+] = int_0^inf P[S >= t] dt and int_0^inf e^{-g(t)} dt <= e^{-g(0)}/g'(0)
+for convex increasing g (004 Lemma A.4). Both have the form K e^{-m theta}, so the expectation
+over M ~ Bin(n, gamma) (m >= 1; the m = 0 term is exactly 0) is exact in closed form:
+
+    sum_{m>=1} Bin(n, gamma)(m) e^{-m theta} = (1 - gamma + gamma e^{-theta})^n - (1 - gamma)^n.
+
+Reproduction of 000 Table 4 (Blanket (Bennett), 10-RR, n = 1000, delta = 1e-6): the variant is
+the k-RR *specific* Bennett bound (gamma = k/(e^eps0 + k - 1), exact PARV max and second moment of
+004 Lemma 5.7) with the exact Binomial expectation over M (no split of delta between a tail of M
+and the Bennett term) and the corrected denominator log(1 + B) (no factor m). See
+tests/test_blanket_closed.py.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from protocols.bounds.atoms import RatioAtoms, Rounding
+from protocols.bounds.clones import (
+    DEFAULT_TOL,
+    check_delta,
+    check_epsilon,
+    check_epsilon0,
+    check_n,
+    smallest_epsilon,
+)
+from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.errors import ParameterError, require
+
+BBGN19 = "Balle, Bell, Gascon, Nissim, The privacy blanket of the shuffle model (004)"
+#: Relative safety margin on every floating-point delta returned here.
+_REL_ERR = 1e-12
+#: Largest (#ordered input pairs) x (#outputs) enumerated for a per-randomizer bound.
+MAX_PAIR_OUTPUTS = 20_000_000
+
+
+# -- Thm 3.1: shuffled k-ary randomized response ---------------------------------------------------
+def _check_k(domain_size: int) -> int:
+    require(
+        isinstance(domain_size, numbers.Integral) and not isinstance(domain_size, bool)
+        and int(domain_size) >= 2, "domain_size", domain_size, "must be an integer >= 2",
+    )
+    return int(domain_size)
+
+
+def blanket_krr_gamma(epsilon: float, n: int, delta: float, domain_size: int) -> float:
+    """004 Thm 3.1: the randomizer that keeps its input w.p. 1 - gamma and otherwise reports a
+    uniform value of [k] makes the shuffle (eps, delta)-DP, for eps <= 1, when
+
+        gamma = max{14 k log(2/delta) / ((n - 1) eps^2), 27 k / ((n - 1) eps)}.
+
+    Returns that gamma (a value above 1 means no such randomizer exists)."""
+    eps = check_epsilon(epsilon)
+    require(0 < eps <= 1, "epsilon", epsilon, "004 Thm 3.1 needs 0 < eps <= 1")
+    n = check_n(n, 2)
+    delta = check_delta(delta)
+    k = _check_k(domain_size)
+    return max(14.0 * k * math.log(2.0 / delta) / ((n - 1) * eps**2), 27.0 * k / ((n - 1) * eps))
+
+
+def blanket_krr_epsilon_for_gamma(gamma: float, n: int, delta: float, domain_size: int) -> float:
+    """Inversion of 004 Thm 3.1: the smallest eps whose required gamma is <= the given gamma,
+
+        eps = max{sqrt(14 k log(2/delta) / ((n - 1) gamma)), 27 k / ((n - 1) gamma)}.
+
+    A larger gamma than the theorem requires is still private: RR with gamma' >= gamma is RR with
+    gamma followed by more uniform replacement, a post-processing that commutes with shuffling.
+    Raises ParameterError when the result exceeds 1 (outside the theorem's regime)."""
+    require(isinstance(gamma, numbers.Real) and 0 < gamma <= 1, "gamma", gamma,
+            "must lie in (0, 1]")
+    n = check_n(n, 2)
+    delta = check_delta(delta)
+    k = _check_k(domain_size)
+    eps = max(math.sqrt(14.0 * k * math.log(2.0 / delta) / ((n - 1) * gamma)),
+              27.0 * k / ((n - 1) * gamma))
+    if eps > 1.0:
+        raise ParameterError(
+            "n", n,
+            f"004 Thm 3.1 holds only for eps <= 1; gamma = {gamma:.6g}, k = {k}, "
+            f"delta = {delta:g} give eps = {eps:.6g} (increase n or gamma)",
+        )
+    return float(np.nextafter(eps, np.inf))
+
+
+def krr_blanket_gamma(epsilon0: float, domain_size: int) -> float:
+    """Total variation similarity of eps0-LDP k-RR (004 Lemma 5.1): k / (e^eps0 + k - 1)."""
+    return domain_size / (math.exp(epsilon0) + domain_size - 1)
+
+
+def _krr_fields(randomizer) -> tuple[float, int]:
+    if getattr(randomizer, "name", None) != "krr":
+        raise ParameterError(
+            "randomizer", getattr(randomizer, "name", randomizer),
+            "this bound is specific to k-ary randomized response ('krr')",
+        )
+    return check_epsilon0(randomizer.epsilon0), _check_k(randomizer.domain_size)
+
+
+def blanket_krr_theorem31(randomizer, n: int, delta: float) -> BoundResult:
+    """004 Thm 3.1 applied to a k-RR randomizer: gamma = k/(e^eps0 + k - 1), then the inversion
+    :func:`blanket_krr_epsilon_for_gamma` (regime: resulting eps <= 1)."""
+    epsilon0, k = _krr_fields(randomizer)
+    start = time.perf_counter()
+    gamma = krr_blanket_gamma(epsilon0, k)
+    try:
+        eps = blanket_krr_epsilon_for_gamma(gamma, n, delta, k)
+    except ParameterError as err:
+        if err.field != "n":
+            raise
+        raise ParameterError("epsilon0", epsilon0, err.requirement) from None
+    return BoundResult(
+        method="blanket_krr_thm31", kind=BoundKind.UPPER, epsilon=eps, delta=delta,
+        epsilon_error=0.0, status=BoundStatus.PROVEN, reference=f"{BBGN19}, Thm 3.1",
+        seconds=time.perf_counter() - start, note=f"k = {k}, gamma = {gamma:.6g}",
+    )
+
+
+# -- PARV parameters ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PARVBounds:
+    """What the concentration bounds need about L at one eps (arrays: one entry per neighbour
+    pair; the bound is the maximum over pairs).
+
+    gamma: blanket mass used in Lemma 5.3 (a lower bound on the total variation similarity is
+    fine); mean_gap: a = -E[L] (or a lower bound); upper: b_+ >= max L; width: b >= max L - min L;
+    second_moment: v >= E[L^2].
+    """
+
+    gamma: float
+    mean_gap: np.ndarray
+    upper: np.ndarray
+    width: np.ndarray
+    second_moment: np.ndarray
+
+
+def generic_parv_bounds(epsilon: float, epsilon0: float) -> PARVBounds:
+    """004 Lemma 5.2 and 5.4 for any eps0-LDP randomizer, with the constants of the authors'
+    released implementation: gamma >= e^-eps0, E[L] = 1 - e^eps,
+    max L <= e^eps0 - e^(eps - eps0), range <= (e^eps + 1)(e^eps0 - e^-eps0),
+    E[L^2] <= e^eps0 (e^2eps + 1) - 2 e^(eps - 3 eps0).
+
+    Validity (our check, any blanket gamma in [e^-eps0, 1]): R(x)(w)/omega(w) lies in
+    [gamma, gamma e^eps0], so L <= gamma (e^eps0 - e^eps), L >= gamma (1 - e^(eps + eps0)),
+    E[L^2] <= gamma (e^eps0 (1 + e^2eps) - 2 e^eps); each is below the constant above.
+    """
+    e, e0 = math.exp(epsilon), math.exp(epsilon0)
+    return PARVBounds(
+        gamma=math.exp(-epsilon0),
+        mean_gap=np.array([e - 1.0]),
+        upper=np.array([e0 - e / e0]),
+        width=np.array([(e + 1.0) * (e0 - 1.0 / e0)]),
+        second_moment=np.array([e0 * (e * e + 1.0) - 2.0 * e / e0**3]),
+    )
+
+
+def krr_parv_bounds(epsilon: float, epsilon0: float, domain_size: int) -> PARVBounds:
+    """004 Lemma 5.7 (exact for k-RR, uniform blanket): with gamma = k/(e^eps0 + k - 1),
+    L = gamma (1 - e^eps) + (1 - gamma) k ([W = x] - e^eps [W = x']), so
+    max L = gamma (1 - e^eps) + (1 - gamma) k, range = (1 - gamma) k (e^eps + 1),
+    E[L^2] = gamma (2 - gamma)(e^eps - 1)^2 + (1 - gamma)^2 k (e^2eps + 1)."""
+    k = domain_size
+    g = krr_blanket_gamma(epsilon0, k)
+    e = math.exp(epsilon)
+    return PARVBounds(
+        gamma=g,
+        mean_gap=np.array([e - 1.0]),
+        upper=np.array([g * (1.0 - e) + (1.0 - g) * k]),
+        width=np.array([(1.0 - g) * k * (e + 1.0)]),
+        second_moment=np.array([g * (2.0 - g) * (e - 1.0) ** 2 + (1.0 - g) ** 2 * k * (e * e + 1)]),
+    )
+
+
+@dataclass(frozen=True)
+class PairAtoms:
+    """Blanket atoms of several neighbour pairs stacked into (pairs, atoms) arrays (zero weight
+    pads short rows), so that the PARV parameters of every pair are computed at once."""
+
+    a: np.ndarray
+    b: np.ndarray
+    weight: np.ndarray
+
+    @property
+    def gamma(self) -> float:
+        return float(self.weight[0].sum())
+
+    @classmethod
+    def stack(cls, atoms: list[RatioAtoms]) -> PairAtoms:
+        if not atoms:
+            raise ParameterError("atoms", atoms, "need at least one RatioAtoms")
+        gammas = sorted({round(float(at.weight.sum()), 12) for at in atoms})
+        if len(gammas) != 1:
+            raise ParameterError("atoms", gammas, "all pairs must share one reference mass")
+        for at in atoms:
+            if at.rounding == Rounding.DOWN:
+                raise ParameterError("atoms.rounding", at.rounding.value,
+                                     "upper bounds need exact or rounded-up atoms")
+        width = max(at.weight.size for at in atoms)
+        a, b, w = (np.zeros((len(atoms), width)) for _ in range(3))
+        for i, at in enumerate(atoms):  # once per pair, outside the eps loop
+            a[i, : at.a.size], b[i, : at.b.size], w[i, : at.weight.size] = at.a, at.b, at.weight
+        b = np.where(w > 0, b, 1.0)  # padding: harmless finite values with zero weight
+        a = np.where(w > 0, a, 0.0)
+        if (w.sum(axis=1) <= 0).any():
+            raise ParameterError("atoms", "weights", "every pair needs positive blanket mass")
+        return cls(a, b, w)
+
+    def trivial_epsilon(self) -> float:
+        """max over pairs and atoms of log(a/b) = log(R(x)(y)/R(x')(y)): at this eps every PARV
+        value is <= 0 and both concentration bounds give delta = 0."""
+        with np.errstate(divide="ignore"):
+            ratio = np.log(self.a) - np.log(self.b)
+        return float(np.max(np.where(self.weight > 0, ratio, -np.inf)))
+
+
+def atoms_parv_bounds(epsilon: float, atoms: list[RatioAtoms] | PairAtoms) -> PARVBounds:
+    """Exact PARV parameters from blanket atoms (one RatioAtoms per neighbour pair, all with the
+    same reference measure): weight_j = m(y) mass of the group (m <= min_x R(x)), a_j, b_j the
+    ratios R(x)(y)/m(y), R(x')(y)/m(y). Then gamma = sum_j weight_j, omega = weight/gamma and
+    L = gamma (a_j - e^eps b_j) w.p. weight_j / gamma. Atoms rounded DOWN are refused (they
+    would under-state L). The mean is computed from the atoms (equal to 1 - e^eps when the
+    reference has full support)."""
+    pairs = atoms if isinstance(atoms, PairAtoms) else PairAtoms.stack(list(atoms))
+    gamma = pairs.gamma
+    values = gamma * (pairs.a - math.exp(epsilon) * pairs.b)
+    prob = pairs.weight / pairs.weight.sum(axis=1, keepdims=True)
+    present = pairs.weight > 0
+    top = np.max(np.where(present, values, -np.inf), axis=1)
+    bottom = np.min(np.where(present, values, np.inf), axis=1)
+    return PARVBounds(
+        gamma=gamma,
+        mean_gap=-np.sum(prob * values, axis=1),
+        upper=top,
+        width=top - bottom,
+        second_moment=np.sum(prob * values**2, axis=1),
+    )
+
+
+# -- the two concentration bounds ------------------------------------------------------------------
+def _binomial_geometric_sum(gamma: float, n: int, theta: np.ndarray) -> np.ndarray:
+    """sum_{m=1}^n Bin(n, gamma)(m) e^{-m theta} = (1 - gamma + gamma e^-theta)^n - (1-gamma)^n,
+    evaluated in log space (theta >= 0, array)."""
+    theta = np.asarray(theta, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_a = n * np.log1p(-gamma * -np.expm1(-theta))
+        log_b = n * math.log1p(-gamma) if gamma < 1 else -np.inf
+        diff = np.exp(log_a) * -np.expm1(np.minimum(log_b - log_a, 0.0))
+    return np.where(np.isfinite(diff), diff, 0.0)
+
+
+def _phi_lower(u: np.ndarray) -> np.ndarray:
+    """A lower bound (to rounding) on phi(u) = (1 + u) log(1 + u) - u for u > 0: the alternating
+    series u^2/2 - u^3/6 + u^4/12 - u^5/20 for small u (truncated after a negative term, hence a
+    lower bound), the closed form otherwise; shaved by a relative 1e-12."""
+    u = np.asarray(u, dtype=float)
+    series = u**2 / 2 - u**3 / 6 + u**4 / 12 - u**5 / 20
+    direct = (1.0 + u) * np.log1p(u) - u
+    return np.where(u < 1e-3, series, direct) * (1.0 - _REL_ERR)
+
+
+def _finish(bound: np.ndarray, gamma: float, n: int) -> float:
+    value = float(np.max(bound)) / (gamma * n) * (1.0 + _REL_ERR)
+    return min(1.0, value) if np.isfinite(value) else 1.0
+
+
+def hoeffding_delta(epsilon: float, n: int, params: PARVBounds) -> float:
+    """004 Lemma 5.3 + Lemma 5.5: delta(eps) <= max over pairs of
+    (1/(gamma n)) b^2/(4a) [(1 - gamma + gamma e^{-2a^2/b^2})^n - (1 - gamma)^n]."""
+    n = check_n(n)
+    a, b = params.mean_gap, params.width
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta = np.where(b > 0, 2.0 * a**2 / b**2, np.inf)
+        k = np.where(a > 0, b**2 / (4.0 * a), np.inf)
+    total = np.where(b > 0, k * _binomial_geometric_sum(params.gamma, n, theta), 0.0)
+    total = np.where(a > 0, total, np.inf)
+    return _finish(total, params.gamma, n)
+
+
+def bennett_delta(epsilon: float, n: int, params: PARVBounds) -> float:
+    """004 Lemma 5.3 + corrected Lemma 5.6: delta(eps) <= max over pairs of
+    (1/(gamma n)) b_+ / log(1 + B) [(1 - gamma + gamma e^{-A phi(B)})^n - (1 - gamma)^n]
+    with A = v / b_+^2, B = a b_+ / v (no factor m in the denominator). If max L <= 0 the sum of
+    the L_i is never positive and the term is 0."""
+    n = check_n(n)
+    a, b, v = params.mean_gap, params.upper, params.second_moment
+    positive = b > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        big_a = np.where(positive, v / b**2, 0.0)
+        big_b = np.where(positive, a * b / v, 1.0)
+        theta = big_a * _phi_lower(big_b)
+        k = np.where(positive, b / np.log1p(big_b), 0.0)
+    total = np.where(positive, k * _binomial_geometric_sum(params.gamma, n, theta), 0.0)
+    total = np.where(positive & ~(a > 0), np.inf, total)
+    return _finish(total, params.gamma, n)
+
+
+# -- bound functions ------------------------------------------------------------------------------
+def blanket_hoeffding_generic_delta(epsilon: float, epsilon0: float, n: int) -> float:
+    """004 Thm 5.3 (generic Hoeffding), delta as a function of eps (0 for eps >= eps0)."""
+    epsilon, epsilon0 = check_epsilon(epsilon), check_epsilon0(epsilon0)
+    if epsilon >= epsilon0:
+        return 0.0
+    return hoeffding_delta(epsilon, n, generic_parv_bounds(epsilon, epsilon0))
+
+
+def blanket_bennett_generic_delta(epsilon: float, epsilon0: float, n: int) -> float:
+    """004 Sec. 5.3 generic Bennett (corrected), delta as a function of eps (0 for eps >= eps0)."""
+    epsilon, epsilon0 = check_epsilon(epsilon), check_epsilon0(epsilon0)
+    if epsilon >= epsilon0:
+        return 0.0
+    return bennett_delta(epsilon, n, generic_parv_bounds(epsilon, epsilon0))
+
+
+def _generic_result(method, delta_fn, epsilon0, n, delta, reference, tol):
+    epsilon0 = check_epsilon0(epsilon0)
+    n = check_n(n)
+    delta = check_delta(delta)
+    start = time.perf_counter()
+    eps, err = smallest_epsilon(lambda e: delta_fn(e, epsilon0, n), delta, epsilon0, tol)
+    return BoundResult(
+        method=method, kind=BoundKind.UPPER, epsilon=eps, delta=delta, epsilon_error=err,
+        status=BoundStatus.PROVEN, reference=reference, seconds=time.perf_counter() - start,
+        note="eps = eps0 means no amplification shown" if eps >= epsilon0 else "",
+    )
+
+
+def blanket_hoeffding_generic(
+    epsilon0: float, n: int, delta: float, tol: float = DEFAULT_TOL
+) -> BoundResult:
+    """004 Thm 5.3: generic Hoeffding blanket bound for any eps0-LDP randomizer."""
+    return _generic_result("blanket_hoeffding_generic", blanket_hoeffding_generic_delta,
+                           epsilon0, n, delta, f"{BBGN19}, Thm 5.3 (Lemmas 5.2-5.5)", tol)
+
+
+def blanket_bennett_generic(
+    epsilon0: float, n: int, delta: float, tol: float = DEFAULT_TOL
+) -> BoundResult:
+    """004 Sec. 5.3: generic Bennett blanket bound (corrected Lemma 5.6) for any eps0-LDP
+    randomizer."""
+    return _generic_result("blanket_bennett_generic", blanket_bennett_generic_delta,
+                           epsilon0, n, delta, f"{BBGN19}, Lemmas 5.2-5.4 and 5.6 (corrected)", tol)
+
+
+def randomizer_blanket_atoms(randomizer) -> list[RatioAtoms]:
+    """Blanket atoms of every neighbour pair that can be worst for ``randomizer``.
+
+    k-RR: the single pair (0, 1) (every ordered pair is equivalent under relabelling), grouped by
+    ``output_groups``. Other categorical randomizers with an enumerable output space: every
+    ordered pair (x, x'), x != x', one atom per output. Otherwise pass atoms explicitly."""
+    if getattr(randomizer, "name", None) == "krr":
+        groups = randomizer.output_groups((0, 1))
+        keep = groups.mass_min > 0
+        m = groups.mass_min[keep]
+        return [RatioAtoms(groups.mass[0, keep] / m, groups.mass[1, keep] / m, m)]
+    try:
+        pmf = randomizer.output_pmf()
+    except (ParameterError, NotImplementedError) as err:
+        raise ParameterError(
+            "randomizer", getattr(randomizer, "name", randomizer),
+            f"cannot enumerate its outputs ({err}); pass atoms= from the decompositions module",
+        ) from None
+    d, size = pmf.shape
+    if d * (d - 1) * size > MAX_PAIR_OUTPUTS:
+        raise ParameterError(
+            "randomizer", getattr(randomizer, "name", randomizer),
+            f"{d} inputs x {size} outputs is too many pairs to enumerate; pass atoms=",
+        )
+    m = pmf.min(axis=0)
+    keep = m > 0
+    ratio = pmf[:, keep] / m[keep]
+    return [RatioAtoms(ratio[x], ratio[y], m[keep]) for x in range(d) for y in range(d) if x != y]
+
+
+def _per_randomizer_result(method, concentration, randomizer, n, delta, atoms, tol, reference):
+    n = check_n(n)
+    delta = check_delta(delta)
+    start = time.perf_counter()
+    pairs = PairAtoms.stack(list(atoms) if atoms is not None
+                            else randomizer_blanket_atoms(randomizer))
+    upper = pairs.trivial_epsilon()
+    if not np.isfinite(upper):
+        raise ParameterError("randomizer", getattr(randomizer, "name", randomizer),
+                             "is not pure LDP on the blanket support")
+
+    def delta_fn(eps: float) -> float:
+        if eps >= upper:
+            return 0.0
+        return concentration(eps, n, atoms_parv_bounds(eps, pairs))
+
+    eps, err = smallest_epsilon(delta_fn, delta, upper, tol)
+    gamma = pairs.gamma
+    return BoundResult(
+        method=method, kind=BoundKind.UPPER, epsilon=eps, delta=delta, epsilon_error=err,
+        status=BoundStatus.PROVEN, reference=reference, seconds=time.perf_counter() - start,
+        note=f"gamma = {gamma:.6g}, {pairs.a.shape[0]} neighbour pair(s)",
+    )
+
+
+def blanket_hoeffding(
+    randomizer, n: int, delta: float, atoms: list[RatioAtoms] | None = None,
+    tol: float = DEFAULT_TOL,
+) -> BoundResult:
+    """004 Lemmas 5.3, 5.5 with the randomizer's own gamma and exact PARV range (k-RR: Lemma
+    5.7), maximised over neighbour pairs."""
+    return _per_randomizer_result("blanket_hoeffding", hoeffding_delta, randomizer, n, delta,
+                                  atoms, tol, f"{BBGN19}, Lemmas 5.3, 5.5, 5.7")
+
+
+def blanket_bennett(
+    randomizer, n: int, delta: float, atoms: list[RatioAtoms] | None = None,
+    tol: float = DEFAULT_TOL,
+) -> BoundResult:
+    """004 Lemmas 5.3, 5.6 (corrected) with the randomizer's own gamma and exact PARV maximum and
+    second moment (k-RR: Lemma 5.7), maximised over neighbour pairs. For 10-RR, n = 1000,
+    delta = 1e-6 this is the "Blanket (Bennett)" row of 000 Table 4."""
+    return _per_randomizer_result("blanket_bennett", bennett_delta, randomizer, n, delta,
+                                  atoms, tol, f"{BBGN19}, Lemmas 5.3, 5.6 (corrected), 5.7")
+
+
+def blanket_bennett_randomizer_delta(epsilon: float, randomizer, n: int,
+                                     atoms: list[RatioAtoms] | None = None) -> float:
+    """delta(eps) of :func:`blanket_bennett`."""
+    epsilon = check_epsilon(epsilon)
+    pairs = PairAtoms.stack(list(atoms) if atoms is not None
+                            else randomizer_blanket_atoms(randomizer))
+    if epsilon >= pairs.trivial_epsilon():
+        return 0.0
+    return bennett_delta(epsilon, n, atoms_parv_bounds(epsilon, pairs))
+
+
+def blanket_hoeffding_randomizer_delta(epsilon: float, randomizer, n: int,
+                                       atoms: list[RatioAtoms] | None = None) -> float:
+    """delta(eps) of :func:`blanket_hoeffding`."""
+    epsilon = check_epsilon(epsilon)
+    pairs = PairAtoms.stack(list(atoms) if atoms is not None
+                            else randomizer_blanket_atoms(randomizer))
+    if epsilon >= pairs.trivial_epsilon():
+        return 0.0
+    return hoeffding_delta(epsilon, n, atoms_parv_bounds(epsilon, pairs))

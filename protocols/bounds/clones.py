@@ -1,0 +1,455 @@
+"""Clone-based amplification bounds: Feldman, McMillan and Talwar (002, "Hiding among the
+clones", FMT21) and the "stronger clone" of Feldman et al. (SODA 2023) as restated in 000 Sec. 3.3.
+
+Every function here is for the *generic* setting (any eps0-DP local randomizer, possibly adaptive)
+unless its name says k-RR. Reference pair of the clone reduction (002 Thm 3.2; 000 Thm 1):
+
+    C ~ Bin(n - 1, p_clone),  A ~ Bin(C, 1/2),  Delta ~ Bern(q),  q = e^eps0 / (e^eps0 + 1),
+    P0 = (A + Delta, C - A + 1 - Delta),   P1 = (A + 1 - Delta, C - A + Delta),
+
+with p_clone = e^-eps0 for the standard clone. The shuffled mechanism is (eps, delta)-DP whenever
+D_{e^eps}(P0 || P1) <= delta (the pair is symmetric: D(P0||P1) = D(P1||P0), see below).
+
+Exact evaluation (our equivalent of 002 App. F, Alg. 5-6, without the interval coarsening of
+Alg. 6): the total C + 1 is common to both, so condition on C = c and let F = first count.
+With B_c the pmf of Bin(c, 1/2),
+
+    P0(F = a | c) = q B_c(a - 1) + (1 - q) B_c(a),   P1(F = a | c) = q B_c(a) + (1 - q) B_c(a - 1).
+
+Since B_c(a - 1) / B_c(a) = a / (c + 1 - a) is increasing in a, P0 - e^eps P1 > 0 exactly for
+a > tau_c = r (c + 1) / (1 + r), r = (e^eps q - (1 - q)) / (q - e^eps (1 - q)) (for eps < eps0), so
+
+    D_c = alpha * P[Bin(c, 1/2) >= m] - beta * P[Bin(c, 1/2) > m],  m = floor(tau_c),
+    alpha = q - e^eps (1 - q),  beta = e^eps q - (1 - q),
+
+and delta(eps) = sum_c P[C = c] D_c: O(1) per c, vectorized over a window of c holding all but
+~1e-24 of the mass of C (the rest is added as if D_c = 1). The map a -> c + 1 - a sends P0 to P1,
+so both directions have the same divergence. For eps >= eps0, D = 0 (the likelihood ratio of the
+pair is at most q / (1 - q) = e^eps0).
+
+Conservative floating point: each D_c is increased by ``_REL_ERR`` times the magnitude of its two
+terms (scipy's ``binom.sf`` is accurate to ~1e-14 relative, including the far tails), and the
+weights by the same factor; the inversion eps(delta) is a bisection that returns the upper end of
+a bracket on which delta(eps_R) <= delta was verified.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Callable
+
+import numpy as np
+from scipy import special, stats
+
+from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.errors import ParameterError, require
+
+#: Relative error allowance on every scipy tail/pmf evaluation (see module docstring).
+_REL_ERR = 1e-12
+#: Mass of C ~ Bin(n - 1, p) left outside the evaluated window (charged in full to delta).
+_TAIL_MASS = 1e-24
+#: Default absolute tolerance of the eps(delta) bisection.
+DEFAULT_TOL = 1e-9
+
+FMT21 = "Feldman, McMillan, Talwar, Hiding among the clones (002)"
+
+
+# -- validation shared by the closed-form modules ------------------------------------------------
+def check_epsilon0(epsilon0: float, field: str = "epsilon0") -> float:
+    require(
+        isinstance(epsilon0, numbers.Real) and not isinstance(epsilon0, bool)
+        and 0 < float(epsilon0) < math.inf,
+        field, epsilon0, "must be a finite number > 0",
+    )
+    return float(epsilon0)
+
+
+def check_n(n: int, minimum: int = 1) -> int:
+    require(
+        isinstance(n, numbers.Integral) and not isinstance(n, bool) and int(n) >= minimum,
+        "n", n, f"must be an integer >= {minimum}",
+    )
+    return int(n)
+
+
+def check_delta(delta: float, field: str = "delta") -> float:
+    require(
+        isinstance(delta, numbers.Real) and not isinstance(delta, bool) and 0 < float(delta) < 1,
+        field, delta, "must lie in the open interval (0, 1)",
+    )
+    return float(delta)
+
+
+def check_epsilon(epsilon: float) -> float:
+    require(
+        isinstance(epsilon, numbers.Real) and not isinstance(epsilon, bool)
+        and 0 <= float(epsilon) < math.inf,
+        "epsilon", epsilon, "must be a finite number >= 0",
+    )
+    return float(epsilon)
+
+
+# -- inversion delta(eps) -> eps(delta) --------------------------------------------------------
+def smallest_epsilon(
+    delta_of_epsilon: Callable[[float], float], delta: float, upper: float,
+    tol: float = DEFAULT_TOL,
+) -> tuple[float, float]:
+    """Smallest eps in [0, upper] with delta_of_epsilon(eps) <= delta, by a safeguarded
+    false-position (Illinois) search on log delta(eps) - log delta that keeps a bracket.
+
+    ``delta_of_epsilon(upper)`` must be <= delta (callers pass the trivial bound eps0, where every
+    bound here has delta = 0). Returns (eps_R, eps_R - eps_L) with eps_R - eps_L <= tol:
+    delta_of_epsilon(eps_R) <= delta was verified and delta_of_epsilon(eps_L) > delta (or
+    eps_L = 0 with eps_R = 0). If delta_of_epsilon is non-increasing, the smallest admissible eps
+    lies in [eps_L, eps_R]; in any case eps_R is a valid guarantee of the bound.
+    """
+    log_target = math.log(delta)
+
+    def gap(eps: float) -> float:
+        value = delta_of_epsilon(eps)
+        return math.log(value) - log_target if value > 0 else -math.inf
+
+    g_lo = gap(0.0)
+    if g_lo <= 0:
+        return 0.0, 0.0
+    lo, hi = 0.0, float(upper)
+    g_hi = -math.inf  # delta(upper) <= delta by contract; its value is not needed
+    stale = 0  # which end has stayed put (Illinois: halve its gap)
+    while hi - lo > tol:
+        width = hi - lo
+        if math.isfinite(g_hi) and math.isfinite(g_lo):
+            x = hi - g_hi * width / (g_hi - g_lo)
+        else:
+            x = lo + 0.5 * width
+        # keep the step inside the bracket and at least tol/2 from its ends
+        x = min(max(x, lo + 0.5 * tol), hi - 0.5 * tol)
+        g = gap(x)
+        if g <= 0:
+            hi, g_hi = x, g
+            if stale == -1:
+                g_lo *= 0.5
+            stale = -1
+        else:
+            lo, g_lo = x, g
+            if stale == 1 and math.isfinite(g_hi):
+                g_hi *= 0.5
+            stale = 1
+        if hi - lo > 0.5 * width and math.isfinite(g_hi):
+            # poor progress: bisect once to guarantee the bracket shrinks geometrically
+            mid = lo + 0.5 * (hi - lo)
+            g = gap(mid)
+            if g <= 0:
+                hi, g_hi = mid, g
+            else:
+                lo, g_lo = mid, g
+    return hi, hi - lo
+
+
+# -- the clone reference pair ---------------------------------------------------------------------
+class ClonePair:
+    """The clone reference pair for fixed (eps0, n, clone probability).
+
+    The window of C values holding all but ~2e-24 of the mass of C ~ Bin(n - 1, p) is split into
+    at most ``max_points`` consecutive blocks [g_j, g_{j+1}); D_c is evaluated at each block's
+    left end only and charged to the whole block's mass. D_c is non-increasing in c (002 Lemma
+    F.2: more clones is a post-processing), so this is an upper bound (002 Alg. 6); it is exact
+    when the window has at most ``max_points`` values (n up to ~3e6 at eps0 = 1).
+    """
+
+    def __init__(self, epsilon0: float, n: int, clone_probability: float,
+                 max_points: int = 1 << 14) -> None:
+        self.epsilon0 = check_epsilon0(epsilon0)
+        self.n = check_n(n)
+        require(
+            isinstance(clone_probability, numbers.Real) and 0 <= clone_probability <= 1,
+            "clone_probability", clone_probability, "must lie in [0, 1]",
+        )
+        self.q = 1.0 / (1.0 + math.exp(-self.epsilon0))
+        trials, p = self.n - 1, float(clone_probability)
+        if trials == 0 or p == 0.0:
+            self.c, self.weight, self.outside = np.zeros(1), np.ones(1), 0.0
+            return
+        # The upper end goes through the lower quantile of trials - C: isf is unreliable for
+        # tiny tail masses.
+        lo = int(stats.binom.ppf(_TAIL_MASS, trials, p))
+        hi = trials - int(stats.binom.ppf(_TAIL_MASS, trials, 1.0 - p))
+        lo, hi = max(lo, 0), min(max(hi, lo), trials)
+        step = max(1, -(-(hi - lo + 1) // max_points))
+        starts = np.arange(lo, hi + 1, step, dtype=float)
+        if step == 1:
+            self.weight = stats.binom.pmf(starts, trials, p)
+        else:  # block masses P[g_j <= C < g_{j+1}] (the last block ends at hi)
+            edges = np.append(starts, hi + 1.0)
+            self.weight = np.diff(stats.binom.cdf(edges - 1.0, trials, p))
+        self.c = starts
+        self.outside = float(stats.binom.cdf(lo - 1, trials, p) + stats.binom.sf(hi, trials, p))
+
+    def delta(self, epsilon: float) -> float:
+        """Upper bound (rounded up, see module docstring) on D_{e^eps}(P0 || P1)."""
+        epsilon = check_epsilon(epsilon)
+        if epsilon >= self.epsilon0:
+            return 0.0
+        q, e = self.q, math.exp(epsilon)
+        alpha = q - e * (1.0 - q)
+        beta = e * q - (1.0 - q)
+        ratio = beta / alpha
+        c = self.c
+        m = np.minimum(np.floor(ratio * (c + 1.0) / (1.0 + ratio)), c).astype(np.int64)
+        trials = c.astype(np.int64)
+        at_least_m = special.bdtrc(m - 1, trials, 0.5)  # P[Bin(c, 1/2) >= m]
+        above_m = special.bdtrc(m, trials, 0.5)  # P[Bin(c, 1/2) > m]
+        d = alpha * at_least_m - beta * above_m
+        d = np.clip(d, 0.0, None) + _REL_ERR * (alpha * at_least_m + beta * above_m)
+        total = (float(np.clip(self.weight, 0.0, None) @ d) + self.outside) * (1.0 + _REL_ERR)
+        return min(1.0, total)
+
+
+def clone_pair_delta(epsilon: float, epsilon0: float, n: int, clone_probability: float) -> float:
+    """Upper bound (to floating-point accuracy, rounded up) on D_{e^eps}(P0 || P1) for the clone
+    pair with C ~ Bin(n - 1, clone_probability) and Delta ~ Bern(e^eps0 / (e^eps0 + 1)).
+
+    See the module docstring for the derivation (002 Lemma F.1, Alg. 5, evaluated for every c).
+    """
+    return ClonePair(epsilon0, n, clone_probability).delta(epsilon)
+
+
+def fmt21_numerical_delta(epsilon: float, epsilon0: float, n: int) -> float:
+    """002 Thm 3.2: delta(eps) of the standard clone pair, C ~ Bin(n - 1, e^-eps0)."""
+    epsilon0 = check_epsilon0(epsilon0)
+    return clone_pair_delta(epsilon, epsilon0, n, standard_clone_probability(epsilon0))
+
+
+def stronger_clone_delta(epsilon: float, epsilon0: float, n: int) -> float:
+    """Stronger clone (Feldman et al. SODA 2023, Cor. 3.4 + Lemma 5.1, as restated in 000 Sec.
+    3.3, eq. (1)): with p = 1/(e^eps0 + 1), Delta_1 ~ Bern(e^eps0 p) = Bern(q) and
+    Delta_2 = 1 - Delta_1, so the pair is the clone pair with C ~ Bin(n - 1, 2/(e^eps0 + 1)).
+
+    Rests on the post-processing shown flawed in 000 Sec. 3.3: not a proven bound.
+    """
+    epsilon0 = check_epsilon0(epsilon0)
+    return clone_pair_delta(epsilon, epsilon0, n, stronger_clone_probability(epsilon0))
+
+
+def _numerical_result(method, clone_probability, epsilon0, n, delta, tol, status, reference,
+                      note=""):
+    epsilon0 = check_epsilon0(epsilon0)
+    n = check_n(n)
+    delta = check_delta(delta)
+    require(isinstance(tol, numbers.Real) and 0 < tol < 1, "tol", tol, "must lie in (0, 1)")
+    start = time.perf_counter()
+    pair = ClonePair(epsilon0, n, clone_probability(epsilon0))
+    eps, err = smallest_epsilon(pair.delta, delta, epsilon0, tol)
+    return BoundResult(
+        method=method, kind=BoundKind.UPPER, epsilon=eps, delta=delta, epsilon_error=err,
+        status=status, reference=reference, seconds=time.perf_counter() - start, note=note,
+    )
+
+
+def standard_clone_probability(epsilon0: float) -> float:
+    """Clone probability of the standard clone (002 Thm 3.2): e^-eps0."""
+    return math.exp(-epsilon0)
+
+
+def stronger_clone_probability(epsilon0: float) -> float:
+    """Clone probability of the stronger clone (000 Sec. 3.3): 2 p = 2 / (e^eps0 + 1)."""
+    return 2.0 / (math.exp(epsilon0) + 1.0)
+
+
+def fmt21_numerical(epsilon0: float, n: int, delta: float, tol: float = DEFAULT_TOL) -> BoundResult:
+    """002 Thm 3.2 (numerical generic bound): smallest eps with D_{e^eps}(P0 || P1) <= delta for
+    the standard clone pair. Valid for every eps0 > 0, n >= 1, delta in (0, 1)."""
+    return _numerical_result(
+        "fmt21_numerical", standard_clone_probability, epsilon0, n, delta, tol, BoundStatus.PROVEN,
+        f"{FMT21}, Thm 3.2 and App. F",
+    )
+
+
+def stronger_clone_numerical(
+    epsilon0: float, n: int, delta: float, tol: float = DEFAULT_TOL
+) -> BoundResult:
+    """Stronger-clone generic bound (Feldman et al. SODA 2023; 000 Sec. 3.3 eq. (1)): clone pair
+    with clone probability 2/(e^eps0 + 1). Status: relies on the flawed reduction."""
+    return _numerical_result(
+        "stronger_clone_numerical", stronger_clone_probability, epsilon0, n, delta, tol,
+        BoundStatus.STRONGER_CLONE,
+        "Feldman, McMillan, Talwar SODA 2023 (stronger clone), as restated in 000 Sec. 3.3",
+        note="post-processing of the stronger clone reduction is flawed (000 Sec. 3.3)",
+    )
+
+
+# -- closed forms ----------------------------------------------------------------------------------
+def fmt21_max_epsilon0(n: int, delta: float) -> float:
+    """Largest eps0 allowed by 002 Thm 3.1: log(n / (16 log(2/delta)))."""
+    return math.log(n / (16.0 * math.log(2.0 / delta)))
+
+
+def _fmt21_closed_value(epsilon0: float, n: int, delta: float) -> float:
+    """Eq. (1) of 002 Thm 3.1."""
+    e0 = math.exp(epsilon0)
+    inner = 8.0 * math.sqrt(e0 * math.log(4.0 / delta)) / math.sqrt(n) + 8.0 * e0 / n
+    return math.log1p((e0 - 1.0) / (e0 + 1.0) * inner)
+
+
+def _check_fmt21_regime(epsilon0: float, n: int, delta: float, theorem: str) -> None:
+    limit = fmt21_max_epsilon0(n, delta)
+    if not epsilon0 <= limit:
+        raise ParameterError(
+            "epsilon0", epsilon0,
+            f"{theorem} holds only for eps0 <= log(n / (16 log(2/delta))) = {limit:.6g} "
+            f"(n = {n}, delta = {delta:g})",
+        )
+
+
+def fmt21_closed_form(epsilon0: float, n: int, delta: float) -> BoundResult:
+    """002 Thm 3.1, eq. (1): eps = log(1 + (e^eps0 - 1)/(e^eps0 + 1) * (8 sqrt(e^eps0 log(4/delta))
+    / sqrt(n) + 8 e^eps0 / n)), for eps0 <= log(n / (16 log(2/delta))).
+
+    Applies to adaptive eps0-DP randomizers. The value is reported as printed (it may exceed eps0
+    near the edge of the regime, where eps0 itself is the better bound)."""
+    epsilon0 = check_epsilon0(epsilon0)
+    n = check_n(n)
+    delta = check_delta(delta)
+    _check_fmt21_regime(epsilon0, n, delta, "002 Thm 3.1")
+    start = time.perf_counter()
+    eps = _fmt21_closed_value(epsilon0, n, delta)
+    eps = float(np.nextafter(eps, np.inf))  # round up the last ulp
+    return BoundResult(
+        method="fmt21_closed", kind=BoundKind.UPPER, epsilon=eps, delta=delta,
+        epsilon_error=0.0, status=BoundStatus.PROVEN, reference=f"{FMT21}, Thm 3.1 eq. (1)",
+        seconds=time.perf_counter() - start,
+    )
+
+
+def fmt21_approx_dp(epsilon0: float, n: int, delta: float, delta0: float) -> BoundResult:
+    """002 Thm 3.8, (eps0, delta0)-DP randomizers: for delta_in with eps0 <= log(n / (16
+    log(2/delta_in))), the shuffle is (eps, delta_in + (e^eps + 1)(1 + e^-eps0 / 2) n delta0)-DP
+    with eps = eq. (1) at delta_in.
+
+    Here ``delta`` is the *total* target: we search the eps for which delta_in = delta - (e^eps +
+    1)(1 + e^-eps0/2) n delta0 > 0 makes eq. (1) at delta_in at most eps (bisection; every
+    accepted eps was checked, so the result is valid whatever the shape of the constraint).
+    """
+    epsilon0 = check_epsilon0(epsilon0)
+    n = check_n(n)
+    delta = check_delta(delta)
+    require(
+        isinstance(delta0, numbers.Real) and 0 <= float(delta0) < 1, "delta0", delta0,
+        "must lie in [0, 1)",
+    )
+    delta0 = float(delta0)
+    start = time.perf_counter()
+    factor = (1.0 + math.exp(-epsilon0) / 2.0) * n * delta0
+
+    def inner_delta(eps: float) -> float:
+        return delta - (math.exp(eps) + 1.0) * factor
+
+    def admissible(eps: float) -> bool:
+        d_in = inner_delta(eps)
+        if d_in <= 0:
+            return False
+        if epsilon0 > fmt21_max_epsilon0(n, d_in):
+            return False
+        return _fmt21_closed_value(epsilon0, n, d_in) <= eps
+
+    d_at_zero = inner_delta(0.0)
+    if d_at_zero <= 0:
+        raise ParameterError(
+            "delta0", delta0,
+            f"002 Thm 3.8 needs 2 (1 + e^-eps0/2) n delta0 < delta (= {delta:g}); "
+            f"here it is {2 * factor:.3g}",
+        )
+    _check_fmt21_regime(epsilon0, n, d_at_zero, "002 Thm 3.8")
+    # The formula at the largest possible delta_in is a lower limit for any admissible eps.
+    hi = _fmt21_closed_value(epsilon0, n, d_at_zero)
+    step = max(hi, 1e-6)
+    for _ in range(200):  # grow the bracket until admissible (delta_in shrinks as eps grows)
+        if admissible(hi):
+            break
+        if inner_delta(hi) <= 0 or epsilon0 > fmt21_max_epsilon0(n, max(inner_delta(hi), 1e-300)):
+            raise ParameterError(
+                "delta0", delta0,
+                "002 Thm 3.8: n * delta0 is too large for the target delta; no admissible eps",
+            )
+        hi += step
+        step *= 2.0
+    else:  # pragma: no cover - defensive
+        raise ParameterError("delta0", delta0, "002 Thm 3.8: no admissible eps found")
+    lo = _fmt21_closed_value(epsilon0, n, d_at_zero)
+    lo = min(lo, hi)
+    if admissible(lo):
+        hi = lo
+    while hi - lo > DEFAULT_TOL:
+        mid = 0.5 * (lo + hi)
+        if admissible(mid):
+            hi = mid
+        else:
+            lo = mid
+    return BoundResult(
+        method="fmt21_approx_dp", kind=BoundKind.UPPER, epsilon=hi, delta=delta,
+        epsilon_error=hi - lo, status=BoundStatus.PROVEN, reference=f"{FMT21}, Thm 3.8",
+        seconds=time.perf_counter() - start,
+        note=f"delta_in = {inner_delta(hi):.6g} for the pure-DP part; delta0 = {delta0:g}",
+    )
+
+
+def fmt21_theorem41_epsilon(p: float, q: float, n: int, delta: float) -> float:
+    """002 Thm 4.1, eq. (10): if R(x^b_1) = q Q1(x^b_1) + (1 - q) Q0 and every other input mixes
+    Q1(x^0_1), Q1(x^1_1), Q0 with weight p each (p in (0, 1/3], q in (0, 1)), the shuffle is
+    (eps, q delta')-indistinguishable with eps = ln(1 + q (4 sqrt(2 log(4/delta'))/sqrt(p n) +
+    4/(p n))) whenever p >= 8 ln(2/delta')/n.
+
+    We use delta' = min(1, delta / q) so that the guarantee is (eps, delta)."""
+    n = check_n(n)
+    delta = check_delta(delta)
+    require(0 < p <= 1.0 / 3.0, "p", p, "002 Thm 4.1 needs p in (0, 1/3]")
+    require(0 < q < 1, "q", q, "002 Thm 4.1 needs q in (0, 1)")
+    d_prime = min(1.0, delta / q)
+    need = 8.0 * math.log(2.0 / d_prime) / n
+    if p < need:
+        raise ParameterError(
+            "n", n,
+            f"002 Thm 4.1 needs p >= 8 ln(2/delta')/n, i.e. n >= {need * n / p:.6g} "
+            f"(p = {p:.6g}, delta' = delta/q = {d_prime:.6g})",
+        )
+    pn = p * n
+    inner = 4.0 * math.sqrt(2.0 * math.log(4.0 / d_prime)) / math.sqrt(pn) + 4.0 / pn
+    eps = math.log1p(q * inner)
+    return float(np.nextafter(eps, np.inf))
+
+
+def krr_clone_parameters(epsilon0: float, domain_size: int) -> tuple[float, float]:
+    """(p, q) of k-RR in 002 Thm 4.1 (App. E): p = k / ((k + 1)(e^eps0 + k - 1)),
+    q = (e^eps0 - 1) / (e^eps0 + k - 1)."""
+    e0 = math.exp(epsilon0)
+    k = domain_size
+    return k / ((k + 1) * (e0 + k - 1)), (e0 - 1) / (e0 + k - 1)
+
+
+def _krr_fields(randomizer) -> tuple[float, int]:
+    if getattr(randomizer, "name", None) != "krr":
+        raise ParameterError(
+            "randomizer", getattr(randomizer, "name", randomizer),
+            "this bound is specific to k-ary randomized response ('krr')",
+        )
+    return check_epsilon0(randomizer.epsilon0), int(randomizer.domain_size)
+
+
+def fmt21_krr_closed_form(randomizer, n: int, delta: float) -> BoundResult:
+    """002 Thm 4.1 / Cor. 4.2 for k-RR: eq. (10) with the k-RR (p, q) (equal to eq. (11)).
+
+    The regime is Thm 4.1's own hypothesis p >= 8 ln(2/delta')/n (Cor. 4.2's stated sufficient
+    condition eps0 <= log(n / (16 log(2/delta))) does not imply it for large k)."""
+    epsilon0, k = _krr_fields(randomizer)
+    n = check_n(n)
+    delta = check_delta(delta)
+    start = time.perf_counter()
+    p, q = krr_clone_parameters(epsilon0, k)
+    eps = fmt21_theorem41_epsilon(p, q, n, delta)
+    return BoundResult(
+        method="fmt21_krr_closed", kind=BoundKind.UPPER, epsilon=eps, delta=delta,
+        epsilon_error=0.0, status=BoundStatus.PROVEN,
+        reference=f"{FMT21}, Thm 4.1 eq. (10) / Cor. 4.2 eq. (11)",
+        seconds=time.perf_counter() - start, note=f"k = {k}, p = {p:.6g}, q = {q:.6g}",
+    )
