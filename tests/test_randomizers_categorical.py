@@ -78,7 +78,7 @@ def test_pair_support_probabilities_match_declared_distribution(name):
         np.testing.assert_allclose(joint[x][off], expected[off], rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.parametrize("name", ["subset", "rappor", "oue", "blh", "olh", "hr"])
+@pytest.mark.parametrize("name", ["krr", "subset", "rappor", "oue", "blh", "olh", "hr"])
 @pytest.mark.parametrize("anchors", [(0, 1, 2), (2, 0), (1,), (3, 1, 1), (0, 1, 2, 3)])
 def test_output_groups_match_generic_grouping(name, anchors):
     """Closed-form groups equal the base-class enumeration after merging equal ratio triples."""

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.errors import require_int_at_least
-from protocols.randomizers.base import Categorical, Randomizer
+from protocols.randomizers.base import Categorical, OutputGroups, Randomizer
+from protocols.randomizers.rappor import unique_anchors
 from protocols.randomizers.registry import register
 
 
@@ -103,3 +104,18 @@ class KRR(Randomizer):
 
     def outputs_from_index(self, index):
         return np.asarray(index, dtype=np.int64)
+
+    def output_groups(self, anchors: tuple) -> OutputGroups:
+        """Closed form (no k x k matrix): one group per distinct anchor a (the output y = a) and
+        one for the k - m outputs outside the anchors; every output has minimum 1 / Z over the
+        inputs (k >= 2), Z = e^eps0 + k - 1 (000 Table 2 row k-RR)."""
+        anchors, distinct, position = unique_anchors(anchors, self.domain_size)
+        m = distinct.size
+        low = float(np.exp(-np.logaddexp(self.epsilon0, np.log(self.domain_size - 1))))
+        high = float(np.exp(self.epsilon0 - np.logaddexp(self.epsilon0,
+                                                          np.log(self.domain_size - 1))))
+        count = np.append(np.ones(m), self.domain_size - m)
+        level = np.hstack([np.where(np.eye(m, dtype=bool), high, low), np.full((m, 1), low)])
+        keep = count > 0
+        return OutputGroups(anchors=anchors, mass=(level * count)[position][:, keep],
+                            mass_min=(low * count)[keep])
