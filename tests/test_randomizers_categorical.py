@@ -238,6 +238,13 @@ def test_seeded_hash_is_uniform_and_pairwise_independent():
     assert stats.chisquare(cells).pvalue > 1e-3
 
 
+def test_seeded_hash_is_splitmix64():
+    """h_s(v) is the splitmix64 output for state s + (v + 1) * golden: with s = 0 and v = 0 the
+    first splitmix64 output from seed 0, 0xE220A8397B1DCDAF (reproducible across versions)."""
+    g = 1_000_003
+    assert splitmix_hash(np.array([0], dtype=np.uint64), 0, g)[0] == 0xE220A8397B1DCDAF % g
+
+
 def test_seeded_olh_support_counts():
     """d = 300 (seeded mode): mean support counts of the per-user path vs p*, q* and the
     exact variance (5 sigma), and agreement with the sufficient-statistic sampler's mean."""

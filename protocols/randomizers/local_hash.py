@@ -58,12 +58,19 @@ def splitmix_hash(seeds: np.ndarray, values: np.ndarray, buckets: int) -> np.nda
     seeds, values = np.broadcast_arrays(np.asarray(seeds, dtype=np.uint64),
                                         np.asarray(values).astype(np.uint64))
     shape = seeds.shape
-    # 1-d arrays: uint64 array arithmetic wraps modulo 2^64 silently, as intended.
-    z = seeds.reshape(-1) + (values.reshape(-1) + np.uint64(1)) * _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    z = z ^ (z >> np.uint64(31))
-    return (z % np.uint64(buckets)).astype(np.int64).reshape(shape)
+    # 1-d arrays, in place: uint64 array arithmetic wraps modulo 2^64 silently, as intended.
+    z = values.reshape(-1) + np.uint64(1)
+    z *= _GOLDEN
+    z += seeds.reshape(-1)
+    shifted = np.empty_like(z)
+    for shift, multiplier in ((30, _MIX1), (27, _MIX2)):
+        np.right_shift(z, np.uint64(shift), out=shifted)
+        z ^= shifted
+        z *= multiplier
+    np.right_shift(z, np.uint64(31), out=shifted)
+    z ^= shifted
+    z %= np.uint64(buckets)
+    return z.astype(np.int64).reshape(shape)
 
 
 @dataclass(frozen=True)
