@@ -12,6 +12,11 @@ Extension point. Modules that add scenario sections (``[pipeline]``, ``[bounds]`
 contribute tables with :func:`register_table_producer`; each producer is called once per run
 with the scenario and the run's progress callback and returns ``{table name: pyarrow.Table}``
 (empty when its section is absent).
+
+Pipeline points. A sweep point whose scenario has a ``[pipeline]`` section runs through the
+SimPy pipeline instead of the batch path (:class:`simulator.pipeline.unit.PipelineSetup`, same
+units and seeding); its units also return rows of the ``batches`` table, concatenated in unit
+order, and its utility rows have ``path = "pipeline"``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from simulator.batch import BatchSetup, run_unit
+from simulator.pipeline.unit import PipelineSetup, has_pipeline
 from simulator.results import UTILITY_SCHEMA
 from simulator.scenario import Scenario, SweepPoint
 
@@ -51,7 +57,7 @@ class Unit:
         return np.random.SeedSequence(entropy=seed, spawn_key=(self.point, self.chunk))
 
 
-def plan_units(point: SweepPoint, setup: BatchSetup) -> list[Unit]:
+def plan_units(point: SweepPoint, setup: BatchSetup | PipelineSetup) -> list[Unit]:
     """The units of one sweep point, in repetition order."""
     size = setup.unit_repetitions
     total = point.settings.repetitions
@@ -61,9 +67,23 @@ def plan_units(point: SweepPoint, setup: BatchSetup) -> list[Unit]:
     ]
 
 
-def execute_unit(setup: BatchSetup, unit: Unit, seed: int) -> dict[tuple[str, str], np.ndarray]:
-    """Run one unit with its own generator (the function a parallel executor distributes)."""
+def make_setup(point: SweepPoint) -> BatchSetup | PipelineSetup:
+    """The setup of one sweep point: the pipeline's when it has ``[pipeline]``, else the batch
+    path's."""
+    if has_pipeline(point):
+        return PipelineSetup.from_point(point)
+    return BatchSetup.from_settings(point.settings)
+
+
+def execute_unit(setup: BatchSetup | PipelineSetup, unit: Unit, seed: int):
+    """Run one unit with its own generator (the function a parallel executor distributes).
+
+    Returns the metrics {(metric, reference): values}; for a pipeline setup, the pair
+    (metrics, {table name: rows}).
+    """
     rng = np.random.default_rng(unit.seed_sequence(seed))
+    if isinstance(setup, PipelineSetup):
+        return setup.run_unit(unit.repetitions, rng, first_repetition=unit.start)
     return run_unit(setup, unit.repetitions, rng)
 
 
@@ -72,21 +92,28 @@ def run_scenario(scenario: Scenario, progress: Progress | None = None) -> dict[s
 
     All setups are built (and validated) before any work starts.
     """
-    setups = [BatchSetup.from_settings(point.settings) for point in scenario.points]
+    setups = [make_setup(point) for point in scenario.points]
     plans = [plan_units(point, setup) for point, setup in zip(scenario.points, setups, strict=True)]
     total = sum(len(plan) for plan in plans)
     done = 0
     batches = []
+    unit_tables: dict[str, list[pa.Table]] = {}
     for point, setup, plan in zip(scenario.points, setups, plans, strict=True):
         results = []
         for unit in plan:  # a loop over units (each vectorized over its repetitions)
-            results.append(execute_unit(setup, unit, scenario.seed))
+            result = execute_unit(setup, unit, scenario.seed)
+            if isinstance(result, tuple):  # (metrics, tables) of a pipeline unit
+                result, extra = result
+                for name, table in extra.items():
+                    unit_tables.setdefault(name, []).append(table)
+            results.append(result)
             done += 1
             if progress is not None:
                 progress(done, total)
         merged = {key: np.concatenate([r[key] for r in results]) for key in results[0]}
-        batches.append(utility_rows(point, merged))
+        batches.append(utility_rows(point, merged, getattr(setup, "path_label", None)))
     tables = {"utility": pa.concat_tables(batches)}
+    tables.update({name: pa.concat_tables(parts) for name, parts in unit_tables.items()})
     for name, producer in _PRODUCERS.items():
         extra = producer(scenario, progress)
         clash = set(extra) & set(tables)
@@ -96,8 +123,12 @@ def run_scenario(scenario: Scenario, progress: Progress | None = None) -> dict[s
     return tables
 
 
-def utility_rows(point: SweepPoint, metrics: dict[tuple[str, str], np.ndarray]) -> pa.Table:
+def utility_rows(
+    point: SweepPoint, metrics: dict[tuple[str, str], np.ndarray], path: str | None = None
+) -> pa.Table:
     """The utility rows of one sweep point: one per (repetition, metric, reference).
+
+    ``path`` labels how the estimates were produced (default: the batch path's option).
 
     Rows are ordered by repetition, then by metric and reference in the target's order.
     """
@@ -113,7 +144,7 @@ def utility_rows(point: SweepPoint, metrics: dict[tuple[str, str], np.ndarray]) 
         "estimator": pa.array([settings.estimator_name] * rows, type=pa.string()),
         "n": np.full(rows, settings.population.n, dtype=np.int64),
         "epsilon0": np.full(rows, settings.epsilon0, dtype=np.float64),
-        "path": pa.array([settings.batch.path.value] * rows, type=pa.string()),
+        "path": pa.array([path or settings.batch.path.value] * rows, type=pa.string()),
         "repetition": np.repeat(np.arange(repetitions, dtype=np.int32), per_repetition),
         "metric": pa.array([k[0] for k in keys] * repetitions, type=pa.string()),
         "reference": pa.array([k[1] for k in keys] * repetitions, type=pa.string()),

@@ -228,9 +228,33 @@ def check_keys(table: Mapping[str, Any], allowed: typing.Iterable[str], prefix: 
 
 
 def _unknown_key_hint(key: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-    hint = f"unknown key; did you mean {close[0]!r}?" if close else "unknown key"
+    close = closest(key, allowed)
+    hint = f"unknown key; did you mean {close!r}?" if close else "unknown key"
     return f"{hint} (valid keys: {', '.join(allowed) if allowed else 'none'})"
+
+
+def closest(word: str, candidates: typing.Iterable[str]) -> str | None:
+    """The candidate most similar to ``word`` (difflib ratio >= 0.6, or for short words an
+    edit distance of at most max(1, len // 3)); None when nothing is close."""
+    candidates = list(candidates)
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    scored = sorted((_edit_distance(word, c), c) for c in candidates)
+    if scored and scored[0][0] <= max(1, len(word) // 3):
+        return scored[0][1]
+    return None
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (small strings: keys of a scenario)."""
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
 
 
 def require_table(document: Mapping[str, Any], key: str, prefix: str = "") -> Mapping[str, Any]:
@@ -523,8 +547,8 @@ def _parse_randomizer(table: Mapping[str, Any], population: Population):
     if name is None:
         raise ScenarioError("randomizer.name", None, "is required")
     if not isinstance(name, str) or name not in randomizer_names():
-        close = difflib.get_close_matches(str(name), randomizer_names(), n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        close = closest(str(name), randomizer_names())
+        hint = f"did you mean {close!r}? " if close else ""
         raise ScenarioError(
             "randomizer.name", name, f"unknown randomizer; {hint}choose one of {randomizer_names()}"
         )
@@ -597,8 +621,8 @@ def _parse_estimator(table: Mapping[str, Any], randomizer: Randomizer):
     except ImportError:
         raise ScenarioError("estimator.name", name, "no estimators are installed") from None
     if name not in target_names():
-        close = difflib.get_close_matches(name, target_names(), n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        close = closest(name, target_names())
+        hint = f"did you mean {close!r}? " if close else ""
         raise ScenarioError(
             "estimator.name", name, f"unknown estimator; {hint}choose one of {target_names()}"
         )
@@ -620,3 +644,8 @@ def _check_batch(batch: BatchOptions, population: Population, randomizer: Random
             raise ScenarioError("batch.path", batch.path.value, "needs categorical data")
         if not population.budget.is_constant:
             raise ScenarioError("batch.path", batch.path.value, "needs a constant budget")
+
+
+# Sections shipped with the package register themselves on import; they import this module,
+# hence the imports at its end.
+from simulator.pipeline import section as _pipeline_section  # noqa: E402, F401

@@ -180,11 +180,16 @@ class PipelineConfig:
             raise ScenarioError(f"{p}.group_size", self.group_size, "must be an integer >= 1")
 
     @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any]) -> PipelineConfig:
-        """Build from the ``[pipeline]`` table of a scenario (unknown keys are errors)."""
+    def from_mapping(
+        cls, mapping: Mapping[str, Any], extra_keys: tuple[str, ...] = ()
+    ) -> PipelineConfig:
+        """Build from the ``[pipeline]`` table of a scenario (unknown keys are errors).
+
+        ``extra_keys``: other valid keys of the section, handled by the caller (named in the
+        hint for a misspelt key)."""
         if not isinstance(mapping, Mapping):
             raise ScenarioError(SECTION, mapping, "must be a table")
-        _check_keys(mapping, [f.name for f in fields(cls)], SECTION)
+        _check_keys(mapping, [f.name for f in fields(cls)] + list(extra_keys), SECTION)
         values = dict(mapping)
         if "delay" in values:
             values["delay"] = DelayConfig.from_mapping(values["delay"])

@@ -1,0 +1,239 @@
+"""Scenario runs through the pipeline: one unit of work = a block of repetitions of one sweep
+point, each repetition a full :func:`~simulator.pipeline.run.run_pipeline` run.
+
+Per repetition: the data of the n clients are drawn from the population (as on the batch path:
+a categorical sample is its Multinomial histogram laid out in sorted order, which does not
+matter since arrival times, dropouts and colluders are drawn independently of the client
+index), per-client budgets when the budget distribution is not constant, then the pipeline runs
+with its own SeedSequence child. The estimate (all rounds pooled) gives the same utility
+metrics as the batch path, against the whole sampled data (``empirical``: dropped-out clients
+and thresholded batches are part of the error) and the population. Repetitions are a Python
+loop: each is a sequential SimPy simulation whose per-message work is vectorized.
+
+Per-batch epsilon. With ``pipeline.bound`` the epsilon of a released batch is
+``catalogue.evaluate(bound, randomizer, honest_size, delta).epsilon``, capped at the local
+budget: an eps0-LDP randomizer's shuffled output is eps0-DP whatever n (post-processing), so the
+minimum of the two upper bounds is one. Where the bound does not apply (e.g. an honest size
+below its regime, or below 2) the batch gets the local budget, and the ``epsilon_source`` column
+says which applied (``bound`` or ``local``). With per-client budgets the bound is evaluated as
+if every client had the largest budget of the run, and the local budget is that largest budget
+(assumption: the bound is non-decreasing in every client's budget).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from protocols.errors import ParameterError
+from simulator.batch import DataStats, Target, sorted_values, target_for
+from simulator.errors import ScenarioError
+from simulator.pipeline.analyzer import BATCHES_SCHEMA
+from simulator.pipeline.config import SECTION, PipelineConfig
+from simulator.pipeline.run import run_pipeline
+from simulator.pipeline.section import PipelineSection
+from simulator.population import CATEGORICAL
+from simulator.results import register_table_schema
+from simulator.scenario import SweepPoint
+
+TABLE = "batches"
+PATH_LABEL = "pipeline"
+#: Most repetitions in one unit of work.
+MAX_UNIT_REPETITIONS = 64
+
+#: batches.parquet: one row per released or dropped batch of every repetition of every point.
+BATCHES_TABLE_SCHEMA = pa.schema(
+    [
+        pa.field("point", pa.int32(), nullable=False),
+        pa.field("overrides", pa.string(), nullable=False),
+        pa.field("repetition", pa.int32(), nullable=False),
+    ]
+    + list(BATCHES_SCHEMA)
+    + [
+        pa.field("epsilon_source", pa.string(), nullable=True),
+        pa.field("bound", pa.string(), nullable=True),
+        pa.field("delta", pa.float64(), nullable=True),
+    ]
+)
+register_table_schema(TABLE, BATCHES_TABLE_SCHEMA)
+
+
+def has_pipeline(point: SweepPoint) -> bool:
+    """Whether this sweep point runs through the pipeline (its scenario has ``[pipeline]``)."""
+    return SECTION in point.settings.sections
+
+
+@dataclass(frozen=True)
+class PipelineSetup:
+    """Everything a unit of pipeline work needs for one sweep point."""
+
+    point: int
+    overrides: str
+    n: int
+    data: Any
+    budget: Any
+    randomizer: Any
+    estimator: Any
+    target: Target
+    config: PipelineConfig
+    bound: str | None
+    delta: float | None
+    unit_repetitions: int
+    path_label: str = PATH_LABEL
+
+    @classmethod
+    def from_point(cls, point: SweepPoint) -> PipelineSetup:
+        settings = point.settings
+        section: PipelineSection = settings.sections[SECTION]
+        population = settings.population
+        if settings.batch.chunk_repetitions is not None:
+            unit = settings.batch.chunk_repetitions
+        else:
+            unit = MAX_UNIT_REPETITIONS
+        setup = cls(
+            point=point.index, overrides=point.overrides_json(), n=population.n,
+            data=population.data, budget=population.budget, randomizer=settings.randomizer,
+            estimator=settings.estimator, target=target_for(settings.estimator_name),
+            config=section.config, bound=section.bound, delta=section.delta,
+            unit_repetitions=unit,
+        )
+        if setup.bound is not None:
+            setup._check_bound_applies()
+        return setup
+
+    def _check_bound_applies(self) -> None:
+        from protocols.bounds.catalogue import get_bound
+
+        spec = get_bound(self.bound)
+        if not spec.applies_to(self.randomizer):
+            raise ScenarioError(
+                f"{SECTION}.bound", self.bound,
+                f"does not apply to randomizer {self.randomizer.name}",
+            )
+
+    def run_unit(
+        self, repetitions: int, rng: np.random.Generator, first_repetition: int = 0
+    ) -> tuple[dict[tuple[str, str], np.ndarray], dict[str, pa.Table]]:
+        """Run ``repetitions`` repetitions: (utility metrics as on the batch path,
+        {"batches": rows})."""
+        values, stats = self._sample_data(repetitions, rng)
+        budgets = None
+        if not self.budget.is_constant:
+            budgets = self.budget.sample_budgets(values.shape, rng)
+        epsilon_functions: dict[float, Callable] = {}
+        estimates, tables = [], []
+        for i, child in enumerate(rng.spawn(repetitions)):  # one SimPy run per repetition
+            eps = None if budgets is None else budgets[i]
+            local = self.randomizer.epsilon0 if eps is None else float(eps.max())
+            if local not in epsilon_functions:
+                epsilon_functions[local] = self._batch_epsilon(local)
+            result = run_pipeline(
+                self.randomizer, values[i], self.config, child, epsilons=eps,
+                estimator=self.estimator, batch_epsilon=epsilon_functions[local].value,
+            )
+            estimates.append(result.estimate)
+            tables.append(
+                self._rows(result.batches, first_repetition + i, epsilon_functions[local])
+            )
+        metrics = self._metrics(estimates, stats)
+        return metrics, {TABLE: pa.concat_tables(tables)}
+
+    # -- pieces ---------------------------------------------------------------------------
+    def _sample_data(self, repetitions: int, rng) -> tuple[np.ndarray, DataStats]:
+        n = self.n
+        domain = getattr(self.randomizer.input_domain, "size", None)
+        if self.data.kind == CATEGORICAL:
+            counts = self.data.sample_counts(n, repetitions, rng).astype(np.int64)
+            values = sorted_values(counts)
+            sums = counts @ np.arange(counts.shape[1], dtype=np.int64)
+            if domain is None:
+                values = values.astype(np.float64)
+                return values, DataStats(counts=counts, sums=sums)
+            padded = np.pad(counts, ((0, 0), (0, domain - counts.shape[1])))
+            return values, DataStats(counts=padded, sums=sums)
+        values = np.asarray(self.data.sample((repetitions, n), rng), dtype=np.float64)
+        return values, DataStats(counts=None, sums=values.sum(axis=-1))
+
+    def _batch_epsilon(self, local: float) -> _BatchEpsilon:
+        randomizer = self.randomizer
+        if self.bound is not None and local != randomizer.epsilon0:
+            randomizer = dataclasses.replace(randomizer, epsilon0=local)
+        return _BatchEpsilon(self.bound, self.delta, randomizer, local)
+
+    def _rows(self, batches, repetition: int, epsilon: _BatchEpsilon) -> pa.Table:
+        rows = len(batches)
+        columns = {
+            "point": pa.array(np.full(rows, self.point, dtype=np.int32)),
+            "overrides": pa.array([self.overrides] * rows, type=pa.string()),
+            "repetition": pa.array(np.full(rows, repetition, dtype=np.int32)),
+        }
+        for field in BATCHES_SCHEMA:
+            column = batches[field.name]
+            if field.name == "epsilon":
+                columns[field.name] = pa.array(column.astype(object).where(column.notna(), None)
+                                               .tolist(), type=pa.float64())
+            elif field.name == "reason":
+                columns[field.name] = pa.array(column.astype(str).tolist(), type=pa.string())
+            else:
+                columns[field.name] = pa.array(column.to_numpy(), type=field.type)
+        sources = [
+            None if (d or self.bound is None) else epsilon.source(h)
+            for d, h in zip(batches["dropped"], batches["honest_size"], strict=True)
+        ]
+        columns["epsilon_source"] = pa.array(sources, type=pa.string())
+        columns["bound"] = pa.array([self.bound] * rows, type=pa.string())
+        columns["delta"] = pa.array([self.delta] * rows, type=pa.float64())
+        return pa.table(columns, schema=BATCHES_TABLE_SCHEMA)
+
+    def _metrics(self, estimates: list, stats: DataStats) -> dict[tuple[str, str], np.ndarray]:
+        repetitions = len(estimates)
+        domain = getattr(self.randomizer.input_domain, "size", None)
+        shape = self.target.population(self.data, self.n, domain).shape
+        estimate = np.stack([
+            np.full(shape, np.nan) if e is None else np.asarray(e, dtype=float)
+            for e in estimates
+        ])
+        truths = {
+            "empirical": self.target.empirical(stats, self.n),
+            "population": self.target.population(self.data, self.n, domain),
+        }
+        out = {}
+        for reference, truth in truths.items():
+            for metric, values in self.target.metrics(estimate, truth).items():
+                out[(metric, reference)] = np.broadcast_to(values, (repetitions,)).astype(float)
+        return out
+
+
+class _BatchEpsilon:
+    """honest size -> per-batch central epsilon (see the module docstring), memoized."""
+
+    def __init__(self, bound: str | None, delta: float | None, randomizer, local: float) -> None:
+        self.bound, self.delta, self.randomizer, self.local = bound, delta, randomizer, local
+        self._cache: dict[int, tuple[float, str]] = {}
+
+    def _evaluate(self, honest_size: int) -> tuple[float, str]:
+        if honest_size not in self._cache:
+            self._cache[honest_size] = (self.local, "local")
+            if honest_size >= 2:
+                from protocols.bounds.catalogue import evaluate
+
+                try:
+                    result = evaluate(self.bound, self.randomizer, honest_size, self.delta)
+                    eps = getattr(result, "epsilon", None)
+                except ParameterError:
+                    eps = None
+                if eps is not None and math.isfinite(eps) and eps < self.local:
+                    self._cache[honest_size] = (float(eps), "bound")
+        return self._cache[honest_size]
+
+    def value(self, honest_size: int) -> float | None:
+        return None if self.bound is None else self._evaluate(honest_size)[0]
+
+    def source(self, honest_size: int) -> str:
+        return self._evaluate(honest_size)[1]
