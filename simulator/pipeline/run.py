@@ -110,7 +110,7 @@ def run_pipeline(
     env = simpy.Environment()
     batches = simpy.Store(env)
     analyzer = Analyzer(randomizer, config.rounds, batch_epsilon, keep_outputs)
-    summaries: list[RoundSummary] = []
+    drawn: list[tuple[int, int, int, float, float]] = []  # clients, dropouts, messages, span
     streams: list[RoundStream] = []
 
     def rounds():
@@ -123,9 +123,7 @@ def run_pipeline(
             yield env.process(shuffler_process(
                 env, r, stream, inbox, config, batches, generators["shuffle"], permutation
             ))
-            summaries.append(RoundSummary(
-                r, stream.clients, stream.dropouts, stream.size, 0, 0, stream.start, stream.end
-            ))
+            drawn.append((stream.clients, stream.dropouts, stream.size, stream.start, stream.end))
             if keep_outputs:
                 streams.append(stream)
             start = stream.end
@@ -136,9 +134,9 @@ def run_pipeline(
     env.run()
 
     summaries = [
-        RoundSummary(s.round, s.clients, s.dropouts, s.messages, int(analyzer.released[s.round]),
-                     int(analyzer.dropped[s.round]), s.start, s.end)
-        for s in summaries
+        RoundSummary(r, clients, dropouts, messages, int(analyzer.released[r]),
+                     int(analyzer.dropped[r]), start, end)
+        for r, (clients, dropouts, messages, start, end) in enumerate(drawn)
     ]
     pooled = [a for a in analyzer.aggregates if a is not None]
     aggregate = sum(pooled[1:], pooled[0]) if pooled else None
