@@ -128,6 +128,18 @@ def test_blanket_mass_matches_000_appendix_a(name, eps, d):
     groups = r.output_groups((0, 1, 2))
     assert groups.mass_min.sum() == pytest.approx(_gamma_000(name, eps, d), rel=1e-12)
     np.testing.assert_allclose(groups.mass.sum(axis=1), 1.0, rtol=1e-12)
+    assert (groups.mass_min > 0).all()  # no empty or underflowed group (ratios stay finite)
+
+
+@pytest.mark.parametrize("d", [50, 5000])
+def test_olh_seeded_groups_are_distributions(d):
+    groups = OptimizedLocalHash(1.6, d).output_groups((4, 0, 9))
+    np.testing.assert_allclose(groups.mass.sum(axis=1), 1.0, rtol=1e-12)
+    assert (groups.mass_min > 0).all()
+    g = 6
+    e = math.exp(1.6)
+    gamma = (g / (e + g - 1)) + (e - 1) / (e + g - 1) * g ** (1.0 - d)  # 000 App. A.1, g-ary
+    assert groups.mass_min.sum() == pytest.approx(gamma, rel=1e-12)
 
 
 @pytest.mark.parametrize("eps,d", [(1.3, 9), (0.4, 5), (2.5, 100)])

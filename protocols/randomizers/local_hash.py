@@ -247,10 +247,10 @@ class LocalHash(Randomizer):
         log_frac = np.append(log_frac, log_all)
         log_level = np.hstack([log_level, np.full((m, 1), self.epsilon0 - log_rr)])
         log_min = np.append(log_min, self.epsilon0 - log_rr)
-        keep = np.isfinite(log_frac)
-        mass = np.exp(log_frac[None, keep] + log_level[:, keep])[position]
-        mass_min = np.exp(log_frac[keep] + log_min[keep])
-        return OutputGroups(anchors=anchors, mass=mass, mass_min=mass_min)
+        mass = np.exp(log_frac[None, :] + log_level)[position]
+        mass_min = np.exp(log_frac + log_min)
+        keep = mass_min > 0  # drops empty groups and those below the float range (< 1e-307)
+        return OutputGroups(anchors=anchors, mass=mass[:, keep], mass_min=mass_min[keep])
 
 
 @register

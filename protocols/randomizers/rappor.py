@@ -197,7 +197,7 @@ class UnaryEncoding(Randomizer):
         )
         mass = (rest_pmf[None, :] * np.exp(log_anchor.T))[position]
         mass_min = rest_pmf * np.exp(log_min)
-        keep = (mass.max(axis=0) > 0) | (mass_min > 0)
+        keep = mass_min > 0  # drops groups below the float range (< 1e-307)
         return OutputGroups(anchors=anchors, mass=mass[:, keep], mass_min=mass_min[keep])
 
 

@@ -200,4 +200,5 @@ class SubsetSelection(Randomizer):
         log_scale = math.log(d) - float(np.logaddexp(math.log(k) + self.epsilon0, math.log(d - k)))
         mass_min = stats.hypergeom.pmf(ones, d, m, k) * np.exp(log_scale - _log_comb(m, ones))
         mass = (mass_min[None, :] * np.exp(self.epsilon0 * bits.T))[position]
-        return OutputGroups(anchors=anchors, mass=mass, mass_min=mass_min)
+        keep = mass_min > 0  # drops groups below the float range (< 1e-307)
+        return OutputGroups(anchors=anchors, mass=mass[:, keep], mass_min=mass_min[keep])
