@@ -1,0 +1,123 @@
+"""Chen, Cao and Ge's mu-GDP amplification bound for personalized budgets (003, GSPA).
+
+003 Thm 2: if user i is (eps_i, delta_i)-LDP, the shuffled output of n users is approximately
+mu-GDP with
+
+    mu = sqrt(2 / (sum_i q_i - max_i q_i)),   q_i = (1 - delta_i) / (1 + e^{eps_i}),
+
+(003 Lemma 3 computes mu^2 = 4 / sum_{i != j} p_i with p_i = 2 q_i over the n - 1 users other
+than the one whose data changes, j; the worst case removes the largest q_i). A mu-GDP mechanism is
+(eps, delta(eps))-DP for every eps >= 0 with (003 App., Fact 3; Dong, Roth and Su 2022)
+
+    delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).
+
+Status. The bound is *approximate*: 003 Thm 2 holds up to a Berry-Esseen term C/sqrt(n - 1)
+with an unspecified constant C, which the stated mu drops. It also *relies on the stronger-clone
+reduction*: 003 Thm 1 decomposes every other user's randomizer as q W^0 + q W^1 + (1 - 2q) W_i,
+the decomposition 000 Sec. 3.3 shows to be unsound in general. BoundResult has one status field:
+results carry ``approximate`` there and the second fact in ``note``; the catalogue lists both
+(:data:`STATUSES`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from scipy import special
+
+from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.bounds.variation_ratio import DeltaInterval, EpsilonSearch, epsilon_of_delta
+from protocols.errors import require, require_int_at_least, require_probability_open
+
+METHOD = "gspa-gdp"
+REFERENCE = "003 Thm 2 (mu-GDP) + 003 Fact 3 (GDP to (eps, delta))"
+#: Every status that applies: the primary one first (BoundResult.status), then the others.
+STATUSES = (BoundStatus.APPROXIMATE, BoundStatus.STRONGER_CLONE)
+NOTE = ("approximate: 003 Thm 2 drops a Berry-Esseen term C/sqrt(n-1); also relies on the "
+        "stronger-clone reduction (000 Sec. 3.3)")
+
+
+def gdp_mu(epsilons, deltas=None) -> float:
+    """mu = sqrt(2 / (sum_i q_i - max_i q_i)), q_i = (1 - delta_i)/(1 + e^{eps_i}) (003 Thm 2).
+
+    ``epsilons``: the local budgets of all n users (n >= 2); ``deltas``: their local deltas
+    (default 0).
+    """
+    eps = np.asarray(epsilons, dtype=float).ravel()
+    require(eps.size >= 2, "epsilons", eps.size, "needs the budgets of at least 2 users")
+    bad = ~(np.isfinite(eps) & (eps > 0))
+    require(not bad.any(), "epsilons", float(eps[bad][0]) if bad.any() else None,
+            "must be finite numbers > 0")
+    if deltas is None:
+        dl = np.zeros_like(eps)
+    else:
+        dl = np.broadcast_to(np.asarray(deltas, dtype=float).ravel(), eps.shape)
+        bad = ~((dl >= 0) & (dl < 1))
+        require(not bad.any(), "deltas", float(dl[bad][0]) if bad.any() else None,
+                "must lie in [0, 1)")
+    # q_i = (1 - delta_i) / (1 + e^eps_i) = (1 - delta_i) * sigmoid(-eps_i), stable for large eps.
+    q = (1.0 - dl) * special.expit(-eps)
+    total = math.fsum(q.tolist()) - float(q.max())
+    require(total > 0, "epsilons", eps.tolist()[:5], "leave no blanket (sum q_i - max q_i = 0)")
+    return math.sqrt(2.0 / total)
+
+
+def gdp_mu_identical(epsilon0: float, n: int) -> float:
+    """mu for n identical eps0-LDP users: sqrt(2 (1 + e^eps0) / (n - 1))."""
+    require(isinstance(epsilon0, (int, float)) and 0 < epsilon0 < math.inf, "epsilon0", epsilon0,
+            "must be a finite number > 0")
+    require_int_at_least("n", n, 2)
+    return math.sqrt(2.0 / ((n - 1) * float(special.expit(-epsilon0))))
+
+
+def gdp_delta(epsilon: float, mu: float) -> DeltaInterval:
+    """delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) for mu-GDP, as an interval
+    that contains the exact value: computed as Phi(a) * (-expm1(eps + log Phi(b) - log Phi(a)))
+    with scipy.special.log_ndtr, and widened by a bound on the rounding of the exponent."""
+    require(mu > 0 and math.isfinite(mu), "mu", mu, "must be a finite number > 0")
+    require(epsilon >= 0 and math.isfinite(epsilon), "epsilon", epsilon,
+            "must be a finite number >= 0")
+    a = -epsilon / mu + mu / 2.0
+    b = -epsilon / mu - mu / 2.0
+    log_a, log_b = float(special.log_ndtr(a)), float(special.log_ndtr(b))
+    exponent = epsilon + log_b - log_a
+    value = math.exp(log_a) * -math.expm1(exponent)
+    slack = math.exp(log_a) * 1e-13 * (1.0 + abs(epsilon) + abs(log_a) + abs(log_b))
+    return DeltaInterval(max(0.0, value - slack), min(1.0, value + slack))
+
+
+def gdp_epsilon(mu: float, delta: float) -> EpsilonSearch:
+    """The smallest eps >= 0 with delta(eps) <= delta for mu-GDP, on the conservative side
+    (``.epsilon``) with the width of the final bracket (``.error``)."""
+    require_probability_open("delta", delta)
+    eps_max = max(1.0, mu * mu)
+    while gdp_delta(eps_max, mu).upper > delta:
+        eps_max *= 2.0
+    return epsilon_of_delta(lambda e: gdp_delta(e, mu), delta, "upper", eps_max)
+
+
+def _result(mu: float, n: int, delta: float, started: float, detail: str) -> BoundResult:
+    search = gdp_epsilon(mu, delta)
+    return BoundResult(method=METHOD, kind=BoundKind.UPPER, epsilon=search.epsilon,
+                       delta=float(delta), epsilon_error=search.error, status=STATUSES[0],
+                       reference=REFERENCE, seconds=time.perf_counter() - started,
+                       note=f"mu = {mu:.6g}{detail}; {NOTE}")
+
+
+def gdp_bound(randomizer, n: int, delta: float) -> BoundResult:
+    """003's bound for n identical users running an eps0-LDP ``randomizer``."""
+    started = time.perf_counter()
+    require_int_at_least("n", n, 2)
+    require_probability_open("delta", delta)
+    return _result(gdp_mu_identical(float(randomizer.epsilon0), n), n, delta, started, "")
+
+
+def gdp_personalized_bound(epsilons, delta: float, deltas=None) -> BoundResult:
+    """003's bound for personalized local budgets (eps_i, delta_i), one per user."""
+    started = time.perf_counter()
+    require_probability_open("delta", delta)
+    mu = gdp_mu(epsilons, deltas)
+    n = int(np.asarray(epsilons).size)
+    return _result(mu, n, delta, started, f", n = {n} personalized budgets")
