@@ -137,11 +137,16 @@ def fake_catalogue(monkeypatch):
     calls = []
     module = types.ModuleType("protocols.bounds.catalogue")
     module.bound_names = lambda: ["fake"]
-    module.get_bound = lambda name: types.SimpleNamespace(applies_to=lambda r: True)
+    module.get_bound = lambda name: types.SimpleNamespace(
+        applies_to=lambda r: True, kind=BoundKind.UPPER
+    )
 
-    def evaluate(name, randomizer, n, delta):
+    def evaluate(name, randomizer, n, delta):  # as the catalogue: a result or an error
         calls.append((name, randomizer.epsilon0, n, delta))
-        return _fake_bound(randomizer, n, delta)
+        try:
+            return types.SimpleNamespace(result=_fake_bound(randomizer, n, delta), error="")
+        except ParameterError as error:
+            return types.SimpleNamespace(result=None, error=str(error))
 
     module.evaluate = evaluate
     monkeypatch.setitem(sys.modules, "protocols.bounds.catalogue", module)
@@ -212,3 +217,36 @@ def test_batches_table_roundtrip_types():
     assert isinstance(frame, pd.DataFrame)
     assert set(frame.reason) <= {"size", "timeout", "end"}
     assert (frame.honest_size <= frame["size"]).all()
+
+
+# -- per-batch epsilon through the real catalogue ------------------------------------------------
+def test_per_batch_epsilon_with_a_catalogue_bound():
+    catalogue = pytest.importorskip("protocols.bounds.catalogue")
+    bound = "fmt21_numerical"  # proven, fast, applies to any eps0-LDP randomizer
+    if bound not in catalogue.bound_names():
+        pytest.fail(f"bound {bound} missing from the catalogue")
+    extra = PIPELINE.replace("batch_size = 100", "batch_size = 400") + (
+        f"bound = '{bound}'\ndelta = 1e-6\n"
+    )
+    scenario = _scenario(extra.replace("timeout = 0.02", "timeout = 0.2"))
+    batches = run_scenario(scenario)["batches"].to_pandas()
+    released = batches[~batches.dropped]
+    randomizer = scenario.points[0].settings.randomizer
+    for h, group in released.groupby("honest_size"):
+        evaluation = catalogue.evaluate(bound, randomizer, int(h), 1e-6)
+        expected = 1.0 if evaluation.result is None else min(1.0, evaluation.result.epsilon)
+        np.testing.assert_allclose(group.epsilon.to_numpy(dtype=float), expected)
+    # amplification grows with the batch: epsilon non-increasing in the honest size
+    by_size = released.groupby("honest_size").epsilon.first().to_numpy(dtype=float)
+    assert (np.diff(by_size) <= 1e-12).all()
+    assert (released.epsilon_source == "bound").any()
+
+
+def test_lower_bound_is_refused_for_batches():
+    catalogue = pytest.importorskip("protocols.bounds.catalogue")
+    lower = [n for n in catalogue.bound_names() if catalogue.get_bound(n).kind.value == "lower"]
+    if not lower:
+        pytest.skip("no lower bound registered")
+    with pytest.raises(ScenarioError, match="upper bound") as info:
+        _scenario(f"[pipeline]\nbound = '{lower[0]}'\ndelta = 1e-6\n")
+    assert info.value.key == "pipeline.bound"

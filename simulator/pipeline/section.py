@@ -55,7 +55,7 @@ class PipelineSection:
 def check_bound_name(name: str) -> None:
     """The bound must exist in the catalogue."""
     try:
-        from protocols.bounds.catalogue import bound_names
+        from protocols.bounds.catalogue import bound_names, get_bound
     except ImportError:
         raise ScenarioError(
             f"{SECTION}.bound", name, "no bound catalogue is installed (protocols.bounds.catalogue)"
@@ -65,6 +65,11 @@ def check_bound_name(name: str) -> None:
         close = difflib.get_close_matches(name, names, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise ScenarioError(f"{SECTION}.bound", name, f"unknown bound; {hint}choose one of {names}")
+    kind = getattr(get_bound(name).kind, "value", None)
+    if kind != "upper":
+        raise ScenarioError(
+            f"{SECTION}.bound", name, f"is a {kind} bound; a batch's epsilon needs an upper bound"
+        )
 
 
 def parse_section(table: Mapping[str, Any], context: ParseContext | None = None) -> PipelineSection:

@@ -11,7 +11,7 @@ and thresholded batches are part of the error) and the population. Repetitions a
 loop: each is a sequential SimPy simulation whose per-message work is vectorized.
 
 Per-batch epsilon. With ``pipeline.bound`` the epsilon of a released batch is
-``catalogue.evaluate(bound, randomizer, honest_size, delta).epsilon``, capped at the local
+``catalogue.evaluate(bound, randomizer, honest_size, delta).result.epsilon``, capped at the local
 budget: an eps0-LDP randomizer's shuffled output is eps0-DP whatever n (post-processing), so the
 minimum of the two upper bounds is one. Where the bound does not apply (e.g. an honest size
 below its regime, or below 2) the batch gets the local budget, and the ``epsilon_source`` column
@@ -223,11 +223,11 @@ class _BatchEpsilon:
             if honest_size >= 2:
                 from protocols.bounds.catalogue import evaluate
 
-                try:
-                    result = evaluate(self.bound, self.randomizer, honest_size, self.delta)
-                    eps = getattr(result, "epsilon", None)
+                try:  # an evaluation without result: outside the bound's regime
+                    result = evaluate(self.bound, self.randomizer, honest_size, self.delta).result
                 except ParameterError:
-                    eps = None
+                    result = None
+                eps = None if result is None else result.epsilon
                 if eps is not None and math.isfinite(eps) and eps < self.local:
                     self._cache[honest_size] = (float(eps), "bound")
         return self._cache[honest_size]
