@@ -8,6 +8,7 @@ defined here are also imported by tests/test_blanket_closed.py and tests/test_ef
 
 from __future__ import annotations
 
+import functools
 import math
 from itertools import combinations
 from types import SimpleNamespace
@@ -23,13 +24,17 @@ from protocols.randomizers import make_randomizer
 
 
 # -- brute force -------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=32)
 def compositions(n: int, k: int) -> np.ndarray:
-    """Every histogram of n items over k cells (stars and bars), shape (C(n+k-1, k-1), k)."""
+    """Every histogram of n items over k cells (stars and bars), shape (C(n+k-1, k-1), k);
+    cached and read-only."""
     rows = []
     for bars in combinations(range(n + k - 1), k - 1):
         edges = (-1, *bars, n + k - 1)
         rows.append([edges[i + 1] - edges[i] - 1 for i in range(k)])
-    return np.array(rows, dtype=np.int64)
+    out = np.array(rows, dtype=np.int64)
+    out.flags.writeable = False
+    return out
 
 
 def shuffled_pair(pmf: np.ndarray, x0: int, x1: int, x2: int, n: int):

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from protocols.bounds import decompositions
 from protocols.bounds.atoms import RatioAtoms, Rounding
 from protocols.bounds.clones import (
     DEFAULT_TOL,
@@ -156,7 +157,7 @@ class PARVBounds:
     second_moment: v >= E[L^2].
     """
 
-    gamma: float
+    gamma: np.ndarray
     mean_gap: np.ndarray
     upper: np.ndarray
     width: np.ndarray
@@ -175,7 +176,7 @@ def generic_parv_bounds(epsilon: float, epsilon0: float) -> PARVBounds:
     """
     e, e0 = math.exp(epsilon), math.exp(epsilon0)
     return PARVBounds(
-        gamma=math.exp(-epsilon0),
+        gamma=np.array([math.exp(-epsilon0)]),
         mean_gap=np.array([e - 1.0]),
         upper=np.array([e0 - e / e0]),
         width=np.array([(e + 1.0) * (e0 - 1.0 / e0)]),
@@ -192,7 +193,7 @@ def krr_parv_bounds(epsilon: float, epsilon0: float, domain_size: int) -> PARVBo
     g = krr_blanket_gamma(epsilon0, k)
     e = math.exp(epsilon)
     return PARVBounds(
-        gamma=g,
+        gamma=np.array([g]),
         mean_gap=np.array([e - 1.0]),
         upper=np.array([g * (1.0 - e) + (1.0 - g) * k]),
         width=np.array([(1.0 - g) * k * (e + 1.0)]),
@@ -203,23 +204,21 @@ def krr_parv_bounds(epsilon: float, epsilon0: float, domain_size: int) -> PARVBo
 @dataclass(frozen=True)
 class PairAtoms:
     """Blanket atoms of several neighbour pairs stacked into (pairs, atoms) arrays (zero weight
-    pads short rows), so that the PARV parameters of every pair are computed at once."""
+    pads short rows), so that the PARV parameters of every pair are computed at once. Each pair
+    keeps its own reference mass gamma = sum of its weights."""
 
     a: np.ndarray
     b: np.ndarray
     weight: np.ndarray
 
     @property
-    def gamma(self) -> float:
-        return float(self.weight[0].sum())
+    def gamma(self) -> np.ndarray:
+        return self.weight.sum(axis=1)
 
     @classmethod
     def stack(cls, atoms: list[RatioAtoms]) -> PairAtoms:
         if not atoms:
             raise ParameterError("atoms", atoms, "need at least one RatioAtoms")
-        gammas = sorted({round(float(at.weight.sum()), 12) for at in atoms})
-        if len(gammas) != 1:
-            raise ParameterError("atoms", gammas, "all pairs must share one reference mass")
         for at in atoms:
             if at.rounding == Rounding.DOWN:
                 raise ParameterError("atoms.rounding", at.rounding.value,
@@ -243,15 +242,15 @@ class PairAtoms:
 
 
 def atoms_parv_bounds(epsilon: float, atoms: list[RatioAtoms] | PairAtoms) -> PARVBounds:
-    """Exact PARV parameters from blanket atoms (one RatioAtoms per neighbour pair, all with the
-    same reference measure): weight_j = m(y) mass of the group (m <= min_x R(x)), a_j, b_j the
-    ratios R(x)(y)/m(y), R(x')(y)/m(y). Then gamma = sum_j weight_j, omega = weight/gamma and
+    """Exact PARV parameters from blanket atoms (one RatioAtoms per neighbour pair): weight_j =
+    m(y) mass of the group (any reference with m <= min_x R(x)), a_j, b_j the ratios
+    R(x)(y)/m(y), R(x')(y)/m(y). Then gamma = sum_j weight_j, omega = weight/gamma and
     L = gamma (a_j - e^eps b_j) w.p. weight_j / gamma. Atoms rounded DOWN are refused (they
     would under-state L). The mean is computed from the atoms (equal to 1 - e^eps when the
     reference has full support)."""
     pairs = atoms if isinstance(atoms, PairAtoms) else PairAtoms.stack(list(atoms))
     gamma = pairs.gamma
-    values = gamma * (pairs.a - math.exp(epsilon) * pairs.b)
+    values = gamma[:, None] * (pairs.a - math.exp(epsilon) * pairs.b)
     prob = pairs.weight / pairs.weight.sum(axis=1, keepdims=True)
     present = pairs.weight > 0
     top = np.max(np.where(present, values, -np.inf), axis=1)
@@ -266,13 +265,14 @@ def atoms_parv_bounds(epsilon: float, atoms: list[RatioAtoms] | PairAtoms) -> PA
 
 
 # -- the two concentration bounds ------------------------------------------------------------------
-def _binomial_geometric_sum(gamma: float, n: int, theta: np.ndarray) -> np.ndarray:
+def _binomial_geometric_sum(gamma: np.ndarray, n: int, theta: np.ndarray) -> np.ndarray:
     """sum_{m=1}^n Bin(n, gamma)(m) e^{-m theta} = (1 - gamma + gamma e^-theta)^n - (1-gamma)^n,
-    evaluated in log space (theta >= 0, array)."""
+    evaluated in log space (arrays; theta >= 0, 0 < gamma <= 1)."""
     theta = np.asarray(theta, dtype=float)
+    gamma = np.asarray(gamma, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_a = n * np.log1p(-gamma * -np.expm1(-theta))
-        log_b = n * math.log1p(-gamma) if gamma < 1 else -np.inf
+        log_b = n * np.log1p(-gamma)
         diff = np.exp(log_a) * -np.expm1(np.minimum(log_b - log_a, 0.0))
     return np.where(np.isfinite(diff), diff, 0.0)
 
@@ -287,8 +287,10 @@ def _phi_lower(u: np.ndarray) -> np.ndarray:
     return np.where(u < 1e-3, series, direct) * (1.0 - _REL_ERR)
 
 
-def _finish(bound: np.ndarray, gamma: float, n: int) -> float:
-    value = float(np.max(bound)) / (gamma * n) * (1.0 + _REL_ERR)
+def _finish(bound: np.ndarray, gamma: np.ndarray, n: int) -> float:
+    """max over pairs of bound / (gamma n), rounded up; capped at 1 (a hockey-stick divergence
+    never exceeds 1)."""
+    value = float(np.max(bound / (gamma * n))) * (1.0 + _REL_ERR)
     return min(1.0, value) if np.isfinite(value) else 1.0
 
 
@@ -370,42 +372,65 @@ def blanket_bennett_generic(
                            epsilon0, n, delta, f"{BBGN19}, Lemmas 5.2-5.4 and 5.6 (corrected)", tol)
 
 
-def randomizer_blanket_atoms(randomizer) -> list[RatioAtoms]:
+@dataclass(frozen=True)
+class PairSet:
+    """Blanket atoms of the neighbour pairs a per-randomizer bound maximises over, and whether
+    that maximum is provably the worst case over all pairs."""
+
+    atoms: list
+    exhaustive: bool
+    argument: str
+
+
+def randomizer_blanket_atoms(randomizer) -> PairSet:
     """Blanket atoms of every neighbour pair that can be worst for ``randomizer``.
 
-    k-RR: the single pair (0, 1) (every ordered pair is equivalent under relabelling), grouped by
-    ``output_groups``. Other categorical randomizers with an enumerable output space: every
-    ordered pair (x, x'), x != x', one atom per output. Otherwise pass atoms explicitly."""
-    if getattr(randomizer, "name", None) == "krr":
-        groups = randomizer.output_groups((0, 1))
-        keep = groups.mass_min > 0
-        m = groups.mass_min[keep]
-        return [RatioAtoms(groups.mass[0, keep] / m, groups.mass[1, keep] / m, m)]
+    Randomizers known to protocols.bounds.decompositions: its candidate pairs, both directions,
+    with its blanket atoms (rounded up for continuous outputs); exhaustive as argued there.
+    Other randomizers with a categorical input domain and an enumerable output space: every
+    ordered pair (x, x'), x != x', one atom per output (exhaustive by construction). Otherwise
+    pass ``atoms=`` explicitly."""
+    name = getattr(randomizer, "name", None)
+    if name in decompositions.supported_randomizers():
+        cand = decompositions.neighbour_candidates(randomizer)
+        atoms = []
+        for x0, x1 in cand.pairs:
+            atoms.append(decompositions.blanket_atoms(randomizer, x0, x1))
+            atoms.append(decompositions.blanket_atoms(randomizer, x1, x0))
+        return PairSet(atoms, cand.exhaustive, cand.argument)
     try:
         pmf = randomizer.output_pmf()
-    except (ParameterError, NotImplementedError) as err:
+    except (ParameterError, NotImplementedError, AttributeError) as err:
         raise ParameterError(
-            "randomizer", getattr(randomizer, "name", randomizer),
-            f"cannot enumerate its outputs ({err}); pass atoms= from the decompositions module",
+            "randomizer", name if name is not None else randomizer,
+            f"cannot enumerate its outputs ({err}); pass atoms= explicitly",
         ) from None
     d, size = pmf.shape
     if d * (d - 1) * size > MAX_PAIR_OUTPUTS:
         raise ParameterError(
-            "randomizer", getattr(randomizer, "name", randomizer),
+            "randomizer", name,
             f"{d} inputs x {size} outputs is too many pairs to enumerate; pass atoms=",
         )
     m = pmf.min(axis=0)
     keep = m > 0
     ratio = pmf[:, keep] / m[keep]
-    return [RatioAtoms(ratio[x], ratio[y], m[keep]) for x in range(d) for y in range(d) if x != y]
+    atoms = [RatioAtoms(ratio[x], ratio[y], m[keep])
+             for x in range(d) for y in range(d) if x != y]
+    return PairSet(atoms, True, "every ordered pair of inputs enumerated")
+
+
+def _pair_set(randomizer, atoms) -> PairSet:
+    if atoms is None:
+        return randomizer_blanket_atoms(randomizer)
+    return PairSet(list(atoms), True, "caller-supplied atoms (assumed to cover the worst pair)")
 
 
 def _per_randomizer_result(method, concentration, randomizer, n, delta, atoms, tol, reference):
     n = check_n(n)
     delta = check_delta(delta)
     start = time.perf_counter()
-    pairs = PairAtoms.stack(list(atoms) if atoms is not None
-                            else randomizer_blanket_atoms(randomizer))
+    pair_set = _pair_set(randomizer, atoms)
+    pairs = PairAtoms.stack(pair_set.atoms)
     upper = pairs.trivial_epsilon()
     if not np.isfinite(upper):
         raise ParameterError("randomizer", getattr(randomizer, "name", randomizer),
@@ -417,11 +442,15 @@ def _per_randomizer_result(method, concentration, randomizer, n, delta, atoms, t
         return concentration(eps, n, atoms_parv_bounds(eps, pairs))
 
     eps, err = smallest_epsilon(delta_fn, delta, upper, tol)
-    gamma = pairs.gamma
+    note = (f"gamma = {float(pairs.gamma.min()):.6g}, {pairs.a.shape[0]} ordered pair(s); "
+            f"pairs: {pair_set.argument}")
+    status = BoundStatus.PROVEN
+    if not pair_set.exhaustive:
+        status = BoundStatus.APPROXIMATE
+        note = "worst neighbour pair not proven; " + note
     return BoundResult(
         method=method, kind=BoundKind.UPPER, epsilon=eps, delta=delta, epsilon_error=err,
-        status=BoundStatus.PROVEN, reference=reference, seconds=time.perf_counter() - start,
-        note=f"gamma = {gamma:.6g}, {pairs.a.shape[0]} neighbour pair(s)",
+        status=status, reference=reference, seconds=time.perf_counter() - start, note=note,
     )
 
 
@@ -450,8 +479,7 @@ def blanket_bennett_randomizer_delta(epsilon: float, randomizer, n: int,
                                      atoms: list[RatioAtoms] | None = None) -> float:
     """delta(eps) of :func:`blanket_bennett`."""
     epsilon = check_epsilon(epsilon)
-    pairs = PairAtoms.stack(list(atoms) if atoms is not None
-                            else randomizer_blanket_atoms(randomizer))
+    pairs = PairAtoms.stack(_pair_set(randomizer, atoms).atoms)
     if epsilon >= pairs.trivial_epsilon():
         return 0.0
     return bennett_delta(epsilon, n, atoms_parv_bounds(epsilon, pairs))
@@ -461,8 +489,7 @@ def blanket_hoeffding_randomizer_delta(epsilon: float, randomizer, n: int,
                                        atoms: list[RatioAtoms] | None = None) -> float:
     """delta(eps) of :func:`blanket_hoeffding`."""
     epsilon = check_epsilon(epsilon)
-    pairs = PairAtoms.stack(list(atoms) if atoms is not None
-                            else randomizer_blanket_atoms(randomizer))
+    pairs = PairAtoms.stack(_pair_set(randomizer, atoms).atoms)
     if epsilon >= pairs.trivial_epsilon():
         return 0.0
     return hoeffding_delta(epsilon, n, atoms_parv_bounds(epsilon, pairs))
