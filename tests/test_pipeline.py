@@ -70,6 +70,11 @@ SCHEDULE_CASES = [
     dict(arrival="uniform", batch_size=9, timeout=0.03, dropout=0.3,
          delay=DelayConfig("exponential", mean=0.02), rounds=3, colluding_fraction=0.3),
     dict(arrival="poisson", batch_size=None, timeout=None, rounds=2),
+    # the timer expires exactly at the round end: released as a timeout
+    dict(arrival="all_at_once", batch_size=64, timeout=0.2, window=0.2, rounds=2),
+    # large clock values: SimPy's float clock drifts from the exact timestamps by rounding
+    dict(arrival="uniform", window=1e6, batch_size=4, timeout=3000.0, rounds=3,
+         delay=DelayConfig("uniform", low=0.0, high=1e3)),
 ]
 
 
