@@ -88,9 +88,11 @@ class Summation(Randomizer):
     def _conservative_epsilon0(self, gamma: float) -> float:
         """Largest float eps0 with gamma_from_epsilon0(eps0) >= gamma (a few ulps at most)."""
         eps0 = float(epsilon0_from_gamma(gamma, self.precision))
-        while gamma_from_epsilon0(eps0, self.precision) < gamma:
+        for _ in range(64):  # the round trip is exact to a few ulps
+            if gamma_from_epsilon0(eps0, self.precision) >= gamma:
+                return eps0
             eps0 = float(np.nextafter(eps0, 0.0))
-        return eps0
+        raise RuntimeError(f"summation: cannot invert gamma = {gamma!r} to epsilon0")
 
     @classmethod
     def for_shuffle(cls, n: int, epsilon: float, delta: float, precision: int) -> Summation:
