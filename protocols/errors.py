@@ -6,6 +6,8 @@ print it as a single line.
 
 from __future__ import annotations
 
+import numbers
+
 
 class ParameterError(ValueError):
     """A parameter is out of its valid range or has the wrong type."""
@@ -25,20 +27,20 @@ def require(condition: bool, field: str, value: object, requirement: str) -> Non
 
 def require_positive_finite(field: str, value: float) -> None:
     require(
-        isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf"),
+        isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < value < float("inf"),
         field, value, "must be a finite number > 0",
     )
 
 
 def require_int_at_least(field: str, value: int, minimum: int) -> None:
     require(
-        isinstance(value, int) and not isinstance(value, bool) and value >= minimum,
+        isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum,
         field, value, f"must be an integer >= {minimum}",
     )
 
 
 def require_probability_open(field: str, value: float) -> None:
     require(
-        isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1,
+        isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < value < 1,
         field, value, "must lie in the open interval (0, 1)",
     )

@@ -26,3 +26,19 @@ def test_protocols_imports_only_numerics():
     }
     offenders = {k: v for k, v in offenders.items() if v}
     assert not offenders, f"protocols must not import {offenders}"
+
+
+def test_validators_accept_numpy_scalars_and_reject_nan():
+    import numpy as np
+    import pytest
+
+    from protocols.errors import ParameterError, require_int_at_least, require_positive_finite
+    from protocols.randomizers import make_randomizer
+
+    require_int_at_least("n", np.int64(4), 2)
+    require_positive_finite("epsilon0", np.float64(0.5))
+    with pytest.raises(ParameterError, match="n = 1"):
+        require_int_at_least("n", 1, 2)
+    laplace = make_randomizer("laplace", epsilon0=1.0)
+    with pytest.raises(ParameterError, match="values = nan"):
+        laplace.check_values(np.array([0.5, np.nan]))

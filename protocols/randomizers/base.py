@@ -202,6 +202,9 @@ class Randomizer(ABC):
                 bad = values.min() if values.min() < 0 else values.max()
                 raise ParameterError("values", int(bad), f"must lie in [0, {domain.size})")
         else:
+            if values.size and not np.isfinite(values).all():
+                bad = values[~np.isfinite(values)].flat[0]
+                raise ParameterError("values", float(bad), "must be finite")
             if values.size and (values.min() < domain.low or values.max() > domain.high):
                 bad = values.min() if values.min() < domain.low else values.max()
                 raise ParameterError(
