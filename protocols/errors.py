@@ -27,7 +27,9 @@ def require(condition: bool, field: str, value: object, requirement: str) -> Non
 
 def require_positive_finite(field: str, value: float) -> None:
     require(
-        isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < value < float("inf"),
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and 0 < value < float("inf"),
         field, value, "must be a finite number > 0",
     )
 
