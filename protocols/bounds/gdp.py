@@ -27,8 +27,10 @@ import time
 import numpy as np
 from scipy import special
 
+from protocols.bounds.engine import EpsilonEstimate
+from protocols.bounds.engine_common import Estimate
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.variation_ratio import DeltaInterval, EpsilonSearch, epsilon_of_delta
+from protocols.bounds.variation_ratio import invert
 from protocols.errors import require, require_int_at_least, require_probability_open
 
 METHOD = "gspa-gdp"
@@ -72,7 +74,7 @@ def gdp_mu_identical(epsilon0: float, n: int) -> float:
     return math.sqrt(2.0 / ((n - 1) * float(special.expit(-epsilon0))))
 
 
-def gdp_delta(epsilon: float, mu: float) -> DeltaInterval:
+def gdp_delta(epsilon: float, mu: float) -> Estimate:
     """delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) for mu-GDP, as an interval
     that contains the exact value: computed as Phi(a) * (-expm1(eps + log Phi(b) - log Phi(a)))
     with scipy.special.log_ndtr, and widened by a bound on the rounding of the exponent."""
@@ -85,22 +87,23 @@ def gdp_delta(epsilon: float, mu: float) -> DeltaInterval:
     exponent = epsilon + log_b - log_a
     value = math.exp(log_a) * -math.expm1(exponent)
     slack = math.exp(log_a) * 1e-13 * (1.0 + abs(epsilon) + abs(log_a) + abs(log_b))
-    return DeltaInterval(max(0.0, value - slack), min(1.0, value + slack))
+    upper = min(1.0, value + slack)
+    return Estimate(upper, max(0.0, value - slack), upper, "gdp")
 
 
-def gdp_epsilon(mu: float, delta: float) -> EpsilonSearch:
+def gdp_epsilon(mu: float, delta: float) -> EpsilonEstimate:
     """The smallest eps >= 0 with delta(eps) <= delta for mu-GDP, on the conservative side
-    (``.epsilon``) with the width of the final bracket (``.error``)."""
+    (``.value``) with the width of the final bracket (``.error``)."""
     require_probability_open("delta", delta)
     eps_max = max(1.0, mu * mu)
     while gdp_delta(eps_max, mu).upper > delta:
         eps_max *= 2.0
-    return epsilon_of_delta(lambda e: gdp_delta(e, mu), delta, "upper", eps_max)
+    return invert(lambda e: gdp_delta(e, mu), delta, "upper", eps_max)
 
 
 def _result(mu: float, n: int, delta: float, started: float, detail: str) -> BoundResult:
     search = gdp_epsilon(mu, delta)
-    return BoundResult(method=METHOD, kind=BoundKind.UPPER, epsilon=search.epsilon,
+    return BoundResult(method=METHOD, kind=BoundKind.UPPER, epsilon=search.value,
                        delta=float(delta), epsilon_error=search.error, status=STATUSES[0],
                        reference=REFERENCE, seconds=time.perf_counter() - started,
                        note=f"mu = {mu:.6g}{detail}; {NOTE}")

@@ -45,13 +45,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special, stats
 
+from protocols.bounds import engine
+from protocols.bounds.engine import EpsilonEstimate
+from protocols.bounds.engine_common import Estimate
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.errors import ParameterError, require, require_int_at_least, require_probability_open
+from protocols.errors import require, require_int_at_least, require_probability_open
 
 #: Relative error allowed for each betainc / binomial pmf value (generous: they are accurate to
 #: a few ulps); the upper (lower) estimate adds (subtracts) this times the sum of |terms|.
@@ -273,12 +276,9 @@ class TwoCountPair:
         return TwoCountPair(self.n, self.others, self.second, self.first)
 
 
-@dataclass(frozen=True)
-class DeltaInterval:
-    """An interval [lower, upper] guaranteed to contain the exact divergence."""
-
-    lower: float
-    upper: float
+def _interval(lower: float, upper: float) -> Estimate:
+    """A guaranteed bracket of a divergence (``value`` is the upper end)."""
+    return Estimate(float(upper), float(lower), float(upper), "two-count")
 
 
 def _binomial_at_least(k: np.ndarray, c: np.ndarray, rho: float) -> np.ndarray:
@@ -376,7 +376,7 @@ def _masses(slope, s0, coeff, scale, k2, k2_scale, slope_scale, n, c, rho, rho_c
     return masses, uncertain
 
 
-def two_count_divergence(pair: TwoCountPair, epsilon: float) -> DeltaInterval:
+def two_count_divergence(pair: TwoCountPair, epsilon: float) -> Estimate:
     """D_{e^eps}(P || Q) = sum_(a,b) (P(a,b) - e^eps Q(a,b))_+ for the pair (module docstring),
     as a guaranteed interval. O(sqrt(n)) betainc calls (a window of +- ~10 sigma of C).
 
@@ -451,16 +451,16 @@ def two_count_divergence(pair: TwoCountPair, epsilon: float) -> DeltaInterval:
     rounding = _RELATIVE_SLACK * absolute
     upper = value + rounding + extra + outside * float(np.clip(coeff, 0, None).sum())
     lower = value - rounding - outside * float(np.clip(-coeff, 0, None).sum())
-    return DeltaInterval(max(0.0, lower), min(1.0, max(0.0, upper)))
+    return _interval(max(0.0, lower), min(1.0, max(0.0, upper)))
 
 
-def two_count_delta(pair: TwoCountPair, epsilon: float) -> DeltaInterval:
+def two_count_delta(pair: TwoCountPair, epsilon: float) -> Estimate:
     """max(D(P||Q), D(Q||P)) as a guaranteed interval."""
     forward = two_count_divergence(pair, epsilon)
     if _is_mirror(pair):
         return forward
     backward = two_count_divergence(pair.swapped(), epsilon)
-    return DeltaInterval(max(forward.lower, backward.lower), max(forward.upper, backward.upper))
+    return _interval(max(forward.lower, backward.lower), max(forward.upper, backward.upper))
 
 
 def reduction_pair(params: VariationRatioParameters, n: int) -> TwoCountPair:
@@ -472,55 +472,11 @@ def reduction_pair(params: VariationRatioParameters, n: int) -> TwoCountPair:
 # ------------------------------------------------------------------------------------------
 # eps(delta) by bracketing
 # ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class EpsilonSearch:
-    epsilon: float
-    error: float
-    evaluations: int
-
-
-def epsilon_of_delta(delta_fn: Callable[[float], DeltaInterval], delta: float, side: str,
-                     eps_max: float, rtol: float = 1e-6, atol: float = 1e-12) -> EpsilonSearch:
-    """Bracket eps(delta) for a non-increasing delta(eps) given as guaranteed intervals.
-
-    side="upper": the returned eps has delta_fn(eps).upper <= delta, so the true eps(delta) is
-    <= it; side="lower": delta_fn(eps).lower > delta, so the true eps(delta) is > it (or 0).
-    Brent's method (scipy.optimize.brentq) on log f - log delta finds the crossing; every
-    evaluated point is remembered and the answer is the tightest evaluated point on the
-    conservative side, ``error`` the distance to the nearest evaluated point on the other side.
-    """
-    require(side in ("upper", "lower"), "side", side, "must be 'upper' or 'lower'")
-    seen: dict[float, float] = {}
-
-    def value(eps: float) -> float:
-        if eps not in seen:
-            interval = delta_fn(eps)
-            seen[eps] = interval.upper if side == "upper" else interval.lower
-        return seen[eps]
-
-    if value(0.0) <= delta:
-        return EpsilonSearch(0.0, 0.0, len(seen))
-    if value(eps_max) > delta:
-        if side == "lower":
-            return EpsilonSearch(eps_max, 0.0, len(seen))
-        raise ParameterError("delta", delta, f"no eps <= {eps_max:.6g} reaches this delta")
-    log_target = math.log(delta)
-
-    def excess(eps: float) -> float:
-        return math.log(max(value(eps), 1e-300)) - log_target
-
-    if excess(eps_max) < 0:
-        optimize.brentq(excess, 0.0, eps_max, xtol=atol, rtol=rtol, maxiter=200)
-    above = max(eps for eps, f in seen.items() if f > delta)
-    below = min(eps for eps, f in seen.items() if f <= delta)
-    # Brent's last step may leave the bracket wider than requested on one side: bisect it.
-    while below - above > max(rtol * below, atol) + 4e-16 * below:
-        mid = 0.5 * (above + below)
-        if value(mid) > delta:
-            above = mid
-        else:
-            below = mid
-    return EpsilonSearch(below if side == "upper" else above, below - above, len(seen))
+def invert(delta_fn: Callable[[float], Estimate], delta: float, side: str,
+           eps_max: float) -> EpsilonEstimate:
+    """eps(delta) with the engine's bracketing (:func:`protocols.bounds.engine.epsilon_of_delta`,
+    relative tolerance 1e-6), so that every bound is conservative the same way."""
+    return engine.epsilon_of_delta(delta_fn, delta, side, eps_max=eps_max, rtol=1e-6)
 
 
 def _check_common(n: int, delta: float) -> None:
@@ -531,16 +487,16 @@ def _check_common(n: int, delta: float) -> None:
 # ------------------------------------------------------------------------------------------
 # Upper bounds
 # ------------------------------------------------------------------------------------------
-def reduction_delta(params: VariationRatioParameters, n: int, epsilon: float) -> DeltaInterval:
+def reduction_delta(params: VariationRatioParameters, n: int, epsilon: float) -> Estimate:
     """max(D_{e^eps}(P||Q), D_{e^eps}(Q||P)) for 001's P^q_{beta,p}, Q^q_{beta,p} (Thm 4.6)."""
     require_int_at_least("n", n, 2)
     if params.beta == 0.0:
-        return DeltaInterval(0.0, 0.0)
+        return _interval(0.0, 0.0)
     return two_count_delta(reduction_pair(params, n), epsilon)
 
 
 def numerical_epsilon(params: VariationRatioParameters, n: int, delta: float,
-                      iterations: int | None = None) -> EpsilonSearch:
+                      iterations: int | None = None) -> EpsilonEstimate:
     """The numerical upper bound of 001 Alg. 1: smallest eps in [0, log p] with
     max(D(P||Q), D(Q||P)) <= delta, on the conservative side.
 
@@ -550,10 +506,15 @@ def numerical_epsilon(params: VariationRatioParameters, n: int, delta: float,
     _check_common(n, delta)
     eps_max = math.log(params.p)
     if params.beta == 0.0:
-        return EpsilonSearch(0.0, 0.0, 0)
+        return EpsilonEstimate(0.0, 0.0, 0.0, 0.0, False, 0)
     pair = reduction_pair(params, n)
     if iterations is None:
-        return epsilon_of_delta(lambda e: two_count_delta(pair, e), delta, "upper", eps_max)
+        found = invert(lambda e: two_count_delta(pair, e), delta, "upper", eps_max)
+        if found.saturated:
+            # the upper estimate at log p exceeded delta only through its slack: the ratio
+            # P/Q is at most p, so delta(log p) = 0 exactly.
+            return replace(found, value=eps_max, upper=eps_max, error=eps_max - found.lower)
+        return found
     require_int_at_least("iterations", iterations, 1)
     low, high = 0.0, eps_max
     for _ in range(iterations):
@@ -562,7 +523,7 @@ def numerical_epsilon(params: VariationRatioParameters, n: int, delta: float,
             low = mid
         else:
             high = mid
-    return EpsilonSearch(high, high - low, iterations)
+    return EpsilonEstimate(high, low, high, high - low, False, iterations)
 
 
 def theorem_4_7_epsilon(params: VariationRatioParameters, n: int, delta: float) -> float:
@@ -646,7 +607,7 @@ def numerical_bound(randomizer, n: int, delta: float, *, generic: bool = False,
     params = generic_parameters(randomizer.epsilon0) if generic else parameters_for(randomizer)
     search = numerical_epsilon(params, n, delta, iterations)
     method = "variation-ratio-generic" if generic else "variation-ratio"
-    return _upper_result(method, REFERENCE_NUMERICAL, search.epsilon, search.error, delta,
+    return _upper_result(method, REFERENCE_NUMERICAL, search.value, search.error, delta,
                          params, started)
 
 
@@ -733,10 +694,10 @@ def lower_candidates(randomizer, n: int) -> list[LowerCandidate]:
     return candidates
 
 
-def lower_delta(candidates: list[LowerCandidate], epsilon: float) -> DeltaInterval:
+def lower_delta(candidates: list[LowerCandidate], epsilon: float) -> Estimate:
     """max over candidates and both directions of the Thm 5.1 divergence (a lower bound on the
     shuffled mechanism's delta(eps) for its worst neighbouring pair)."""
-    best = DeltaInterval(0.0, 0.0)
+    best = _interval(0.0, 0.0)
     for candidate in candidates:
         value = two_count_delta(candidate.pair, epsilon)
         if value.lower > best.lower:
@@ -750,12 +711,12 @@ def lower_bound(randomizer, n: int, delta: float) -> BoundResult:
     started = time.perf_counter()
     _check_common(n, delta)
     candidates = lower_candidates(randomizer, n)
-    search = epsilon_of_delta(lambda e: lower_delta(candidates, e), delta, "lower",
-                              float(randomizer.epsilon0))
-    best = max(candidates, key=lambda cand: two_count_delta(cand.pair, search.epsilon).lower)
+    search = invert(lambda e: lower_delta(candidates, e), delta, "lower",
+                    float(randomizer.epsilon0))
+    best = max(candidates, key=lambda cand: two_count_delta(cand.pair, search.value).lower)
     note = f"pair (x0, x1) = anchors ({best.x0}, {best.x1}), others at anchor {best.x_star}"
     return BoundResult(method="variation-ratio-lower", kind=BoundKind.LOWER,
-                       epsilon=float(search.epsilon), delta=float(delta),
+                       epsilon=float(search.value), delta=float(delta),
                        epsilon_error=float(search.error), status=BoundStatus.PROVEN,
                        reference=REFERENCE_LOWER, seconds=time.perf_counter() - started,
                        note=note)
