@@ -18,9 +18,24 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from protocols.bounds.atoms import RatioAtoms
+from protocols.bounds.atoms import RatioAtoms, Rounding
 from protocols.bounds.composition import joint_blanket_atoms, joint_exact_atoms
-from protocols.bounds.decompositions import blanket_atoms, exact_pair_atoms
+from protocols.bounds.decompositions import blanket_atoms, exact_pair_atoms, neighbour_candidates
+from protocols.bounds.optimal import (
+    epsilon_from_atoms,
+    exact_lower_delta,
+    exact_lower_epsilon,
+    exact_lower_epsilon_joint,
+    exact_lower_epsilon_parallel,
+    exact_lower_epsilon_subsampled,
+    optimal_blanket_delta,
+    optimal_blanket_epsilon,
+    optimal_blanket_epsilon_joint,
+    optimal_blanket_epsilon_parallel,
+    optimal_blanket_epsilon_subsampled,
+)
+from protocols.bounds.result import BoundKind, BoundStatus
+from protocols.errors import ParameterError
 from protocols.randomizers import make_randomizer
 
 
@@ -197,3 +212,178 @@ def test_joint_blanket_dominates_joint_exact_pair():
     for n in (2, 5, 8):
         for eps in (0.0, 0.2):
             assert atoms_delta(lower, n, eps) <= atoms_delta(upper, n, eps) + 1e-15
+
+
+# -- the bounds (engine-backed) -------------------------------------------------------------------
+
+FEW_ATOMS = [
+    ("krr", dict(domain_size=4)),
+    ("brr", {}),
+    ("rappor", dict(domain_size=4)),
+    ("oue", dict(domain_size=5)),
+    ("hr", dict(domain_size=5)),
+    ("blh", dict(domain_size=4)),
+    ("subset", dict(domain_size=6, subset_size=2)),
+    ("duchi", {}),
+    ("summation", dict(precision=3)),
+    ("piecewise", {}),
+]
+
+
+def _max_over_directions(atoms, n, eps):
+    return max(atoms_delta(atoms, n, eps), atoms_delta(atoms.swapped(), n, eps))
+
+
+@pytest.mark.parametrize("name,params", FEW_ATOMS, ids=[c[0] for c in FEW_ATOMS])
+def test_bounds_are_certified_by_the_enumeration_oracle(name, params):
+    """Upper: the oracle blanket delta at the returned eps is <= delta. Lower: the oracle exact
+    delta at the returned eps is > delta for the reported-best triple family. lower <= upper."""
+    r = make_randomizer(name, epsilon0=1.2, **params)
+    n, delta = 8, 1e-3
+    upper = optimal_blanket_epsilon(r, n, delta)
+    lower = exact_lower_epsilon(r, n, delta)
+    assert (upper.method, upper.kind, upper.status) == (
+        "optimal-blanket", BoundKind.UPPER, BoundStatus.PROVEN)
+    assert upper.reference == "000 Thm 13 + Alg. 7" and lower.reference == "000 Thm 14"
+    assert (lower.method, lower.kind) == ("exact-lower", BoundKind.LOWER)
+    assert upper.seconds >= 0 and "attained at" in upper.note and "x2" in lower.note
+    cand = neighbour_candidates(r)
+    atoms = blanket_atoms(r, *cand.pairs[0])
+    assert _max_over_directions(atoms, n, upper.epsilon) <= delta * (1 + 1e-9)
+    if upper.epsilon - upper.epsilon_error > 1e-9:  # the bracket's other end is above delta
+        assert _max_over_directions(atoms, n, upper.epsilon - upper.epsilon_error) > delta
+    assert 0 < lower.epsilon <= upper.epsilon
+    exact = max(_max_over_directions(exact_pair_atoms(r, *t), n, lower.epsilon)
+                for t in cand.triples)
+    assert exact > delta
+    assert upper.epsilon - lower.epsilon < 0.5  # the two bounds are close at this n
+
+
+@pytest.mark.parametrize("name,params", FEW_ATOMS[:6], ids=[c[0] for c in FEW_ATOMS[:6]])
+def test_lower_below_upper_over_a_grid(name, params):
+    for e0 in (0.3, 1.5, 4.0):
+        r = make_randomizer(name, epsilon0=e0, **params)
+        for n in (3, 16):
+            for delta in (1e-2, 1e-5):
+                up = optimal_blanket_epsilon(r, n, delta)
+                lo = exact_lower_epsilon(r, n, delta)
+                assert lo.epsilon <= up.epsilon + 1e-12, (e0, n, delta)
+                assert up.epsilon <= e0 + 1e-9  # never worse than the local guarantee
+
+
+def test_delta_versions_match_brute_force():
+    """exact_lower_delta = max over triples of the brute-force shuffled divergence, and the
+    optimal blanket delta dominates it (n = 5, k-RR on 3 values)."""
+    r = make_randomizer("krr", epsilon0=1.4, domain_size=3)
+    pmf = r.output_pmf()
+    n = 5
+    for eps in (0.0, 0.25, 0.8):
+        brute = max(shuffled_delta(*pair_rows(pmf[x0], pmf[x1], pmf[x2], n), eps)
+                    for x0, x1, x2 in itertools.product(range(3), repeat=3) if x0 != x1)
+        low = exact_lower_delta(r, n, eps)
+        up = optimal_blanket_delta(r, n, eps)
+        assert low.kind is BoundKind.LOWER and up.kind is BoundKind.UPPER
+        assert low.delta <= brute * (1 + 1e-12) and brute <= low.delta * (1 + 1e-6)
+        assert up.delta >= brute * (1 - 1e-12)
+
+
+def test_composed_bounds_reduce_to_the_single_randomizer():
+    r = make_randomizer("krr", epsilon0=1.0, domain_size=4)
+    n, delta = 10, 1e-3
+    single = optimal_blanket_epsilon(r, n, delta)
+    par = optimal_blanket_epsilon_parallel([r, r], [0.3, 0.7], n, delta)
+    sub = optimal_blanket_epsilon_subsampled(r, 1.0, n, delta)
+    joint = optimal_blanket_epsilon_joint([r], n, delta)
+    for res in (par, sub, joint):
+        assert res.epsilon == pytest.approx(single.epsilon, abs=1e-9)
+        assert res.status is BoundStatus.PROVEN
+    assert par.method == "optimal-blanket-parallel"
+    assert sub.method == "optimal-blanket-subsampled"
+    assert joint.method == "optimal-blanket-joint"
+    low = exact_lower_epsilon(r, n, delta)
+    assert exact_lower_epsilon_parallel([r, r], [0.5, 0.5], n, delta).epsilon == pytest.approx(
+        low.epsilon, abs=1e-9)
+    assert exact_lower_epsilon_subsampled(r, 1.0, n, delta).epsilon == pytest.approx(
+        low.epsilon, abs=1e-9)
+
+
+def test_subsampling_amplifies_and_stays_above_its_lower_bound():
+    r = make_randomizer("krr", epsilon0=2.0, domain_size=4)
+    n, delta = 12, 1e-3
+    previous = float("inf")
+    for rate in (1.0, 0.5, 0.1):
+        up = optimal_blanket_epsilon_subsampled(r, rate, n, delta)
+        lo = exact_lower_epsilon_subsampled(r, rate, n, delta)
+        assert 0 < lo.epsilon <= up.epsilon < previous
+        previous = up.epsilon
+
+
+def test_joint_composition_bounds():
+    """Two eps0/2 k-RR jointly: lower <= upper; every Hamming pattern is examined; the joint
+    upper bound is at least the all-changed pattern's and at least one component's own."""
+    half = make_randomizer("krr", epsilon0=0.6, domain_size=3)
+    n, delta = 6, 1e-3
+    up = optimal_blanket_epsilon_joint([half, half], n, delta)
+    lo = exact_lower_epsilon_joint([half, half], n, delta)
+    assert lo.epsilon <= up.epsilon
+    assert up.status is BoundStatus.PROVEN and "changed coordinates" in up.note
+    all_changed = joint_blanket_atoms([half, half], [(0, 1), (0, 1)])
+    direct = epsilon_from_atoms([all_changed, all_changed.swapped()], n, delta)
+    assert up.epsilon >= direct.epsilon - 1e-12
+    assert up.epsilon >= optimal_blanket_epsilon(half, n, delta).epsilon - 1e-12
+    assert _max_over_directions(all_changed, n, up.epsilon) <= delta * (1 + 1e-9)
+
+
+def test_parallel_of_krr_and_blh():
+    """000 Fig. 4 setting (1/2 10-RR + 1/2 BLH), small n: a proven bound (shared permutation
+    symmetry) and lower <= upper."""
+    comps = [make_randomizer("krr", epsilon0=1.0, domain_size=10),
+             make_randomizer("blh", epsilon0=1.0, domain_size=10)]
+    up = optimal_blanket_epsilon_parallel(comps, [0.5, 0.5], 8, 1e-3)
+    lo = exact_lower_epsilon_parallel(comps, [0.5, 0.5], 8, 1e-3)
+    assert up.status is BoundStatus.PROVEN
+    assert lo.epsilon <= up.epsilon
+
+
+def test_laplace_grid_is_labelled_and_cover_is_proven():
+    r = make_randomizer("laplace", epsilon0=1.0)
+    n, delta = 4, 1e-2
+    grid = optimal_blanket_epsilon(r, n, delta, cells=8, pair_grid=3)
+    assert grid.status is BoundStatus.APPROXIMATE and "not proven" in grid.note
+    covered = optimal_blanket_epsilon(r, n, delta, cells=8, pair_grid=3, cover=True)
+    assert covered.status is BoundStatus.PROVEN
+    assert covered.epsilon >= grid.epsilon + 2 * 1.0 * 0.25 - 1e-12  # 2 a, a = eps0 * h
+    lo = exact_lower_epsilon(r, n, delta, cells=8)
+    assert lo.epsilon <= grid.epsilon
+
+
+def test_epsilon_from_atoms_and_bad_arguments():
+    r = make_randomizer("krr", epsilon0=1.0, domain_size=4)
+    atoms = blanket_atoms(r, 0, 1)
+    res = epsilon_from_atoms([atoms, atoms.swapped()], 10, 1e-3)
+    assert res.epsilon == pytest.approx(optimal_blanket_epsilon(r, 10, 1e-3).epsilon, abs=1e-12)
+    lap = make_randomizer("laplace_binary", epsilon0=1.0)
+    down = blanket_atoms(lap, 0, 1, cells=8, rounding=Rounding.DOWN)
+    with pytest.raises(ParameterError, match="rounding"):
+        epsilon_from_atoms([down], 10, 1e-3)
+    with pytest.raises(ParameterError, match="n"):
+        optimal_blanket_epsilon(r, 0, 1e-3)
+    with pytest.raises(ParameterError, match="delta"):
+        exact_lower_epsilon(r, 10, 1.5)
+    with pytest.raises(ParameterError, match="epsilon"):
+        optimal_blanket_delta(r, 10, -0.1)
+
+
+@pytest.mark.slow
+def test_table4_optimal_column():
+    """000 Table 4 (10-RR, n = 1000, delta = 1e-6): at the published eps0 the optimal bound can
+    reach the target (lower end of its bracket <= target) and at eps0 + 0.01 it cannot
+    (eps0 values are crossings on a 0.01 grid)."""
+    targets = {0.21: 0.01, 0.73: 0.05, 1.15: 0.10, 1.70: 0.20, 2.65: 0.50, 3.51: 1.00}
+    for e0, target in targets.items():
+        at = optimal_blanket_epsilon(make_randomizer("krr", epsilon0=e0, domain_size=10),
+                                     1000, 1e-6)
+        above = optimal_blanket_epsilon(
+            make_randomizer("krr", epsilon0=round(e0 + 0.01, 2), domain_size=10), 1000, 1e-6)
+        assert at.epsilon - at.epsilon_error <= target, (e0, at)
+        assert above.epsilon > target, (e0, above)

@@ -1,0 +1,478 @@
+"""The optimal (blanket) upper bound and the exact lower bound for one neighbour pair.
+
+* ``optimal_blanket_epsilon`` (000 Thm 13 + Alg. 7): the blanket decomposition is optimal among
+  all decompositions (000 Sec. 4, Thm 5-7); delta(eps) = (1/n) E[(G_1 + ... + G_n)_+] with the
+  blanket GPARV, maximised over the neighbour pairs that can be worst (decompositions.py argues
+  which per randomizer) and over both directions. Kind upper; status proven when the candidate
+  pairs are exhaustive.
+* ``exact_lower_epsilon`` (000 Thm 14): for X0 = (x0, x2, ..., x2), X1 = (x1, x2, ..., x2) the
+  same formula with the reference R(x2) is the exact divergence of the shuffled mechanism, hence
+  a lower bound on its privacy curve; maximised over candidate triples and both directions.
+* Composition variants (000 Sec. 4.5-4.6, 5.3): joint (all Hamming patterns of changed
+  coordinates, 000 Sec. 8), parallel, and Poisson-subsampled randomizers; and
+  ``epsilon_from_atoms`` / ``delta_from_atoms`` for atom sets built by the caller.
+
+Every number comes from the engine on its conservative side: the upper bound is at least the
+true blanket value and the lower bound at most the true exact value, each with its error.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from protocols.bounds import engine
+from protocols.bounds.atoms import RatioAtoms, Rounding
+from protocols.bounds.composition import (
+    hamming_patterns,
+    joint_blanket_atoms,
+    joint_exact_atoms,
+    parallel_blanket_atoms,
+    parallel_exact_atoms,
+    subsampled_blanket_atoms,
+    subsampled_exact_atoms,
+)
+from protocols.bounds.decompositions import (
+    DEFAULT_CELLS,
+    blanket_atoms,
+    exact_pair_atoms,
+    is_continuous,
+    neighbour_candidates,
+)
+from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.errors import require, require_int_at_least, require_probability_open
+
+REFERENCE_UPPER = "000 Thm 13 + Alg. 7"
+REFERENCE_LOWER = "000 Thm 14"
+
+
+# ----------------------------------------------------------------------------------------------
+# Engine adapter
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Value:
+    """A conservative number and the size of its numerical error."""
+
+    value: float
+    error: float
+
+
+def _epsilon(directions: Sequence[RatioAtoms], n: int, delta: float, side: str) -> _Value:
+    """Smallest eps with max over directions of delta(eps) <= delta, on the engine's ``side``
+    (upper: the smallest certified eps, inf if none below the engine's eps_max; lower: the
+    largest eps certified to have delta(eps) > delta)."""
+    est = engine.epsilon_bound(list(directions), n, delta, side)
+    error = est.error if math.isfinite(est.error) else math.inf
+    return _Value(float(est.value), float(error))
+
+
+def _delta(directions: Sequence[RatioAtoms], n: int, epsilon: float, side: str) -> _Value:
+    """max over directions of delta(eps): the bracket of the maximum is
+    [max of lowers, max of uppers]; the value is the requested side."""
+    ests = [engine.delta_of_epsilon([(atoms, n)], n, epsilon, side) for atoms in directions]
+    lower = max(e.lower for e in ests)
+    upper = max(e.upper for e in ests)
+    return _Value(upper if side == "upper" else lower, upper - lower)
+
+
+# ----------------------------------------------------------------------------------------------
+# Candidate evaluation
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Candidate:
+    """One neighbour configuration: a label and a builder of its atom sets (both directions)."""
+
+    label: str
+    build: Callable[[], list[RatioAtoms]]
+
+
+def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: str):
+    """The maximum over candidates of eps(delta), on the engine's ``side``.
+
+    Upper side: compute eps for the first (canonical) candidate, then only check the others at
+    that eps (one delta evaluation each); a candidate whose delta exceeds the target there gets
+    its own eps. Exact because delta(eps) is non-increasing in eps: delta_c(eps*) <= delta
+    implies eps_c <= eps*. Lower side: every candidate's eps is computed (any of them is a valid
+    lower bound; the largest is reported).
+    Returns (value, label, evaluated) with ``evaluated`` the number of candidates.
+    """
+    first = candidates[0]
+    best = _epsilon(first.build(), n, delta, side)
+    label = first.label
+    for cand in candidates[1:]:
+        directions = cand.build()
+        if side == "upper" and math.isfinite(best.value):
+            at_best = _delta(directions, n, best.value, side)
+            if at_best.value <= delta:
+                continue
+        value = _epsilon(directions, n, delta, side)
+        if value.value > best.value:
+            best, label = value, cand.label
+    return best, label
+
+
+def _capped(value: _Value, epsilon0: float) -> _Value:
+    """min(eps, eps0) for an upper bound: by 000 Property 2 the blanket GPARV is <= e^eps0 - e^eps
+    <= 0 at eps = eps0, so delta(eps0) = 0 and the true bound never exceeds eps0 (the engine's
+    search stops at eps0 (1 + 1e-9))."""
+    if value.value <= epsilon0:
+        return value
+    lower_end = value.value - value.error
+    return _Value(float(epsilon0), max(0.0, float(epsilon0) - lower_end))
+
+
+def _result(method: str, kind: BoundKind, value: _Value, delta: float, status: BoundStatus,
+            start: float, note: str) -> BoundResult:
+    return BoundResult(method=method, kind=kind, epsilon=float(value.value), delta=float(delta),
+                       epsilon_error=float(value.error), status=status,
+                       reference=REFERENCE_UPPER if kind is BoundKind.UPPER else REFERENCE_LOWER,
+                       seconds=time.perf_counter() - start, note=note)
+
+
+def _check_common(n: int, delta: float) -> None:
+    require_int_at_least("n", n, 1)
+    require_probability_open("delta", delta)
+
+
+def _both_directions(builder: Callable[[object, object], RatioAtoms], x0, x1,
+                     rounded: bool) -> Callable[[], list[RatioAtoms]]:
+    """Atom sets for (x0 -> x1) and (x1 -> x0); rounded sets are rebuilt for the reverse
+    direction (``swapped()`` would round the wrong way)."""
+    def build() -> list[RatioAtoms]:
+        forward = builder(x0, x1)
+        if x0 == x1:
+            return [forward]
+        backward = builder(x1, x0) if rounded else forward.swapped()
+        return [forward, backward]
+    return build
+
+
+def _fmt(x) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _pair_label(pair) -> str:
+    return "(" + ", ".join(_fmt(x) for x in pair) + ")"
+
+
+# ----------------------------------------------------------------------------------------------
+# Single randomizer
+# ----------------------------------------------------------------------------------------------
+def _blanket_candidates(randomizer, cells: int, pair_grid: int | None):
+    cand = neighbour_candidates(randomizer, pair_grid)
+    rounded = is_continuous(randomizer)
+
+    def builder(x0, x1):
+        return blanket_atoms(randomizer, x0, x1, cells=cells) if rounded else \
+            blanket_atoms(randomizer, x0, x1)
+
+    items = [_Candidate(_pair_label(p), _both_directions(builder, *p, rounded))
+             for p in cand.pairs]
+    return cand, items
+
+
+def _blanket_status(cand) -> tuple[BoundStatus, str]:
+    if cand.exhaustive:
+        return BoundStatus.PROVEN, f"pairs: {cand.argument}"
+    return BoundStatus.APPROXIMATE, (
+        f"worst neighbour pair not proven ({cand.argument}); max over "
+        f"{len(cand.pairs)} candidate pairs")
+
+
+def _cover_slack(randomizer, cand) -> float:
+    """a = eps0 * h for a grid of pairs: every input lies within h = (largest grid gap) / 2 of a
+    grid input, and |log R(x)(y) - log R(x')(y)| <= eps0 |x - x'| (Laplace, sensitivity 1)."""
+    grid = sorted({float(x) for pair in cand.pairs for x in pair})
+    domain = randomizer.input_domain
+    edges = [grid[0] - domain.low, domain.high - grid[-1]]
+    half_gaps = [g / 2.0 for g in np.diff(grid)] if len(grid) > 1 else []
+    return randomizer.epsilon0 * max(edges + half_gaps)
+
+
+def optimal_blanket_epsilon(
+    randomizer, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+    pair_grid: int | None = None, cover: bool = False,
+) -> BoundResult:
+    """Optimal decomposition-based upper bound eps(delta) of the shuffled ``randomizer`` with n
+    users (000 Thm 13 + Alg. 7, blanket = optimal decomposition, Sec. 4).
+
+    ``cells``: discretization of continuous ratios (Laplace); ``pair_grid``: grid points per axis
+    for randomizers whose worst pair is unknown (Laplace on [0, 1]); ``cover``: for those, add
+    the slack that makes the grid maximum valid for every pair: for any pair (x0', x1') and its
+    nearest grid pair (x0, x1) within h per coordinate, R(x0') <= e^a R(x0) and
+    R(x1') >= e^-a R(x1) with a = eps0 h, so D_{e^eps}(P_x0' || P_x1') <= e^a
+    D_{e^(eps - 2a)}(P_x0 || P_x1) (P = the blanket reduction pair, linear in R(x_1)); hence
+    eps_all(delta) <= eps_grid(delta e^-a) + 2a. The result is then proven.
+    """
+    start = time.perf_counter()
+    _check_common(n, delta)
+    cand, items = _blanket_candidates(randomizer, cells, pair_grid)
+    status, note = _blanket_status(cand)
+    target = delta
+    slack = 0.0
+    if cover and not cand.exhaustive:
+        slack = _cover_slack(randomizer, cand)
+        target = delta * math.exp(-slack)
+    best, label = _max_epsilon(items, n, target, "upper")
+    best = _capped(best, randomizer.epsilon0)
+    if slack:
+        best = _Value(best.value + 2 * slack, best.error)
+        status = BoundStatus.PROVEN
+        note = (f"worst neighbour pair unknown (000 Sec. 8): max over {len(cand.pairs)} grid "
+                f"pairs at delta*e^-a plus cover slack 2a, a = eps0*h = {slack:.4g}")
+    note = f"{note}; attained at {label}"
+    return _result("optimal-blanket", BoundKind.UPPER, best, delta, status, start, note)
+
+
+def optimal_blanket_delta(
+    randomizer, n: int, epsilon: float, *, cells: int = DEFAULT_CELLS,
+    pair_grid: int | None = None,
+) -> BoundResult:
+    """delta(eps) of the optimal blanket bound (upper side of its numerical error), maximised
+    over the candidate pairs; ``epsilon_error`` is 0 and the delta error is in the note."""
+    start = time.perf_counter()
+    require_int_at_least("n", n, 1)
+    require(isinstance(epsilon, (int, float)) and epsilon >= 0, "epsilon", epsilon,
+            "must be a number >= 0")
+    cand, items = _blanket_candidates(randomizer, cells, pair_grid)
+    status, note = _blanket_status(cand)
+    values = [(_delta(c.build(), n, float(epsilon), "upper"), c.label) for c in items]
+    best, label = max(values, key=lambda v: v[0].value)
+    result = _Value(float(epsilon), 0.0)
+    return BoundResult("optimal-blanket", BoundKind.UPPER, result.value, best.value, 0.0,
+                       status, REFERENCE_UPPER, time.perf_counter() - start,
+                       f"{note}; attained at {label}; delta error <= {best.error:.3g}")
+
+
+def _exact_candidates(randomizer, cells: int, triples=None):
+    cand = neighbour_candidates(randomizer)
+    triples = cand.triples if triples is None else tuple(tuple(t) for t in triples)
+    require(len(triples) >= 1, "triples", triples, "needs at least one (x0, x1, x2)")
+    rounded = is_continuous(randomizer)
+    items = []
+    for x0, x1, x2 in triples:
+        def builder(u, v, x2=x2):
+            if rounded:
+                return exact_pair_atoms(randomizer, u, v, x2, cells=cells)
+            return exact_pair_atoms(randomizer, u, v, x2)
+        items.append(_Candidate(_pair_label((x0, x1, x2)),
+                                _both_directions(builder, x0, x1, rounded)))
+    return items
+
+
+def exact_lower_epsilon(
+    randomizer, n: int, delta: float, *, cells: int = DEFAULT_CELLS, triples=None,
+) -> BoundResult:
+    """Lower bound on eps(delta) of the shuffled ``randomizer``: the exact value of 000 Thm 14
+    for X0 = (x0, x2, ..., x2) vs X1 = (x1, x2, ..., x2), maximised over candidate triples
+    (``triples`` overrides them) and both directions; the maximising triple is in the note."""
+    start = time.perf_counter()
+    _check_common(n, delta)
+    items = _exact_candidates(randomizer, cells, triples)
+    best, label = _max_epsilon(items, n, delta, "lower")
+    note = f"X0 = (x0, x2, ..., x2), X1 = (x1, x2, ..., x2) with (x0, x1, x2) = {label}"
+    return _result("exact-lower", BoundKind.LOWER, best, delta, BoundStatus.PROVEN, start, note)
+
+
+def exact_lower_delta(
+    randomizer, n: int, epsilon: float, *, cells: int = DEFAULT_CELLS, triples=None,
+) -> BoundResult:
+    """delta(eps) of 000 Thm 14 (lower side of its numerical error), maximised over triples."""
+    start = time.perf_counter()
+    require_int_at_least("n", n, 1)
+    require(isinstance(epsilon, (int, float)) and epsilon >= 0, "epsilon", epsilon,
+            "must be a number >= 0")
+    items = _exact_candidates(randomizer, cells, triples)
+    values = [(_delta(c.build(), n, float(epsilon), "lower"), c.label) for c in items]
+    best, label = max(values, key=lambda v: v[0].value)
+    return BoundResult("exact-lower", BoundKind.LOWER, float(epsilon), best.value, 0.0,
+                       BoundStatus.PROVEN, REFERENCE_LOWER, time.perf_counter() - start,
+                       f"(x0, x1, x2) = {label}; delta error <= {best.error:.3g}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Composed randomizers and caller-built atoms
+# ----------------------------------------------------------------------------------------------
+def epsilon_from_atoms(
+    directions: Sequence[RatioAtoms], n: int, delta: float, *, kind: BoundKind = BoundKind.UPPER,
+    method: str = "optimal-blanket", note: str = "",
+) -> BoundResult:
+    """eps(delta) for caller-built atom sets (one per direction): upper side for blanket atoms
+    (kind upper; rounded-down atoms are refused), lower side for Thm 14 atoms."""
+    start = time.perf_counter()
+    _check_common(n, delta)
+    kind = BoundKind(kind)
+    require(len(directions) >= 1, "directions", len(directions), "needs at least one atom set")
+    bad = Rounding.DOWN if kind is BoundKind.UPPER else Rounding.UP
+    require(all(a.rounding is not bad for a in directions), "rounding", bad.value,
+            f"atoms rounded {bad.value} cannot give a {kind.value} bound")
+    side = "upper" if kind is BoundKind.UPPER else "lower"
+    value = _epsilon(list(directions), n, delta, side)
+    return _result(method, kind, value, delta, BoundStatus.PROVEN, start, note)
+
+
+def _rebuild(builder: Callable, forward_args, backward_args, rounded: bool):
+    """Both directions from a builder of atoms for given arguments (reverse rebuilt if rounded)."""
+    def build() -> list[RatioAtoms]:
+        forward = builder(forward_args)
+        return [forward, builder(backward_args) if rounded else forward.swapped()]
+    return build
+
+
+def _union(items: Sequence) -> tuple:
+    seen = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return tuple(seen)
+
+
+def _composed_status(cands) -> tuple[BoundStatus, str]:
+    """Proven when every component's canonical pair is provably its worst (one exhaustive pair):
+    the symmetry and convexity arguments of decompositions.py apply factor by factor to products
+    and mixtures of atom sets."""
+    if all(c.exhaustive and len(c.pairs) == 1 for c in cands):
+        return BoundStatus.PROVEN, "worst pairs: " + ", ".join(sorted({c.symmetry for c in cands}))
+    return BoundStatus.APPROXIMATE, "worst pair of some component not proven"
+
+
+def _pattern_label(pattern) -> str:
+    return "changed coordinates " + "".join("1" if c else "0" for c in pattern)
+
+
+def optimal_blanket_epsilon_joint(
+    randomizers, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+) -> BoundResult:
+    """Optimal blanket bound of the joint composition (000 Thm 9: the product of the components'
+    optimal decompositions), maximised over every Hamming pattern of changed coordinates
+    (000 Sec. 8): changed components take their canonical pair, unchanged ones their "same"
+    pair (x, x)."""
+    start = time.perf_counter()
+    _check_common(n, delta)
+    randomizers = list(randomizers)
+    cands = [neighbour_candidates(r) for r in randomizers]
+    rounded = any(is_continuous(r) for r in randomizers)
+    items = []
+    for pattern in hamming_patterns(randomizers):
+        fwd = tuple(c.pairs[0] if changed else (c.same[0], c.same[0])
+                    for c, changed in zip(cands, pattern, strict=True))
+        bwd = tuple((x1, x0) for x0, x1 in fwd)
+        items.append(_Candidate(_pattern_label(pattern), _rebuild(
+            lambda pairs: joint_blanket_atoms(randomizers, pairs, cells=cells), fwd, bwd,
+            rounded)))
+    status, note = _composed_status(cands)
+    best, label = _max_epsilon(items, n, delta, "upper")
+    best = _capped(best, sum(r.epsilon0 for r in randomizers))
+    return _result("optimal-blanket-joint", BoundKind.UPPER, best, delta, status, start,
+                   f"{note}; attained at {label}")
+
+
+def exact_lower_epsilon_joint(
+    randomizers, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+) -> BoundResult:
+    """000 Thm 14 for the joint composition (000 Sec. 5.3: the components' decompositions at
+    (x0^i, x1^i, x2^i) multiply), maximised over Hamming patterns x the t-th candidate triple of
+    every component (unchanged components use (x0^i, x0^i, x2^i))."""
+    start = time.perf_counter()
+    _check_common(n, delta)
+    randomizers = list(randomizers)
+    cands = [neighbour_candidates(r) for r in randomizers]
+    rounded = any(is_continuous(r) for r in randomizers)
+    items = []
+    for pattern in hamming_patterns(randomizers):
+        for t in range(min(len(c.triples) for c in cands)):
+            fwd = tuple(c.triples[t] if changed else (c.triples[t][0],) * 2 + (c.triples[t][2],)
+                        for c, changed in zip(cands, pattern, strict=True))
+            bwd = tuple((x1, x0, x2) for x0, x1, x2 in fwd)
+            label = f"{_pattern_label(pattern)}, triples {[_pair_label(x) for x in fwd]}"
+            items.append(_Candidate(label, _rebuild(
+                lambda triples: joint_exact_atoms(randomizers, triples, cells=cells), fwd, bwd,
+                rounded)))
+    best, label = _max_epsilon(items, n, delta, "lower")
+    return _result("exact-lower-joint", BoundKind.LOWER, best, delta, BoundStatus.PROVEN, start,
+                   label)
+
+
+def optimal_blanket_epsilon_parallel(
+    randomizers, probabilities, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+) -> BoundResult:
+    """Optimal blanket bound of the parallel composition (i, R_i(x)) w.p. p_i (000 Thm 11: the
+    p-weighted combination of the optimal decompositions). Candidate pairs: the union of the
+    components' (proven worst when all components share one exhaustive symmetry)."""
+    start = time.perf_counter()
+    _check_common(n, delta)
+    randomizers = list(randomizers)
+    cands = [neighbour_candidates(r) for r in randomizers]
+    rounded = any(is_continuous(r) for r in randomizers)
+    pairs = _union(p for c in cands for p in c.pairs)
+    items = [_Candidate(_pair_label(p), _rebuild(
+        lambda pair: parallel_blanket_atoms(randomizers, probabilities, *pair, cells=cells),
+        p, p[::-1], rounded)) for p in pairs]
+    if all(c.exhaustive for c in cands) and len({c.symmetry for c in cands}) == 1:
+        status, note = BoundStatus.PROVEN, f"pairs: {cands[0].argument}"
+    else:
+        status, note = BoundStatus.APPROXIMATE, (
+            f"worst pair not proven for this mixture; max over {len(pairs)} candidate pairs")
+    best, label = _max_epsilon(items, n, delta, "upper")
+    best = _capped(best, max(r.epsilon0 for r in randomizers))
+    return _result("optimal-blanket-parallel", BoundKind.UPPER, best, delta, status, start,
+                   f"{note}; attained at {label}")
+
+
+def exact_lower_epsilon_parallel(
+    randomizers, probabilities, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+) -> BoundResult:
+    """000 Thm 14 for the parallel composition (the mixture of the components' Thm 14 atoms,
+    000 Sec. 5.3), maximised over the union of the components' candidate triples."""
+    start = time.perf_counter()
+    _check_common(n, delta)
+    randomizers = list(randomizers)
+    rounded = any(is_continuous(r) for r in randomizers)
+    triples = _union(t for r in randomizers for t in neighbour_candidates(r).triples)
+    items = [_Candidate(_pair_label(t), _rebuild(
+        lambda triple: parallel_exact_atoms(randomizers, probabilities, *triple, cells=cells),
+        t, (t[1], t[0], t[2]), rounded)) for t in triples]
+    best, label = _max_epsilon(items, n, delta, "lower")
+    return _result("exact-lower-parallel", BoundKind.LOWER, best, delta, BoundStatus.PROVEN,
+                   start, f"(x0, x1, x2) = {label}")
+
+
+def optimal_blanket_epsilon_subsampled(
+    randomizer, rate: float, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+    pair_grid: int | None = None,
+) -> BoundResult:
+    """Optimal blanket bound under Poisson subsampling with participation probability ``rate``
+    followed by shuffling (parallel composition with the null randomizer, 000 Sec. 1.1 and
+    Example 4.4). The worst-pair argument of the randomizer carries over (the null component
+    adds the same atom (1, 1) for every pair)."""
+    start = time.perf_counter()
+    _check_common(n, delta)
+    cand = neighbour_candidates(randomizer, pair_grid)
+    rounded = is_continuous(randomizer)
+    items = [_Candidate(_pair_label(p), _rebuild(
+        lambda pair: subsampled_blanket_atoms(randomizer, rate, *pair, cells=cells),
+        p, p[::-1], rounded)) for p in cand.pairs]
+    status, note = _blanket_status(cand)
+    best, label = _max_epsilon(items, n, delta, "upper")
+    best = _capped(best, randomizer.epsilon0)
+    return _result("optimal-blanket-subsampled", BoundKind.UPPER, best, delta, status, start,
+                   f"rate {rate:g}; {note}; attained at {label}")
+
+
+def exact_lower_epsilon_subsampled(
+    randomizer, rate: float, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+) -> BoundResult:
+    """000 Thm 14 under Poisson subsampling (mixture with the null randomizer)."""
+    start = time.perf_counter()
+    _check_common(n, delta)
+    rounded = is_continuous(randomizer)
+    items = [_Candidate(_pair_label(t), _rebuild(
+        lambda triple: subsampled_exact_atoms(randomizer, rate, *triple, cells=cells),
+        t, (t[1], t[0], t[2]), rounded)) for t in neighbour_candidates(randomizer).triples]
+    best, label = _max_epsilon(items, n, delta, "lower")
+    return _result("exact-lower-subsampled", BoundKind.LOWER, best, delta, BoundStatus.PROVEN,
+                   start, f"rate {rate:g}; (x0, x1, x2) = {label}")
