@@ -33,7 +33,9 @@ distribution's probabilities, or its mean; for sums, n times the mean).
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import tracemalloc
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -178,33 +180,38 @@ class BatchSetup:
     @classmethod
     def from_settings(cls, settings: Settings) -> BatchSetup:
         population = settings.population
-        randomizer = settings.randomizer
         memory = settings.batch.memory_mb * 2**20
-        n = population.n
-        per_user = report_bytes_per_user(randomizer)
-        if settings.batch.path is BatchPath.AGGREGATE:
-            per_repetition = 64 * (_domain_size(randomizer) or 1) + 64
-        else:
-            per_repetition = n * per_user
+        setup = cls(
+            n=population.n, data=population.data, budget=population.budget,
+            randomizer=settings.randomizer, estimator=settings.estimator,
+            target=target_for(settings.estimator_name), path=settings.batch.path,
+            shuffle=settings.batch.shuffle, memory_bytes=memory, bytes_per_user=0,
+            unit_repetitions=1,
+        )
+        per_user = 0 if setup.path is BatchPath.AGGREGATE else measure_bytes_per_user(setup)
+        setup = dataclasses.replace(setup, bytes_per_user=per_user)
+        per_repetition = setup.bytes_per_repetition
         if settings.batch.chunk_repetitions is not None:
             unit = settings.batch.chunk_repetitions
         else:
             unit = max(1, min(MAX_UNIT_REPETITIONS, memory // per_repetition))
-        if (settings.batch.path is BatchPath.REPORTS and per_repetition > memory
-                and settings.batch.shuffle is ShuffleMode.PERFORM):
+        if (setup.path is BatchPath.REPORTS and per_repetition > memory
+                and setup.shuffle is ShuffleMode.PERFORM):
             raise ScenarioError(
-                "batch.shuffle", settings.batch.shuffle.value,
+                "batch.shuffle", setup.shuffle.value,
                 f"one repetition's reports need about {per_repetition / 2**20:.0f} MiB, more "
                 f"than batch.memory_mb = {settings.batch.memory_mb}: raise batch.memory_mb, or "
                 'set batch.shuffle = "skip" (estimators read only the permutation-invariant '
                 "aggregate, so the shuffle does not change them)",
             )
-        return cls(
-            n=n, data=population.data, budget=population.budget, randomizer=randomizer,
-            estimator=settings.estimator, target=target_for(settings.estimator_name),
-            path=settings.batch.path, shuffle=settings.batch.shuffle, memory_bytes=memory,
-            bytes_per_user=per_user, unit_repetitions=unit,
-        )
+        return dataclasses.replace(setup, unit_repetitions=unit)
+
+    @property
+    def bytes_per_repetition(self) -> int:
+        """Estimated peak working memory of one repetition."""
+        if self.path is BatchPath.AGGREGATE:
+            return 64 * (self.domain_size or 1) + 64
+        return self.n * self.bytes_per_user
 
     @property
     def domain_size(self) -> int | None:
@@ -216,12 +223,34 @@ def _domain_size(randomizer: Randomizer) -> int | None:
     return domain.size if isinstance(domain, Categorical) else None
 
 
-def report_bytes_per_user(randomizer: Randomizer) -> int:
-    """A generous estimate of the peak working memory per user on the reports path: the data
-    value and budget (16 bytes) plus three report-sized float64 arrays (the report, the
-    randomizer's temporaries, the shuffled copy)."""
-    elements = math.prod(randomizer.output_shape)
-    return 16 + 3 * 8 * max(1, elements)
+#: Users of the memory probe, and the safety factor applied to its per-user peak.
+PROBE_USERS = 2048
+PROBE_SAFETY = 1.5
+
+
+def measure_bytes_per_user(setup: BatchSetup) -> int:
+    """Peak working memory per user of the reports path, measured once per setup.
+
+    One repetition of min(n, PROBE_USERS) users runs under :mod:`tracemalloc` (numpy reports
+    its buffers to it) with a fixed seed; the peak above the starting level, per user, times
+    PROBE_SAFETY, plus 16 bytes (the block's data value and budget, kept while users are
+    processed in slices). Allocation sizes are a deterministic function of the shapes, so the
+    memory plan, and with it the random streams, depend only on the scenario and the code.
+    """
+    users = min(setup.n, PROBE_USERS)
+    probe = dataclasses.replace(setup, n=users, memory_bytes=2**62, bytes_per_user=1)
+    already = tracemalloc.is_tracing()
+    if not already:
+        tracemalloc.start()
+    try:
+        start, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        _reports_path(probe, 1, np.random.default_rng(0))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        if not already:
+            tracemalloc.stop()
+    return int(math.ceil(PROBE_SAFETY * max(peak - start, 0) / users)) + 16
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,11 +264,7 @@ def run_unit(
     Repetitions are processed in memory-bounded blocks, sequentially from ``rng``; the block
     sizes depend only on the setup, so the result is a function of (setup, repetitions, rng).
     """
-    if setup.path is BatchPath.AGGREGATE:
-        per_repetition = 64 * (setup.domain_size or 1) + 64
-    else:
-        per_repetition = setup.n * setup.bytes_per_user
-    block = max(1, min(repetitions, setup.memory_bytes // per_repetition))
+    block = max(1, min(repetitions, setup.memory_bytes // setup.bytes_per_repetition))
     parts: list[dict[tuple[str, str], np.ndarray]] = []
     for start in range(0, repetitions, block):  # a loop over memory blocks, not repetitions
         size = min(block, repetitions - start)
@@ -322,10 +347,23 @@ def sorted_values(counts: np.ndarray) -> np.ndarray:
     return np.repeat(labels, counts.ravel()).reshape(r, n)
 
 
+#: Rows at least this long are permuted in the narrowest integer type holding their values:
+#: the permutation is bound by random memory access, so fewer bytes per report are faster.
+NARROW_SHUFFLE_MIN = 1 << 18
+
+
 def shuffle_reports(reports: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Permute the reports of each repetition (axis 1 of (r, n, *report_shape)) uniformly and
-    independently across repetitions."""
+    independently across repetitions (``Generator.permuted``; vector reports move whole)."""
     if reports.ndim == 2:
+        if (np.issubdtype(reports.dtype, np.integer) and reports.dtype.itemsize > 1
+                and reports.shape[1] >= NARROW_SHUFFLE_MIN):
+            narrow = np.result_type(np.min_scalar_type(int(reports.min())),
+                                    np.min_scalar_type(int(reports.max())))
+            if narrow.itemsize < reports.dtype.itemsize:
+                small = reports.astype(narrow)
+                rng.permuted(small, axis=1, out=small)
+                return small.astype(reports.dtype)
         return rng.permuted(reports, axis=1)
     r, n = reports.shape[:2]
     order = rng.permuted(np.broadcast_to(np.arange(n), (r, n)), axis=1)

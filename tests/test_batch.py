@@ -145,6 +145,18 @@ def test_shuffle_is_a_uniform_permutation_per_repetition():
     assert stats.chi2_contingency(table).pvalue > ALPHA
 
 
+def test_long_rows_are_shuffled_in_a_narrow_type():
+    n = 1 << 18
+    reports = np.tile((np.arange(n) % 200 - 100).astype(np.int64), (2, 1))
+    shuffled = shuffle_reports(reports, np.random.default_rng(3))
+    assert shuffled.dtype == np.int64
+    np.testing.assert_array_equal(np.sort(shuffled, axis=1), np.sort(reports, axis=1))
+    assert not np.array_equal(shuffled[0], shuffled[1])
+    # The first half of a uniformly permuted row holds each value hypergeometrically often.
+    first_half = np.bincount(shuffled[0, : n // 2] + 100, minlength=200)
+    assert stats.chisquare(first_half).pvalue > ALPHA
+
+
 def test_shuffle_moves_vector_reports_whole():
     rng = np.random.default_rng(2)
     reports = rng.integers(0, 2, (5, 7, 3))
