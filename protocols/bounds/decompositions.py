@@ -345,22 +345,24 @@ def _hadamard_candidates(r) -> NeighbourCandidates:
                                "(000 App. A.4; module docstring)")
 
 
-def _vertex_candidates(r, vertices, x2_grid) -> NeighbourCandidates:
+def _vertex_candidates(r, vertices, x2_grid, label: str) -> NeighbourCandidates:
     x0, x1 = float(vertices[0]), float(vertices[-1])
     triples = tuple((x0, x1, float(x2)) for x2 in x2_grid)
-    return NeighbourCandidates(((x0, x1),), triples, (x0,), True, f"vertex:{r.name}",
+    return NeighbourCandidates(((x0, x1),), triples, (x0,), True, label,
                                "R(x) is a mixture of the extreme inputs' distributions: extreme "
                                "pairs are worst by joint convexity (module docstring)")
 
 
 def _duchi_candidates(r) -> NeighbourCandidates:
-    return _vertex_candidates(r, (-1.0, 1.0), np.linspace(-1.0, 1.0, 9))
+    return _vertex_candidates(r, (-1.0, 1.0), np.linspace(-1.0, 1.0, 9), "vertex:duchi")
 
 
 def _summation_candidates(r) -> NeighbourCandidates:
     k = r.precision
     x2 = np.union1d(np.linspace(0.0, 1.0, 5), [1.0 / k, 0.5 / k])
-    return _vertex_candidates(r, (0.0, 1.0), x2)
+    # The label carries k: mixtures of summation randomizers with different grids do not share
+    # their extreme points, so the vertex argument does not transfer to them.
+    return _vertex_candidates(r, (0.0, 1.0), x2, f"vertex:summation:{k}")
 
 
 def _piecewise_candidates(r) -> NeighbourCandidates:

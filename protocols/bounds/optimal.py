@@ -91,23 +91,24 @@ class _Candidate:
 
 
 def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: str):
-    """The maximum over candidates of eps(delta), on the engine's ``side``.
+    """The maximum over candidates of eps(delta), on the engine's ``side``; returns
+    (value, label of the maximising candidate).
 
-    Upper side: compute eps for the first (canonical) candidate, then only check the others at
-    that eps (one delta evaluation each); a candidate whose delta exceeds the target there gets
-    its own eps. Exact because delta(eps) is non-increasing in eps: delta_c(eps*) <= delta
-    implies eps_c <= eps*. Lower side: every candidate's eps is computed (any of them is a valid
-    lower bound; the largest is reported).
-    Returns (value, label, evaluated) with ``evaluated`` the number of candidates.
+    The first (canonical) candidate gets a full eps search; every other candidate is first
+    screened with one delta evaluation at the current best eps and searched only if it can beat
+    it. Upper side: a candidate with certified delta_c(best) <= delta has eps_c <= best since
+    delta_c is non-increasing, so skipping it is exact. Lower side: a candidate whose certified
+    lower estimate at best is <= delta is skipped; that can only cost tightness, never validity
+    (every candidate's value is a valid lower bound).
     """
     first = candidates[0]
     best = _epsilon(first.build(), n, delta, side)
     label = first.label
     for cand in candidates[1:]:
         directions = cand.build()
-        if side == "upper" and math.isfinite(best.value):
+        if math.isfinite(best.value):
             at_best = _delta(directions, n, best.value, side)
-            if at_best.value <= delta:
+            if (at_best.value <= delta) if side == "upper" else not (at_best.value > delta):
                 continue
         value = _epsilon(directions, n, delta, side)
         if value.value > best.value:
@@ -138,16 +139,13 @@ def _check_common(n: int, delta: float) -> None:
     require_probability_open("delta", delta)
 
 
-def _both_directions(builder: Callable[[object, object], RatioAtoms], x0, x1,
-                     rounded: bool) -> Callable[[], list[RatioAtoms]]:
-    """Atom sets for (x0 -> x1) and (x1 -> x0); rounded sets are rebuilt for the reverse
-    direction (``swapped()`` would round the wrong way)."""
+def _rebuild(builder: Callable, forward_args, backward_args, rounded: bool):
+    """The atom sets of both directions, built on demand: builder(forward_args) and
+    builder(backward_args); exact sets reverse by ``swapped()``, rounded ones are rebuilt
+    (swapping would round the wrong way)."""
     def build() -> list[RatioAtoms]:
-        forward = builder(x0, x1)
-        if x0 == x1:
-            return [forward]
-        backward = builder(x1, x0) if rounded else forward.swapped()
-        return [forward, backward]
+        forward = builder(forward_args)
+        return [forward, builder(backward_args) if rounded else forward.swapped()]
     return build
 
 
@@ -165,13 +163,9 @@ def _pair_label(pair) -> str:
 def _blanket_candidates(randomizer, cells: int, pair_grid: int | None):
     cand = neighbour_candidates(randomizer, pair_grid)
     rounded = is_continuous(randomizer)
-
-    def builder(x0, x1):
-        return blanket_atoms(randomizer, x0, x1, cells=cells) if rounded else \
-            blanket_atoms(randomizer, x0, x1)
-
-    items = [_Candidate(_pair_label(p), _both_directions(builder, *p, rounded))
-             for p in cand.pairs]
+    items = [_Candidate(_pair_label(p), _rebuild(
+        lambda pair: blanket_atoms(randomizer, *pair, cells=cells), p, p[::-1], rounded))
+        for p in cand.pairs]
     return cand, items
 
 
@@ -242,8 +236,7 @@ def optimal_blanket_delta(
     status, note = _blanket_status(cand)
     values = [(_delta(c.build(), n, float(epsilon), "upper"), c.label) for c in items]
     best, label = max(values, key=lambda v: v[0].value)
-    result = _Value(float(epsilon), 0.0)
-    return BoundResult("optimal-blanket", BoundKind.UPPER, result.value, best.value, 0.0,
+    return BoundResult("optimal-blanket", BoundKind.UPPER, float(epsilon), best.value, 0.0,
                        status, REFERENCE_UPPER, time.perf_counter() - start,
                        f"{note}; attained at {label}; delta error <= {best.error:.3g}")
 
@@ -253,15 +246,9 @@ def _exact_candidates(randomizer, cells: int, triples=None):
     triples = cand.triples if triples is None else tuple(tuple(t) for t in triples)
     require(len(triples) >= 1, "triples", triples, "needs at least one (x0, x1, x2)")
     rounded = is_continuous(randomizer)
-    items = []
-    for x0, x1, x2 in triples:
-        def builder(u, v, x2=x2):
-            if rounded:
-                return exact_pair_atoms(randomizer, u, v, x2, cells=cells)
-            return exact_pair_atoms(randomizer, u, v, x2)
-        items.append(_Candidate(_pair_label((x0, x1, x2)),
-                                _both_directions(builder, x0, x1, rounded)))
-    return items
+    return [_Candidate(_pair_label(t), _rebuild(
+        lambda triple: exact_pair_atoms(randomizer, *triple, cells=cells), t,
+        (t[1], t[0], t[2]), rounded)) for t in triples]
 
 
 def exact_lower_epsilon(
@@ -313,14 +300,6 @@ def epsilon_from_atoms(
     side = "upper" if kind is BoundKind.UPPER else "lower"
     value = _epsilon(list(directions), n, delta, side)
     return _result(method, kind, value, delta, BoundStatus.PROVEN, start, note)
-
-
-def _rebuild(builder: Callable, forward_args, backward_args, rounded: bool):
-    """Both directions from a builder of atoms for given arguments (reverse rebuilt if rounded)."""
-    def build() -> list[RatioAtoms]:
-        forward = builder(forward_args)
-        return [forward, builder(backward_args) if rounded else forward.swapped()]
-    return build
 
 
 def _union(items: Sequence) -> tuple:
