@@ -53,6 +53,7 @@ from protocols.bounds.clones import (
     check_epsilon,
     check_epsilon0,
     check_n,
+    round_up,
     smallest_epsilon,
 )
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
@@ -110,7 +111,7 @@ def blanket_krr_epsilon_for_gamma(gamma: float, n: int, delta: float, domain_siz
             f"004 Thm 3.1 holds only for eps <= 1; gamma = {gamma:.6g}, k = {k}, "
             f"delta = {delta:g} give eps = {eps:.6g} (increase n or gamma)",
         )
-    return float(np.nextafter(eps, np.inf))
+    return round_up(eps)
 
 
 def krr_blanket_gamma(epsilon0: float, domain_size: int) -> float:
@@ -255,12 +256,16 @@ def atoms_parv_bounds(epsilon: float, atoms: list[RatioAtoms] | PairAtoms) -> PA
     present = pairs.weight > 0
     top = np.max(np.where(present, values, -np.inf), axis=1)
     bottom = np.min(np.where(present, values, np.inf), axis=1)
+    # Rounding allowance, each parameter pushed to its conservative side: the values carry a
+    # relative error of a few ulps of their magnitude.
+    slack = 8 * np.finfo(float).eps * np.max(np.abs(values), axis=1)
+    mean = np.sum(prob * values, axis=1)
     return PARVBounds(
         gamma=gamma,
-        mean_gap=-np.sum(prob * values, axis=1),
-        upper=top,
-        width=top - bottom,
-        second_moment=np.sum(prob * values**2, axis=1),
+        mean_gap=-mean - slack,
+        upper=top + slack,
+        width=top - bottom + 2 * slack,
+        second_moment=np.sum(prob * values**2, axis=1) * (1 + _REL_ERR) + slack**2,
     )
 
 
@@ -294,7 +299,7 @@ def _finish(bound: np.ndarray, gamma: np.ndarray, n: int) -> float:
     return min(1.0, value) if np.isfinite(value) else 1.0
 
 
-def hoeffding_delta(epsilon: float, n: int, params: PARVBounds) -> float:
+def hoeffding_delta(n: int, params: PARVBounds) -> float:
     """004 Lemma 5.3 + Lemma 5.5: delta(eps) <= max over pairs of
     (1/(gamma n)) b^2/(4a) [(1 - gamma + gamma e^{-2a^2/b^2})^n - (1 - gamma)^n]."""
     n = check_n(n)
@@ -307,7 +312,7 @@ def hoeffding_delta(epsilon: float, n: int, params: PARVBounds) -> float:
     return _finish(total, params.gamma, n)
 
 
-def bennett_delta(epsilon: float, n: int, params: PARVBounds) -> float:
+def bennett_delta(n: int, params: PARVBounds) -> float:
     """004 Lemma 5.3 + corrected Lemma 5.6: delta(eps) <= max over pairs of
     (1/(gamma n)) b_+ / log(1 + B) [(1 - gamma + gamma e^{-A phi(B)})^n - (1 - gamma)^n]
     with A = v / b_+^2, B = a b_+ / v (no factor m in the denominator). If max L <= 0 the sum of
@@ -331,7 +336,7 @@ def blanket_hoeffding_generic_delta(epsilon: float, epsilon0: float, n: int) -> 
     epsilon, epsilon0 = check_epsilon(epsilon), check_epsilon0(epsilon0)
     if epsilon >= epsilon0:
         return 0.0
-    return hoeffding_delta(epsilon, n, generic_parv_bounds(epsilon, epsilon0))
+    return hoeffding_delta(n, generic_parv_bounds(epsilon, epsilon0))
 
 
 def blanket_bennett_generic_delta(epsilon: float, epsilon0: float, n: int) -> float:
@@ -339,7 +344,7 @@ def blanket_bennett_generic_delta(epsilon: float, epsilon0: float, n: int) -> fl
     epsilon, epsilon0 = check_epsilon(epsilon), check_epsilon0(epsilon0)
     if epsilon >= epsilon0:
         return 0.0
-    return bennett_delta(epsilon, n, generic_parv_bounds(epsilon, epsilon0))
+    return bennett_delta(n, generic_parv_bounds(epsilon, epsilon0))
 
 
 def _generic_result(method, delta_fn, epsilon0, n, delta, reference, tol):
@@ -439,7 +444,7 @@ def _per_randomizer_result(method, concentration, randomizer, n, delta, atoms, t
     def delta_fn(eps: float) -> float:
         if eps >= upper:
             return 0.0
-        return concentration(eps, n, atoms_parv_bounds(eps, pairs))
+        return concentration(n, atoms_parv_bounds(eps, pairs))
 
     eps, err = smallest_epsilon(delta_fn, delta, upper, tol)
     note = (f"gamma = {float(pairs.gamma.min()):.6g}, {pairs.a.shape[0]} ordered pair(s); "
@@ -482,7 +487,7 @@ def blanket_bennett_randomizer_delta(epsilon: float, randomizer, n: int,
     pairs = PairAtoms.stack(_pair_set(randomizer, atoms).atoms)
     if epsilon >= pairs.trivial_epsilon():
         return 0.0
-    return bennett_delta(epsilon, n, atoms_parv_bounds(epsilon, pairs))
+    return bennett_delta(n, atoms_parv_bounds(epsilon, pairs))
 
 
 def blanket_hoeffding_randomizer_delta(epsilon: float, randomizer, n: int,
@@ -492,4 +497,4 @@ def blanket_hoeffding_randomizer_delta(epsilon: float, randomizer, n: int,
     pairs = PairAtoms.stack(_pair_set(randomizer, atoms).atoms)
     if epsilon >= pairs.trivial_epsilon():
         return 0.0
-    return hoeffding_delta(epsilon, n, atoms_parv_bounds(epsilon, pairs))
+    return hoeffding_delta(n, atoms_parv_bounds(epsilon, pairs))

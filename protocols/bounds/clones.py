@@ -97,6 +97,11 @@ def check_epsilon(epsilon: float) -> float:
     return float(epsilon)
 
 
+def round_up(value: float) -> float:
+    """A closed-form value moved above its own floating-point error (a few ulps): x (1 + 1e-12)."""
+    return float(value) * (1.0 + _REL_ERR)
+
+
 # -- inversion delta(eps) -> eps(delta) --------------------------------------------------------
 def smallest_epsilon(
     delta_of_epsilon: Callable[[float], float], delta: float, upper: float,
@@ -327,7 +332,7 @@ def fmt21_closed_form(epsilon0: float, n: int, delta: float) -> BoundResult:
     _check_fmt21_regime(epsilon0, n, delta, "002 Thm 3.1")
     start = time.perf_counter()
     eps = _fmt21_closed_value(epsilon0, n, delta)
-    eps = float(np.nextafter(eps, np.inf))  # round up the last ulp
+    eps = round_up(eps)
     return BoundResult(
         method="fmt21_closed", kind=BoundKind.UPPER, epsilon=eps, delta=delta,
         epsilon_error=0.0, status=BoundStatus.PROVEN, reference=f"{FMT21}, Thm 3.1 eq. (1)",
@@ -429,7 +434,7 @@ def fmt21_theorem41_epsilon(p: float, q: float, n: int, delta: float) -> float:
     pn = p * n
     inner = 4.0 * math.sqrt(2.0 * math.log(4.0 / d_prime)) / math.sqrt(pn) + 4.0 / pn
     eps = math.log1p(q * inner)
-    return float(np.nextafter(eps, np.inf))
+    return round_up(eps)
 
 
 def krr_clone_parameters(epsilon0: float, domain_size: int) -> tuple[float, float]:

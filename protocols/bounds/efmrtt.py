@@ -17,9 +17,13 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
-
-from protocols.bounds.clones import check_delta, check_epsilon, check_epsilon0, check_n
+from protocols.bounds.clones import (
+    check_delta,
+    check_epsilon,
+    check_epsilon0,
+    check_n,
+    round_up,
+)
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from protocols.errors import ParameterError
 
@@ -49,7 +53,7 @@ def efmrtt19_epsilon(epsilon0: float, n: int, delta: float) -> BoundResult:
     if delta > MAX_DELTA:
         raise ParameterError("delta", delta, f"EFMRTT19 holds only for delta <= {MAX_DELTA}")
     start = time.perf_counter()
-    eps = float(np.nextafter(12.0 * epsilon0 * math.sqrt(math.log(1.0 / delta) / n), np.inf))
+    eps = round_up(12.0 * epsilon0 * math.sqrt(math.log(1.0 / delta) / n))
     return BoundResult(
         method="efmrtt19", kind=BoundKind.UPPER, epsilon=eps, delta=delta, epsilon_error=0.0,
         status=BoundStatus.PROVEN, reference=EFMRTT19, seconds=time.perf_counter() - start,
@@ -69,4 +73,4 @@ def efmrtt19_delta(epsilon: float, epsilon0: float, n: int) -> float:
             "epsilon", epsilon,
             f"EFMRTT19 gives delta = {delta:.3g} > {MAX_DELTA} here (outside its regime)",
         )
-    return float(np.nextafter(delta, np.inf))
+    return round_up(delta)
