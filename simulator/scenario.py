@@ -406,11 +406,23 @@ def parse_scenario(text: str, base_dir: Path | str = ".", source: str | None = N
         try:
             settings = _parse_settings(point_document, ParseContext(base_dir, point_document))
         except ScenarioError as error:
+            if overrides and _fails_without_sweep(document, base_dir, error):
+                suffix = ""  # the file is wrong whatever the sweep point
             raise rekey(error, "", suffix) from None
         points.append(SweepPoint(index=index, overrides=overrides, settings=settings))
     return Scenario(
         name=name, seed=seed, text=text, source=source, sweep=axes, points=tuple(points)
     )
+
+
+def _fails_without_sweep(document, base_dir: Path, error: ScenarioError) -> bool:
+    """Whether the file without its sweep fails with the same error (key and value)."""
+    base = _apply_overrides(document, ())
+    try:
+        _parse_settings(base, ParseContext(base_dir, base))
+    except ScenarioError as other:
+        return other.key == error.key and repr(other.value) == repr(error.value)
+    return False
 
 
 def _check_seed(key: str, seed: object) -> None:

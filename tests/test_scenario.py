@@ -188,6 +188,9 @@ def test_sweep_errors():
     error = _error(_with('[sweep]\n"population.budget.epsilon0" = [1.0, -2.0]\n'))
     assert error.key == "population.budget.epsilon0" and error.value == -2.0
     assert "sweep point 1" in str(error)
+    # An error of the file itself does not blame a sweep point.
+    base_error = _error(_with('[sweep]\n"population.n" = [10, 20]\n').replace("exponent", "expo"))
+    assert base_error.key == "population.data.expo" and "sweep point" not in str(base_error)
     error = _error(_with('[sweep]\n"popultion.n" = [1]\n'))
     assert error.key == "sweep.'popultion.n'" and "did you mean 'population'" in str(error)
     error = _error(_with('[sweep]\nseed = [1, 2]\n'))
