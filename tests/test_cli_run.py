@@ -139,16 +139,13 @@ def test_list_plain_and_json():
     assert data["budget_distributions"]["constant"][0]["name"] == "epsilon0"
 
 
-def test_real_process_runs_and_fails_cleanly(small, tmp_path):
+def test_real_process_fails_with_one_line_and_exit_code_2(tmp_path):
+    """One real process: stderr holds exactly one line, stdout nothing, exit code 2."""
     command = [sys.executable, "-c", "from simulator.cli import main; main()"]
-    done = subprocess.run(command + ["run", str(small), "--out", str(tmp_path / "r")],
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "r" / "small" / "utility.parquet").is_file()
-    failed = subprocess.run(command + ["run", str(tmp_path / "absent.toml")],
+    missing = tmp_path / "absent.toml"
+    failed = subprocess.run(command + ["run", str(missing), "--out", str(tmp_path / "r")],
                             capture_output=True, text=True, timeout=120, check=False)
     assert failed.returncode == 2
-    assert failed.stderr.strip().splitlines() == [
-        f"error: scenario file not found: {tmp_path / 'absent.toml'}"
-    ]
+    assert failed.stderr.strip().splitlines() == [f"error: scenario file not found: {missing}"]
     assert failed.stdout == ""
+    assert not (tmp_path / "r").exists()
