@@ -464,7 +464,9 @@ def blanket_hoeffding(
     tol: float = DEFAULT_TOL,
 ) -> BoundResult:
     """004 Lemmas 5.3, 5.5 with the randomizer's own gamma and exact PARV range (k-RR: Lemma
-    5.7), maximised over neighbour pairs."""
+    5.7), maximised over the neighbour pairs of :func:`randomizer_blanket_atoms` (or over the
+    caller's ``atoms``, one RatioAtoms per ordered pair); status approximate when those pairs
+    are not provably the worst."""
     return _per_randomizer_result("blanket_hoeffding", hoeffding_delta, randomizer, n, delta,
                                   atoms, tol, f"{BBGN19}, Lemmas 5.3, 5.5, 5.7")
 
@@ -474,8 +476,9 @@ def blanket_bennett(
     tol: float = DEFAULT_TOL,
 ) -> BoundResult:
     """004 Lemmas 5.3, 5.6 (corrected) with the randomizer's own gamma and exact PARV maximum and
-    second moment (k-RR: Lemma 5.7), maximised over neighbour pairs. For 10-RR, n = 1000,
-    delta = 1e-6 this is the "Blanket (Bennett)" row of 000 Table 4."""
+    second moment (k-RR: Lemma 5.7), maximised over neighbour pairs as in
+    :func:`blanket_hoeffding`. For 10-RR, n = 1000, delta = 1e-6 this is the "Blanket (Bennett)"
+    row of 000 Table 4."""
     return _per_randomizer_result("blanket_bennett", bennett_delta, randomizer, n, delta,
                                   atoms, tol, f"{BBGN19}, Lemmas 5.3, 5.6 (corrected), 5.7")
 
