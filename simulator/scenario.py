@@ -583,7 +583,7 @@ def _parse_randomizer(table: Mapping[str, Any], population: Population):
         if getattr(error, "field", None) == "epsilon0":
             raise rekey(error, "population.budget") from None
         raise rekey(error, "randomizer") from None
-    except TypeError as error:  # e.g. a parameter of the wrong type reaching numpy
+    except (TypeError, ValueError) as error:  # e.g. a wrong type reaching numpy
         raise ScenarioError("randomizer", dict(table), f"invalid parameters: {error}") from None
     _check_data_fits(data, randomizer, name)
     if not population.budget.is_constant and not randomizer.supports_personalized:

@@ -243,6 +243,17 @@ def test_every_frequency_oracle_has_the_exact_mean_squared_error(name):
     assert abs(l2_squared.mean() - exact) < SIGMAS * l2_squared.std() / np.sqrt(reps)
 
 
+def test_randomizer_domain_larger_than_the_data():
+    """Values the data never take have frequency 0 in both references."""
+    setup = make_setup(d=5, n=150, eps=0.9, extra="domain_size = 8")
+    assert setup.domain_size == 8
+    p = np.pad(setup.data.probabilities(), (0, 3))
+    mean, var = krr_l2_squared_moments(setup.randomizer, p, setup.n)
+    reps = 3000
+    l2 = run(setup, reps, 31)[("l2", "empirical")]
+    assert abs(np.mean(l2**2) - mean) < SIGMAS * np.sqrt(var / reps)
+
+
 def test_user_slices_keep_the_distribution():
     """A memory budget smaller than one repetition splits the users into slices."""
     base = make_setup(d=5, n=150, eps=0.9, shuffle="skip")
