@@ -1,0 +1,165 @@
+"""Calibration: the largest local budget eps0, or the smallest number of users n, for which a
+registered upper bound certifies a target central (eps, delta) (as in 000 Table 4).
+
+A setting is *certified* when the bound returns a result (it is inside its regime) whose
+epsilon -- already on the conservative side of the bound's own numerical error -- is at most the
+target. Upper bounds are non-decreasing in eps0 and non-increasing in n, so the certified set is
+an interval and is found by bracketing; every value returned is one that was certified (the
+conservative end of the final bracket), whatever the monotonicity of a particular bound.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from protocols.bounds.catalogue import BoundEvaluation, evaluate, get_bound
+from protocols.bounds.result import BoundKind
+from protocols.errors import (
+    ParameterError,
+    require,
+    require_int_at_least,
+    require_probability_open,
+)
+
+#: Search range for eps0 (the generic bounds give eps = eps0 without amplification beyond it).
+EPSILON0_MIN = 1e-4
+EPSILON0_MAX = 20.0
+N_MAX = 10**9
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibrated parameter.
+
+    parameter: "epsilon0" or "n"; value: the certified value (largest eps0 / smallest n);
+    bracket: (certified, not certified) neighbours -- the true crossing lies between them
+    (``None`` as the second entry when the search range ended first); epsilon: the bound's
+    epsilon at ``value``; result: that evaluation; note: how the search ended.
+    """
+
+    method: str
+    parameter: str
+    value: float
+    bracket: tuple[float, float | None]
+    epsilon: float
+    target_epsilon: float
+    delta: float
+    evaluations: int
+    seconds: float
+    result: BoundEvaluation
+    note: str = ""
+
+    def record(self) -> dict:
+        status = self.result.status_label
+        return {
+            "method": self.method, "parameter": self.parameter, "value": self.value,
+            "bracket": list(self.bracket), "epsilon": self.epsilon,
+            "target_epsilon": self.target_epsilon, "delta": self.delta, "status": status,
+            "evaluations": self.evaluations, "seconds": self.seconds, "note": self.note,
+        }
+
+
+class _Certifier:
+    """Evaluates one bound at a parameter value and remembers the outcomes."""
+
+    def __init__(self, name: str, build: Callable[[float], tuple[object, int]], target: float,
+                 delta: float) -> None:
+        self.name, self.build, self.target, self.delta = name, build, target, delta
+        self.outcomes: dict[float, BoundEvaluation] = {}
+
+    def __call__(self, x: float) -> bool:
+        if x not in self.outcomes:
+            randomizer, n = self.build(x)
+            self.outcomes[x] = evaluate(self.name, randomizer, n, self.delta)
+        outcome = self.outcomes[x]
+        return outcome.ok and outcome.result.epsilon <= self.target
+
+    def reason(self, x: float) -> str:
+        outcome = self.outcomes[x]
+        if not outcome.ok:
+            return outcome.error
+        return f"the bound gives eps = {outcome.result.epsilon:.6g} > {self.target}"
+
+
+def _check_target(name: str, target_epsilon: float, delta: float) -> None:
+    spec = get_bound(name)
+    require(spec.kind is BoundKind.UPPER, "method", name,
+            "calibration needs an upper bound (this one is a lower bound)")
+    require(isinstance(target_epsilon, (int, float)) and 0 < target_epsilon < math.inf,
+            "target_epsilon", target_epsilon, "must be a finite number > 0")
+    require_probability_open("delta", delta)
+
+
+def largest_epsilon0(bound_name: str, randomizer_factory: Callable[[float], object], n: int,
+                     target_epsilon: float, delta: float, *, rtol: float = 1e-4,
+                     eps0_min: float = EPSILON0_MIN,
+                     eps0_max: float = EPSILON0_MAX) -> Calibration:
+    """The largest eps0 in [eps0_min, eps0_max] whose randomizer ``randomizer_factory(eps0)``
+    the bound certifies at (target_epsilon, delta) with n users, to relative ``rtol``.
+
+    Search: geometric steps up from eps0_min to bracket the crossing, then bisection (geometric
+    while the bracket spans more than a factor 2). Raises ParameterError naming target_epsilon
+    when even eps0_min is not certified.
+    """
+    started = time.perf_counter()
+    _check_target(bound_name, target_epsilon, delta)
+    require_int_at_least("n", n, 2)
+    require(0 < eps0_min < eps0_max, "eps0_min", eps0_min, f"must lie in (0, {eps0_max})")
+    certified = _Certifier(bound_name, lambda e: (randomizer_factory(e), n), target_epsilon,
+                           delta)
+    if not certified(eps0_min):
+        raise ParameterError("target_epsilon", target_epsilon,
+                          f"{bound_name} does not certify it even at eps0 = {eps0_min:g} "
+                          f"(n = {n}): {certified.reason(eps0_min)}")
+    low, high = eps0_min, None
+    step = 4.0
+    while high is None:
+        trial = min(low * step, eps0_max)
+        if certified(trial):
+            low = trial
+            if trial >= eps0_max:
+                break
+        else:
+            high = trial
+    note = "" if high is not None else f"certified up to the search limit eps0 = {eps0_max:g}"
+    while high is not None and high - low > rtol * low:
+        mid = math.sqrt(low * high) if high > 2 * low else 0.5 * (low + high)
+        if certified(mid):
+            low = mid
+        else:
+            high = mid
+    outcome = certified.outcomes[low]
+    return Calibration(bound_name, "epsilon0", low, (low, high), outcome.result.epsilon,
+                       target_epsilon, delta, len(certified.outcomes),
+                       time.perf_counter() - started, outcome, note)
+
+
+def smallest_n(bound_name: str, randomizer, target_epsilon: float, delta: float, *,
+               n_max: int = N_MAX) -> Calibration:
+    """The smallest n in [2, n_max] with which the bound certifies (target_epsilon, delta) for
+    ``randomizer``: doubling, then bisection on integers. Raises ParameterError naming
+    target_epsilon when n_max users do not suffice."""
+    started = time.perf_counter()
+    _check_target(bound_name, target_epsilon, delta)
+    require_int_at_least("n_max", n_max, 2)
+    certified = _Certifier(bound_name, lambda n: (randomizer, int(n)), target_epsilon, delta)
+    low, high = 1, 2  # low: not certified (n = 1 is no shuffle), high: candidate
+    while not certified(high):
+        if high >= n_max:
+            raise ParameterError("target_epsilon", target_epsilon,
+                              f"{bound_name} does not certify it with n = {n_max} users: "
+                              f"{certified.reason(high)}")
+        low, high = high, min(2 * high, n_max)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if certified(mid):
+            high = mid
+        else:
+            low = mid
+    outcome = certified.outcomes[high]
+    return Calibration(bound_name, "n", high, (high, low), outcome.result.epsilon,
+                       target_epsilon, delta, len(certified.outcomes),
+                       time.perf_counter() - started, outcome)
