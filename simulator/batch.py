@@ -223,22 +223,36 @@ def _domain_size(randomizer: Randomizer) -> int | None:
     return domain.size if isinstance(domain, Categorical) else None
 
 
-#: Users of the memory probe, and the safety factor applied to its per-user peak.
-PROBE_USERS = 2048
-PROBE_SAFETY = 1.5
+#: Users of the two memory probes, and the safety factor applied to the measured slope.
+PROBE_USERS = (1024, 4096)
+PROBE_SAFETY = 1.25
 
 
 def measure_bytes_per_user(setup: BatchSetup) -> int:
-    """Peak working memory per user of the reports path, measured once per setup.
+    """Working memory per user of the reports path, measured once per setup.
 
-    One repetition of min(n, PROBE_USERS) users runs under :mod:`tracemalloc` (numpy reports
-    its buffers to it) with a fixed seed; the peak above the starting level, per user, times
-    PROBE_SAFETY, plus 16 bytes (the block's data value and budget, kept while users are
-    processed in slices). Allocation sizes are a deterministic function of the shapes, so the
-    memory plan, and with it the random streams, depend only on the scenario and the code.
+    The peak memory of one repetition is measured under :mod:`tracemalloc` (numpy reports its
+    buffers to it) for 1024 and 4096 users, each after a warm-up run so that lazy imports and
+    caches do not count; the slope between the two (bytes per additional user) times
+    PROBE_SAFETY is the estimate, which leaves out fixed buffers that do not grow with n. When
+    n <= 4096 the peak at n itself, divided by n, is used. The estimate is rounded up to the
+    grid 2^(j/4): allocation sizes are a function of the shapes and the rounding absorbs small
+    differences, so the memory plan, and with it the random streams, depend only on the
+    scenario and the code.
     """
-    users = min(setup.n, PROBE_USERS)
+    small, large = PROBE_USERS
+    if setup.n <= large:
+        per_user = _probe_peak(setup, setup.n) / setup.n
+    else:
+        per_user = (_probe_peak(setup, large) - _probe_peak(setup, small)) / (large - small)
+    per_user = max(PROBE_SAFETY * per_user, 1.0)
+    return math.ceil(2 ** (math.ceil(4 * math.log2(per_user)) / 4))
+
+
+def _probe_peak(setup: BatchSetup, users: int) -> int:
+    """Peak bytes allocated by one repetition of ``users`` users (after a warm-up run)."""
     probe = dataclasses.replace(setup, n=users, memory_bytes=2**62, bytes_per_user=1)
+    _reports_path(probe, 1, np.random.default_rng(0))  # warm-up: imports, caches
     already = tracemalloc.is_tracing()
     if not already:
         tracemalloc.start()
@@ -250,7 +264,7 @@ def measure_bytes_per_user(setup: BatchSetup) -> int:
     finally:
         if not already:
             tracemalloc.stop()
-    return int(math.ceil(PROBE_SAFETY * max(peak - start, 0) / users)) + 16
+    return max(peak - start, 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,6 +335,9 @@ def _reports_path(setup: BatchSetup, repetitions: int, rng):
         stats = DataStats(counts=None, sums=values.sum(axis=-1))
     budgets = None if setup.budget.is_constant else setup.budget.sample_budgets(values.shape, rng)
     per_slice = max(1, setup.memory_bytes // (repetitions * setup.bytes_per_user))
+    if per_slice < n:  # the block's data (and budgets) stay in memory beside each slice
+        kept = values.nbytes + (0 if budgets is None else budgets.nbytes)
+        per_slice = max(1, (setup.memory_bytes - kept) // (repetitions * setup.bytes_per_user))
     aggregate = None
     for start in range(0, n, per_slice):  # user slices only when one repetition is too big
         stop = min(n, start + per_slice)
