@@ -1,0 +1,238 @@
+"""The neighbouring pair as output groups, and the distinguishing statistics (attacks).
+
+Neighbouring datasets X0 = (x0, z2, ..., zn) and X1 = (x1, z2, ..., zn) differ in user 1; the
+others hold a fixed x2 or are drawn i.i.d. from a distribution pi over inputs. Either way every
+other user's report has the law m = R(x2) (or the mixture sum_x pi(x) R(x)), independently.
+
+Outputs are merged into groups with equal ratios (a, b) = (R(x0)(y) / m(y), R(x1)(y) / m(y)):
+the group histogram h of the shuffled reports is a sufficient statistic for telling X0 from X1
+(000 Thm 12 and 14): with h_y the number of reports equal to y,
+
+    P0(h) / P1(h) = sum_y h_y a(y) / sum_y h_y b(y),
+
+because P0(h) = Mult(n, m)(h) * sum_y (h_y / n) a(y) (user 1 is any of the n exchangeable
+positions). These are exactly the atoms of 000 Thm 14 (``exact_pair_atoms``), and for a mixture
+reference the same computation holds with m in place of R(x2), so the exact divergence of the
+attacked pair is available for comparison.
+
+A statistic ("attack") maps the group histograms of a chunk of trials to integer bins ordered
+so that tail events {bin >= t} and {bin <= t} are the candidate rejection regions:
+
+* :class:`LikelihoodRatioAttack`: the log-likelihood ratio of the histogram (the optimal test,
+  Neyman-Pearson). With two groups it is monotone in the count of one group, which is then the
+  bin (exact, n + 1 bins); otherwise log LR in [-L, L] (L = max |ln(a / b)| <= eps0) is cut into
+  ``resolution`` equal bins. Merging close LR values into one bin only coarsens the candidate
+  events; every event stays valid.
+* :class:`CountAttack`: the count of one output group (a simple count-threshold test).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from protocols.bounds.atoms import RatioAtoms, Rounding
+from protocols.bounds.decompositions import atoms_from_masses, exact_pair_atoms
+from protocols.errors import ParameterError, require
+
+#: Default number of bins of the log-likelihood ratio with more than two groups.
+LR_RESOLUTION = 4096
+#: Count attacks on at most this many groups (the most informative ones).
+MAX_COUNT_ATTACKS = 2
+
+
+@dataclass(frozen=True)
+class PairModel:
+    """The output-group laws of a neighbouring pair (see the module docstring).
+
+    p0[j], p1[j]: probability that user 1's report falls in group j under x0 / x1;
+    ref[j]: the same for every other user; n: users; label: how the pair was built;
+    atoms: the Thm 14 atoms (a = p0 / ref, b = p1 / ref, weight ref).
+    """
+
+    p0: np.ndarray
+    p1: np.ndarray
+    ref: np.ndarray
+    n: int
+    label: str
+    atoms: RatioAtoms
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.n, int) and self.n >= 2, "n", self.n, "must be an integer >= 2")
+        for name in ("p0", "p1", "ref"):
+            v = getattr(self, name)
+            if v.ndim != 1 or v.shape != self.ref.shape or (v < 0).any():
+                raise ParameterError(name, v.tolist(), "must be a non-negative 1-D vector")
+            if abs(float(v.sum()) - 1.0) > 1e-9:
+                raise ParameterError(name, float(v.sum()), "group probabilities must sum to 1")
+
+    @property
+    def groups(self) -> int:
+        return int(self.ref.shape[0])
+
+    @property
+    def log_ratio(self) -> np.ndarray:
+        """ln(a_j / b_j) = ln(p0_j / p1_j) for each group (finite for an LDP randomizer)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.p0) - np.log(self.p1)
+
+    def world(self, w: int) -> np.ndarray:
+        """User 1's group law in world w (0: x0, 1: x1)."""
+        require(w in (0, 1), "world", w, "must be 0 or 1")
+        return self.p0 if w == 0 else self.p1
+
+    @classmethod
+    def from_atoms(cls, atoms: RatioAtoms, n: int, label: str) -> PairModel:
+        require(atoms.rounding is Rounding.EXACT, "atoms", atoms.rounding.value,
+                "the shuffle-level audit needs exact (finite) output groups")
+        w = atoms.weight / atoms.weight.sum()
+        p0, p1 = atoms.a * w, atoms.b * w
+        return cls(p0 / p0.sum(), p1 / p1.sum(), w, int(n), label, atoms)
+
+
+def pair_model(randomizer, n: int, x0, x1, others) -> PairModel:
+    """The pair X0 = (x0, others), X1 = (x1, others) of ``randomizer`` with n users.
+
+    ``others``: an input x2 held by users 2..n, or a probability vector over the categorical
+    input domain from which each of them draws its input independently.
+    """
+    if np.ndim(others) == 0:
+        atoms = exact_pair_atoms(randomizer, x0, x1, others)
+        return PairModel.from_atoms(atoms, n, f"(x0, x1, x2) = ({x0}, {x1}, {others})")
+    pi = np.asarray(others, dtype=float)
+    d = randomizer._categorical_input_size()
+    require(pi.shape == (d,) and (pi >= 0).all() and abs(pi.sum() - 1) < 1e-9, "others",
+            pi.tolist(), f"must be a probability vector over the {d} inputs")
+    support = [int(x) for x in np.flatnonzero(pi)]
+    anchors = sorted({int(x0), int(x1), *support})
+    groups = randomizer.output_groups(tuple(anchors))
+    mass = np.asarray(groups.mass)
+    index = {x: i for i, x in enumerate(anchors)}
+    reference = sum(pi[x] * mass[index[x]] for x in support)
+    atoms = atoms_from_masses(mass[index[int(x0)]], mass[index[int(x1)]], reference)
+    return PairModel.from_atoms(atoms, n, f"x0 = {x0}, x1 = {x1}, others ~ {pi.tolist()}")
+
+
+class HistogramChunk:
+    """The group histograms of a chunk of trials.
+
+    With two groups only the count of group 1 is stored (``column(0) = n - column(1)``), which
+    keeps the hot path of binary randomizers one integer per trial.
+    """
+
+    def __init__(self, n: int, counts: np.ndarray) -> None:
+        self.n = n
+        self.counts = counts  # (trials,) count of group 1 when 1-D, else (trials, groups)
+
+    @property
+    def trials(self) -> int:
+        return int(self.counts.shape[0])
+
+    def column(self, j: int) -> np.ndarray:
+        if self.counts.ndim == 1:
+            return self.counts if j == 1 else self.n - self.counts
+        return self.counts[:, j]
+
+    def dot(self, v: np.ndarray) -> np.ndarray:
+        if self.counts.ndim == 1:
+            return (self.n - self.counts) * v[0] + self.counts * v[1]
+        return self.counts @ v
+
+
+class Attack(ABC):
+    """A statistic of the group histogram, binned (see the module docstring)."""
+
+    name: str
+    bins: int
+
+    @abstractmethod
+    def bin(self, chunk: HistogramChunk) -> np.ndarray:
+        """Integer bin in [0, bins) of every trial of the chunk."""
+
+    def describe(self, side: str, threshold: int) -> str:
+        """A readable description of the tail event {bin >= t} (side "upper") or {bin <= t}."""
+        op = ">=" if side == "upper" else "<="
+        return f"{self.name} bin {op} {threshold}"
+
+
+class CountAttack(Attack):
+    """The count of reports in output group j (bins 0..n)."""
+
+    def __init__(self, model: PairModel, group: int, name: str | None = None) -> None:
+        require(0 <= group < model.groups, "group", group, f"must lie in [0, {model.groups})")
+        self.group = group
+        self.bins = model.n + 1
+        self.name = name or f"count[g{group}]"
+
+    def bin(self, chunk: HistogramChunk) -> np.ndarray:
+        return chunk.column(self.group)
+
+    def describe(self, side: str, threshold: int) -> str:
+        op = ">=" if side == "upper" else "<="
+        return f"{self.name} {op} {threshold}"
+
+
+class LikelihoodRatioAttack(Attack):
+    """The log-likelihood ratio ln(P0(h) / P1(h)) of the group histogram, binned."""
+
+    name = "lr"
+
+    def __init__(self, model: PairModel, resolution: int = LR_RESOLUTION) -> None:
+        require(isinstance(resolution, int) and resolution >= 2, "resolution", resolution,
+                "must be an integer >= 2")
+        self.a = model.atoms.a
+        self.b = model.atoms.b
+        log_ratio = model.log_ratio
+        self.two_groups = model.groups == 2
+        if self.two_groups:
+            # LR is monotone in the count of group 1: increasing when group 1 favours x0.
+            self.increasing = bool(log_ratio[1] >= log_ratio[0])
+            self.bins = model.n + 1
+            self.limit = float(np.max(np.abs(log_ratio)))
+        else:
+            self.limit = float(np.max(np.abs(log_ratio))) * (1 + 1e-12) + 1e-300
+            self.bins = resolution
+
+    def bin(self, chunk: HistogramChunk) -> np.ndarray:
+        if self.two_groups:
+            return chunk.column(1 if self.increasing else 0)
+        score = np.log(chunk.dot(self.a)) - np.log(chunk.dot(self.b))
+        scaled = np.floor((score + self.limit) / (2 * self.limit) * self.bins)
+        return np.clip(scaled, 0, self.bins - 1).astype(np.int64)
+
+    def describe(self, side: str, threshold: int) -> str:
+        op = ">=" if side == "upper" else "<="
+        if self.two_groups:
+            group = 1 if self.increasing else 0
+            return f"lr (count of g{group}) {op} {threshold}"
+        width = 2 * self.limit / self.bins
+        edge = -self.limit + (threshold if side == "upper" else threshold + 1) * width
+        return f"log LR {op} {edge:.6g}"
+
+
+ATTACK_NAMES = ("lr", "count")
+
+
+def build_attacks(model: PairModel, names=ATTACK_NAMES, resolution: int = LR_RESOLUTION,
+                  max_counts: int = MAX_COUNT_ATTACKS) -> list[Attack]:
+    """The requested histogram attacks for ``model``.
+
+    "count" gives one count attack per informative group (a != b), at most ``max_counts``, the
+    most informative first; with two groups it is the likelihood-ratio test itself and is left
+    out when "lr" is also requested (the same statistic twice would only split the confidence).
+    """
+    names = tuple(names)
+    for name in names:
+        require(name in ATTACK_NAMES, "attacks", name, f"unknown attack; choose from "
+                f"{list(ATTACK_NAMES)}")
+    attacks: list[Attack] = []
+    if "lr" in names:
+        attacks.append(LikelihoodRatioAttack(model, resolution))
+    if "count" in names and not (model.groups == 2 and "lr" in names):
+        info = np.abs(model.log_ratio)
+        order = [int(j) for j in np.argsort(-info, kind="stable") if info[j] > 1e-12]
+        attacks += [CountAttack(model, j) for j in order[:max_counts]]
+    require(len(attacks) >= 1, "attacks", list(names), "no informative statistic for this pair")
+    return attacks

@@ -1,0 +1,212 @@
+"""Pipeline-level audit: the shuffle-level attacks, and an order-aware one, on outputs of the whole
+SimPy pipeline (clients -> shuffler -> analyzer; design.md Sec. 3, level 3).
+
+A trial is one collection round of :func:`simulator.pipeline.run_pipeline` with the clients
+holding X0 = (x0, x2, ..., x2) or X1 = (x1, x2, ..., x2) (client 0 is user 1). A pipeline run
+with ``rounds = R`` gives R independent trials (every round draws fresh arrivals, randomness
+and permutations for the same values); trials are run in chunks of rounds, each chunk from its
+own SeedSequence. The others must hold a fixed x2 here: values drawn once per run would make
+the rounds of a run dependent.
+
+Statistics per round:
+
+* the histogram attacks of attacks.py on the group histogram of the round's released reports
+  (groups: outputs with equal ratios (R(x0)/R(x2), R(x1)/R(x2)), from the declared pmf);
+* ``order``: the report at user 1's arrival position. The attacker sees when user 1 sent (its
+  rank among the round's arrivals) and reads the released output at that position (the round's
+  released batches concatenated in release order); bins order the outputs by the single-report
+  ratio R(x0)(y) / R(x1)(y), with "no report there" counted as ratio 1. Against a uniform
+  permutation this position carries (almost) nothing; against a shuffler that does not permute
+  it is user 1's report, and the bound approaches eps0.
+
+The exact value beside each row, and the bounds of the verdicts, are evaluated at the number of
+reports shuffled together with user 1 (:func:`shuffled_size`): n, or the batch size when the
+pipeline releases fixed-size batches (batch membership depends on arrival order only, so the
+other batches carry no information about user 1). With dropouts, timeouts, thresholding or
+colluders the shuffled set is random and smaller; the comparison is then indicative only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from protocols.bounds.atoms import RatioAtoms
+from protocols.errors import require
+from protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS
+from simulator.audit.attacks import HistogramChunk, PairModel, build_attacks
+from simulator.audit.sampling import child, chunk_sizes
+from simulator.audit.shuffle_level import (
+    AttackAudit,
+    AuditOptions,
+    attack_rows,
+    check_deltas,
+    exact_by_direction,
+)
+from simulator.errors import UserError
+from simulator.pipeline import PipelineConfig, run_pipeline, uniform_permutation
+from simulator.pipeline.clients import messages_per_client
+
+ORDER = "order"
+#: Rounds per pipeline run (bounded memory: the run keeps rounds x n reports).
+ROUNDS_PER_RUN = 500
+#: Relative precision at which outputs with equal ratios are merged into one group.
+_MERGE = 2.0**-40
+
+
+def identity_permutation(rng: np.random.Generator, size: int) -> np.ndarray:
+    """A faulty shuffler that releases messages in arrival order (for audits and demos)."""
+    return np.arange(size)
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputGroups:
+    """Outputs of an enumerable randomizer grouped for the pair, with the pair's model."""
+
+    group: np.ndarray  # group of each output index
+    order_bin: np.ndarray  # bin of each output for the order attack
+    missing_bin: int  # bin of "no report at that position"
+    order_bins: int
+    model: PairModel
+
+
+def output_groups(randomizer, n: int, x0, x1, x2) -> OutputGroups:
+    """Group the outputs by their ratio pair (a, b) and order them for the order attack."""
+    size = randomizer.output_size
+    require(size is not None and size <= MAX_ENUMERABLE_OUTPUTS, "output_size", size,
+            f"the pipeline audit needs at most {MAX_ENUMERABLE_OUTPUTS} discrete outputs")
+    rows = np.asarray(randomizer.output_pmf(np.array([x0, x1, x2])), dtype=float)
+    positive = rows[2] > 0
+    require(bool((rows[:2, ~positive] == 0).all()), "x2", x2,
+            "R(x2) must charge every output that R(x0) or R(x1) can produce")
+    # Outputs no input of the pair can produce go to group 0 (they never occur).
+    a = rows[0, positive] / rows[2, positive]
+    b = rows[1, positive] / rows[2, positive]
+    scale = max(float(a.max()), float(b.max()))
+    keys = np.rint(np.stack([a, b], axis=1) / (scale * _MERGE)).astype(np.int64)
+    _, inverse = np.unique(keys, axis=0, return_inverse=True)
+    group = np.zeros(rows.shape[1], dtype=np.int64)
+    group[positive] = inverse.reshape(-1)
+    g = int(group.max()) + 1
+    masses = [np.bincount(group, weights=row, minlength=g) for row in rows]
+    ref = masses[2]
+    atoms = RatioAtoms(masses[0] / ref, masses[1] / ref, ref / ref.sum())
+    model = PairModel(masses[0] / masses[0].sum(), masses[1] / masses[1].sum(), ref / ref.sum(),
+                      int(n), f"(x0, x1, x2) = ({x0}, {x1}, {x2})", atoms)
+    with np.errstate(divide="ignore"):
+        single = np.log(rows[0]) - np.log(rows[1])
+    levels = np.unique(np.append(np.round(single, 12), 0.0))
+    order_bin = np.searchsorted(levels, np.round(single, 12))
+    missing = int(np.searchsorted(levels, 0.0))
+    return OutputGroups(group, order_bin, missing, int(levels.size), model)
+
+
+def _round_statistics(result, groups: OutputGroups, randomizer, rounds: int):
+    """(group histograms (rounds, G), order-attack bins (rounds,)) of one pipeline run."""
+    g = groups.model.groups
+    released = [b for b in result.outputs if b.reports is not None]
+    if released:
+        reports = np.concatenate([b.reports for b in released])
+        idx = np.asarray(randomizer.output_index(reports), dtype=np.int64)
+        batch_round = np.repeat([b.round for b in released], [b.size for b in released])
+    else:
+        idx = np.zeros(0, dtype=np.int64)
+        batch_round = np.zeros(0, dtype=np.int64)
+    hist = np.bincount(batch_round * g + groups.group[idx], minlength=rounds * g)
+    hist = hist.reshape(rounds, g)
+    # User 1's arrival rank per round (-1 if it did not send).
+    clients = [s.client for s in result.streams]
+    lengths = np.array([c.size for c in clients])
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    flat = np.concatenate(clients) if clients else np.zeros(0, dtype=np.int64)
+    hits = np.flatnonzero(flat == 0)
+    hit_round = np.searchsorted(starts, hits, side="right") - 1
+    rank = np.full(rounds, -1)
+    rank[hit_round] = hits - starts[hit_round]
+    # Released output at that rank, per round.
+    out_count = np.bincount(batch_round, minlength=rounds)
+    out_start = np.concatenate(([0], np.cumsum(out_count)[:-1]))
+    present = (rank >= 0) & (rank < out_count)
+    order = np.full(rounds, groups.missing_bin)
+    order[present] = groups.order_bin[idx[out_start[present] + rank[present]]]
+    return hist, order
+
+
+def audit_pipeline(
+    randomizer, n: int, deltas, options: AuditOptions, seed: np.random.SeedSequence | int,
+    *, x0, x1, x2, config: PipelineConfig | None = None,
+    permutation: Callable = uniform_permutation, with_exact: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> AttackAudit:
+    """Audit the pipeline (module docstring); ``options.attacks`` may include "order".
+
+    ``permutation`` replaces the shuffler's permutation (fault injection, e.g.
+    :func:`identity_permutation`)."""
+    start = time.perf_counter()
+    deltas = check_deltas(deltas)
+    require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
+    require(np.ndim(x2) == 0, "others", x2, "the pipeline level needs a fixed x2")
+    if messages_per_client(randomizer) != 1:
+        raise UserError(f"randomizer {randomizer.name}: the pipeline audit needs one message "
+                        "per client")
+    config = config or PipelineConfig()
+    groups = output_groups(randomizer, n, x0, x1, x2)
+    histogram_names = tuple(a for a in options.attacks if a != ORDER)
+    attacks = build_attacks(groups.model, histogram_names, options.resolution) \
+        if histogram_names else []
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    values = [np.full(n, x2), np.full(n, x2)]
+    values[0][0], values[1][0] = x0, x1
+    total = 2 * options.trials
+    done = 0
+    names = [a.name for a in attacks] + ([ORDER] if ORDER in options.attacks else [])
+    bins = {a.name: a.bins for a in attacks}
+    bins[ORDER] = groups.order_bins
+    counts = {(name, w, phase): np.zeros(bins[name], dtype=np.int64)
+              for name in names for w in (0, 1) for phase in (0, 1)}
+    per_run = min(options.chunk, ROUNDS_PER_RUN)
+    for phase, size in ((0, options.selection_trials), (1, options.evaluation_trials)):
+        for w in (0, 1):
+            for c, rounds in enumerate(chunk_sizes(size, per_run)):
+                rng = np.random.default_rng(child(seq, w, phase, c))
+                result = run_pipeline(randomizer, values[w],
+                                      dataclasses.replace(config, rounds=rounds), rng,
+                                      keep_outputs=True, permutation=permutation)
+                hist, order = _round_statistics(result, groups, randomizer, rounds)
+                chunk = HistogramChunk(n, hist)
+                for a in attacks:
+                    counts[(a.name, w, phase)] += np.bincount(
+                        np.clip(a.bin(chunk), 0, a.bins - 1), minlength=a.bins)
+                if ORDER in names:
+                    counts[(ORDER, w, phase)] += np.bincount(order, minlength=bins[ORDER])
+                done += rounds
+                if progress is not None:
+                    progress(done, total)
+    holdout = options.selection_trials > 0
+    per_bin = {name: ((counts[(name, 0, 0)], counts[(name, 1, 0)]) if holdout else (None, None),
+                      (counts[(name, 0, 1)], counts[(name, 1, 1)])) for name in names}
+    describe = {a.name: a.describe for a in attacks}
+    describe[ORDER] = _order_description
+    shuffled = shuffled_size(n, config)
+    exact = ({d: exact_by_direction(groups.model, d, shuffled) for d in deltas}
+             if with_exact else None)
+    rows = attack_rows(names, per_bin, describe, options, deltas, exact)
+    summary = {d: max(v[0] for v in exact[d]) for d in deltas} if exact else {}
+    return AttackAudit("pipeline", randomizer.name, float(randomizer.epsilon0), n,
+                       groups.model.label, options, tuple(rows), time.perf_counter() - start,
+                       summary)
+
+
+def _order_description(side: str, threshold: int) -> str:
+    op = ">=" if side == "upper" else "<="
+    return f"report at user 1's arrival position: ratio rank {op} {threshold}"
+
+
+def shuffled_size(n: int, config: PipelineConfig | None) -> int:
+    """How many reports user 1 is shuffled with: n, or the batch size if smaller."""
+    if config is None or config.batch_size is None:
+        return n
+    return min(n, config.batch_size)

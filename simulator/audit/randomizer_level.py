@@ -1,0 +1,340 @@
+"""Randomizer-level audit: black-box samples of a randomizer implementation against its declared
+output distribution, and an empirical lower bound on its local eps0 (design.md Sec. 3, level 1).
+
+Samples come from ``randomizer.randomize`` (the implementation); the declared distribution is
+``output_pmf`` / ``cdf`` of the same object. A subclass that samples with another budget than it
+declares is caught twice: by the goodness-of-fit test and, when it leaks more than declared, by
+the eps0 lower bound exceeding the declared eps0.
+
+* Goodness of fit, per audited input x: discrete outputs, Pearson's chi-square test of the output
+  counts against R(x) (``scipy.stats.chisquare``; cells with expected count < 5 pooled, an output
+  of declared probability 0 that occurs rejects outright); continuous outputs, the
+  Kolmogorov-Smirnov test against the declared cdf (``scipy.stats.kstest``). The inputs' p-values
+  are combined by Bonferroni: reject when min p < (1 - confidence) / inputs.
+* eps0 lower bound, per ordered pair of inputs (x, x'): pure eps0-LDP means P_x(S) <= e^eps0
+  P_x'(S) for every event S, so eps0 >= ln(P_x_lo(S) / P_x'_hi(S)) (delta = 0 in
+  confidence.epsilon_from_limits). S is a set of outputs with the largest x-to-x' frequency
+  ratios on held-out selection samples (continuous outputs are binned at quantiles of the
+  selection samples first), evaluated on fresh samples; with ``holdout_fraction = 0``
+  (discrete outputs only) the outputs are ordered by the declared ratio instead and the error
+  level is split over every prefix.
+  The error level is split over the pairs; the maximum over pairs holds at ``confidence``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from protocols.errors import require
+from protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
+from simulator.audit.confidence import ErrorBudget
+from simulator.audit.events import EventBound, evaluate_all, evaluate_events, select_events
+from simulator.audit.sampling import child, chunk_sizes
+
+#: Largest discrete output space tabulated densely (one counter per output).
+MAX_DENSE_OUTPUTS = MAX_ENUMERABLE_OUTPUTS
+#: Outputs are coarsened into at most this many ratio-ordered bins before event selection.
+MAX_EVENT_BINS = 4096
+#: Minimum expected count of a chi-square cell (smaller cells are pooled).
+MIN_EXPECTED = 5.0
+
+
+@dataclass(frozen=True)
+class RandomizerAuditOptions:
+    """trials: samples per audited input (selection + evaluation); confidence: of the eps0 lower
+    bound (maximum over pairs) and of the goodness-of-fit verdict; holdout_fraction: share of
+    the samples used to choose events; shortlist: events evaluated per pair; bins: quantile bins
+    of continuous outputs; max_inputs: categorical domains up to this size are audited on every
+    input, larger ones (and interval domains) on the inputs of the decomposition's neighbour
+    candidates; chunk: samples per random stream chunk."""
+
+    trials: int
+    confidence: float = 0.95
+    holdout_fraction: float = 0.2
+    shortlist: int = 1
+    bins: int = 64
+    max_inputs: int = 8
+    chunk: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.trials, int) and self.trials >= 10, "trials", self.trials,
+                "must be an integer >= 10")
+        ErrorBudget(self.confidence)
+        f = self.holdout_fraction
+        require(isinstance(f, (int, float)) and 0 <= f < 1, "holdout_fraction", f,
+                "must lie in [0, 1)")
+        require(f == 0 or 1 <= self.selection_trials < self.trials, "holdout_fraction", f,
+                f"leaves no selection or evaluation samples out of {self.trials}")
+        for name, low in (("shortlist", 1), ("bins", 2), ("max_inputs", 2), ("chunk", 1)):
+            value = getattr(self, name)
+            require(isinstance(value, int) and value >= low, name, value,
+                    f"must be an integer >= {low}")
+
+    @property
+    def selection_trials(self) -> int:
+        return int(round(self.holdout_fraction * self.trials))
+
+    @property
+    def evaluation_trials(self) -> int:
+        return self.trials - self.selection_trials
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """Goodness of fit of the samples of one input."""
+
+    input: object
+    test: str
+    statistic: float
+    dof: int | None
+    p_value: float
+    samples: int
+
+
+@dataclass(frozen=True)
+class PairBound:
+    """The eps0 lower bound from one ordered pair of inputs."""
+
+    x: object
+    x_prime: object
+    event: str
+    bound: EventBound
+    row_confidence: float
+
+    @property
+    def epsilon_lb(self) -> float:
+        return self.bound.epsilon
+
+
+@dataclass(frozen=True)
+class RandomizerAudit:
+    randomizer: str
+    epsilon0: float
+    options: RandomizerAuditOptions
+    fits: tuple[FitResult, ...]
+    pairs: tuple[PairBound, ...]
+    seconds: float
+    note: str = ""
+
+    @property
+    def epsilon_lb(self) -> float:
+        """max over pairs: a lower bound on the implementation's eps0 at ``confidence``."""
+        return max(p.epsilon_lb for p in self.pairs)
+
+    @property
+    def best(self) -> PairBound:
+        return max(self.pairs, key=lambda p: p.epsilon_lb)
+
+    @property
+    def fit_p_value(self) -> float | None:
+        """Bonferroni-adjusted p-value of the goodness-of-fit tests (None if none ran)."""
+        if not self.fits:
+            return None
+        return min(1.0, min(f.p_value for f in self.fits) * len(self.fits))
+
+    @property
+    def fit_rejected(self) -> bool:
+        p = self.fit_p_value
+        return p is not None and p < 1.0 - self.options.confidence
+
+    @property
+    def ldp_violated(self) -> bool:
+        return self.epsilon_lb > self.epsilon0 * (1 + 1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# Inputs and samples
+# ------------------------------------------------------------------------------------------
+def audit_inputs(randomizer, max_inputs: int) -> list:
+    """Every input of a small categorical domain, else the decomposition's candidate inputs."""
+    domain = randomizer.input_domain
+    if isinstance(domain, Categorical) and domain.size <= max_inputs:
+        return list(range(domain.size))
+    from protocols.bounds.decompositions import neighbour_candidates
+
+    cand = neighbour_candidates(randomizer)
+    seen = []
+    for x in itertools.chain.from_iterable(cand.pairs):
+        if x not in seen:
+            seen.append(x)
+    return seen
+
+
+def _continuous(randomizer) -> bool:
+    return getattr(randomizer, "output_kind", "discrete") == "continuous"
+
+
+def _draw(randomizer, x, size: int, rng: np.random.Generator) -> np.ndarray:
+    out = randomizer.randomize(np.full(size, x), rng)
+    if _continuous(randomizer):
+        return np.asarray(out, dtype=float)
+    return np.asarray(randomizer.output_index(out), dtype=np.int64)
+
+
+def _samples(randomizer, x, trials: int, seed, chunk: int, dense: int | None):
+    """Dense output counts (discrete, ``dense`` outputs) or the samples themselves."""
+    parts = []
+    counts = np.zeros(dense, dtype=np.int64) if dense else None
+    for c, size in enumerate(chunk_sizes(trials, chunk)):
+        y = _draw(randomizer, x, size, np.random.default_rng(child(seed, c)))
+        if dense:
+            if y.size and (y.min() < 0 or y.max() >= dense):
+                raise ValueError(f"{randomizer.name}: output index outside [0, {dense})")
+            counts += np.bincount(y, minlength=dense)
+        else:
+            parts.append(y)
+    return counts if dense else (np.concatenate(parts) if parts else np.zeros(0))
+
+
+# ------------------------------------------------------------------------------------------
+# Goodness of fit
+# ------------------------------------------------------------------------------------------
+def chi_square_fit(counts: np.ndarray, pmf: np.ndarray) -> tuple[float, int, float]:
+    """Pearson chi-square of ``counts`` against ``pmf`` (cells of expected count < 5 pooled,
+    largest first into one pool); an observation on a zero-probability output gives p = 0."""
+    counts = np.asarray(counts, dtype=float)
+    total = counts.sum()
+    expected = np.asarray(pmf, dtype=float) * total
+    if (counts[expected <= 0] > 0).any():
+        return math.inf, int((expected > 0).sum()) - 1, 0.0
+    keep = expected >= MIN_EXPECTED
+    obs = list(counts[keep])
+    exp = list(expected[keep])
+    pooled_exp = expected[~keep].sum()
+    if pooled_exp > 0:
+        obs.append(counts[~keep].sum())
+        exp.append(pooled_exp)
+    obs, exp = np.array(obs), np.array(exp)
+    if obs.size < 2:
+        return 0.0, 0, 1.0
+    exp = exp * (obs.sum() / exp.sum())
+    result = stats.chisquare(obs, exp)
+    return float(result.statistic), int(obs.size - 1), float(result.pvalue)
+
+
+def _fit(randomizer, x, data, dense: int | None) -> FitResult | None:
+    if dense:
+        if dense > MAX_ENUMERABLE_OUTPUTS:
+            return None
+        pmf = np.asarray(randomizer.output_pmf(np.array([x])))[0]
+        stat, dof, p = chi_square_fit(data, pmf)
+        return FitResult(x, "chi-square", stat, dof, p, int(data.sum()))
+    if not hasattr(randomizer, "cdf"):
+        return None
+    result = stats.kstest(data, lambda t: randomizer.cdf(x, t))
+    return FitResult(x, "kolmogorov-smirnov", float(result.statistic), None,
+                     float(result.pvalue), int(data.size))
+
+
+# ------------------------------------------------------------------------------------------
+# eps0 lower bound
+# ------------------------------------------------------------------------------------------
+def _coarsen(order_bins: np.ndarray, per_output: list[np.ndarray]) -> list[np.ndarray]:
+    """Per-bin counts after ordering outputs (``order_bins[output]`` = its ordered bin)."""
+    bins = int(order_bins.max()) + 1
+    return [np.bincount(order_bins, weights=c, minlength=bins).astype(np.int64)
+            for c in per_output]
+
+
+def _ordered_bins(key: np.ndarray) -> np.ndarray:
+    """Bin of each output when outputs are sorted by ``key`` (ascending), coarsened to at most
+    MAX_EVENT_BINS bins of consecutive ranks."""
+    k = key.shape[0]
+    rank = np.empty(k, dtype=np.int64)
+    rank[np.argsort(key, kind="stable")] = np.arange(k)
+    if k > MAX_EVENT_BINS:
+        rank = rank * MAX_EVENT_BINS // k
+    return rank
+
+
+def _pair_bound(sel, ev, declared_key, options: RandomizerAuditOptions,
+                budget: ErrorBudget) -> EventBound:
+    """sel/ev: (counts of x, counts of x') per output (sel None: split strategy)."""
+    if sel is None:
+        bins = _ordered_bins(declared_key)
+        ev_a, ev_b = _coarsen(bins, list(ev))
+        return evaluate_all(ev_a, ev_b, options.evaluation_trials, 0.0, budget.row_alpha)
+    ratio = np.log(sel[0] + 0.5) - np.log(sel[1] + 0.5)
+    bins = _ordered_bins(ratio)
+    sel_a, sel_b, ev_a, ev_b = _coarsen(bins, [*sel, *ev])
+    events = select_events(sel_a, sel_b, options.selection_trials, options.evaluation_trials,
+                           0.0, budget.limit_alpha, options.shortlist)
+    return evaluate_events(events, ev_a, ev_b, options.evaluation_trials, 0.0,
+                           budget.limit_alpha, options.selection_trials)
+
+
+def _quantile_bins(pooled: np.ndarray, bins: int) -> np.ndarray:
+    """Inner edges of ``bins`` bins at the quantiles of the (selection) samples."""
+    return np.unique(np.quantile(pooled, np.linspace(0, 1, bins + 1)[1:-1]))
+
+
+def audit_randomizer(randomizer, options: RandomizerAuditOptions,
+                     seed: np.random.SeedSequence | int, inputs=None) -> RandomizerAudit:
+    """Run the randomizer-level audit (module docstring) on ``inputs`` (default
+    :func:`audit_inputs`)."""
+    start = time.perf_counter()
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    inputs = audit_inputs(randomizer, options.max_inputs) if inputs is None else list(inputs)
+    require(len(inputs) >= 2, "inputs", inputs, "needs at least two inputs")
+    continuous = _continuous(randomizer)
+    require(not continuous or options.selection_trials > 0, "holdout_fraction",
+            options.holdout_fraction, "continuous outputs are binned on selection samples: "
+            "must be > 0")
+    size = None if continuous else randomizer.output_size
+    dense = None
+    if not continuous:
+        require(size is not None and size <= MAX_DENSE_OUTPUTS, "output_size", size,
+                f"the randomizer-level audit tabulates at most {MAX_DENSE_OUTPUTS} outputs")
+        dense = int(size)
+    sel, ev = {}, {}
+    for i, x in enumerate(inputs):  # a loop over the few audited inputs
+        if options.selection_trials:
+            sel[i] = _samples(randomizer, x, options.selection_trials, child(seq, i, 0),
+                              options.chunk, dense)
+        ev[i] = _samples(randomizer, x, options.evaluation_trials, child(seq, i, 1),
+                         options.chunk, dense)
+    fits = []
+    for i, x in enumerate(inputs):
+        data = ev[i] if i not in sel else (sel[i] + ev[i] if dense else
+                                           np.concatenate([sel[i], ev[i]]))
+        fit = _fit(randomizer, x, data, dense)
+        if fit is not None:
+            fits.append(fit)
+    pairs = [(i, j) for i in range(len(inputs)) for j in range(len(inputs)) if i != j]
+    budget = ErrorBudget(options.confidence, rows=len(pairs), events=options.shortlist)
+    results = []
+    for i, j in pairs:  # a loop over input pairs (vectorized over outputs and samples)
+        results.append(_pair_result(randomizer, inputs, i, j, sel, ev, dense, options, budget))
+    note = "" if len(fits) == len(inputs) else "goodness of fit not available for some inputs"
+    return RandomizerAudit(randomizer.name, float(randomizer.epsilon0), options, tuple(fits),
+                           tuple(results), time.perf_counter() - start, note)
+
+
+def _pair_result(randomizer, inputs, i, j, sel, ev, dense, options, budget) -> PairBound:
+    x, xp = inputs[i], inputs[j]
+    holdout = bool(sel)
+    if dense:
+        declared = None
+        if not holdout:
+            rows = np.asarray(randomizer.output_pmf(np.array([x, xp])))
+            with np.errstate(divide="ignore"):
+                declared = np.log(rows[0]) - np.log(rows[1])
+        bound = _pair_bound((sel[i], sel[j]) if holdout else None, (ev[i], ev[j]), declared,
+                            options, budget)
+        label = "outputs"
+    else:
+        edges = _quantile_bins(np.concatenate([sel[i], sel[j]]), options.bins)
+        nb = edges.size + 1
+        count = [np.bincount(np.searchsorted(edges, d), minlength=nb)
+                 for d in (sel[i], sel[j], ev[i], ev[j])]
+        bound = _pair_bound(count[:2], count[2:], None, options, budget)
+        label = "output bins"
+    event = f"{label} ranked {'>=' if bound.event.side == 'upper' else '<='} " \
+            f"{bound.event.threshold} by the x/x' ratio"
+    return PairBound(x, xp, event, bound, budget.row_confidence)

@@ -1,0 +1,85 @@
+"""Sampling the shuffled output of a neighbouring pair through its group histogram.
+
+Under X0 = (x0, z2, ..., zn) the group histogram of the shuffled reports is
+
+    onehot(a draw of user 1's group from p0) + Multinomial(n - 1, ref),
+
+and under X1 the same with p1 (attacks.py explains the groups). A trial therefore costs
+O(number of groups), not O(n). With two groups the histogram is one count: the others' count is
+drawn from Binomial(n - 1, ref_1) by inversion of its exact cdf (``scipy.stats.binom.cdf``,
+tabulated once, searched with ``numpy.searchsorted``): exact in law up to the 2^-53 resolution
+of the uniforms, and several times faster than ``Generator.binomial`` for the small success
+probabilities of randomized response. More groups use ``Generator.multinomial``.
+
+Reproducibility: trials are drawn in chunks of a fixed size; chunk c of a stream draws from its
+own ``SeedSequence(entropy, spawn_key = stream key + (c,))``, so the counts depend on the seed,
+the chunk size and the number of trials only (not on how chunks are scheduled).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy import stats
+
+from protocols.errors import require
+from simulator.audit.attacks import Attack, HistogramChunk, PairModel
+
+#: Trials per chunk (bounded memory: a few arrays of this length).
+DEFAULT_CHUNK = 1 << 21
+
+
+def child(seq: np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
+    """The SeedSequence at ``seq``'s spawn key extended by ``key`` (deterministic, stateless)."""
+    return np.random.SeedSequence(entropy=seq.entropy, spawn_key=tuple(seq.spawn_key) + key,
+                                  pool_size=seq.pool_size)
+
+
+def chunk_sizes(trials: int, chunk: int) -> list[int]:
+    require(isinstance(trials, (int, np.integer)) and trials >= 0, "trials", trials,
+            "must be an integer >= 0")
+    require(isinstance(chunk, (int, np.integer)) and chunk >= 1, "chunk", chunk,
+            "must be an integer >= 1")
+    full, rest = divmod(int(trials), int(chunk))
+    return [int(chunk)] * full + ([rest] if rest else [])
+
+
+class HistogramSampler:
+    """Draws group histograms of the shuffled output in world 0 or 1 (module docstring)."""
+
+    def __init__(self, model: PairModel) -> None:
+        self.model = model
+        self.n = model.n
+        if model.groups == 2:
+            cdf = stats.binom.cdf(np.arange(self.n), self.n - 1, model.ref[1])
+            cdf[-1] = 1.0
+            self._others_cdf = cdf
+        self._user_cdf = [np.cumsum(model.world(w)) for w in (0, 1)]
+
+    def sample(self, world: int, trials: int, rng: np.random.Generator) -> HistogramChunk:
+        model = self.model
+        if model.groups == 2:
+            others = np.searchsorted(self._others_cdf, rng.random(trials), side="right")
+            user = rng.random(trials) < model.world(world)[1]
+            return HistogramChunk(self.n, others + user)
+        counts = rng.multinomial(self.n - 1, model.ref, size=trials)
+        group = np.searchsorted(self._user_cdf[world], rng.random(trials), side="right")
+        np.minimum(group, model.groups - 1, out=group)
+        counts[np.arange(trials), group] += 1
+        return HistogramChunk(self.n, counts)
+
+
+def tabulate(sampler: HistogramSampler, attacks: Sequence[Attack], world: int, trials: int,
+             seed: np.random.SeedSequence, chunk: int = DEFAULT_CHUNK,
+             progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
+    """Counts per bin of every attack's statistic over ``trials`` trials of ``world``."""
+    totals = [np.zeros(a.bins, dtype=np.int64) for a in attacks]
+    for c, size in enumerate(chunk_sizes(trials, chunk)):
+        rng = np.random.default_rng(child(seed, c))
+        histograms = sampler.sample(world, size, rng)
+        for total, attack in zip(totals, attacks, strict=True):
+            total += np.bincount(attack.bin(histograms), minlength=attack.bins)[: attack.bins]
+        if progress is not None:
+            progress(size)
+    return totals

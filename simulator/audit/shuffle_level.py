@@ -1,0 +1,262 @@
+"""Shuffle-level audit: an empirical lower bound on the central eps of the shuffled randomizer.
+
+For a neighbouring pair (X0, X1) (attacks.py), T trials of the shuffled output are drawn in each
+world through the group histogram (sampling.py), each attack's statistic is tabulated, and for
+each attack and direction a tail event S is chosen and evaluated (events.py):
+
+    eps_lb = ln((P_A_lo(S) - delta) / P_B_hi(S))    (A, B) = (X0, X1) or (X1, X0),
+
+with one-sided Clopper-Pearson limits. The error level 1 - confidence is split evenly over the
+attacks x directions (union bound, confidence.ErrorBudget), so the maximum over rows holds with
+the stated confidence; each row holds on its own with its row confidence. Several deltas reuse
+the same trials: each delta's result is a separate statement at the stated confidence.
+
+Beside each row stands the exact eps(delta) of the very pair and direction attacked (000 Thm 14
+through the engine, lower side of its numerical error), which no valid empirical bound may
+exceed beyond its confidence.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from protocols.bounds.optimal import epsilon_from_atoms, exact_lower_epsilon
+from protocols.bounds.result import BoundKind
+from protocols.errors import require
+from simulator.audit.attacks import (
+    ATTACK_NAMES,
+    LR_RESOLUTION,
+    PairModel,
+    build_attacks,
+    pair_model,
+)
+from simulator.audit.confidence import ErrorBudget
+from simulator.audit.events import EventBound, evaluate_all, evaluate_events, select_events
+from simulator.audit.sampling import DEFAULT_CHUNK, HistogramSampler, child, tabulate
+
+DIRECTIONS = ("X0 vs X1", "X1 vs X0")
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    """How an attack-based audit runs (shared by the shuffle and pipeline levels).
+
+    trials: trials per world in total (selection + evaluation); confidence: of the maximum over
+    rows; holdout_fraction: share of each world's trials used to choose the events (0: the
+    ``split`` strategy over every tail event); shortlist: events evaluated per row;
+    attacks: histogram attacks (attacks.ATTACK_NAMES; the pipeline level adds "order");
+    resolution: LR bins with more than two groups; chunk: trials per random stream chunk.
+    """
+
+    trials: int
+    confidence: float = 0.95
+    holdout_fraction: float = 0.1
+    shortlist: int = 1
+    attacks: tuple[str, ...] = ATTACK_NAMES
+    resolution: int = LR_RESOLUTION
+    chunk: int = DEFAULT_CHUNK
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.trials, int) and not isinstance(self.trials, bool)
+                and self.trials >= 2, "trials", self.trials, "must be an integer >= 2")
+        ErrorBudget(self.confidence)  # validates confidence
+        f = self.holdout_fraction
+        require(isinstance(f, (int, float)) and not isinstance(f, bool) and 0 <= f < 1,
+                "holdout_fraction", f, "must lie in [0, 1)")
+        require(f == 0 or 1 <= self.selection_trials < self.trials, "holdout_fraction", f,
+                f"leaves no selection or evaluation trials out of {self.trials}")
+        require(isinstance(self.shortlist, int) and self.shortlist >= 1, "shortlist",
+                self.shortlist, "must be an integer >= 1")
+        require(isinstance(self.chunk, int) and self.chunk >= 1, "chunk", self.chunk,
+                "must be an integer >= 1")
+        require(len(self.attacks) >= 1, "attacks", self.attacks, "needs at least one attack")
+
+    @property
+    def selection_trials(self) -> int:
+        return int(round(self.holdout_fraction * self.trials))
+
+    @property
+    def evaluation_trials(self) -> int:
+        return self.trials - self.selection_trials
+
+
+@dataclass(frozen=True)
+class AttackRow:
+    """One attack x direction x delta: the chosen event, its bound and the exact value."""
+
+    attack: str
+    direction: str
+    delta: float
+    event: str
+    bound: EventBound
+    row_confidence: float
+    exact: float | None = None
+    exact_error: float | None = None
+
+    @property
+    def epsilon_lb(self) -> float:
+        return self.bound.epsilon
+
+    @property
+    def ratio(self) -> float | None:
+        """eps_lb / exact for the attacked pair and direction."""
+        if self.exact is None or not self.exact > 0:
+            return None
+        return self.epsilon_lb / self.exact
+
+    def world_counts(self) -> tuple[int, int]:
+        """(count in world 0, count in world 1) of the event."""
+        b = self.bound
+        return (b.count_a, b.count_b) if self.direction == DIRECTIONS[0] else (b.count_b,
+                                                                              b.count_a)
+
+
+@dataclass(frozen=True)
+class AttackAudit:
+    """All rows of one audited pair at a level, and their summary per delta."""
+
+    level: str
+    randomizer: str
+    epsilon0: float
+    n: int
+    pair: str
+    options: AuditOptions
+    rows: tuple[AttackRow, ...]
+    seconds: float
+    exact: dict = field(default_factory=dict)  # delta -> exact eps (max over directions)
+
+    def best(self, delta: float) -> AttackRow:
+        """The row with the largest bound at ``delta`` (valid at ``options.confidence``)."""
+        rows = [r for r in self.rows if r.delta == delta]
+        require(len(rows) >= 1, "delta", delta, "was not audited")
+        return max(rows, key=lambda r: r.epsilon_lb)
+
+    def epsilon_lb(self, delta: float) -> float:
+        return self.best(delta).epsilon_lb
+
+    @property
+    def deltas(self) -> list[float]:
+        return sorted({r.delta for r in self.rows})
+
+
+def default_triple(randomizer, n: int, delta: float) -> tuple:
+    """The neighbour triple (x0, x1, x2) at which the exact lower bound (000 Thm 14) is largest,
+    as named in its BoundResult note (the first candidate triple if the note has none)."""
+    result = exact_lower_epsilon(randomizer, n, delta)
+    match = re.search(r"\(x0, x1, x2\) = (\([^)]*\))", result.note)
+    if match:
+        try:
+            triple = ast.literal_eval(match.group(1))
+            if isinstance(triple, tuple) and len(triple) == 3:
+                return triple
+        except (ValueError, SyntaxError):
+            pass
+    from protocols.bounds.decompositions import neighbour_candidates
+    return tuple(neighbour_candidates(randomizer).triples[0])
+
+
+def exact_by_direction(model: PairModel, delta: float,
+                       n: int | None = None) -> tuple[tuple[float, float], ...]:
+    """(eps, error) of 000 Thm 14 for the attacked pair with n users (default the model's),
+    per direction (lower side of the engine's numerical error)."""
+    out = []
+    n = model.n if n is None else n
+    for atoms in (model.atoms, model.atoms.swapped()):
+        r = epsilon_from_atoms([atoms], n, delta, kind=BoundKind.LOWER, method="exact-lower")
+        out.append((float(r.epsilon), float(r.epsilon_error)))
+    return tuple(out)
+
+
+def check_deltas(deltas) -> tuple[float, ...]:
+    deltas = (deltas,) if np.ndim(deltas) == 0 else tuple(deltas)
+    require(len(deltas) >= 1, "delta", deltas, "needs at least one value")
+    for d in deltas:
+        require(isinstance(d, (int, float)) and not isinstance(d, bool) and 0 < d < 1, "delta",
+                d, "must lie in the open interval (0, 1)")
+    return tuple(float(d) for d in deltas)
+
+
+def attack_rows(names: Sequence[str], per_bin: dict, describe: dict, options: AuditOptions,
+                deltas: Sequence[float], exact: dict | None) -> list[AttackRow]:
+    """Choose and evaluate events for every attack x direction x delta.
+
+    ``per_bin[name] = ((sel0, sel1), (ev0, ev1))`` are the counts per bin of the selection and
+    evaluation trials in worlds 0 and 1 (``sel`` None for the split strategy); ``describe[name]``
+    renders a tail event; ``exact[delta]`` the per-direction exact values or None.
+    """
+    budget = ErrorBudget(options.confidence, rows=2 * len(names), events=options.shortlist)
+    rows = []
+    for delta in deltas:
+        for name in names:
+            (sel0, sel1), (ev0, ev1) = per_bin[name]
+            for d, direction in enumerate(DIRECTIONS):
+                sel_a, sel_b = (sel0, sel1) if d == 0 else (sel1, sel0)
+                ev_a, ev_b = (ev0, ev1) if d == 0 else (ev1, ev0)
+                if sel_a is None:
+                    bound = evaluate_all(ev_a, ev_b, options.evaluation_trials, delta,
+                                         budget.row_alpha)
+                else:
+                    events = select_events(sel_a, sel_b, options.selection_trials,
+                                           options.evaluation_trials, delta, budget.limit_alpha,
+                                           options.shortlist)
+                    bound = evaluate_events(events, ev_a, ev_b, options.evaluation_trials,
+                                            delta, budget.limit_alpha, options.selection_trials)
+                ex = exact[delta][d] if exact else (None, None)
+                rows.append(AttackRow(name, direction, delta,
+                                      describe[name](bound.event.side, bound.event.threshold),
+                                      bound, budget.row_confidence, ex[0], ex[1]))
+    return rows
+
+
+def audit_shuffle(
+    randomizer, n: int, deltas, options: AuditOptions, seed: np.random.SeedSequence | int,
+    *, x0=None, x1=None, others=None, with_exact: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> AttackAudit:
+    """Audit the shuffled ``randomizer`` with n users at each delta (module docstring).
+
+    The pair defaults to the triple maximising the exact lower bound at the first delta;
+    ``others`` is x2 or a probability vector over inputs (attacks.pair_model).
+    """
+    start = time.perf_counter()
+    deltas = check_deltas(deltas)
+    require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
+    if x0 is None or x1 is None or others is None:
+        t0, t1, t2 = default_triple(randomizer, n, deltas[0])
+        x0 = t0 if x0 is None else x0
+        x1 = t1 if x1 is None else x1
+        others = t2 if others is None else others
+    model = pair_model(randomizer, n, x0, x1, others)
+    attacks = build_attacks(model, options.attacks, options.resolution)
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    sampler = HistogramSampler(model)
+    total = 2 * options.trials
+    done = [0]
+
+    def advance(k: int) -> None:
+        done[0] += k
+        if progress is not None:
+            progress(done[0], total)
+
+    counts = {}
+    for phase, size in ((0, options.selection_trials), (1, options.evaluation_trials)):
+        per_world = [tabulate(sampler, attacks, w, size, child(seq, w, phase), options.chunk,
+                              advance) if size else None for w in (0, 1)]
+        counts[phase] = per_world
+    per_bin = {}
+    for i, attack in enumerate(attacks):
+        sel = ((None, None) if counts[0][0] is None
+               else (counts[0][0][i], counts[0][1][i]))
+        per_bin[attack.name] = (sel, (counts[1][0][i], counts[1][1][i]))
+    exact = {d: exact_by_direction(model, d) for d in deltas} if with_exact else None
+    rows = attack_rows([a.name for a in attacks], per_bin,
+                       {a.name: a.describe for a in attacks}, options, deltas, exact)
+    summary = {d: max(v[0] for v in exact[d]) for d in deltas} if exact else {}
+    return AttackAudit("shuffle", randomizer.name, float(randomizer.epsilon0), n, model.label,
+                       options, tuple(rows), time.perf_counter() - start, summary)
