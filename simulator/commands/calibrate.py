@@ -1,0 +1,90 @@
+"""``shufflesim calibrate``: the largest local budget eps0 (given n) or the smallest number of
+users n (given eps0) with which each upper bound certifies a target central (eps, delta)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from protocols.bounds.calibration import largest_epsilon0, smallest_n
+from protocols.bounds.catalogue import applicable_bounds, get_bound
+from protocols.bounds.result import BoundKind
+from protocols.errors import ParameterError, require
+from simulator.commands.bound import (
+    build_randomizer,
+    check_setting,
+    parse_params,
+    randomizer_options,
+    render_table,
+    resolve_methods,
+)
+from simulator.errors import UserError
+
+COLUMNS = ("method", "parameter", "value", "epsilon", "status", "seconds")
+
+
+@click.command("calibrate")
+@randomizer_options
+@click.option("--target-epsilon", type=float, required=True, help="Target central epsilon.")
+@click.option("--delta", type=float, required=True, help="Central delta.")
+@click.option("--n", "n", type=int, default=None,
+              help="Number of users: find the largest eps0 (give --n or --epsilon0).")
+@click.option("--epsilon0", type=float, default=None,
+              help="Local budget: find the smallest n instead (give --n or --epsilon0).")
+@click.option("--method", "methods", multiple=True,
+              help="Upper bound name (repeatable); default: every applicable upper bound.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of records.")
+def command(randomizer_name, domain_size, params, target_epsilon, delta, n, epsilon0, methods,
+            as_json):
+    """Calibrate eps0 (or n) per bound for a target central (eps, delta)."""
+    if (n is None) == (epsilon0 is None):
+        raise UserError("--n / --epsilon0: give exactly one (--n finds eps0, --epsilon0 finds n)")
+    check_setting(n, delta)
+    require(0 < target_epsilon < float("inf"), "target_epsilon", target_epsilon,
+            "must be a finite number > 0")
+    kwargs = parse_params(domain_size, params)
+    probe = build_randomizer(randomizer_name, 1.0 if epsilon0 is None else epsilon0, kwargs)
+    names = resolve_methods(methods)
+    if names is None:
+        names = [s.name for s in applicable_bounds(probe) if s.kind is BoundKind.UPPER]
+    for name in names:
+        require(get_bound(name).kind is BoundKind.UPPER, "method", name,
+                "calibration needs an upper bound (this one is a lower bound)")
+
+    records = []
+    with click.progressbar(names, label="calibrating", file=sys.stderr,
+                           hidden=as_json or not sys.stderr.isatty()) as bar:
+        for name in bar:
+            try:
+                if epsilon0 is None:
+                    result = largest_epsilon0(
+                        name, lambda e: build_randomizer(randomizer_name, e, kwargs), n,
+                        target_epsilon, delta)
+                else:
+                    result = smallest_n(name, probe, target_epsilon, delta)
+            except ParameterError as error:
+                if error.field != "target_epsilon":
+                    raise
+                records.append({"method": name, "parameter": "n" if n is None else "epsilon0",
+                                "value": None, "epsilon": None,
+                                "status": get_bound(name).status_label, "seconds": 0.0,
+                                "error": str(error)})
+                continue
+            record = result.record()
+            record["error"] = ""
+            records.append(record)
+    if as_json:
+        click.echo(json.dumps(records, indent=2))
+        return
+    setting = f"n = {n}" if epsilon0 is None else f"eps0 = {epsilon0:g}"
+    click.echo(f"{randomizer_name}, {setting}, target eps = {target_epsilon:g}, "
+               f"delta = {delta:g}")
+    rows = [[r["method"], r["parameter"], "-" if r["value"] is None else f"{r['value']:.6g}",
+             "-" if r["epsilon"] is None else f"{r['epsilon']:.6g}", r["status"],
+             f"{r['seconds']:.3f}"] for r in records]
+    click.echo(render_table(rows, COLUMNS))
+    for r in records:
+        if r["error"]:
+            click.echo(f"{r['method']}: {r['error']}")
