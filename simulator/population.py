@@ -180,6 +180,35 @@ class Zipf(_Categorical):
 
 @register_data_distribution
 @dataclass(frozen=True)
+class CategoricalWeights(_Categorical):
+    """Categories {0, ..., d-1} with probabilities proportional to ``weights`` (d = their
+    number); e.g. 003's binary records with density c: weights = [1 - c, c]."""
+
+    weights: tuple[float, ...]
+
+    name = "categorical"
+
+    def __post_init__(self) -> None:
+        w = self.weights
+        if not isinstance(w, tuple) or len(w) == 0:
+            raise ScenarioError("weights", w, "must be a non-empty array")
+        for i, v in enumerate(w):
+            if not _is_real(v) or not 0 <= v < math.inf:
+                raise ScenarioError(f"weights[{i}]", v, "must be a finite number >= 0")
+        if not math.fsum(float(v) for v in w) > 0:
+            raise ScenarioError("weights", w, "must not all be 0")
+
+    @property
+    def domain_size(self) -> int:
+        return len(self.weights)
+
+    def probabilities(self) -> np.ndarray:
+        w = np.asarray(self.weights, dtype=float)
+        return w / w.sum()
+
+
+@register_data_distribution
+@dataclass(frozen=True)
 class Constant(DataDistribution):
     """Every user holds ``value``. With ``domain_size`` the value is a category in
     [0, domain_size) (categorical data); without it the data are numeric."""
@@ -517,3 +546,8 @@ def describe_parameters(cls: type) -> list[dict[str, Any]]:
             "default": None if required else f.default,
         })
     return out
+
+
+# Budget distributions beyond the constant one register themselves on import (simulator.budgets
+# imports this module, hence the import at its end).
+from simulator import budgets as _budgets  # noqa: E402, F401

@@ -48,7 +48,7 @@ def test_registries_list_the_builtin_distributions():
     assert set(data_distribution_names()) >= {
         "uniform", "zipf", "constant", "clipped_normal", "continuous_uniform", "file"
     }
-    assert budget_distribution_names() == ["constant"]
+    assert "constant" in budget_distribution_names()
     assert data_distribution_class("zipf") is Zipf
     assert budget_distribution_class("constant") is ConstantBudget
     with pytest.raises(ScenarioError, match="unknown data distribution"):
