@@ -16,6 +16,12 @@ _ESTIMATORS = {
     "frequency": ("protocols.estimators.frequency", "FrequencyEstimator"),
     "mean": ("protocols.estimators.mean", "MeanEstimator"),
     "sum": ("protocols.estimators.sum", "SumEstimator"),
+    # Personalized budgets (003 and weighted; protocols.estimators.personalized).
+    "gspa_frequency": ("protocols.estimators.personalized", "GspaFrequencyEstimator"),
+    "uniform_frequency": ("protocols.estimators.personalized", "UniformFrequencyEstimator"),
+    "weighted_frequency": ("protocols.estimators.personalized", "WeightedFrequencyEstimator"),
+    "gspa_mean": ("protocols.estimators.personalized", "GspaMeanEstimator"),
+    "weighted_mean": ("protocols.estimators.personalized", "WeightedMeanEstimator"),
 }
 
 
