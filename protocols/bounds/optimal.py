@@ -14,6 +14,8 @@
 
 Every number comes from the engine on its conservative side: the upper bound is at least the
 true blanket value and the lower bound at most the true exact value, each with its error.
+``cells`` sets the discretization of continuous ratios (Laplace); ``engine_method`` is passed
+to the engine ("auto", "enumerate", "conditioning", "fft"; see protocols.bounds.engine).
 """
 
 from __future__ import annotations
@@ -61,19 +63,22 @@ class _Value:
     error: float
 
 
-def _epsilon(directions: Sequence[RatioAtoms], n: int, delta: float, side: str) -> _Value:
+def _epsilon(directions: Sequence[RatioAtoms], n: int, delta: float, side: str,
+             method: str = "auto") -> _Value:
     """Smallest eps with max over directions of delta(eps) <= delta, on the engine's ``side``
     (upper: the smallest certified eps, inf if none below the engine's eps_max; lower: the
     largest eps certified to have delta(eps) > delta)."""
-    est = engine.epsilon_bound(list(directions), n, delta, side)
+    est = engine.epsilon_bound(list(directions), n, delta, side, method=method)
     error = est.error if math.isfinite(est.error) else math.inf
     return _Value(float(est.value), float(error))
 
 
-def _delta(directions: Sequence[RatioAtoms], n: int, epsilon: float, side: str) -> _Value:
+def _delta(directions: Sequence[RatioAtoms], n: int, epsilon: float, side: str,
+           method: str = "auto") -> _Value:
     """max over directions of delta(eps): the bracket of the maximum is
     [max of lowers, max of uppers]; the value is the requested side."""
-    ests = [engine.delta_of_epsilon([(atoms, n)], n, epsilon, side) for atoms in directions]
+    ests = [engine.delta_of_epsilon([(atoms, n)], n, epsilon, side, method=method)
+            for atoms in directions]
     lower = max(e.lower for e in ests)
     upper = max(e.upper for e in ests)
     return _Value(upper if side == "upper" else lower, upper - lower)
@@ -90,7 +95,8 @@ class _Candidate:
     build: Callable[[], list[RatioAtoms]]
 
 
-def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: str):
+def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: str,
+                 method: str = "auto"):
     """The maximum over candidates of eps(delta), on the engine's ``side``; returns
     (value, label of the maximising candidate).
 
@@ -102,15 +108,15 @@ def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: s
     (every candidate's value is a valid lower bound).
     """
     first = candidates[0]
-    best = _epsilon(first.build(), n, delta, side)
+    best = _epsilon(first.build(), n, delta, side, method)
     label = first.label
     for cand in candidates[1:]:
         directions = cand.build()
         if math.isfinite(best.value):
-            at_best = _delta(directions, n, best.value, side)
+            at_best = _delta(directions, n, best.value, side, method)
             if (at_best.value <= delta) if side == "upper" else not (at_best.value > delta):
                 continue
-        value = _epsilon(directions, n, delta, side)
+        value = _epsilon(directions, n, delta, side, method)
         if value.value > best.value:
             best, label = value, cand.label
     return best, label
@@ -189,6 +195,7 @@ def _cover_slack(randomizer, cand) -> float:
 
 def optimal_blanket_epsilon(
     randomizer, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+    engine_method: str = "auto",
     pair_grid: int | None = None, cover: bool = False,
 ) -> BoundResult:
     """Optimal decomposition-based upper bound eps(delta) of the shuffled ``randomizer`` with n
@@ -211,7 +218,7 @@ def optimal_blanket_epsilon(
     if cover and not cand.exhaustive:
         slack = _cover_slack(randomizer, cand)
         target = delta * math.exp(-slack)
-    best, label = _max_epsilon(items, n, target, "upper")
+    best, label = _max_epsilon(items, n, target, "upper", engine_method)
     best = _capped(best, randomizer.epsilon0)
     if slack:
         best = _Value(best.value + 2 * slack, best.error)
@@ -224,6 +231,7 @@ def optimal_blanket_epsilon(
 
 def optimal_blanket_delta(
     randomizer, n: int, epsilon: float, *, cells: int = DEFAULT_CELLS,
+    engine_method: str = "auto",
     pair_grid: int | None = None,
 ) -> BoundResult:
     """delta(eps) of the optimal blanket bound (upper side of its numerical error), maximised
@@ -234,7 +242,8 @@ def optimal_blanket_delta(
             "must be a number >= 0")
     cand, items = _blanket_candidates(randomizer, cells, pair_grid)
     status, note = _blanket_status(cand)
-    values = [(_delta(c.build(), n, float(epsilon), "upper"), c.label) for c in items]
+    values = [(_delta(c.build(), n, float(epsilon), "upper", engine_method), c.label)
+              for c in items]
     best, label = max(values, key=lambda v: v[0].value)
     return BoundResult("optimal-blanket", BoundKind.UPPER, float(epsilon), best.value, 0.0,
                        status, REFERENCE_UPPER, time.perf_counter() - start,
@@ -252,7 +261,8 @@ def _exact_candidates(randomizer, cells: int, triples=None):
 
 
 def exact_lower_epsilon(
-    randomizer, n: int, delta: float, *, cells: int = DEFAULT_CELLS, triples=None,
+    randomizer, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+    engine_method: str = "auto", triples=None,
 ) -> BoundResult:
     """Lower bound on eps(delta) of the shuffled ``randomizer``: the exact value of 000 Thm 14
     for X0 = (x0, x2, ..., x2) vs X1 = (x1, x2, ..., x2), maximised over candidate triples
@@ -260,13 +270,14 @@ def exact_lower_epsilon(
     start = time.perf_counter()
     _check_common(n, delta)
     items = _exact_candidates(randomizer, cells, triples)
-    best, label = _max_epsilon(items, n, delta, "lower")
+    best, label = _max_epsilon(items, n, delta, "lower", engine_method)
     note = f"X0 = (x0, x2, ..., x2), X1 = (x1, x2, ..., x2) with (x0, x1, x2) = {label}"
     return _result("exact-lower", BoundKind.LOWER, best, delta, BoundStatus.PROVEN, start, note)
 
 
 def exact_lower_delta(
-    randomizer, n: int, epsilon: float, *, cells: int = DEFAULT_CELLS, triples=None,
+    randomizer, n: int, epsilon: float, *, cells: int = DEFAULT_CELLS,
+    engine_method: str = "auto", triples=None,
 ) -> BoundResult:
     """delta(eps) of 000 Thm 14 (lower side of its numerical error), maximised over triples."""
     start = time.perf_counter()
@@ -274,7 +285,8 @@ def exact_lower_delta(
     require(isinstance(epsilon, (int, float)) and epsilon >= 0, "epsilon", epsilon,
             "must be a number >= 0")
     items = _exact_candidates(randomizer, cells, triples)
-    values = [(_delta(c.build(), n, float(epsilon), "lower"), c.label) for c in items]
+    values = [(_delta(c.build(), n, float(epsilon), "lower", engine_method), c.label)
+              for c in items]
     best, label = max(values, key=lambda v: v[0].value)
     return BoundResult("exact-lower", BoundKind.LOWER, float(epsilon), best.value, 0.0,
                        BoundStatus.PROVEN, REFERENCE_LOWER, time.perf_counter() - start,
@@ -286,7 +298,7 @@ def exact_lower_delta(
 # ----------------------------------------------------------------------------------------------
 def epsilon_from_atoms(
     directions: Sequence[RatioAtoms], n: int, delta: float, *, kind: BoundKind = BoundKind.UPPER,
-    method: str = "optimal-blanket", note: str = "",
+    method: str = "optimal-blanket", note: str = "", engine_method: str = "auto",
 ) -> BoundResult:
     """eps(delta) for caller-built atom sets (one per direction): upper side for blanket atoms
     (kind upper; rounded-down atoms are refused), lower side for Thm 14 atoms."""
@@ -298,7 +310,7 @@ def epsilon_from_atoms(
     require(all(a.rounding is not bad for a in directions), "rounding", bad.value,
             f"atoms rounded {bad.value} cannot give a {kind.value} bound")
     side = "upper" if kind is BoundKind.UPPER else "lower"
-    value = _epsilon(list(directions), n, delta, side)
+    value = _epsilon(list(directions), n, delta, side, engine_method)
     return _result(method, kind, value, delta, BoundStatus.PROVEN, start, note)
 
 
@@ -325,6 +337,7 @@ def _pattern_label(pattern) -> str:
 
 def optimal_blanket_epsilon_joint(
     randomizers, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+    engine_method: str = "auto",
 ) -> BoundResult:
     """Optimal blanket bound of the joint composition (000 Thm 9: the product of the components'
     optimal decompositions), maximised over every Hamming pattern of changed coordinates
@@ -344,7 +357,7 @@ def optimal_blanket_epsilon_joint(
             lambda pairs: joint_blanket_atoms(randomizers, pairs, cells=cells), fwd, bwd,
             rounded)))
     status, note = _composed_status(cands)
-    best, label = _max_epsilon(items, n, delta, "upper")
+    best, label = _max_epsilon(items, n, delta, "upper", engine_method)
     best = _capped(best, sum(r.epsilon0 for r in randomizers))
     return _result("optimal-blanket-joint", BoundKind.UPPER, best, delta, status, start,
                    f"{note}; attained at {label}")
@@ -352,6 +365,7 @@ def optimal_blanket_epsilon_joint(
 
 def exact_lower_epsilon_joint(
     randomizers, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+    engine_method: str = "auto",
 ) -> BoundResult:
     """000 Thm 14 for the joint composition (000 Sec. 5.3: the components' decompositions at
     (x0^i, x1^i, x2^i) multiply), maximised over Hamming patterns x the t-th candidate triple of
@@ -371,13 +385,14 @@ def exact_lower_epsilon_joint(
             items.append(_Candidate(label, _rebuild(
                 lambda triples: joint_exact_atoms(randomizers, triples, cells=cells), fwd, bwd,
                 rounded)))
-    best, label = _max_epsilon(items, n, delta, "lower")
+    best, label = _max_epsilon(items, n, delta, "lower", engine_method)
     return _result("exact-lower-joint", BoundKind.LOWER, best, delta, BoundStatus.PROVEN, start,
                    label)
 
 
 def optimal_blanket_epsilon_parallel(
     randomizers, probabilities, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+    engine_method: str = "auto",
 ) -> BoundResult:
     """Optimal blanket bound of the parallel composition (i, R_i(x)) w.p. p_i (000 Thm 11: the
     p-weighted combination of the optimal decompositions). Candidate pairs: the union of the
@@ -396,7 +411,7 @@ def optimal_blanket_epsilon_parallel(
     else:
         status, note = BoundStatus.APPROXIMATE, (
             f"worst pair not proven for this mixture; max over {len(pairs)} candidate pairs")
-    best, label = _max_epsilon(items, n, delta, "upper")
+    best, label = _max_epsilon(items, n, delta, "upper", engine_method)
     best = _capped(best, max(r.epsilon0 for r in randomizers))
     return _result("optimal-blanket-parallel", BoundKind.UPPER, best, delta, status, start,
                    f"{note}; attained at {label}")
@@ -404,6 +419,7 @@ def optimal_blanket_epsilon_parallel(
 
 def exact_lower_epsilon_parallel(
     randomizers, probabilities, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+    engine_method: str = "auto",
 ) -> BoundResult:
     """000 Thm 14 for the parallel composition (the mixture of the components' Thm 14 atoms,
     000 Sec. 5.3), maximised over the union of the components' candidate triples."""
@@ -415,13 +431,14 @@ def exact_lower_epsilon_parallel(
     items = [_Candidate(_pair_label(t), _rebuild(
         lambda triple: parallel_exact_atoms(randomizers, probabilities, *triple, cells=cells),
         t, (t[1], t[0], t[2]), rounded)) for t in triples]
-    best, label = _max_epsilon(items, n, delta, "lower")
+    best, label = _max_epsilon(items, n, delta, "lower", engine_method)
     return _result("exact-lower-parallel", BoundKind.LOWER, best, delta, BoundStatus.PROVEN,
                    start, f"(x0, x1, x2) = {label}")
 
 
 def optimal_blanket_epsilon_subsampled(
     randomizer, rate: float, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+    engine_method: str = "auto",
     pair_grid: int | None = None,
 ) -> BoundResult:
     """Optimal blanket bound under Poisson subsampling with participation probability ``rate``
@@ -436,7 +453,7 @@ def optimal_blanket_epsilon_subsampled(
         lambda pair: subsampled_blanket_atoms(randomizer, rate, *pair, cells=cells),
         p, p[::-1], rounded)) for p in cand.pairs]
     status, note = _blanket_status(cand)
-    best, label = _max_epsilon(items, n, delta, "upper")
+    best, label = _max_epsilon(items, n, delta, "upper", engine_method)
     best = _capped(best, randomizer.epsilon0)
     return _result("optimal-blanket-subsampled", BoundKind.UPPER, best, delta, status, start,
                    f"rate {rate:g}; {note}; attained at {label}")
@@ -444,6 +461,7 @@ def optimal_blanket_epsilon_subsampled(
 
 def exact_lower_epsilon_subsampled(
     randomizer, rate: float, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
+    engine_method: str = "auto",
 ) -> BoundResult:
     """000 Thm 14 under Poisson subsampling (mixture with the null randomizer)."""
     start = time.perf_counter()
@@ -452,6 +470,6 @@ def exact_lower_epsilon_subsampled(
     items = [_Candidate(_pair_label(t), _rebuild(
         lambda triple: subsampled_exact_atoms(randomizer, rate, *triple, cells=cells),
         t, (t[1], t[0], t[2]), rounded)) for t in neighbour_candidates(randomizer).triples]
-    best, label = _max_epsilon(items, n, delta, "lower")
+    best, label = _max_epsilon(items, n, delta, "lower", engine_method)
     return _result("exact-lower-subsampled", BoundKind.LOWER, best, delta, BoundStatus.PROVEN,
                    start, f"rate {rate:g}; (x0, x1, x2) = {label}")
