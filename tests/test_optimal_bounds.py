@@ -397,3 +397,19 @@ def test_table4_optimal_column():
             assert below_hi <= target, (e0, below_hi)
         if e0 == 0.21:
             assert above_lo >= target, above_lo
+
+
+def test_laplace_unit_interval_grid_pairs_small_n():
+    """Numerical evidence on the open question of 000 Sec. 8 (not a proof): over the default
+    6-point grid, no pair beats (0, 1) for n = 3, 5 (coarse UP discretization, both
+    directions). The bounds do not rely on it: they maximise over the grid."""
+    for e0 in (0.5, 2.0):
+        r = make_randomizer("laplace", epsilon0=e0)
+        pairs = neighbour_candidates(r).pairs
+        sets = {p: (blanket_atoms(r, *p, cells=6), blanket_atoms(r, p[1], p[0], cells=6))
+                for p in pairs}
+        for n in (3, 5):
+            for eps in (0.0, 0.2, 0.6):
+                value = {p: max(atoms_delta(a, n, eps), atoms_delta(b, n, eps))
+                         for p, (a, b) in sets.items()}
+                assert max(value.values()) <= value[(0.0, 1.0)] * (1 + 1e-12)
