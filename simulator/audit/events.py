@@ -9,8 +9,11 @@ Two ways to keep the bound valid although the event is chosen from data:
 
 * ``holdout`` (``selection_trials > 0``): the event is chosen on selection trials only and
   evaluated on independent evaluation trials. The choice maximises the bound the evaluation is
-  predicted to give (selection frequencies scaled to the evaluation size); the ``shortlist`` best
-  events are evaluated with the error level split between them.
+  predicted to give: the selection counts are first shrunk to their one-sided limits at
+  ``SELECTION_ALPHA`` (about one standard error, which keeps rare tails seen a handful of times
+  from winning by noise), scaled to the evaluation size and given the evaluation's limits. The
+  ``shortlist`` best events are evaluated with the error level split between them. Any rule
+  that looks at selection trials only keeps the bound valid; this one only affects its power.
 * ``split`` (no selection trials): every candidate is evaluated on all trials with the error
   level split over all 2B candidates (union bound).
 
@@ -106,20 +109,32 @@ def _bounds(k_a, k_b, trials: float, delta: float, alpha: float) -> np.ndarray:
     return epsilon_from_limits(lo, hi, delta)
 
 
+#: Shrinkage of the selection counts (one-sided limits at this level; 0.5 = no shrinkage).
+SELECTION_ALPHA = 0.16
+
+
 def select_events(sel_a: np.ndarray, sel_b: np.ndarray, selection_trials: int,
                   evaluation_trials: int, delta: float, limit_alpha: float,
-                  shortlist: int = 1) -> list[TailEvent]:
+                  shortlist: int = 1, selection_alpha: float | None = None) -> list[TailEvent]:
     """The ``shortlist`` tail events with the best predicted evaluation bound.
 
-    The prediction applies the evaluation's limits to the selection frequencies scaled to the
-    evaluation size; events are ranked by it (ties: the smaller probability under A, i.e. the
+    The prediction applies the evaluation's limits to the selection counts shrunk to their
+    limits at ``selection_alpha`` (default SELECTION_ALPHA) and scaled to the evaluation size
+    (module docstring); events are ranked by it (ties: the smaller probability under A, i.e. the
     more extreme event, as it tends to give the larger ratio). When no event is predicted to
     give a positive bound, the events with the largest predicted P_A - e^0 P_B are taken.
     """
     require(selection_trials >= 1, "selection_trials", selection_trials, "must be >= 1")
     k_a, k_b, events = _candidates(sel_a, sel_b)
     scale = evaluation_trials / selection_trials
-    predicted = _bounds(k_a * scale, k_b * scale, float(evaluation_trials), delta, limit_alpha)
+    sa = SELECTION_ALPHA if selection_alpha is None else selection_alpha
+    if sa < 0.5:
+        k_a_s = clopper_pearson_lower(k_a, float(selection_trials), sa) * selection_trials
+        k_b_s = clopper_pearson_upper(k_b, float(selection_trials), sa) * selection_trials
+    else:
+        k_a_s, k_b_s = k_a, k_b
+    predicted = _bounds(k_a_s * scale, k_b_s * scale, float(evaluation_trials), delta,
+                        limit_alpha)
     if not np.isfinite(predicted).any():
         predicted = (k_a - k_b).astype(float)
     order = np.lexsort((k_a, -predicted))

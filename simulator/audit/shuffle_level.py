@@ -57,7 +57,7 @@ class AuditOptions:
     trials: int
     confidence: float = 0.95
     holdout_fraction: float = 0.1
-    shortlist: int = 1
+    shortlist: int = 3
     attacks: tuple[str, ...] = ATTACK_NAMES
     resolution: int = LR_RESOLUTION
     chunk: int = DEFAULT_CHUNK

@@ -1,0 +1,9 @@
+"""Registers the ``audit`` table producer with the runner (simulator.runner imports this module
+at its end; see simulator.audit.section)."""
+
+from __future__ import annotations
+
+from simulator.audit.section import TABLE, produce
+from simulator.runner import register_table_producer
+
+register_table_producer(TABLE, produce)

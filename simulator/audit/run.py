@@ -1,0 +1,168 @@
+"""One audited setting, end to end: the chosen level's attacks, then the verdicts.
+
+:class:`AuditSettings` is what the ``[audit]`` scenario section and the ``shufflesim audit``
+command both build; :func:`run_audit` returns the rows of the ``audit`` table (tables.py) for
+one randomizer and n. Randomness: everything is drawn from the SeedSequence given (the command
+line uses ``SeedSequence(seed)``, a scenario ``SeedSequence(seed, spawn_key=(point, AUDIT_KEY))``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+from protocols.errors import ParameterError, require
+from simulator.audit.attacks import ATTACK_NAMES, LR_RESOLUTION
+from simulator.audit.pipeline_level import (
+    ORDER,
+    audit_pipeline,
+    identity_permutation,
+    shuffled_size,
+)
+from simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
+from simulator.audit.sampling import DEFAULT_CHUNK
+from simulator.audit.shuffle_level import AuditOptions, audit_shuffle, default_triple
+from simulator.audit.tables import attack_records, randomizer_records, verdict_records
+from simulator.audit.verdicts import bound_verdicts
+from simulator.pipeline import PipelineConfig, uniform_permutation
+
+#: Second element of a scenario audit's spawn key (keeps it apart from the runner's units).
+AUDIT_KEY = 0x617564
+
+
+class Level(StrEnum):
+    RANDOMIZER = "randomizer"
+    SHUFFLE = "shuffle"
+    PIPELINE = "pipeline"
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """Options of one audit (scenario section ``[audit]`` / command ``shufflesim audit``).
+
+    level: randomizer | shuffle | pipeline; delta: central deltas (shuffle, pipeline);
+    trials: per world (shuffle, pipeline) or per input (randomizer), selection included;
+    confidence: of the setting's maximum bound; holdout_fraction, shortlist: event selection
+    (events.py; defaults 0.1 and 3, at the randomizer level 0.2 and 1); attacks: histogram
+    attacks ("lr", "count") and, at the pipeline level, "order" (default: all that apply);
+    x0, x1, x2: the neighbouring inputs (default: the triple of the exact lower bound);
+    others: instead of x2, a probability vector over the inputs from which users 2..n draw
+    theirs (shuffle level); bounds: catalogue bounds to judge (default: every applicable one;
+    empty: no verdicts); permute: false makes the pipeline's shuffler keep arrival order (a
+    planted fault, for demonstrations); chunk: trials per random stream chunk.
+    """
+
+    trials: int
+    level: Level = Level.SHUFFLE
+    delta: tuple[float, ...] = ()
+    confidence: float = 0.95
+    holdout_fraction: float | None = None
+    shortlist: int | None = None
+    attacks: tuple[str, ...] | None = None
+    x0: float | int | None = None
+    x1: float | int | None = None
+    x2: float | int | None = None
+    others: tuple[float, ...] | None = None
+    bounds: tuple[str, ...] | None = None
+    permute: bool = True
+    chunk: int = DEFAULT_CHUNK
+    resolution: int = LR_RESOLUTION
+
+    def __post_init__(self) -> None:
+        try:
+            level = Level(self.level)
+        except ValueError:
+            raise ParameterError("level", self.level,
+                                 f"must be one of {[m.value for m in Level]}") from None
+        object.__setattr__(self, "level", level)
+        delta = (self.delta,) if isinstance(self.delta, (int, float)) else tuple(self.delta)
+        object.__setattr__(self, "delta", delta)
+        if level is not Level.RANDOMIZER:
+            require(len(delta) >= 1, "delta", list(delta), "needs at least one value")
+        for d in delta:
+            require(isinstance(d, (int, float)) and not isinstance(d, bool) and 0 < d < 1,
+                    "delta", d, "must lie in the open interval (0, 1)")
+        allowed = ATTACK_NAMES + ((ORDER,) if level is Level.PIPELINE else ())
+        for a in self.attacks or ():
+            require(a in allowed, "attacks", a, f"unknown attack at the {level.value} level; "
+                    f"choose from {list(allowed)}")
+        require(self.others is None or self.x2 is None, "others", self.others,
+                "give either x2 or others, not both")
+        require(self.others is None or level is Level.SHUFFLE, "others", self.others,
+                "only the shuffle level draws the other users' inputs from a distribution")
+        require(self.permute or level is Level.PIPELINE, "permute", self.permute,
+                "only applies at the pipeline level")
+        self.options()  # validates trials, confidence, holdout_fraction, shortlist, chunk
+
+    def options(self) -> AuditOptions | RandomizerAuditOptions:
+        if self.level is Level.RANDOMIZER:
+            kwargs = {} if self.holdout_fraction is None else {
+                "holdout_fraction": self.holdout_fraction}
+            if self.shortlist is not None:
+                kwargs["shortlist"] = self.shortlist
+            return RandomizerAuditOptions(self.trials, self.confidence, chunk=self.chunk,
+                                          **kwargs)
+        attacks = self.attacks or (ATTACK_NAMES + ((ORDER,) if self.level is Level.PIPELINE
+                                                   else ()))
+        kwargs = {} if self.holdout_fraction is None else {
+            "holdout_fraction": self.holdout_fraction}
+        if self.shortlist is not None:
+            kwargs["shortlist"] = self.shortlist
+        return AuditOptions(self.trials, self.confidence, attacks=tuple(attacks),
+                            resolution=self.resolution, chunk=self.chunk, **kwargs)
+
+
+def _triple(settings: AuditSettings, randomizer, n: int):
+    if settings.x0 is not None and settings.x1 is not None and (
+            settings.x2 is not None or settings.others is not None):
+        return settings.x0, settings.x1, settings.x2
+    t = default_triple(randomizer, n, settings.delta[0])
+    return (t[0] if settings.x0 is None else settings.x0,
+            t[1] if settings.x1 is None else settings.x1,
+            t[2] if settings.x2 is None else settings.x2)
+
+
+def run_audit(settings: AuditSettings, randomizer, n: int | None,
+              seed: np.random.SeedSequence, context: Mapping | None = None,
+              pipeline: PipelineConfig | None = None,
+              progress: Callable[[int, int], None] | None = None) -> list[dict]:
+    """The ``audit`` rows of one setting (attack rows, then verdict rows)."""
+    context = dict(context or {})
+    context.setdefault("point", 0)
+    context.setdefault("overrides", "{}")
+    context.setdefault("randomizer", randomizer.name)
+    context.setdefault("epsilon0", float(randomizer.epsilon0))
+    context.setdefault("n", n)
+    options = settings.options()
+    if settings.level is Level.RANDOMIZER:
+        audit = audit_randomizer(randomizer, options, seed)
+        return randomizer_records(audit, context)
+    require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
+    x0, x1, x2 = _triple(settings, randomizer, n)
+    if settings.level is Level.SHUFFLE:
+        others = x2 if settings.others is None else np.asarray(settings.others)
+        audit = audit_shuffle(randomizer, n, settings.delta, options, seed, x0=x0, x1=x1,
+                              others=others, progress=progress)
+        bound_n = n
+    else:
+        permutation = uniform_permutation if settings.permute else identity_permutation
+        audit = audit_pipeline(randomizer, n, settings.delta, options, seed, x0=x0, x1=x1,
+                               x2=x2, config=pipeline, permutation=permutation,
+                               progress=progress)
+        bound_n = shuffled_size(n, pipeline)
+    records = attack_records(audit, context)
+    if settings.bounds is not None and len(settings.bounds) == 0:
+        return records
+    for delta in settings.delta:
+        best = audit.best(delta)
+        empirical = best.epsilon_lb if math.isfinite(best.epsilon_lb) else None
+        verdicts = bound_verdicts(randomizer, bound_n, delta, empirical=empirical,
+                                  confidence=options.confidence,
+                                  names=None if settings.bounds is None else list(settings.bounds))
+        records += verdict_records(verdicts, {**context, "pair": audit.pair},
+                                   settings.level.value)
+    return records

@@ -1,0 +1,64 @@
+"""The scenario section ``[audit]`` and the ``audit`` table of a run.
+
+Keys: the fields of :class:`simulator.audit.run.AuditSettings` (trials is required; ``delta``
+may be a number or an array). Every sweep point with the section is audited once, with n from
+``population.n``, the scenario's randomizer and eps0, the ``[pipeline]`` options for the
+pipeline level, and randomness from ``SeedSequence(seed, spawn_key=(point, AUDIT_KEY))``; the
+rows go to ``audit.parquet`` (schema: simulator.audit.tables.AUDIT_SCHEMA). Importing this
+module registers the section and the table schema (simulator.scenario imports it);
+:mod:`simulator.audit.producer` registers :func:`produce` with the runner (simulator.runner
+imports it), which keeps the import order scenario -> section free of cycles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from simulator.audit.run import AUDIT_KEY, AuditSettings, run_audit
+from simulator.audit.tables import AUDIT_SCHEMA, to_table
+from simulator.errors import ScenarioError
+from simulator.results import TABLE_SCHEMAS, register_table_schema
+from simulator.scenario import ParseContext, Scenario, parse_dataclass, register_section
+
+SECTION = "audit"
+TABLE = "audit"
+
+
+def parse_section(table: Mapping[str, Any], context: ParseContext) -> AuditSettings:
+    """Parse ``[audit]`` (errors keyed ``audit.<key>``)."""
+    table = dict(table)
+    if isinstance(table.get("delta"), (int, float)) and not isinstance(table["delta"], bool):
+        table["delta"] = [table["delta"]]
+    return parse_dataclass(AuditSettings, table, SECTION, context)
+
+
+def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
+    """The ``audit`` table of a run (empty dict when no point has an ``[audit]`` section)."""
+    records: list[dict] = []
+    for point in scenario.points:
+        settings = point.settings
+        audit = settings.sections.get(SECTION)
+        if audit is None:
+            continue
+        if not settings.population.budget.is_constant:
+            raise ScenarioError("population.budget.distribution", settings.population.budget.name,
+                                "the audit needs a constant budget (one eps0)")
+        pipeline = settings.sections.get("pipeline")
+        seed = np.random.SeedSequence(entropy=scenario.seed, spawn_key=(point.index, AUDIT_KEY))
+        context = {"point": point.index, "overrides": point.overrides_json(),
+                   "randomizer": settings.randomizer_name,
+                   "epsilon0": float(settings.randomizer.epsilon0),
+                   "n": settings.population.n}
+        records += run_audit(audit, settings.randomizer, settings.population.n, seed, context,
+                             pipeline=None if pipeline is None else pipeline.config,
+                             progress=progress)
+    return {TABLE: to_table(records)} if records else {}
+
+
+register_section(SECTION, parse_section)
+if TABLE not in TABLE_SCHEMAS:
+    register_table_schema(TABLE, AUDIT_SCHEMA)

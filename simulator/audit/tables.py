@@ -1,0 +1,168 @@
+"""The ``audit`` result table: one row per setting x attack x direction, per goodness-of-fit test,
+and per setting x bound verdict (``row_type`` says which; columns that do not apply are null).
+
+Columns (docs: results/README and docs/results.md):
+
+* setting: point, overrides, randomizer, n, epsilon0, delta, level (randomizer | shuffle |
+  pipeline), row_type (attack | fit | verdict), pair (the neighbouring inputs);
+* attack rows: attack, direction ("X0 vs X1": the bound on D(P0 || P1); randomizer level:
+  "x vs x'"), event, trials (evaluation trials per world), selection_trials, count0 / count1
+  (the event's count in world 0 / 1), p0 / p1 (their frequencies), p0_limit / p1_limit (the
+  one-sided Clopper-Pearson limit used: lower for the numerator world, upper for the other),
+  epsilon_lb (ln((P_num_lo - delta) / P_den_hi), >= 0), confidence (of this row alone),
+  exact_lower (000 Thm 14 for this pair and direction) and ratio = epsilon_lb / exact_lower;
+* fit rows: statistic, p_value, trials (samples of that input), pair (the input);
+* verdict rows: bound, bound_kind, bound_status, bound_epsilon, bound_error, exact_lower (the
+  catalogue's exact lower bound), epsilon_lb / confidence (the setting's empirical lower bound
+  and its confidence), verdict, reason, tightness (upper / exact);
+* seconds (wall time of the audit or the bound) and note.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+import pyarrow as pa
+
+from simulator.audit.randomizer_level import RandomizerAudit
+from simulator.audit.shuffle_level import DIRECTIONS, AttackAudit
+from simulator.audit.verdicts import CONSISTENT, VIOLATED, Verdict
+
+AUDIT_SCHEMA = pa.schema([
+    pa.field("point", pa.int32(), nullable=False),
+    pa.field("overrides", pa.string(), nullable=False),
+    pa.field("randomizer", pa.string(), nullable=False),
+    pa.field("n", pa.int64()),
+    pa.field("epsilon0", pa.float64(), nullable=False),
+    pa.field("delta", pa.float64()),
+    pa.field("level", pa.string(), nullable=False),
+    pa.field("row_type", pa.string(), nullable=False),
+    pa.field("pair", pa.string()),
+    pa.field("attack", pa.string()),
+    pa.field("direction", pa.string()),
+    pa.field("event", pa.string()),
+    pa.field("trials", pa.int64()),
+    pa.field("selection_trials", pa.int64()),
+    pa.field("count0", pa.int64()),
+    pa.field("count1", pa.int64()),
+    pa.field("p0", pa.float64()),
+    pa.field("p1", pa.float64()),
+    pa.field("p0_limit", pa.float64()),
+    pa.field("p1_limit", pa.float64()),
+    pa.field("epsilon_lb", pa.float64()),
+    pa.field("confidence", pa.float64()),
+    pa.field("exact_lower", pa.float64()),
+    pa.field("ratio", pa.float64()),
+    pa.field("statistic", pa.float64()),
+    pa.field("p_value", pa.float64()),
+    pa.field("bound", pa.string()),
+    pa.field("bound_kind", pa.string()),
+    pa.field("bound_status", pa.string()),
+    pa.field("bound_epsilon", pa.float64()),
+    pa.field("bound_error", pa.float64()),
+    pa.field("verdict", pa.string()),
+    pa.field("reason", pa.string()),
+    pa.field("tightness", pa.float64()),
+    pa.field("seconds", pa.float64()),
+    pa.field("note", pa.string()),
+])
+
+COLUMNS = tuple(AUDIT_SCHEMA.names)
+
+
+def _row(context: Mapping, **values) -> dict:
+    row = dict.fromkeys(COLUMNS)
+    row.update(context)
+    row.update(values)
+    return row
+
+
+def attack_records(audit: AttackAudit, context: Mapping) -> list[dict]:
+    """Rows of a shuffle- or pipeline-level audit."""
+    out = []
+    for r in audit.rows:
+        b = r.bound
+        forward = r.direction == DIRECTIONS[0]
+        count0, count1 = (b.count_a, b.count_b) if forward else (b.count_b, b.count_a)
+        lim0, lim1 = (b.p_a_lower, b.p_b_upper) if forward else (b.p_b_upper, b.p_a_lower)
+        out.append(_row(
+            context, n=audit.n, delta=r.delta, level=audit.level, row_type="attack",
+            pair=audit.pair, attack=r.attack, direction=r.direction, event=r.event,
+            trials=b.trials, selection_trials=b.selection_trials, count0=count0, count1=count1,
+            p0=count0 / b.trials, p1=count1 / b.trials, p0_limit=lim0, p1_limit=lim1,
+            epsilon_lb=r.epsilon_lb, confidence=r.row_confidence, exact_lower=r.exact,
+            ratio=r.ratio, seconds=audit.seconds,
+            note=f"{b.events} event(s) evaluated; exact error {r.exact_error}"
+            if r.exact_error is not None else f"{b.events} event(s) evaluated"))
+    return out
+
+
+def randomizer_records(audit: RandomizerAudit, context: Mapping) -> list[dict]:
+    """Rows of a randomizer-level audit: pairs, fits, and the two verdicts (declared eps0 as
+    an upper bound on the implementation's LDP eps; goodness of fit)."""
+    out = []
+    for p in audit.pairs:
+        b = p.bound
+        out.append(_row(
+            context, delta=0.0, level="randomizer", row_type="attack",
+            pair=f"({p.x}, {p.x_prime})", attack="ldp", direction=f"{p.x} vs {p.x_prime}",
+            event=p.event, trials=b.trials, selection_trials=b.selection_trials,
+            count0=b.count_a, count1=b.count_b, p0=b.p_a, p1=b.p_b, p0_limit=b.p_a_lower,
+            p1_limit=b.p_b_upper, epsilon_lb=p.epsilon_lb, confidence=p.row_confidence,
+            ratio=p.epsilon_lb / audit.epsilon0, seconds=audit.seconds))
+    for f in audit.fits:
+        out.append(_row(context, level="randomizer", row_type="fit", pair=str(f.input),
+                        attack=f.test, trials=f.samples, statistic=f.statistic,
+                        p_value=f.p_value, note="" if f.dof is None else f"dof {f.dof}"))
+    confidence = audit.options.confidence
+    best = audit.best
+    out.append(_row(
+        context, delta=0.0, level="randomizer", row_type="verdict", bound="declared-eps0",
+        bound_kind="upper", bound_status="declared", bound_epsilon=audit.epsilon0,
+        epsilon_lb=audit.epsilon_lb, confidence=confidence,
+        verdict=VIOLATED if audit.ldp_violated else CONSISTENT,
+        reason=(f"empirical eps0 lower bound {audit.epsilon_lb:.6g} at pair "
+                f"({best.x}, {best.x_prime}) " + ("> " if audit.ldp_violated else "<= ")
+                + f"declared eps0 {audit.epsilon0:g}"),
+        tightness=audit.epsilon0 / audit.epsilon_lb if audit.epsilon_lb > 0 else None,
+        seconds=audit.seconds, note=audit.note))
+    p = audit.fit_p_value
+    out.append(_row(
+        context, level="randomizer", row_type="verdict", bound="goodness-of-fit",
+        bound_status="declared", p_value=p, confidence=confidence,
+        verdict=("not-evaluated" if p is None else VIOLATED if audit.fit_rejected
+                 else CONSISTENT),
+        reason=("no goodness-of-fit test for these outputs" if p is None else
+                f"Bonferroni p-value {p:.3g} " + ("<" if audit.fit_rejected else ">=")
+                + f" {1 - confidence:.3g}")))
+    return out
+
+
+def verdict_records(verdicts: Iterable[Verdict], context: Mapping, level: str) -> list[dict]:
+    out = []
+    for v in verdicts:
+        out.append(_row(
+            context, n=v.n, delta=v.delta, level=level, row_type="verdict", bound=v.bound,
+            bound_kind=v.kind, bound_status=v.status, bound_epsilon=v.epsilon,
+            bound_error=v.epsilon_error, exact_lower=v.exact_lower,
+            epsilon_lb=v.empirical_lower, confidence=v.empirical_confidence,
+            verdict=v.verdict, reason=v.reason, tightness=v.tightness, note=v.note))
+    return out
+
+
+def _clean(value):
+    """Non-finite floats stay floats in Parquet but become null in JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def to_table(records: list[dict]) -> pa.Table:
+    columns = {name: [r[name] for r in records] for name in COLUMNS}
+    return pa.table(columns, schema=AUDIT_SCHEMA)
+
+
+def to_json_records(records: list[dict]) -> list[dict]:
+    """Records without null columns, non-finite floats as null."""
+    return [{k: _clean(v) for k, v in r.items() if v is not None} for r in records]
