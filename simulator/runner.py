@@ -9,9 +9,17 @@ in which units run or on how many workers run them: the same scenario and seed a
 same rows (for a given numpy version).
 
 Extension point. Modules that add scenario sections (``[pipeline]``, ``[bounds]``, ...) can
-contribute tables with :func:`register_table_producer`; each producer is called once per run
-with the scenario and the run's progress callback and returns ``{table name: pyarrow.Table}``
-(empty when its section is absent).
+contribute tables with :func:`register_table_producer`; a producer is called with a scenario and
+a progress callback (None when it runs as a unit) and returns ``{table name: pyarrow.Table}``
+(empty when its section is absent). Registered with ``per_point=True``, it is called once per
+sweep point with the scenario restricted to that point (``scenario.points == (point,)``; the
+point keeps its index), and the rows of the points are concatenated in point order: the work
+then spreads over workers and resumes point by point. Otherwise it is called once per run.
+
+Execution. :func:`run_scenario` runs the units of simulator.units (simulation chunks, then
+producer calls) on an executor (simulator.executors; default: this process) and, given a run
+directory, keeps every finished unit's rows as part files there so that an interrupted run
+resumes where it stopped (simulator.resume).
 
 Pipeline points. A sweep point whose scenario has a ``[pipeline]`` section runs through the
 SimPy pipeline instead of the batch path (:class:`simulator.pipeline.unit.PipelineSetup`, same
@@ -23,6 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -31,17 +41,21 @@ from simulator.batch import BatchSetup, run_unit
 from simulator.pipeline.unit import PipelineSetup, has_pipeline
 from simulator.results import UTILITY_SCHEMA
 from simulator.scenario import Scenario, SweepPoint
+from simulator.units import ProducerSpec, RunState, assemble, plan_run, run_work_unit
+
+if TYPE_CHECKING:
+    from simulator.executors import Executor
 
 Progress = Callable[[int, int], None]
 TableProducer = Callable[[Scenario, Progress | None], dict[str, pa.Table]]
-_PRODUCERS: dict[str, TableProducer] = {}
+_PRODUCERS: dict[str, ProducerSpec] = {}
 
 
-def register_table_producer(name: str, producer: TableProducer) -> None:
+def register_table_producer(name: str, producer: TableProducer, per_point: bool = False) -> None:
     """Add tables to every run (see the module docstring)."""
     if name in _PRODUCERS:
         raise RuntimeError(f"table producer {name!r} registered twice")
-    _PRODUCERS[name] = producer
+    _PRODUCERS[name] = ProducerSpec(name, producer, per_point)
 
 
 @dataclass(frozen=True)
@@ -87,46 +101,54 @@ def execute_unit(setup: BatchSetup | PipelineSetup, unit: Unit, seed: int):
     return run_unit(setup, unit.repetitions, rng)
 
 
-def run_scenario(scenario: Scenario, progress: Progress | None = None) -> dict[str, pa.Table]:
-    """Run every sweep point; returns ``{"utility": table, ...}`` (plus producers' tables).
+def run_scenario(
+    scenario: Scenario,
+    progress: Progress | None = None,
+    *,
+    executor: Executor | None = None,
+    run_dir: str | Path | None = None,
+) -> dict[str, pa.Table]:
+    """Run every unit; returns ``{"utility": table, ...}`` (plus pipeline and producers' tables).
 
-    All setups are built (and validated) before any work starts.
+    All setups are built (and validated) before any work starts. ``executor`` runs the units
+    (default: one after the other in this process). With ``run_dir`` (the run's results
+    directory) finished units are kept as part files in ``run_dir/.parts`` and units finished by
+    an earlier, interrupted run of the same scenario are not run again (simulator.resume); the
+    caller writes the returned tables and then calls :func:`simulator.resume.finish`.
+    ``progress(done, total)`` is called with the number of finished units (resumed ones
+    included) before the first unit and after each.
     """
-    setups = [make_setup(point) for point in scenario.points]
-    plans = [plan_units(point, setup) for point, setup in zip(scenario.points, setups, strict=True)]
-    total = sum(len(plan) for plan in plans)
-    done = 0
-    batches = []
-    unit_tables: dict[str, list[pa.Table]] = {}
-    for point, setup, plan in zip(scenario.points, setups, plans, strict=True):
-        results = []
-        for unit in plan:  # a loop over units (each vectorized over its repetitions)
-            result = execute_unit(setup, unit, scenario.seed)
-            if isinstance(result, tuple):  # (metrics, tables) of a pipeline unit
-                result, extra = result
-                for name, table in extra.items():
-                    unit_tables.setdefault(name, []).append(table)
-            results.append(result)
+    from simulator.executors import InlineExecutor
+    from simulator.resume import DirectoryParts, MemoryParts, run_fingerprint
+
+    setups = tuple(make_setup(point) for point in scenario.points)
+    state = RunState(scenario, setups, tuple(_PRODUCERS.values()))
+    units = plan_run(state)
+    if run_dir is None:
+        store = MemoryParts()
+    else:
+        store = DirectoryParts.open(run_dir, run_fingerprint(scenario, units), units)
+    with store:
+        finished = store.done
+        missing = [unit for unit in units if unit.key not in finished]
+        done = len(units) - len(missing)
+        if progress is not None:
+            progress(done, len(units))
+        executor = InlineExecutor() if executor is None else executor
+        for index, tables in executor.map_unordered(run_work_unit, state, missing):
+            store.put(missing[index], tables)
             done += 1
             if progress is not None:
-                progress(done, total)
-        merged = {key: np.concatenate([r[key] for r in results]) for key in results[0]}
-        batches.append(utility_rows(point, merged, getattr(setup, "path_label", None)))
-    tables = {"utility": pa.concat_tables(batches)}
-    tables.update({name: pa.concat_tables(parts) for name, parts in unit_tables.items()})
-    for name, producer in _PRODUCERS.items():
-        extra = producer(scenario, progress)
-        clash = set(extra) & set(tables)
-        if clash:
-            raise RuntimeError(f"table producer {name!r} returned existing tables {clash}")
-        tables.update(extra)
-    return tables
+                progress(done, len(units))
+        return assemble(units, store.get)
 
 
 def utility_rows(
-    point: SweepPoint, metrics: dict[tuple[str, str], np.ndarray], path: str | None = None
+    point: SweepPoint, metrics: dict[tuple[str, str], np.ndarray], path: str | None = None,
+    first_repetition: int = 0,
 ) -> pa.Table:
-    """The utility rows of one sweep point: one per (repetition, metric, reference).
+    """The utility rows of repetitions ``first_repetition, ...`` of one sweep point: one per
+    (repetition, metric, reference).
 
     ``path`` labels how the estimates were produced (default: the batch path's option).
 
@@ -145,9 +167,17 @@ def utility_rows(
         "n": np.full(rows, settings.population.n, dtype=np.int64),
         "epsilon0": np.full(rows, settings.epsilon0, dtype=np.float64),
         "path": pa.array([path or settings.batch.path.value] * rows, type=pa.string()),
-        "repetition": np.repeat(np.arange(repetitions, dtype=np.int32), per_repetition),
+        "repetition": np.repeat(
+            np.arange(first_repetition, first_repetition + repetitions, dtype=np.int32),
+            per_repetition,
+        ),
         "metric": pa.array([k[0] for k in keys] * repetitions, type=pa.string()),
         "reference": pa.array([k[1] for k in keys] * repetitions, type=pa.string()),
         "value": values.ravel(),
     }
     return pa.table(columns, schema=UTILITY_SCHEMA)
+
+
+# Table producers shipped with the package register themselves on import (they import this
+# module, hence the import at its end).
+from simulator.audit import producer as _audit_producer  # noqa: E402, F401
