@@ -323,16 +323,39 @@ def test_lower_bound_below_exact_shuffled_divergence(name, params):
 @pytest.mark.parametrize("k", [3, 10])
 @pytest.mark.parametrize("epsilon0", [0.5, 2.0, 4.0])
 def test_lower_bound_meets_upper_bound_for_krr(k, epsilon0):
-    """001 Sec. 5: for extremal mechanisms such as k-RR with k >= 3 the lower bound of Thm 5.1
-    equals the variation-ratio upper bound."""
+    """001 Sec. 5: for extremal mechanisms such as k-RR with k >= 3, Thm 5.1 with the other
+    users at a third value gives exactly 001's pair (P^q, Q^q), so that lower bound equals the
+    variation-ratio upper bound (at n = 2000 this candidate is also the best one)."""
     randomizer = make_randomizer("krr", epsilon0=epsilon0, domain_size=k)
     n, delta = 2000, 1e-6
+    third = next(c for c in vr.lower_candidates(randomizer, n) if c.x_star == 2)
+    reduction = vr.reduction_pair(vr.parameters_for(randomizer), n)
+    for got, want in ((third.pair.others, reduction.others), (third.pair.first, reduction.first),
+                      (third.pair.second, reduction.second)):
+        assert got == pytest.approx(want, rel=1e-12)
     lower = vr.lower_bound(randomizer, n, delta)
     upper = vr.numerical_bound(randomizer, n, delta)
     assert lower.kind is BoundKind.LOWER and lower.status is BoundStatus.PROVEN
     assert upper.status is BoundStatus.STRONGER_CLONE
-    assert lower.epsilon <= upper.epsilon
-    assert lower.epsilon == pytest.approx(upper.epsilon, rel=1e-5)
+    assert lower.epsilon == pytest.approx(upper.epsilon, rel=1e-4)
+
+
+def test_variation_ratio_bound_falls_below_a_proven_lower_bound():
+    """The flaw of 000 Sec. 3.3 made concrete: 4-RR at eps0 = 4 with n = 100.
+    If every other user holds x0, nobody else reports a value other than x0 with probability
+    (e^4/(e^4 + 3))^99 ~ 0.005 >> delta, and then user 1's report is exposed: the shuffled
+    mechanism is not (eps, 1e-6)-DP for any eps < 3.99, yet 001's bound claims 3.69."""
+    randomizer = make_randomizer("krr", epsilon0=4.0, domain_size=4)
+    n, delta = 100, 1e-6
+    lower = vr.lower_bound(randomizer, n, delta)
+    upper = vr.numerical_bound(randomizer, n, delta)
+    assert "others at anchor 0" in lower.note
+    assert lower.epsilon > 3.99 > 3.7 > upper.epsilon
+    # the event "all n outputs equal x0" alone certifies it
+    p0 = (math.exp(4) / (math.exp(4) + 3)) ** n
+    p1 = p0 / math.exp(4)
+    eps = 3.99
+    assert p0 - math.exp(eps) * p1 > delta
 
 
 def test_lower_bound_needs_finite_outputs():
