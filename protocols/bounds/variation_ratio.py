@@ -17,7 +17,10 @@ which 001 Lemma 4.4 generalises, rests on a wrong post-processing step. Every up
 that goes through Thm 4.2 (numerical, Thm 4.7, Thm 4.8) therefore carries the status
 ``relies-on-stronger-clone-reduction``; the auditor compares them with exact lower bounds.
 The lower bound of Thm 5.1 is a genuine post-processing of the shuffled output of a concrete
-neighbouring pair and is ``proven``.
+neighbouring pair and is ``proven``. It exposes the flaw: with the other users at a third value,
+k-RR (k >= 3) gives exactly 001's pair, so both bounds agree (001 Sec. 5); but with all other
+users at x0 the lower bound can exceed 001's upper bound (4-RR, eps0 = 4, n = 100,
+delta = 1e-6: lower 3.9998 > "upper" 3.687; tests/test_variation_ratio.py).
 
 The two-count kernel
 --------------------
