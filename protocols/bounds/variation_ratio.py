@@ -229,7 +229,10 @@ def parameters_for(randomizer) -> VariationRatioParameters:
     if rule is None:
         return generic
     beta, source = rule(randomizer)
-    return VariationRatioParameters(generic.p, min(beta, generic.beta), generic.q, source)
+    # Round the closed form up by far more than its floating-point error (the bounds are
+    # non-decreasing in beta), never beyond the generic row.
+    beta = min(beta * (1.0 + 1e-12), generic.beta)
+    return VariationRatioParameters(generic.p, beta, generic.q, source)
 
 
 def parallel_parameters(epsilon0: float, betas, probabilities) -> VariationRatioParameters:
