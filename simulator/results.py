@@ -40,6 +40,8 @@ UTILITY_SCHEMA = pa.schema([
 ])
 
 TABLE_SCHEMAS: dict[str, pa.Schema] = {"utility": UTILITY_SCHEMA}
+#: Permissions of written tables (readable by everyone, like files written with open()).
+TABLE_FILE_MODE = 0o644
 
 METADATA_KEYS = {
     "scenario": b"shufflesim.scenario",
@@ -119,6 +121,7 @@ def write_tables(
             temporaries.append((Path(temp), final))
             table = table.replace_schema_metadata(_schema_metadata(metadata, name))
             pq.write_table(table, temp)
+            os.chmod(temp, TABLE_FILE_MODE)  # mkstemp creates 0600 files
         for temp, final in temporaries:
             os.replace(temp, final)
     except BaseException as error:

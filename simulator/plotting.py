@@ -1,0 +1,483 @@
+"""Figures of a run's result tables (``shufflesim plot``), as PNG files.
+
+Needs matplotlib (the optional ``plot`` extra); without it, :func:`require_matplotlib` raises a
+one-line UserError. Figures are built on :class:`matplotlib.figure.Figure` objects (no pyplot
+state, no display). Which figures a run gets depends on its tables (docs/results.md):
+
+* ``utility_<estimator>.png`` (utility table): the mean of each error metric over the
+  repetitions versus eps0, with standard-error bars, one line per setting (randomizer, n, path
+  and the sweep values other than the budget); solid against the sampled data (``empirical``),
+  dashed against the population. Log axes for the (non-negative) metrics; the signed ``error``
+  (bias) of mean and sum estimators is drawn on a linear axis.
+* ``bounds_eps_vs_n[_k].png``: central eps versus n per bound, log-log, one panel per
+  (setting other than n, delta), like the papers' figures (000 Fig. 3, 001 Fig. 2). From a
+  ``bounds`` table when the run has one (columns ``n``, ``delta``, ``epsilon`` and ``bound`` or
+  ``method``; optional ``kind``, ``status``, ``randomizer``, ``epsilon0``, ``overrides``), else
+  from the audit's verdict rows; solid lines: proven upper bounds, dashed: upper bounds with a
+  caveat (approximate, or relying on the stronger-clone reduction), grey dotted: lower bounds,
+  black triangles: the empirical lower bound of the audit.
+* ``audit_sandwich.png`` (audit table): for every audited setting and delta, the empirical
+  lower bound (at its confidence), the exact lower bound (000 Thm 14) and every upper bound
+  evaluated; a red cross marks an upper bound judged ``violated``.
+* ``batches_epsilon.png`` (batches table of pipeline runs): the central eps of every released
+  batch versus its release time (first repetition), and versus its honest size (all
+  repetitions), one colour per sweep point.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simulator.errors import UserError
+
+#: Panels per figure before a figure is split into several files.
+MAX_PANELS = 16
+DPI = 120
+
+
+def require_matplotlib():
+    """The matplotlib.figure module, or a one-line UserError naming the extra to install."""
+    try:
+        import matplotlib
+        from matplotlib import figure
+    except ImportError:
+        raise UserError(
+            "plotting needs matplotlib: pip install 'shufflesim[plot]' (or pip install "
+            "matplotlib)"
+        ) from None
+    del matplotlib
+    return figure
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs and tables
+# ---------------------------------------------------------------------------------------------
+def find_runs(path: str | Path) -> list[Path]:
+    """Run directories under ``path``: itself when it holds Parquet tables, else its
+    sub-directories that do (sorted)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise UserError(f"results directory not found: {path}")
+    if any(path.glob("*.parquet")):
+        return [path]
+    runs = sorted(p for p in path.iterdir() if p.is_dir() and any(p.glob("*.parquet")))
+    if not runs:
+        raise UserError(f"no result tables (*.parquet) in {path} or its sub-directories")
+    return runs
+
+
+def load_tables(run: Path) -> dict[str, pd.DataFrame]:
+    tables = {}
+    for file in sorted(run.glob("*.parquet")):
+        try:
+            tables[file.stem] = pd.read_parquet(file)
+        except (OSError, ValueError) as error:
+            raise UserError(f"cannot read {file}: {error}") from None
+    return tables
+
+
+def plot_run(run: str | Path, out: str | Path, prefix: str = "") -> list[Path]:
+    """Every figure the run's tables allow (module docstring); returns the written files."""
+    figure_module = require_matplotlib()
+    run, out = Path(run), Path(out)
+    tables = load_tables(run)
+    plotters: list[tuple[str, Callable]] = [
+        ("utility", plot_utility), ("bounds", plot_bounds_vs_n),
+        ("audit", plot_audit_sandwich), ("batches", plot_batches),
+    ]
+    written: list[Path] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"cannot create plot directory {out}: {error.strerror}") from None
+    for _, plotter in plotters:
+        for name, figure in plotter(tables, figure_module):
+            path = out / f"{prefix}{name}.png"
+            try:
+                figure.savefig(path, dpi=DPI)
+            except OSError as error:
+                raise UserError(f"cannot write {path}: {error.strerror}") from None
+            written.append(path)
+    return written
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels and styles
+# ---------------------------------------------------------------------------------------------
+def short_overrides(overrides: str, drop: Iterable[str] = ()) -> str:
+    """``{"population.budget.epsilon0": 0.5, "population.n": 100}`` -> ``epsilon0=0.5, n=100``
+    (keys in ``drop``, matched on their last component, left out)."""
+    try:
+        values = json.loads(overrides) if overrides else {}
+    except ValueError:
+        return str(overrides)
+    drop = set(drop)
+    parts = [f"{key.split('.')[-1]}={_number(value)}" for key, value in values.items()
+             if key.split(".")[-1] not in drop]
+    return ", ".join(parts)
+
+
+def _number(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _colors(names: Iterable[str]) -> dict[str, tuple]:
+    from matplotlib import colormaps
+
+    names = list(dict.fromkeys(names))
+    cmap = colormaps["tab10" if len(names) <= 10 else "tab20"]
+    return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
+
+
+def _grid(count: int) -> tuple[int, int]:
+    columns = 2 if count == 4 else min(count, 4)
+    return math.ceil(count / columns), columns
+
+
+def _plain_log_ticks(ax, axis: str = "y") -> None:
+    """Label a log axis with plain numbers (0.05, not 5 x 10^-2); label the minor ticks too
+    when the axis spans less than about a decade and a half."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    if low > 0 and math.log10(high / low) <= 1.5:
+        target.set_minor_formatter(FuncFormatter(_two_and_five))
+    else:
+        target.set_minor_formatter(NullFormatter())
+
+
+def _two_and_five(value: float, _position=None) -> str:
+    """Minor-tick label: only 2 x 10^k and 5 x 10^k are labelled."""
+    if value <= 0:
+        return ""
+    leading = round(value / 10 ** math.floor(math.log10(value)), 6)
+    return f"{value:g}" if leading in (2.0, 5.0) else ""
+
+
+def _ticks_at(ax, values, axis: str = "x") -> None:
+    """Ticks exactly at ``values`` (few distinct values: sweep grids), plain labels."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    values = sorted(set(float(v) for v in values))
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(FixedLocator(values))
+    target.set_minor_locator(NullLocator())
+    target.set_major_formatter(lambda value, _: f"{value:g}")
+
+
+def _panels(figure_module, count: int, width: float = 4.2, height: float = 3.3):
+    rows, columns = _grid(count)
+    fig = figure_module.Figure(figsize=(width * columns, height * rows + 1.2),
+                               layout="constrained")
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    for ax in axes[count:]:
+        ax.set_visible(False)
+    return fig, axes[:count]
+
+
+def _legend_below(fig, handles, labels, columns: int = 4) -> None:
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(columns, len(labels)),
+                   fontsize="small", frameon=False, markerscale=1.5)
+
+
+def _chunks(items: list, size: int) -> list[list]:
+    return [items[i:i + size] for i in range(0, len(items), size)] or [[]]
+
+
+# ---------------------------------------------------------------------------------------------
+# utility versus eps0
+# ---------------------------------------------------------------------------------------------
+_BUDGET_KEYS = ("epsilon0",)
+
+
+def plot_utility(tables, figure_module):
+    frame = tables.get("utility")
+    if frame is None or frame.empty:
+        return []
+    frame = frame.copy()
+    frame["setting"] = [
+        _setting_label(r, o, n, p) for r, o, n, p in
+        zip(frame.randomizer, frame.overrides, frame.n, frame.path, strict=True)
+    ]
+    out = []
+    for estimator, rows in frame.groupby("estimator", sort=True):
+        metrics = list(dict.fromkeys(rows.metric))
+        stats = (rows.groupby(["setting", "reference", "metric", "epsilon0"], sort=False)
+                 .value.agg(["mean", "std", "count"]).reset_index())
+        stats["se"] = stats["std"].fillna(0.0) / np.sqrt(stats["count"])
+        colors = _colors(stats.setting)
+        fig, axes = _panels(figure_module, len(metrics))
+        handles, labels = [], []
+        for ax, metric in zip(axes, metrics, strict=True):
+            signed = metric == "error"
+            for (setting, reference), line in stats[stats.metric == metric].groupby(
+                    ["setting", "reference"], sort=False):
+                line = line.sort_values("epsilon0")
+                style = "-" if reference == "empirical" else "--"
+                handle = ax.errorbar(line.epsilon0, line["mean"], yerr=line.se, fmt="o",
+                                     linestyle=style, color=colors[setting], markersize=3,
+                                     capsize=2, linewidth=1.2)
+                label = f"{setting} ({reference})"
+                if label not in labels:
+                    handles.append(handle)
+                    labels.append(label)
+            if signed:
+                ax.axhline(0.0, color="grey", linewidth=0.8)
+            else:
+                ax.set_yscale("log")
+                _plain_log_ticks(ax, "y")
+            if stats.epsilon0.nunique() > 1 and stats.epsilon0.min() > 0:
+                ax.set_xscale("log")
+            if stats.epsilon0.nunique() <= 12:
+                _ticks_at(ax, stats.epsilon0, "x")
+            ax.set_xlabel("local budget eps0")
+            ax.set_ylabel(f"mean {metric}")
+            ax.set_title(metric)
+            ax.grid(True, which="major", alpha=0.3)
+        fig.suptitle(f"{estimator} estimation: error versus eps0 "
+                     f"(mean over repetitions, bars: standard error)")
+        _legend_below(fig, handles, labels, columns=2)
+        out.append((f"utility_{estimator}", fig))
+    return out
+
+
+def _setting_label(randomizer: str, overrides: str, n: int, path: str) -> str:
+    rest = short_overrides(overrides, drop=_BUDGET_KEYS + ("n",))
+    label = f"{randomizer}, n={n}"
+    if path != "reports":
+        label += f", {path}"
+    return f"{label}, {rest}" if rest else label
+
+
+# ---------------------------------------------------------------------------------------------
+# eps versus n per bound
+# ---------------------------------------------------------------------------------------------
+def bound_curves(tables) -> pd.DataFrame | None:
+    """Long-form bound values: columns panel, bound, kind, status, n, epsilon (plus the
+    empirical lower bound as bound ``empirical``); None when the run has none."""
+    bounds = tables.get("bounds")
+    if bounds is not None and not bounds.empty:
+        name = "bound" if "bound" in bounds else "method" if "method" in bounds else None
+        if name is None or not {"n", "delta", "epsilon"} <= set(bounds.columns):
+            return None
+        curves = pd.DataFrame({
+            "bound": bounds[name].astype(str),
+            "kind": bounds.get("kind", pd.Series("upper", index=bounds.index)),
+            "status": bounds.get("status", pd.Series("proven", index=bounds.index)),
+            "n": bounds.n, "epsilon": bounds.epsilon,
+        })
+        curves["panel"] = _panel_labels(bounds)
+        return curves.dropna(subset=["n", "epsilon"])
+    audit = tables.get("audit")
+    if audit is None or audit.empty:
+        return None
+    verdicts = audit[(audit.row_type == "verdict") & audit.level.isin(["shuffle", "pipeline"])]
+    if verdicts.empty:
+        return None
+    curves = pd.DataFrame({
+        "bound": verdicts.bound, "kind": verdicts.bound_kind,
+        "status": verdicts.bound_status, "n": verdicts.n, "epsilon": verdicts.bound_epsilon,
+        "panel": _panel_labels(verdicts),
+    })
+    settings = verdicts.drop_duplicates(["point", "delta"])
+    empirical = pd.DataFrame({
+        "bound": "empirical", "kind": "empirical", "status": "", "n": settings.n,
+        "epsilon": settings.epsilon_lb, "panel": _panel_labels(settings),
+    })
+    curves = pd.concat([curves, empirical], ignore_index=True)
+    return curves.dropna(subset=["n", "epsilon"])
+
+
+def _panel_labels(frame: pd.DataFrame) -> list[str]:
+    labels = []
+    for _, row in frame.iterrows():
+        parts = []
+        if "randomizer" in frame:
+            parts.append(str(row["randomizer"]))
+        if "epsilon0" in frame:
+            parts.append(f"eps0={row['epsilon0']:g}")
+        if "overrides" in frame:
+            rest = short_overrides(row["overrides"], drop=("n", "epsilon0"))
+            if rest:
+                parts.append(rest)
+        parts.append(f"delta={row['delta']:g}")
+        labels.append(", ".join(parts))
+    return labels
+
+
+def _is_caveated(status: str) -> bool:
+    return bool(status) and status != "proven"
+
+
+def plot_bounds_vs_n(tables, figure_module):
+    curves = bound_curves(tables)
+    if curves is None or curves.empty:
+        return []
+    curves = curves[curves.epsilon > 0]
+    panels = list(dict.fromkeys(curves.panel))
+    names = [b for b in dict.fromkeys(curves.bound) if b != "empirical"]
+    colors = _colors(names)
+    out = []
+    groups = _chunks(panels, MAX_PANELS)
+    for number, group in enumerate(groups, 1):
+        fig, axes = _panels(figure_module, len(group))
+        legend: dict[str, object] = {}
+        for ax, panel in zip(axes, group, strict=True):
+            rows = curves[curves.panel == panel]
+            for bound, line in rows.groupby("bound", sort=False):
+                line = line.sort_values("n")
+                kind = line.kind.iloc[0]
+                status = str(line.status.iloc[0] or "")
+                if bound == "empirical":
+                    (handle,) = ax.plot(line.n, line.epsilon, "^", color="black", markersize=6)
+                    legend.setdefault("empirical lower bound (audit)", handle)
+                    continue
+                if kind == "lower":
+                    style = dict(color="black" if bound == "exact-lower" else "grey",
+                                 linestyle=":", marker="d")
+                else:
+                    style = dict(color=colors[bound], marker="o",
+                                 linestyle="--" if _is_caveated(status) else "-")
+                (handle,) = ax.plot(line.n, line.epsilon, markersize=3.5, linewidth=1.2,
+                                    **style)
+                caveat = f", {status}" if _is_caveated(status) else ""
+                legend.setdefault(f"{bound} ({kind}{caveat})", handle)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            _plain_log_ticks(ax, "y")
+            if rows.n.nunique() <= 8:
+                _ticks_at(ax, rows.n, "x")
+            ax.set_xlabel("n (users shuffled together)")
+            ax.set_ylabel("central eps")
+            ax.set_title(panel, fontsize="small")
+            ax.grid(True, which="major", alpha=0.3)
+        suffix = f" ({number}/{len(groups)})" if len(groups) > 1 else ""
+        fig.suptitle("Central eps versus n, per bound" + suffix)
+        _legend_below(fig, list(legend.values()), list(legend), columns=3)
+        name = "bounds_eps_vs_n" + (f"_{number}" if len(groups) > 1 else "")
+        out.append((name, fig))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# audit sandwiches
+# ---------------------------------------------------------------------------------------------
+def plot_audit_sandwich(tables, figure_module):
+    audit = tables.get("audit")
+    if audit is None or audit.empty:
+        return []
+    verdicts = audit[audit.row_type == "verdict"].copy()
+    if verdicts.empty:
+        return []
+    verdicts["delta"] = verdicts.delta.fillna(0.0)
+    deltas = sorted(verdicts.delta.unique())
+    uppers = verdicts[(verdicts.bound_kind == "upper") & verdicts.bound_epsilon.notna()
+                      & (verdicts.bound_epsilon > 0)]
+    colors = _colors(uppers.bound)
+    width = max(8.0, 0.95 * verdicts.point.nunique() + 2.0)
+    fig = figure_module.Figure(figsize=(width, 4.2 * len(deltas) + 1.6), layout="constrained")
+    axes = fig.subplots(len(deltas), 1, squeeze=False).ravel()  # one row per delta
+    legend: dict[str, object] = {}
+    for ax, delta in zip(axes, deltas, strict=True):
+        rows = verdicts[verdicts.delta == delta]
+        settings = rows.drop_duplicates("point").sort_values("point")
+        x_of = {point: i for i, point in enumerate(settings.point)}
+        for _, row in rows[rows.bound.isin(colors) & rows.bound_epsilon.notna()].iterrows():
+            x = x_of[row.point]
+            if not row.bound_epsilon > 0:
+                continue
+            handle = ax.scatter([x], [row.bound_epsilon], marker="_", s=260, linewidths=2,
+                                color=colors[row.bound], zorder=2)
+            legend.setdefault(f"{row.bound} (upper)", handle)
+            if row.verdict == "violated":
+                h = ax.scatter([x], [row.bound_epsilon], marker="x", s=60, color="red",
+                               zorder=4)
+                legend.setdefault("violated", h)
+        exact = settings[settings.exact_lower.notna() & (settings.exact_lower > 0)]
+        if not exact.empty:
+            h = ax.scatter([x_of[p] for p in exact.point], exact.exact_lower, marker="D",
+                           s=30, color="black", zorder=3)
+            legend.setdefault("exact lower bound (000 Thm 14)", h)
+        empirical = settings[settings.epsilon_lb.notna() & (settings.epsilon_lb > 0)]
+        if not empirical.empty:
+            confidence = empirical.confidence.dropna()
+            level = f" at {confidence.iloc[0]:.0%} confidence" if not confidence.empty else ""
+            h = ax.scatter([x_of[p] for p in empirical.point], empirical.epsilon_lb,
+                           marker="^", s=40, color="tab:green", edgecolors="black", zorder=3)
+            legend.setdefault(f"empirical lower bound{level}", h)
+        ax.set_yscale("log")
+        _plain_log_ticks(ax, "y")
+        ax.set_xticks(range(len(settings)))
+        ax.set_xticklabels([_sandwich_label(r) for _, r in settings.iterrows()],
+                           fontsize="x-small")
+        ax.set_xlim(-0.6, len(settings) - 0.4)
+        ax.set_ylabel("eps")
+        level = ", ".join(sorted(rows.level.dropna().unique()))
+        ax.set_title(f"{level} level" + (f", delta = {delta:g}" if delta > 0 else ""),
+                     fontsize="medium")
+        ax.grid(True, axis="y", which="major", alpha=0.3)
+    fig.suptitle("Audit: empirical lower bound <= exact lower bound <= upper bounds")
+    _legend_below(fig, list(legend.values()), list(legend), columns=max(1, int(width // 3.4)))
+    return [("audit_sandwich", fig)]
+
+
+def _sandwich_label(row) -> str:
+    """One line per sweep value (the randomizer, eps0 and n when there is no sweep)."""
+    rest = short_overrides(row["overrides"])
+    if rest:
+        return "\n".join(rest.split(", "))
+    return f"{row['randomizer']}\neps0={row['epsilon0']:g}\nn={row['n']}"
+
+
+# ---------------------------------------------------------------------------------------------
+# per-batch eps of pipeline runs
+# ---------------------------------------------------------------------------------------------
+def plot_batches(tables, figure_module):
+    batches = tables.get("batches")
+    if batches is None or batches.empty:
+        return []
+    released = batches[~batches.dropped.astype(bool)]
+    if released.empty:
+        return []
+    has_epsilon = released.epsilon.notna().any()
+    column = "epsilon" if has_epsilon else "honest_size"
+    labels = {p: short_overrides(o) or f"point {p}" for p, o in
+              released.drop_duplicates("point")[["point", "overrides"]].itertuples(index=False)}
+    colors = _colors(labels.values())
+    fig, axes = _panels(figure_module, 2, width=6.0, height=4.2)
+    first = released[released.repetition == released.repetition.min()]
+    handles = []
+    for point, label in labels.items():
+        rows = first[first.point == point].sort_values("release_time")
+        (h,) = axes[0].plot(rows.release_time, rows[column], ".", markersize=3,
+                            color=colors[label], alpha=0.8)
+        handles.append(h)
+        everything = released[released.point == point]
+        axes[1].scatter(everything.honest_size, everything[column], s=6, color=colors[label],
+                        alpha=0.5)
+    ylabel = "central eps of the batch" if has_epsilon else "honest batch size"
+    axes[0].set_xlabel("release time (s), first repetition")
+    axes[1].set_xlabel("honest messages in the batch")
+    axes[1].set_xscale("log")
+    for ax in axes:
+        ax.set_ylabel(ylabel)
+        ax.set_yscale("log")
+        _plain_log_ticks(ax, "y")
+        ax.grid(True, which="major", alpha=0.3)
+    _plain_log_ticks(axes[1], "x")
+    bound = batches.bound.dropna()
+    delta = batches.delta.dropna()
+    what = (f" ({bound.iloc[0]}, delta = {delta.iloc[0]:g})" if has_epsilon and not bound.empty
+            and not delta.empty else "")
+    fig.suptitle(("Per-batch central eps" if has_epsilon else "Batch sizes") + what)
+    _legend_below(fig, handles, list(labels.values()), columns=4)
+    return [("batches_epsilon", fig)]
