@@ -60,13 +60,19 @@ def tail_counts(per_bin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _candidates(per_bin_a: np.ndarray, per_bin_b: np.ndarray):
-    """Counts of every tail event in worlds A and B, and the events (upper tails first)."""
+    """Counts in worlds A and B of the distinct tail events, and the events (upper tails
+    first). Tails at a bin that is empty in both worlds repeat a neighbour's counts (the same
+    event on these data) and are left out; the union bound of the split strategy still counts
+    all 2B candidates."""
     up_a, lo_a = tail_counts(per_bin_a)
     up_b, lo_b = tail_counts(per_bin_b)
-    bins = per_bin_a.shape[0]
-    events = [TailEvent(UPPER, t) for t in range(bins)] + [TailEvent(LOWER, t)
-                                                            for t in range(bins)]
-    return np.concatenate([up_a, lo_a]), np.concatenate([up_b, lo_b]), events
+    occupied = np.flatnonzero((np.asarray(per_bin_a) + np.asarray(per_bin_b)) > 0)
+    if occupied.size == 0:
+        occupied = np.array([0])
+    events = [TailEvent(UPPER, int(t)) for t in occupied] + [TailEvent(LOWER, int(t))
+                                                             for t in occupied]
+    return (np.concatenate([up_a[occupied], lo_a[occupied]]),
+            np.concatenate([up_b[occupied], lo_b[occupied]]), events)
 
 
 @dataclass(frozen=True)
@@ -155,15 +161,18 @@ def evaluate_all(ev_a: np.ndarray, ev_b: np.ndarray, trials: int, delta: float,
                  row_alpha: float) -> EventBound:
     """The ``split`` strategy: every tail event, error level ``row_alpha`` split over them."""
     k_a, k_b, events = _candidates(ev_a, ev_b)
-    alpha = row_alpha / (2 * len(events))
-    return _best(events, k_a, k_b, trials, delta, alpha, 0)
+    total = 2 * np.asarray(ev_a).shape[0]
+    alpha = row_alpha / (2 * total)
+    return _best(events, k_a, k_b, trials, delta, alpha, 0, total)
 
 
-def _best(events, k_a, k_b, trials, delta, alpha, selection_trials) -> EventBound:
+def _best(events, k_a, k_b, trials, delta, alpha, selection_trials,
+          total: int | None = None) -> EventBound:
     lo = clopper_pearson_lower(k_a, float(trials), alpha)
     hi = clopper_pearson_upper(k_b, float(trials), alpha)
     eps = epsilon_from_limits(lo, hi, delta)
     i = int(np.argmax(eps)) if np.isfinite(eps).any() else int(np.argmax(k_a - k_b))
     value = float(eps[i]) if math.isfinite(eps[i]) else 0.0
     return EventBound(events[i], int(trials), int(selection_trials), int(k_a[i]), int(k_b[i]),
-                      float(lo[i]), float(hi[i]), max(value, 0.0), len(events), alpha)
+                      float(lo[i]), float(hi[i]), max(value, 0.0),
+                      len(events) if total is None else total, alpha)

@@ -1,0 +1,127 @@
+"""``shufflesim audit`` and the ``[audit]`` scenario section (audit.parquet)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from simulator.audit.run import AuditSettings, Level
+from simulator.audit.tables import AUDIT_SCHEMA
+from simulator.cli import main
+from simulator.errors import ScenarioError
+from simulator.results import read_metadata
+from simulator.runner import run_scenario
+from simulator.scenario import load_scenario, parse_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = ["audit", "--randomizer", "krr", "--domain-size", "2", "--epsilon0", "2"]
+
+SCENARIO = """
+name = "audit-small"
+seed = 3
+[population]
+n = 40
+data = { distribution = "uniform", domain_size = 3 }
+budget = { distribution = "constant", epsilon0 = 2.0 }
+[randomizer]
+name = "krr"
+[estimator]
+name = "frequency"
+[audit]
+trials = 4000
+delta = 1e-3
+bounds = ["optimal-blanket", "fmt21_numerical"]
+[sweep]
+"population.n" = [20, 40]
+"""
+
+
+def _invoke(args):
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def test_audit_json_records():
+    result = _invoke(BASE + ["--n", "50", "--delta", "1e-3", "--trials", "20000",
+                             "--bound", "optimal-blanket", "--json"])
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.output)
+    attacks = [r for r in records if r["row_type"] == "attack"]
+    verdicts = {r["bound"]: r for r in records if r["row_type"] == "verdict"}
+    assert {r["direction"] for r in attacks} == {"X0 vs X1", "X1 vs X0"}
+    for r in attacks:
+        assert 0 <= r["epsilon_lb"] <= r["exact_lower"]
+        assert r["trials"] == 18000 and r["selection_trials"] == 2000
+    assert set(verdicts) == {"optimal-blanket", "exact-lower"}
+    assert verdicts["optimal-blanket"]["verdict"] == "consistent"
+
+
+def test_audit_text_and_randomizer_level():
+    result = _invoke(BASE + ["--n", "30", "--delta", "1e-3", "--trials", "5000", "--bound",
+                             "optimal-blanket"])
+    assert result.exit_code == 0, result.output
+    assert "eps_lb" in result.output and "consistent" in result.output
+    result = _invoke(BASE + ["--level", "randomizer", "--trials", "20000"])
+    assert result.exit_code == 0, result.output
+    assert "declared-eps0" in result.output and "chi-square" in result.output
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--n", "30", "--delta", "2", "--trials", "100"], "delta"),
+    (["--n", "30", "--trials", "100"], "delta"),
+    (["--n", "30", "--delta", "1e-3", "--trials", "1"], "trials"),
+    (["--n", "30", "--delta", "1e-3", "--trials", "100", "--no-permute"], "permute"),
+    (["--n", "30", "--delta", "1e-3", "--trials", "100", "--x0", "1.5"], "input"),
+    (["--n", "30", "--delta", "1e-3", "--trials", "100", "--attack", "order"], "attacks"),
+    (["--n", "30", "--delta", "1e-3", "--trials", "100", "--bound", "nope"], "nope"),
+    (["--delta", "1e-3", "--trials", "100"], "n = None"),
+])
+def test_bad_options_are_one_line_errors(extra, needle):
+    result = CliRunner().invoke(main, BASE + extra)
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], lines
+
+
+def test_scenario_section_parses_and_validates(tmp_path):
+    scenario = parse_scenario(SCENARIO)
+    settings = scenario.points[0].settings.sections["audit"]
+    assert isinstance(settings, AuditSettings)
+    assert settings.level is Level.SHUFFLE and settings.delta == (1e-3,)
+    for bad, key in [("trails = 3", "audit.trails"), ("level = \"world\"", "audit.level"),
+                     ("confidence = 2.0", "audit.confidence"),
+                     ("attacks = [\"order\"]", "audit.attacks")]:
+        text = SCENARIO.replace("[audit]\n", f"[audit]\n{bad}\n")
+        with pytest.raises(ScenarioError) as info:
+            parse_scenario(text)
+        assert info.value.key.startswith(key), (bad, info.value.key)
+
+
+def test_scenario_run_writes_audit_parquet(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(SCENARIO)
+    result = _invoke(["run", str(path), "--out", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 0, result.output
+    written = tmp_path / "out" / "audit-small" / "audit.parquet"
+    table = pq.read_table(written)
+    assert table.schema.equals(AUDIT_SCHEMA, check_metadata=False)
+    assert read_metadata(written)["table"] == "audit"
+    frame = table.to_pandas()
+    assert sorted(frame.point.unique()) == [0, 1]
+    assert set(frame.row_type) == {"attack", "verdict"}
+    verdicts = frame[frame.row_type == "verdict"]
+    assert (verdicts[verdicts.bound == "optimal-blanket"].verdict == "consistent").all()
+    # Same seed, same rows.
+    again = run_scenario(load_scenario(path))["audit"].to_pandas()
+    cols = ["point", "attack", "direction", "event", "count0", "count1", "epsilon_lb"]
+    attacks = frame[frame.row_type == "attack"][cols].reset_index(drop=True)
+    assert attacks.equals(again[again.row_type == "attack"][cols].reset_index(drop=True))
+
+
+def test_shipped_audit_scenario_loads():
+    scenario = load_scenario(ROOT / "scenarios" / "audit_krr.toml")
+    assert len(scenario.points) == 18
+    assert all("audit" in p.settings.sections for p in scenario.points)
