@@ -103,7 +103,7 @@ def test_scenario_section_parses_and_validates(tmp_path):
 def test_scenario_run_writes_audit_parquet(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(SCENARIO)
-    result = _invoke(["run", str(path), "--out", str(tmp_path / "out"), "-q"])
+    result = _invoke(["run", str(path), "--out", str(tmp_path / "out"), "-q", "--workers", "1"])
     assert result.exit_code == 0, result.output
     written = tmp_path / "out" / "audit-small" / "audit.parquet"
     table = pq.read_table(written)
@@ -119,6 +119,20 @@ def test_scenario_run_writes_audit_parquet(tmp_path):
     cols = ["point", "attack", "direction", "event", "count0", "count1", "epsilon_lb"]
     attacks = frame[frame.row_type == "attack"][cols].reset_index(drop=True)
     assert attacks.equals(again[again.row_type == "attack"][cols].reset_index(drop=True))
+
+
+@pytest.mark.slow
+def test_audit_rows_do_not_depend_on_the_number_of_workers(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(SCENARIO)
+    tables = []
+    for workers in ("1", "2"):
+        result = _invoke(["run", str(path), "--out", str(tmp_path / workers), "-q",
+                          "--workers", workers])
+        assert result.exit_code == 0, result.output
+        tables.append(pq.read_table(tmp_path / workers / "audit-small" / "audit.parquet"))
+    drop = ["seconds"]
+    assert tables[0].drop(drop).equals(tables[1].drop(drop))
 
 
 def test_shipped_audit_scenario_loads():
