@@ -96,8 +96,9 @@ def output_groups(randomizer, n: int, x0, x1, x2) -> OutputGroups:
     atoms = RatioAtoms(masses[0] / ref, masses[1] / ref, ref / ref.sum())
     model = PairModel(masses[0] / masses[0].sum(), masses[1] / masses[1].sum(), ref / ref.sum(),
                       int(n), f"(x0, x1, x2) = ({x0}, {x1}, {x2})", atoms)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         single = np.log(rows[0]) - np.log(rows[1])
+    single = np.where(np.isnan(single), 0.0, single)  # outputs neither input can produce
     levels = np.unique(np.append(np.round(single, 12), 0.0))
     order_bin = np.searchsorted(levels, np.round(single, 12))
     missing = int(np.searchsorted(levels, 0.0))

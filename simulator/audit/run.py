@@ -16,6 +16,7 @@ from enum import StrEnum
 import numpy as np
 
 from protocols.errors import ParameterError, require
+from protocols.randomizers.base import Categorical
 from simulator.audit.attacks import ATTACK_NAMES, LR_RESOLUTION
 from simulator.audit.pipeline_level import (
     ORDER,
@@ -116,14 +117,25 @@ class AuditSettings:
                             resolution=self.resolution, chunk=self.chunk, **kwargs)
 
 
+def as_input(randomizer, x):
+    """``x`` as an input of the randomizer: an int for categorical domains (a TOML or command
+    line 1.0 means input 1), a float otherwise."""
+    if x is None:
+        return None
+    if isinstance(randomizer.input_domain, Categorical):
+        require(float(x).is_integer(), "input", x,
+                f"{randomizer.name} takes integer inputs in [0, {randomizer.input_domain.size})")
+        return int(x)
+    return float(x)
+
+
 def _triple(settings: AuditSettings, randomizer, n: int):
-    if settings.x0 is not None and settings.x1 is not None and (
-            settings.x2 is not None or settings.others is not None):
-        return settings.x0, settings.x1, settings.x2
+    given = [as_input(randomizer, x) for x in (settings.x0, settings.x1, settings.x2)]
+    if given[0] is not None and given[1] is not None and (
+            given[2] is not None or settings.others is not None):
+        return tuple(given)
     t = default_triple(randomizer, n, settings.delta[0])
-    return (t[0] if settings.x0 is None else settings.x0,
-            t[1] if settings.x1 is None else settings.x1,
-            t[2] if settings.x2 is None else settings.x2)
+    return tuple(t[i] if given[i] is None else given[i] for i in range(3))
 
 
 def run_audit(settings: AuditSettings, randomizer, n: int | None,

@@ -10,7 +10,9 @@ Columns (docs: results/README and docs/results.md):
   (the event's count in world 0 / 1), p0 / p1 (their frequencies), p0_limit / p1_limit (the
   one-sided Clopper-Pearson limit used: lower for the numerator world, upper for the other),
   epsilon_lb (ln((P_num_lo - delta) / P_den_hi), >= 0), confidence (of this row alone),
-  exact_lower (000 Thm 14 for this pair and direction) and ratio = epsilon_lb / exact_lower;
+  exact_lower (000 Thm 14 for this pair and direction) and ratio = epsilon_lb / exact_lower
+  (randomizer level: delta = 0, pair and direction "x vs x'", ratio = epsilon_lb / declared
+  eps0);
 * fit rows: statistic, p_value, trials (samples of that input), pair (the input);
 * verdict rows: bound, bound_kind, bound_status, bound_epsilon, bound_error, exact_lower (the
   catalogue's exact lower bound), epsilon_lb / confidence (the setting's empirical lower bound

@@ -16,7 +16,6 @@ import sys
 import click
 import numpy as np
 
-from protocols.randomizers.base import Categorical
 from simulator.audit.run import AuditSettings, Level, run_audit
 from simulator.commands.bound import (
     build_randomizer,
@@ -25,7 +24,6 @@ from simulator.commands.bound import (
     render_table,
     resolve_methods,
 )
-from simulator.errors import UserError
 
 ATTACK_HEADER = ("level", "attack", "direction", "delta", "event", "trials", "p0", "p1",
                  "eps_lb", "conf", "exact", "ratio")
@@ -112,7 +110,7 @@ def command(randomizer_name, domain_size, params, epsilon0, n, deltas, trials, l
     settings = AuditSettings(
         trials=trials, level=level, delta=tuple(deltas), confidence=confidence,
         holdout_fraction=holdout_fraction, shortlist=shortlist, attacks=attacks or None,
-        x0=_input(randomizer, x0), x1=_input(randomizer, x1), x2=_input(randomizer, x2),
+        x0=x0, x1=x1, x2=x2,
         bounds=None if names is None else tuple(names), permute=not no_permute)
     show = not as_json and sys.stderr.isatty()
     with click.progressbar(length=1, label="auditing", file=sys.stderr, hidden=not show) as bar:
@@ -129,12 +127,3 @@ def command(randomizer_name, domain_size, params, epsilon0, n, deltas, trials, l
         return
     click.echo(f"{randomizer!r}, n = {n}, level = {level}, trials = {trials}")
     click.echo(render(records))
-
-
-def _input(randomizer, value: float | None):
-    """An input of the randomizer's domain: an int for categorical domains."""
-    if value is None or not isinstance(randomizer.input_domain, Categorical):
-        return value
-    if not float(value).is_integer():
-        raise UserError(f"input = {value!r}: {randomizer.name} takes integer inputs")
-    return int(value)
