@@ -27,11 +27,14 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import pickle
+import tempfile
 import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
@@ -95,18 +98,24 @@ class InlineExecutor(Executor):
 _WORKER_SHARED: dict[str, Any] = {}
 
 
-def _install_shared(token: str, shared: Any) -> None:
-    """Pool initializer: keep the run's shared state in the worker process."""
-    _WORKER_SHARED.clear()
-    _WORKER_SHARED[token] = shared
-
-
-def _call_with_shared(function: Task, token: str, item: Any) -> Any:
+def _call_with_shared(function: Task, token: str, path: str, item: Any) -> Any:
+    """Worker side: load the map's shared state from its file once per worker, then run."""
+    if token not in _WORKER_SHARED:
+        _WORKER_SHARED.clear()  # the state of an earlier map of this pool
+        with open(path, "rb") as stream:
+            _WORKER_SHARED[token] = pickle.load(stream)
     return function(_WORKER_SHARED[token], item)
 
 
 class ProcessExecutor(Executor):
-    """Local worker processes (spawn); see the module docstring."""
+    """Local worker processes (spawn); see the module docstring.
+
+    The pool is started on first need and kept until :meth:`close`, so several runs through
+    one executor pay for the workers once. Each map pickles its shared state once, to a
+    temporary file that every worker reads once (tasks carry only its name and the item).
+    An item that raises cancels the items not yet started; an interruption (or closing the
+    generator early) stops the workers.
+    """
 
     def __init__(self, workers: int | None = None, inline_seconds: float = INLINE_SECONDS,
                  start_seconds: float = START_SECONDS,
@@ -127,15 +136,17 @@ class ProcessExecutor(Executor):
     def map_unordered(self, function, shared, items):
         self.inline_items = 0
         if self.workers == 1:
-            yield from InlineExecutor().map_unordered(function, shared, items)
-            self.inline_items = len(items)
+            for index, result in InlineExecutor().map_unordered(function, shared, items):
+                self.inline_items = index + 1
+                yield index, result
             return
         start = self._clock()
         next_index = 0
-        while next_index < len(items) and self._clock() - start < self.inline_seconds:
-            yield next_index, function(shared, items[next_index])
-            next_index += 1
-            self.inline_items = next_index
+        if self._pool is None:  # a running pool costs nothing more to use
+            while next_index < len(items) and self._clock() - start < self.inline_seconds:
+                yield next_index, function(shared, items[next_index])
+                next_index += 1
+                self.inline_items = next_index
         if next_index and next_index < len(items):
             serial = (self._clock() - start) / next_index * (len(items) - next_index)
             if serial <= self.start_seconds * self.workers / (self.workers - 1):
@@ -148,33 +159,45 @@ class ProcessExecutor(Executor):
             yield from self._pooled(function, shared, items, rest)
 
     def _pooled(self, function, shared, items, indices):
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
         token = uuid.uuid4().hex
-        self._pool = ProcessPoolExecutor(
-            max_workers=min(self.workers, len(indices)),
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_install_shared, initargs=(token, shared),
-        )
-        futures = {self._pool.submit(_call_with_shared, function, token, items[i]): i
-                   for i in indices}
+        handle, path = tempfile.mkstemp(prefix="shufflesim-shared-", suffix=".pickle")
+        futures: dict = {}
         try:
+            with os.fdopen(handle, "wb") as stream:
+                pickle.dump(shared, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            futures = {self._pool.submit(_call_with_shared, function, token, path, items[i]): i
+                       for i in indices}
             pending = set(futures)
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     yield futures[future], future.result()
-            pool, self._pool = self._pool, None
-            pool.shutdown(wait=True)
+        except Exception:
+            for future in futures:
+                future.cancel()
+            raise
+        except BaseException:  # interrupted, or the consumer stopped early
+            self.close(terminate=True)
+            raise
         finally:
-            self.close()  # after an error or an interrupt: stop the workers
+            Path(path).unlink(missing_ok=True)
 
-    def close(self) -> None:
+    def close(self, terminate: bool = False) -> None:
+        """Stop the pool: wait for the workers to exit, or with ``terminate`` (after an
+        interruption) stop them at once, running items included."""
         pool, self._pool = self._pool, None
         if pool is None:
             return
+        if not terminate:
+            pool.shutdown(wait=True, cancel_futures=True)
+            return
+        # The pool has no public way to stop running items; its worker processes are in
+        # ``_processes`` (CPython 3.8-3.13).
         processes = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
-        # Items already running would otherwise finish (or block interpreter exit) after an
-        # error or an interrupt: stop the workers of this pool.
         for process in processes:
             if process.is_alive():
                 process.terminate()

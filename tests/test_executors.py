@@ -1,0 +1,214 @@
+"""Executors (simulator/executors.py): the same scenario gives the same tables, row for row, in
+this process, on 2 local worker processes and on a Dask local cluster; errors cross processes
+as one line; the CLI options."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from simulator import runner
+from simulator.cli import main
+from simulator.errors import ScenarioError, UserError
+from simulator.executors import (
+    DaskExecutor,
+    InlineExecutor,
+    ProcessExecutor,
+    make_executor,
+)
+from simulator.runner import run_scenario
+from simulator.scenario import parse_scenario
+from simulator.units import ProducerSpec
+
+BATCH = """
+name = "same"
+seed = 3
+repetitions = 9
+[population]
+n = 150
+data = { distribution = "zipf", domain_size = 4, exponent = 0.7 }
+budget = { distribution = "constant", epsilon0 = 1.0 }
+[randomizer]
+name = "krr"
+[estimator]
+name = "frequency"
+[batch]
+chunk_repetitions = 2
+[audit]
+level = "randomizer"
+trials = 20000
+[sweep]
+"population.budget.epsilon0" = [0.5, 2.0]
+"""
+
+PIPELINE = """
+name = "same_pipeline"
+seed = 4
+repetitions = 4
+[population]
+n = 200
+data = { distribution = "uniform", domain_size = 3 }
+budget = { distribution = "constant", epsilon0 = 1.0 }
+[randomizer]
+name = "krr"
+[estimator]
+name = "frequency"
+[batch]
+chunk_repetitions = 1
+[pipeline]
+batch_size = 50
+timeout = 0.05
+arrival = "poisson"
+"""
+
+
+def comparable(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """Tables without wall-time columns (audit ``seconds``), which no run reproduces."""
+    return {name: table.drop([c for c in ("seconds",) if c in table.column_names])
+            for name, table in tables.items()}
+
+
+def run_with(executor, text):
+    return comparable(run_scenario(parse_scenario(text), executor=executor))
+
+
+def assert_same(a: dict[str, pa.Table], b: dict[str, pa.Table]) -> None:
+    assert list(a) == list(b)
+    for name in a:
+        assert a[name].schema.equals(b[name].schema)
+        assert a[name].equals(b[name]), name
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """Two worker processes shared by this module's tests (starting them costs seconds)."""
+    with ProcessExecutor(2, inline_seconds=0) as executor:
+        yield executor
+
+
+def square(shared, item):
+    return shared * item * item
+
+
+def fail_on_three(shared, item):
+    if item == 3:
+        raise ValueError("item three")
+    return item
+
+
+def test_one_worker_two_processes_and_dask_give_identical_tables(pool):
+    """The acceptance check: utility (batch and pipeline paths), batches and audit tables are
+    equal row for row with 1 worker, 2 local processes and a Dask local cluster (2 workers;
+    threads here, processes in the slow variant below)."""
+    expected = {text: run_with(InlineExecutor(), text) for text in (BATCH, PIPELINE)}
+    assert set(expected[BATCH]) == {"utility", "audit"}
+    assert set(expected[PIPELINE]) == {"utility", "batches"}
+    for text in (BATCH, PIPELINE):
+        assert_same(run_with(pool, text), expected[text])
+        assert pool.inline_items == 0  # every unit ran in a worker process
+    with DaskExecutor(2, processes=False) as dask:
+        for text in (BATCH, PIPELINE):
+            assert_same(run_with(dask, text), expected[text])
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_of_processes_gives_identical_tables():
+    expected = run_with(InlineExecutor(), BATCH)
+    with DaskExecutor(2) as dask:
+        assert_same(run_with(dask, BATCH), expected)
+
+
+def test_process_executor_yields_every_item_once(pool):
+    results = dict(pool.map_unordered(square, 3, list(range(7))))
+    assert results == {i: 3 * i * i for i in range(7)}
+    assert dict(pool.map_unordered(square, 2, [5])) == {0: 50}  # a new shared state
+
+
+def test_short_work_stays_in_this_process():
+    """Items that finish within inline_seconds, or whose rest would not repay starting the
+    workers, run here (no pool is started)."""
+    ticks = iter(range(1000))
+    pool = ProcessExecutor(2, inline_seconds=5.0, start_seconds=3.0,
+                           clock=lambda: float(next(ticks)))
+    # Each item "takes" 1 s of the fake clock: 5 items inline, then the rest (2 items, 2 s
+    # estimated) is below 3 s x 2 / (2 - 1) = 6 s, so it runs here too.
+    assert dict(pool.map_unordered(square, 1, list(range(7)))) == {i: i * i for i in range(7)}
+    assert pool.inline_items == 7 and pool._pool is None
+
+
+def test_errors_in_workers_propagate_and_the_pool_stays_usable(pool):
+    with pytest.raises(ValueError, match="item three"):
+        dict(pool.map_unordered(fail_on_three, None, list(range(6))))
+    assert dict(pool.map_unordered(square, 1, [1, 2])) == {0: 1, 1: 4}
+
+
+def invalid_value_producer(scenario, progress=None):
+    """A producer that finds a bad scenario value only while it runs."""
+    raise ScenarioError("audit.trials", -1, "must be an integer >= 1")
+
+
+def test_a_user_error_in_a_worker_is_one_line_at_the_cli(tmp_path, monkeypatch, pool):
+    """A ScenarioError raised inside a unit running in a worker process (it does not survive
+    pickling as such) arrives as a one-line UserError; at the command line: exit code 2, one
+    line, and no directory left behind."""
+    monkeypatch.setitem(runner._PRODUCERS, "invalid",
+                        ProducerSpec("invalid", invalid_value_producer, True))
+    with pytest.raises(UserError) as info:
+        run_scenario(parse_scenario(BATCH), executor=pool)
+    assert str(info.value) == "audit.trials = -1: must be an integer >= 1"
+    path = tmp_path / "same.toml"
+    path.write_text(BATCH)
+    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "res"),
+                                       "--workers", "1"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: audit.trials = -1: must be an integer >= 1"]
+    assert not (tmp_path / "res").exists()
+
+
+def test_make_executor_and_its_errors(monkeypatch):
+    assert isinstance(make_executor("local", 3), ProcessExecutor)
+    assert make_executor("local", 3).workers == 3
+    with pytest.raises(UserError, match="needs --executor dask"):
+        make_executor("local", 2, scheduler="tcp://127.0.0.1:1")
+    with pytest.raises(UserError, match="must be one of"):
+        make_executor("threads", 2)
+    with pytest.raises(UserError, match="workers = 0"):
+        ProcessExecutor(0)
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if dask were not installed
+    with pytest.raises(UserError, match=r"pip install 'shufflesim\[dask\]'"):
+        make_executor("dask", 2)
+
+
+def test_cli_options(tmp_path):
+    path = tmp_path / "same.toml"
+    path.write_text(textwrap.dedent(BATCH))
+    runner = CliRunner()
+    bad = runner.invoke(main, ["run", str(path), "--executor", "local", "--scheduler",
+                               "tcp://127.0.0.1:1", "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2
+    assert bad.output.strip().splitlines() == [
+        "error: --scheduler = 'tcp://127.0.0.1:1': needs --executor dask"]
+    zero = runner.invoke(main, ["run", str(path), "--workers", "0"])
+    assert zero.exit_code == 2 and "--workers" in zero.output
+    done = runner.invoke(main, ["run", str(path), "--out", str(tmp_path / "out"),
+                                "--workers", "1", "-q"])
+    assert done.exit_code == 0 and done.output == ""
+    written = pq.read_table(tmp_path / "out" / "same" / "utility.parquet")
+    assert written.replace_schema_metadata(None).equals(
+        run_with(InlineExecutor(), BATCH)["utility"])
+
+
+def test_an_interrupted_map_stops_the_workers(pool):
+    """(Last in the module: it stops the shared pool.)"""
+    results = pool.map_unordered(square, 1, list(range(50)))
+    next(results)
+    processes = list(pool._pool._processes.values())
+    results.close()  # the consumer stops early (as after KeyboardInterrupt)
+    assert pool._pool is None
+    assert processes and all(not p.is_alive() for p in processes)
