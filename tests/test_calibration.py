@@ -79,7 +79,7 @@ def test_errors():
     with pytest.raises(ParameterError, match="^method = 'nope'"):
         cal.largest_epsilon0("nope", ten_rr, 100, 0.5, 1e-6)
     with pytest.raises(ParameterError, match="^target_epsilon"):
-        cal.largest_epsilon0("gspa-gdp", ten_rr, 100, 0.05, 1e-6)  # below 003's floor
+        cal.largest_epsilon0("efmrtt19", ten_rr, 100, 0.5, 1e-6)  # its regime needs n >= 1000
     with pytest.raises(ParameterError, match="^target_epsilon"):
         cal.smallest_n("variation-ratio", ten_rr(4.0), 1e-4, 1e-6, n_max=10**4)
     with pytest.raises(ParameterError, match="^delta"):

@@ -74,7 +74,9 @@ def test_bound_record_and_statuses():
 
 def test_monotone_in_n_and_eps0():
     r = make_randomizer("krr", epsilon0=1.0, domain_size=5)
-    by_n = [gdp.gdp_bound(r, n, 1e-6).epsilon for n in (10, 100, 10**3, 10**5, 10**7)]
+    small = gdp.gdp_bound(r, 10, 1e-6)
+    assert small.epsilon == 1.0 and "capped" in small.note  # never above eps0
+    by_n = [gdp.gdp_bound(r, n, 1e-6).epsilon for n in (100, 10**3, 10**5, 10**7)]
     assert all(b < a for a, b in zip(by_n, by_n[1:], strict=False))
     by_eps0 = [gdp.gdp_bound(make_randomizer("brr", epsilon0=e), 10**4, 1e-6).epsilon
                for e in (0.1, 0.5, 1, 3, 6)]

@@ -101,10 +101,17 @@ def gdp_epsilon(mu: float, delta: float) -> EpsilonEstimate:
     return invert(lambda e: gdp_delta(e, mu), delta, "upper", eps_max)
 
 
-def _result(mu: float, n: int, delta: float, started: float, detail: str) -> BoundResult:
+def _result(mu: float, n: int, delta: float, started: float, detail: str,
+            cap: float) -> BoundResult:
+    """The bound, capped at ``cap`` = the largest local budget: the shuffled mechanism is
+    always max_i eps_i-DP (post-processing of the local reports), whatever 003 gives."""
     search = gdp_epsilon(mu, delta)
-    return BoundResult(method=METHOD, kind=BoundKind.UPPER, epsilon=search.value,
-                       delta=float(delta), epsilon_error=search.error, status=STATUSES[0],
+    epsilon, error = search.value, search.error
+    if epsilon > cap:
+        epsilon, error = cap, 0.0
+        detail += f"; capped at the local budget {cap:.6g}: no amplification shown"
+    return BoundResult(method=METHOD, kind=BoundKind.UPPER, epsilon=epsilon,
+                       delta=float(delta), epsilon_error=error, status=STATUSES[0],
                        reference=REFERENCE, seconds=time.perf_counter() - started,
                        note=f"mu = {mu:.6g}{detail}; {NOTE}")
 
@@ -114,7 +121,8 @@ def gdp_bound(randomizer, n: int, delta: float) -> BoundResult:
     started = time.perf_counter()
     require_int_at_least("n", n, 2)
     require_probability_open("delta", delta)
-    return _result(gdp_mu_identical(float(randomizer.epsilon0), n), n, delta, started, "")
+    eps0 = float(randomizer.epsilon0)
+    return _result(gdp_mu_identical(eps0, n), n, delta, started, "", eps0)
 
 
 def gdp_personalized_bound(epsilons, delta: float, deltas=None) -> BoundResult:
@@ -123,4 +131,7 @@ def gdp_personalized_bound(epsilons, delta: float, deltas=None) -> BoundResult:
     require_probability_open("delta", delta)
     mu = gdp_mu(epsilons, deltas)
     n = int(np.asarray(epsilons).size)
-    return _result(mu, n, delta, started, f", n = {n} personalized budgets")
+    cap = float(np.max(np.asarray(epsilons, dtype=float)))
+    if deltas is not None and np.any(np.asarray(deltas, dtype=float) > 0):
+        cap = math.inf  # (eps_i, delta_i)-LDP: the local budget alone bounds only (eps, delta_i)
+    return _result(mu, n, delta, started, f", n = {n} personalized budgets", cap)

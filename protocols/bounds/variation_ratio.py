@@ -600,6 +600,11 @@ def theorem_4_8_epsilon(params: VariationRatioParameters, n: int, delta: float) 
 def _upper_result(method: str, reference: str, epsilon: float, error: float, delta: float,
                   params: VariationRatioParameters, started: float, note: str = "") -> BoundResult:
     text = params.describe() + (f"; {note}" if note else "")
+    cap = math.log(params.p)
+    if epsilon > cap:
+        # the shuffled mechanism is always log(p)-DP (p bounds every output ratio of R)
+        epsilon, error = cap, 0.0
+        text += "; capped at log p = eps0: no amplification shown"
     return BoundResult(method=method, kind=BoundKind.UPPER, epsilon=float(epsilon),
                        delta=float(delta), epsilon_error=float(error),
                        status=BoundStatus.STRONGER_CLONE, reference=reference,
