@@ -12,7 +12,8 @@ Over a grid of randomizers x domain size x eps0 x n x delta:
   $SHUFFLESIM_SOUNDNESS_CSV or a file in pytest's tmp directory, printed (run with -s to see it).
 
 Regime errors (a bound outside its validity regime) are skipped. The full grid (>= 1000 points)
-is ``slow``; the default run uses a small subset.
+is ``slow`` (set $SHUFFLESIM_SOUNDNESS_WORKERS to spread it over processes); the default run
+uses a small subset.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from __future__ import annotations
 import csv
 import itertools
 import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from protocols.bounds import catalogue as cat
-from protocols.bounds.result import BoundKind, BoundStatus
+from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from protocols.randomizers import make_randomizer
 
 #: (registry name, parameters) of the randomizers on the full grid.
@@ -68,17 +70,33 @@ def grid(randomizers, epsilons, ns, deltas) -> list[Point]:
             for (name, params), e, n, d in itertools.product(randomizers, epsilons, ns, deltas)]
 
 
-def evaluate_grid(points: list[Point], names: list[str] | None = None) -> dict[Point, list]:
-    out = {}
-    for point in points:
-        randomizer = make_randomizer(point.randomizer, epsilon0=point.epsilon0,
-                                     **dict(point.params))
-        chosen = names
-        if names is not None:
-            chosen = [name for name in names if cat.get_bound(name).applies_to(randomizer)]
-        out[point] = [e for e in cat.evaluate_many(randomizer, point.n, point.delta, chosen)
-                      if e.ok]
-    return out
+@dataclass(frozen=True)
+class Entry:
+    """One computed bound at one point (picklable, for worker processes)."""
+
+    name: str
+    kind: BoundKind
+    status_label: str
+    result: BoundResult
+
+
+def evaluate_point(point: Point, names: list[str] | None = None) -> list[Entry]:
+    randomizer = make_randomizer(point.randomizer, epsilon0=point.epsilon0, **dict(point.params))
+    chosen = names
+    if names is not None:
+        chosen = [name for name in names if cat.get_bound(name).applies_to(randomizer)]
+    return [Entry(e.spec.name, e.spec.kind, e.status_label, e.result)
+            for e in cat.evaluate_many(randomizer, point.n, point.delta, chosen) if e.ok]
+
+
+def evaluate_grid(points: list[Point], names: list[str] | None = None,
+                  workers: int = 1) -> dict[Point, list[Entry]]:
+    """All bounds at all points; ``workers`` > 1 spreads the points over processes."""
+    if workers <= 1:
+        return {point: evaluate_point(point, names) for point in points}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(points, pool.map(evaluate_point, points, [names] * len(points)),
+                        strict=True))
 
 
 def check(results: dict[Point, list], csv_path: Path) -> tuple[list[str], list[dict]]:
@@ -88,13 +106,13 @@ def check(results: dict[Point, list], csv_path: Path) -> tuple[list[str], list[d
     collected: list[dict] = []
     for point, evaluations in results.items():
         lowers = [e.result for e in evaluations
-                  if e.spec.kind is BoundKind.LOWER and e.result.status is BoundStatus.PROVEN]
+                  if e.kind is BoundKind.LOWER and e.result.status is BoundStatus.PROVEN]
         if not lowers:
             continue
         best = max(lowers, key=lambda r: r.epsilon)
         for e in evaluations:
             r = e.result
-            if e.spec.kind is not BoundKind.UPPER or r.epsilon >= best.epsilon:
+            if e.kind is not BoundKind.UPPER or r.epsilon >= best.epsilon:
                 continue
             if r.status is BoundStatus.PROVEN:
                 failures.append(f"{point.label()}: proven {r.method} = {r.epsilon:.6g} < "
@@ -125,8 +143,8 @@ def _monotonicity(results: dict[Point, list]) -> list[str]:
     table = {}
     for point, evaluations in results.items():
         for e in evaluations:
-            if e.spec.kind is BoundKind.UPPER:
-                table[(point, e.spec.name)] = e.result
+            if e.kind is BoundKind.UPPER:
+                table[(point, e.name)] = e.result
     failures = []
     for (point, method), result in table.items():
         for (other, other_method), other_result in table.items():
@@ -153,8 +171,8 @@ def _csv_path(tmp_path: Path, name: str) -> Path:
     return Path(configured) if configured else tmp_path / name
 
 
-def _run(points, tmp_path, name):
-    results = evaluate_grid(points)
+def _run(points, tmp_path, name, workers=1):
+    results = evaluate_grid(points, workers=workers)
     path = _csv_path(tmp_path, name)
     failures, collected = check(results, path)
     computed = sum(len(v) for v in results.values())
@@ -169,9 +187,9 @@ def test_soundness_small_grid(tmp_path):
     assert not failures, "\n".join(failures)
     # every point has the exact lower bound and at least one proven upper bound
     for point, evaluations in results.items():
-        names = {e.spec.name for e in evaluations}
+        names = {e.name for e in evaluations}
         assert "exact-lower" in names, point.label()
-        assert any(e.result.status is BoundStatus.PROVEN and e.spec.kind is BoundKind.UPPER
+        assert any(e.result.status is BoundStatus.PROVEN and e.kind is BoundKind.UPPER
                    for e in evaluations), point.label()
 
 
@@ -183,9 +201,9 @@ def test_check_flags_violations(tmp_path):
     points = grid([("krr", dict(domain_size=4))], (1.0, 2.0), (50,), (1e-6,))
     results = evaluate_grid(points, ["optimal-blanket", "variation-ratio", "exact-lower"])
     second = points[1]  # eps0 = 2.0
-    upper = next(e for e in results[second] if e.spec.name == "optimal-blanket")
+    upper = next(e for e in results[second] if e.name == "optimal-blanket")
     tiny = replace(upper, result=replace(upper.result, epsilon=1e-6))
-    stronger = next(e for e in results[second] if e.spec.name == "variation-ratio")
+    stronger = next(e for e in results[second] if e.name == "variation-ratio")
     results[second] = [*results[second], tiny,
                        replace(stronger, result=replace(stronger.result, epsilon=1e-6))]
     failures, collected = check(results, tmp_path / "control.csv")
@@ -200,5 +218,6 @@ def test_check_flags_violations(tmp_path):
 def test_soundness_full_grid(tmp_path):
     points = grid(FULL_RANDOMIZERS, FULL_EPSILON0, FULL_N, FULL_DELTA)
     assert len(points) >= 1000
-    failures, collected, _ = _run(points, tmp_path, "soundness_full.csv")
+    workers = int(os.environ.get("SHUFFLESIM_SOUNDNESS_WORKERS", "1"))
+    failures, collected, _ = _run(points, tmp_path, "soundness_full.csv", workers)
     assert not failures, "\n".join(failures[:50])

@@ -353,6 +353,29 @@ class _Table:
         return "\n".join(lines)
 
 
+NOTES = """## Notes
+
+- **Two statuses at once.** 003's mu-GDP bound (`gspa-gdp`) drops a Berry-Esseen term
+  (approximate) *and* rests on the stronger-clone decomposition (003 Thm 1, flagged by 000
+  Sec. 3.3). `BoundResult.status` holds one value, so results carry `approximate` and say the
+  rest in their note; the catalogue (`BoundSpec.also`, this table, the CLI's status column and
+  the JSON `statuses` list) shows both.
+- **Where the stronger-clone bounds fail.** 001's variation-ratio bound can fall below a
+  *proven* lower bound: for 4-RR at eps0 = 4, n = 100, delta = 1e-6, 001 Thm 5.1 with every
+  other user at x0 gives eps >= 3.9998 (nobody else moves away from x0 with probability
+  ~0.005), while `variation-ratio` reports 3.687. With the other users at a third value the
+  Thm 5.1 pair is exactly 001's reduction pair (so the two agree, as 001 Sec. 5 says), which is
+  why the flaw only shows for other neighbouring datasets. tests/test_soundness_grid.py
+  collects such points in a CSV file.
+- **Caps.** Every shuffled eps0-LDP mechanism is eps0-DP, so the variation-ratio and GDP bounds
+  are capped at eps0 (the note says so when the cap is active).
+- **Conservative numbers.** Numerical bounds return the conservative end of their own
+  numerical error (`epsilon_error` is the width of the final bracket); eps(delta) is inverted
+  with the engine's `epsilon_of_delta`. Calibration (`shufflesim calibrate`) returns only
+  certified values.
+"""
+
+
 def catalogue_markdown() -> str:
     """The catalogue as Markdown (the body of docs/bounds.md)."""
     table = _Table()
@@ -374,6 +397,8 @@ def catalogue_markdown() -> str:
         "of a number.",
         "",
         table.markdown(["name", "kind", "scope", "status", "reference", "regime"]),
+        "",
+        NOTES,
     ]
     missing = missing_modules()
     if missing:
