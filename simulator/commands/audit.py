@@ -24,6 +24,7 @@ from simulator.commands.bound import (
     render_table,
     resolve_methods,
 )
+from simulator.errors import UserError
 
 ATTACK_HEADER = ("level", "attack", "direction", "delta", "event", "trials", "p0", "p1",
                  "eps_lb", "conf", "exact", "ratio")
@@ -92,6 +93,9 @@ def render(records: list[dict]) -> str:
 @click.option("--x0", type=float, default=None, help="User 1's input in X0.")
 @click.option("--x1", type=float, default=None, help="User 1's input in X1.")
 @click.option("--x2", type=float, default=None, help="Every other user's input.")
+@click.option("--others", default=None, metavar="P0,P1,...",
+              help="Instead of --x2: probabilities over the inputs from which every other user "
+                   "draws its input (shuffle level).")
 @click.option("--bound", "bounds", multiple=True,
               help="Bound to judge (repeatable); default every applicable bound.")
 @click.option("--no-verdicts", is_flag=True, help="Only the attacks, no bound verdicts.")
@@ -101,8 +105,8 @@ def render(records: list[dict]) -> str:
               help="Root seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the audit rows as JSON records.")
 def command(randomizer_name, domain_size, params, epsilon0, n, deltas, trials, level,
-            confidence, holdout_fraction, shortlist, attacks, x0, x1, x2, bounds, no_verdicts,
-            no_permute, seed, as_json):
+            confidence, holdout_fraction, shortlist, attacks, x0, x1, x2, others, bounds,
+            no_verdicts, no_permute, seed, as_json):
     """Empirical lower bounds on eps (attacks with Clopper-Pearson confidence) beside the exact
     lower bound and a verdict on every registered bound."""
     randomizer = build_randomizer(randomizer_name, epsilon0, parse_params(domain_size, params))
@@ -110,7 +114,7 @@ def command(randomizer_name, domain_size, params, epsilon0, n, deltas, trials, l
     settings = AuditSettings(
         trials=trials, level=level, delta=tuple(deltas), confidence=confidence,
         holdout_fraction=holdout_fraction, shortlist=shortlist, attacks=attacks or None,
-        x0=x0, x1=x1, x2=x2,
+        x0=x0, x1=x1, x2=x2, others=_probabilities(others),
         bounds=None if names is None else tuple(names), permute=not no_permute)
     show = not as_json and sys.stderr.isatty()
     with click.progressbar(length=1, label="auditing", file=sys.stderr, hidden=not show) as bar:
@@ -127,3 +131,12 @@ def command(randomizer_name, domain_size, params, epsilon0, n, deltas, trials, l
         return
     click.echo(f"{randomizer!r}, n = {n}, level = {level}, trials = {trials}")
     click.echo(render(records))
+
+
+def _probabilities(text: str | None) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise UserError(f"--others = {text!r}: expected comma-separated numbers") from None
