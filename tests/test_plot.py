@@ -1,0 +1,150 @@
+"""``shufflesim plot`` (simulator/plotting.py): the figures each table allows, on small
+synthetic tables with the real schemas, and the error paths."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from simulator.audit.tables import AUDIT_SCHEMA
+from simulator.cli import main
+from simulator.errors import UserError
+from simulator.pipeline.unit import BATCHES_TABLE_SCHEMA
+from simulator.plotting import bound_curves, find_runs, short_overrides
+from simulator.results import UTILITY_SCHEMA
+
+pytest.importorskip("matplotlib")
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def utility_table() -> pa.Table:
+    rows = []
+    for point, eps in enumerate((0.5, 1.0, 2.0)):
+        overrides = json.dumps({"population.budget.epsilon0": eps})
+        for repetition in range(5):
+            for metric in ("l2", "mse"):
+                for reference in ("empirical", "population"):
+                    rows.append(dict(point=point, overrides=overrides, randomizer="krr",
+                                     estimator="frequency", n=1000, epsilon0=eps,
+                                     path="reports", repetition=repetition, metric=metric,
+                                     reference=reference, value=0.1 / eps + 0.001 * repetition))
+    return pa.Table.from_pylist(rows, schema=UTILITY_SCHEMA)
+
+
+def audit_table() -> pa.Table:
+    rows = []
+    for point, n in enumerate((100, 1000, 10000)):
+        base = dict.fromkeys(AUDIT_SCHEMA.names)
+        base.update(point=point, overrides=json.dumps({"population.n": n}), randomizer="krr",
+                    n=n, epsilon0=1.0, delta=1e-6, level="shuffle")
+        exact = 2.0 / np.sqrt(n)
+        rows.append({**base, "row_type": "attack", "attack": "lr", "epsilon_lb": exact / 3,
+                     "exact_lower": exact})
+        for bound, kind, status, eps, verdict in (
+                ("optimal-blanket", "upper", "proven", 1.1 * exact, "consistent"),
+                ("variation-ratio", "upper", "relies-on-stronger-clone-reduction",
+                 0.9 * exact, "violated"),
+                ("exact-lower", "lower", "proven", exact, "reference")):
+            rows.append({**base, "row_type": "verdict", "bound": bound, "bound_kind": kind,
+                         "bound_status": status, "bound_epsilon": eps, "exact_lower": exact,
+                         "epsilon_lb": exact / 3, "confidence": 0.95, "verdict": verdict})
+    return pa.Table.from_pylist(rows, schema=AUDIT_SCHEMA)
+
+
+def batches_table() -> pa.Table:
+    rows = []
+    for point, timeout in enumerate((1.0, 60.0)):
+        for batch in range(6):
+            size = int(5 * timeout ** 0.5) + batch
+            rows.append(dict(point=point, overrides=json.dumps({"pipeline.timeout": timeout}),
+                             repetition=0, round=0, batch=batch, open_time=batch * timeout,
+                             release_time=(batch + 1) * timeout, size=size, honest_size=size,
+                             dropped=batch == 5, reason="timeout",
+                             epsilon=2.0 / np.sqrt(size), epsilon_source="bound",
+                             bound="fmt21_numerical", delta=1e-6))
+    return pa.Table.from_pylist(rows, schema=BATCHES_TABLE_SCHEMA)
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    run = tmp_path / "results" / "demo"
+    run.mkdir(parents=True)
+    pq.write_table(utility_table(), run / "utility.parquet")
+    pq.write_table(audit_table(), run / "audit.parquet")
+    pq.write_table(batches_table(), run / "batches.parquet")
+    return run
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_every_figure_is_written_as_png(run_dir):
+    result = invoke("plot", run_dir)
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name for p in (run_dir / "plots").iterdir())
+    assert names == ["audit_sandwich.png", "batches_epsilon.png", "bounds_eps_vs_n.png",
+                     "utility_frequency.png"]
+    for name in names:
+        assert (run_dir / "plots" / name).read_bytes()[:8] == PNG
+        assert f"wrote {run_dir / 'plots' / name}" in result.output
+
+
+def test_a_directory_of_runs_and_out(run_dir, tmp_path):
+    other = run_dir.parent / "second"
+    other.mkdir()
+    pq.write_table(utility_table(), other / "utility.parquet")
+    out = tmp_path / "figures"
+    result = invoke("plot", run_dir.parent, "--out", out, "-q")
+    assert result.exit_code == 0 and result.output == ""
+    assert sorted(p.name for p in out.iterdir()) == [
+        "demo_audit_sandwich.png", "demo_batches_epsilon.png", "demo_bounds_eps_vs_n.png",
+        "demo_utility_frequency.png", "second_utility_frequency.png"]
+    assert find_runs(run_dir.parent) == [run_dir, other]
+
+
+def test_bound_curves_from_the_audit_and_from_a_bounds_table(run_dir):
+    tables = {"audit": pd.read_parquet(run_dir / "audit.parquet")}
+    curves = bound_curves(tables)
+    assert set(curves.bound) == {"optimal-blanket", "variation-ratio", "exact-lower",
+                                 "empirical"}
+    assert curves[curves.bound == "optimal-blanket"].n.tolist() == [100, 1000, 10000]
+    assert curves.panel.nunique() == 1  # n is the x axis, not a panel
+    bounds = pd.DataFrame({"method": ["a", "a", "b"], "n": [10, 100, 10],
+                           "delta": [1e-6] * 3, "epsilon": [1.0, 0.5, 2.0],
+                           "epsilon0": [1.0] * 3})
+    curves = bound_curves({"bounds": bounds, **tables})
+    assert set(curves.bound) == {"a", "b"}  # a bounds table takes precedence
+    assert bound_curves({"bounds": bounds.drop(columns="n")}) is None
+
+
+def test_short_overrides():
+    text = json.dumps({"population.budget.epsilon0": 0.5, "population.n": 100})
+    assert short_overrides(text) == "epsilon0=0.5, n=100"
+    assert short_overrides(text, drop=("n",)) == "epsilon0=0.5"
+    assert short_overrides("{}") == ""
+
+
+def test_missing_matplotlib_is_a_one_line_error(run_dir, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = CliRunner().invoke(main, ["plot", str(run_dir)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: plotting needs matplotlib: pip install 'shufflesim[plot]' "
+        "(or pip install matplotlib)"]
+
+
+def test_no_tables_is_a_one_line_error(tmp_path):
+    result = CliRunner().invoke(main, ["plot", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        f"error: no result tables (*.parquet) in {tmp_path} or its sub-directories")
+    with pytest.raises(UserError, match="not found"):
+        find_runs(tmp_path / "absent")
