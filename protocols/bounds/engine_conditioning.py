@@ -1,0 +1,478 @@
+"""Conditioning method: E[(S)_+] for one large group of i.i.d. GPARVs, exact up to a bracket.
+
+Setting (000 Thm 12-14). One group of n users; the values of G are the categories c_1 < ... < c_K
+(the zero atom is a category with c = 0) with probabilities w_k, so the counts N are
+Multinomial(n; w) and S = sum_k c_k N_k. Optional independent extra shifts s (a few enumerated
+outcomes of other small groups) are added: the target is E[(S + s)_+].
+
+Decomposition (derived here; every step is exact or bracketed):
+
+1. A pair. Pick a category a with c_a > 0 and b with c_b < 0 (those carrying most of the
+   variance). Let T = N_a + N_b ~ Bin(n, w_a + w_b). Given T = t, N_a ~ Bin(t, rho) with
+   rho = w_a / (w_a + w_b), and the other m = n - t users fall in the remaining "pool"
+   categories, Multinomial(m; w_k / (1 - w_a - w_b)), independently of N_a. Hence
+       S = c_b t + d B + V,   d = c_a - c_b > 0,   B ~ Bin(t, rho),   V = pool sum,
+   and h_t(v) = E[(c_b t + v + d B)_+] has a closed form with binomial tails
+   (engine_common.leaf_positive_part). T is summed exactly over a window that leaves at most
+   1e-22 of its mass on each side; that mass is bounded by E[sum of positive parts | T].
+2. The pool sum V (independent of B given t). h_t is convex and piecewise linear, with kinks
+   kappa_k = -(c_b t + d k) of size P[B = k]. For mu = E V:
+     lower:  E h_t(V) >= h_t(mu)                                            (Jensen)
+     upper:  E h_t(V) = h_t(mu) + E D(V), and by Taylor's formula with integral remainder
+             E D(V) = sum_{kappa > mu} P[B=k] E(V - kappa)_+ + sum_{kappa <= mu} P[B=k] E(kappa - V)_+,
+             each term bounded by min(phi, Chernoff): phi(a) = (sqrt(Var V + a^2) - a)/2 is the
+             sharp mean-variance bound of E(Y - a)_+, and E(Y - a)_+ <= E e^{lam (Y - a)}/(lam e)
+             with a bound on the log-MGF of Y = V - mu. The 2J kinks nearest to mu are summed one
+             by one (pmf by the ratio recurrence); the others, on each side, by a geometric series
+             (Chernoff at a fixed lam) times the largest pmf of that side (B is unimodal).
+   The pool is split into a "main" category j, X = N_j ~ Bin(m, q), and a remainder R (the other
+   pool categories, m - X i.i.d. bounded terms given X), V = m m_R + alpha X + R~ with
+   alpha = c_j - m_R and R~ centred given X. Log-MGF bounds: exact binomial for alpha (X - mq),
+   Hoeffding on a block of X, Bennett for R~ (at most m - lo terms, variance v_R, |term| <= M_R).
+   "single" style: one block, the exact law of X. "multi" style: X cut into blocks (probability
+   and moments from the identity E[(X - mq) f(X)] = mq(1-q) E[f(X'+1) - f(X')], X' ~
+   Bin(m-1, q)); the same Jensen / kink bound holds for each block's conditional law; the two
+   outermost blocks (beyond +-9 sd) only get a crude bound. The bracket shrinks like
+   (sd of V within a block / sd of d B)^2.
+
+Regime: any single group with values of both signs. Cost: one binomial tail and a few pmfs per
+(t, block, shift), t over ~ 20 sd(T) values (~ 9e4 at n = 1e8 for 10-RR); the eps-independent
+parts (windows, block moments) are cached per (n, weights).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats
+
+from protocols.bounds.engine_common import (
+    REL_SPECIAL,
+    REL_SUM,
+    TINY,
+    Categories,
+    U,
+    binom_interval,
+    leaf_positive_part,
+    mode_pmf_on_range,
+)
+
+T_TAIL = 1e-22        # mass of T left outside its window on each side (bounded, not dropped)
+K_MULTI_OUTER = 9.0   # multi style: blocks beyond this many sd get a crude bound
+K_MULTI_INNER = 5.0   # multi style: fine blocks span +-5 sd
+J_MAX = 16            # at most this many kinks summed one by one on each side of the mean
+J_SD = 4.0            # ... enough to reach J_SD sd of V
+CHUNK = 100_000       # leaf evaluations per vectorized chunk (memory bound)
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Indices into Categories.c: the pair (a, b), the main pool category (-1: none) and the
+    remainder categories."""
+
+    a: int
+    b: int
+    main: int
+    rest: tuple[int, ...]
+    pool: tuple[int, ...]
+
+
+def choose_roles(cat: Categories) -> Roles:
+    """Pair = the positive and the negative category of largest w c^2; main pool category =
+    the pool category of largest w (c - pool mean)^2."""
+    c, w = cat.c, cat.w
+    score = w * c * c
+    neg = np.flatnonzero(c < 0)
+    b = int(neg[np.argmax(score[neg])]) if neg.size else int(np.argmin(c))
+    cand = np.flatnonzero(c > 0)
+    if not cand.size:
+        cand = np.flatnonzero(c > c[b])
+    a = int(cand[np.argmax(score[cand])]) if cand.size else int(np.argmax(c))
+    pool = tuple(k for k in range(c.size) if k not in (a, b))
+    if len(pool) < 2:
+        return Roles(a, b, -1, (), pool)
+    idx = np.array(pool)
+    wp = w[idx] / w[idx].sum()
+    mean = float(wp @ c[idx])
+    main = int(idx[np.argmax(w[idx] * (c[idx] - mean) ** 2)])
+    rest = tuple(k for k in pool if k != main)
+    return Roles(a, b, main, rest, pool)
+
+
+# ---------------------------------------------------------------------------------------------
+# eps-independent plans (cached)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TPlan:
+    t: np.ndarray          # window of T values
+    pt: np.ndarray         # P[T = t]
+    tail_p: float          # upper bound on P[T outside window]
+    tail_et: float         # upper bound on E[T 1{T outside window}]
+
+
+@lru_cache(maxsize=32)
+def t_plan(n: int, w_pair: float) -> TPlan:
+    if w_pair >= 1.0:
+        return TPlan(np.array([float(n)]), np.array([1.0]), 0.0, 0.0)
+    lo = max(int(stats.binom.ppf(T_TAIL, n, w_pair)), 0)
+    # (binom.isf loses tiny upper tails to 1 - q rounding: use the complement count n - T.)
+    hi = min(n - int(stats.binom.ppf(T_TAIL, n, 1.0 - w_pair)), n)
+    t = np.arange(lo, hi + 1, dtype=float)
+    pt = stats.binom.pmf(t, n, w_pair)
+    p_lo = float(stats.binom.cdf(lo - 1, n, w_pair)) if lo > 0 else 0.0
+    p_hi = float(stats.binom.sf(hi, n, w_pair)) if hi < n else 0.0
+    nw = n * w_pair
+    # E[T 1{T >= k}] = n w P[Bin(n-1, w) >= k-1].
+    et_lo = nw * float(stats.binom.cdf(lo - 2, n - 1, w_pair)) if lo > 1 else 0.0
+    et_hi = nw * float(stats.binom.sf(hi - 1, n - 1, w_pair)) if hi < n else 0.0
+    rel = 1 + REL_SPECIAL + 8 * U
+    return TPlan(t, pt, (p_lo + p_hi) * rel, (et_lo + et_hi) * rel)
+
+
+@dataclass(frozen=True)
+class MultiPlan:
+    """X ~ Bin(m, q) cut into blocks [lo, hi] per t (axis 1)."""
+
+    m: np.ndarray          # (n_t, 1)
+    lo: np.ndarray         # (n_t, n_blk)
+    hi: np.ndarray
+    p: np.ndarray          # block probability (computed)
+    p_err: np.ndarray
+    mu: np.ndarray         # E[X | block], clipped to [lo, hi]
+    mu_err: np.ndarray
+    var_ub: np.ndarray     # upper bound on Var[X | block]
+    crude: np.ndarray      # bool: outermost or unreliable blocks, crude bound only
+
+
+@lru_cache(maxsize=16)
+def multi_plan(n: int, w_pair: float, q: float, n_blocks: int) -> MultiPlan:
+    tp = t_plan(n, w_pair)
+    m = (n - tp.t)[:, None]
+    mean = m * q
+    sd = np.sqrt(mean * (1 - q))
+    outer_lo = np.clip(np.ceil(mean - K_MULTI_OUTER * sd), 0.0, m)
+    outer_hi = np.clip(np.floor(mean + K_MULTI_OUTER * sd), outer_lo, m)
+    inner = mean + sd * K_MULTI_INNER * np.linspace(-1.0, 1.0, n_blocks + 1)[None, :]
+    # Block starts: 0, L = ceil(mean - 9 sd), ceil(inner_0), ..., ceil(inner_{B-1}),
+    # floor(inner_B) + 1, U + 1 with U = floor(mean + 9 sd); blocks are [start_i, start_{i+1} - 1],
+    # the last one ending at m; empty blocks (hi < lo) carry no mass. When [L, U] holds at most
+    # B + 2 integers, the middle blocks are single integers instead.
+    general = np.concatenate([
+        np.zeros_like(mean), outer_lo, np.ceil(inner[:, :-1]), np.floor(inner[:, -1:]) + 1,
+        outer_hi + 1], axis=1)
+    unit = np.concatenate([
+        np.zeros_like(mean), outer_lo + np.arange(n_blocks + 2)[None, :], outer_hi + 1], axis=1)
+    unit = np.minimum(unit, outer_hi + 1)
+    starts = np.where(outer_hi - outer_lo + 1 <= n_blocks + 2, unit, general)
+    starts = np.maximum.accumulate(np.clip(starts, 0.0, m + 1), axis=1)
+    lo = starts
+    hi = np.concatenate([starts[:, 1:] - 1, m], axis=1)
+    crude = np.zeros(lo.shape, dtype=bool)
+    crude[:, 0] = True
+    crude[:, -1] = True
+    mb = np.broadcast_to(m, lo.shape)
+    empty = hi < lo
+    p, p_err = binom_interval(lo, hi, mb, q)
+    mm1 = np.maximum(mb - 1, 0.0)
+    pmf = stats.binom.pmf
+    var = mb * q * (1 - q)
+    pa, pb = pmf(lo - 1, mm1, q), pmf(hi, mm1, q)
+    # E[(X - mq) 1{lo <= X <= hi}] = mq(1-q) (P'[lo-1] - P'[hi]),  P' = pmf of Bin(m-1, q).
+    g1 = var * (pa - pb)
+    g1_err = var * (pa + pb) * (REL_SPECIAL + 8 * U)
+    # E[(X - mq)^2 1{block}] = mq(1-q) [P'(lo <= X' <= hi) + (lo - mq) P'[lo-1] - (hi+1-mq) P'[hi]].
+    p2, p2_err = binom_interval(lo, hi, mm1, q)
+    terms = p2 + np.abs(lo - mean) * pa + np.abs(hi + 1 - mean) * pb
+    g2 = var * (p2 + (lo - mean) * pa - (hi + 1 - mean) * pb)
+    g2_err = var * (p2_err + (REL_SPECIAL + 8 * U) * terms)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_low = p - p_err
+        ok = (p_low > 0) & ~empty
+        mu = np.where(ok, mean + g1 / p, 0.5 * (lo + hi))
+        mu_err = np.where(ok, (g1_err + np.abs(g1) * p_err / p_low) / p_low
+                          + 8 * U * (mean + np.abs(mu)), hi - lo)
+        second = np.where(ok, (g2 + g2_err) / p_low, np.inf)
+    # The mean lies in its block; so does its error. Var <= E(X - mq)^2 and Popoviciu's bound.
+    mu = np.clip(mu, lo, np.maximum(hi, lo))
+    mu_err = np.minimum(mu_err, np.maximum(hi - lo, 0.0))
+    var_ub = np.minimum(0.25 * (hi - lo) ** 2, second)
+    var_ub = np.where(empty, 0.0, np.maximum(var_ub, 0.0))
+    crude = (crude | ~ok) & ~empty
+    p = np.where(empty, 0.0, p)
+    p_err = np.where(empty, 0.0, p_err)
+    return MultiPlan(m, lo, hi, p, p_err, mu, mu_err, var_ub, crude)
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Coeffs:
+    cb: float
+    d: float
+    rho: float
+    pool_mean: float      # E[value] of one pool user (0 if no pool)
+    alpha: float          # c_main - m_R
+    m_r: float
+    v_r: float
+    bound_r: float
+    q: float              # P[pool user in main]
+    pos_pair: float       # rho (c_a)+ + (1 - rho)(c_b)+
+    pos_pool: float       # E[(value)+] of one pool user
+
+
+def _coeffs(cat: Categories, roles: Roles) -> _Coeffs:
+    c, w = cat.c, cat.w
+    ca, cb = float(c[roles.a]), float(c[roles.b])
+    wa, wb = float(w[roles.a]), float(w[roles.b])
+    rho = wa / (wa + wb)
+    pool = np.array(roles.pool, dtype=int)
+    if pool.size:
+        wp = w[pool] / w[pool].sum()
+        pool_mean = float(wp @ c[pool])
+        pos_pool = float(wp @ np.maximum(c[pool], 0.0))
+    else:
+        pool_mean = pos_pool = 0.0
+    alpha = m_r = v_r = bound_r = q = 0.0
+    if roles.main >= 0:
+        q = float(w[roles.main] / w[pool].sum())
+        rest = np.array(roles.rest, dtype=int)
+        wr = w[rest] / w[rest].sum()
+        m_r = float(wr @ c[rest])
+        v_r = float(wr @ (c[rest] - m_r) ** 2)
+        bound_r = float(np.abs(c[rest] - m_r).max())
+        alpha = float(c[roles.main]) - m_r
+    pos_pair = rho * max(ca, 0.0) + (1 - rho) * max(cb, 0.0)
+    return _Coeffs(cb, ca - cb, rho, pool_mean, alpha, m_r, v_r, bound_r, q, pos_pair, pos_pool)
+
+
+@dataclass
+class _Deviation:
+    """Bounds on the law of Y = V - E V: its variance and a log-MGF bound psi(lam) >=
+    log E e^{lam Y} (lam of either sign), as the sum of the pieces present."""
+
+    var: np.ndarray
+    binom_m: np.ndarray | None = None     # exact binomial part alpha (X - mq), X ~ Bin(m, q)
+    binom_q: float = 0.0
+    alpha: float = 0.0
+    hoeffding_range: np.ndarray | None = None   # |alpha| (hi - lo) on a block
+    bennett_n: np.ndarray | None = None   # Bennett part: n terms, variance v, bound M
+    bennett_v: float = 0.0
+    bennett_m: float = 0.0
+
+    def psi(self, lam):
+        out = np.zeros(np.broadcast(lam, self.var).shape)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.binom_m is not None and self.alpha != 0:
+                x = lam * self.alpha
+                out = out + self.binom_m * (np.log1p(self.binom_q * np.expm1(x)) - self.binom_q * x)
+            if self.hoeffding_range is not None:
+                out = out + (lam * self.hoeffding_range) ** 2 / 8.0
+            if self.bennett_n is not None and self.bennett_v > 0:
+                y = np.abs(lam) * self.bennett_m
+                out = out + self.bennett_n * self.bennett_v * (np.expm1(y) - y) / self.bennett_m ** 2
+        return np.where(np.isnan(out), np.inf, out)
+
+
+def _phi(var, dist):
+    """Sharp bound E[(Y - a)_+] <= (sqrt(var + a^2) - a) / 2 for E Y = 0, Var Y <= var, a >= 0
+    (written without cancellation)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(var > 0, var / (2.0 * (np.sqrt(var + dist * dist) + dist)), 0.0)
+
+
+def _lambda_for(var, dist):
+    """A good lam for the Chernoff bound of E(Y - a)_+ (optimal for Gaussian Y): any lam > 0
+    gives a valid bound."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(var > 0, (dist + np.sqrt(dist * dist + 4 * var)) / (2 * var), np.inf)
+
+
+def _chernoff_log(dev: _Deviation, dist, sign):
+    """log of the Chernoff bound E[(sign Y - dist)_+] <= E e^{lam (sign Y - dist)} / (lam e),
+    at lam = _lambda_for(Var, dist); returns (log bound, lam)."""
+    lam = _lambda_for(dev.var, dist)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        log_b = dev.psi(sign * lam) - lam * dist - np.log(lam * np.e)
+    return np.where(np.isnan(log_b), np.inf, log_b), lam
+
+
+def _tail_bound(dev: _Deviation, dist, sign):
+    """min(phi, Chernoff) bound of E[(sign Y - dist)_+], dist >= 0 (sign = +-1 per element)."""
+    log_b, _ = _chernoff_log(dev, dist, sign)
+    chern = np.exp(np.minimum(log_b, 700.0))
+    return np.where(dev.var > 0, np.minimum(_phi(dev.var, dist), chern), 0.0)
+
+
+def _far_side(dev: _Deviation, dist, sign, p_edge, ratio, step, side_pmax):
+    """Bound of sum_{i >= 0} P[B = k_edge +- i] E[(sign Y - dist - i step)_+]: Chernoff at the
+    lam of the first term gives a factor e^{-lam step} per kink; the pmf grows at most by
+    ``ratio`` per kink (binomial pmf ratios are monotone), so the sum is geometric. Where
+    ratio e^{-lam step} >= 1, ``side_pmax()`` (largest pmf of the side) replaces the growth."""
+    log_b, lam = _chernoff_log(dev, dist, sign)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        shrink = np.log(ratio) - lam * step
+        geometric = np.exp(np.minimum(log_b, 700.0)) / -np.expm1(np.minimum(shrink, -1e-300))
+        out = np.where(shrink < -1e-12, p_edge * geometric, np.inf)
+        bad = ~np.isfinite(out) & (dev.var > 0)
+        if bad.any():
+            fallback = np.exp(np.minimum(log_b, 700.0)) / -np.expm1(-lam * step)
+            out = np.where(bad, side_pmax(bad) * fallback, out)
+    return np.where(dev.var > 0, np.nan_to_num(out, nan=np.inf), 0.0)
+
+
+def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs):
+    """Upper bound on E D(V) (module docstring, step 2). ``mu`` is the computed mean of V,
+    within ``e_v`` of the true one; distances to kinks are reduced by e_v, and e_v times the
+    mass of the near kinks is added (the first-order term of the mean error)."""
+    shape = np.broadcast(t, mu, dev.var).shape
+    t = np.broadcast_to(t, shape)
+    bstar = -(k.cb * t + mu) / k.d                # kappa_k - mu = d (b* - k)
+    sd_max = float(np.sqrt(np.max(dev.var, initial=0.0)))
+    jj = int(min(J_MAX, max(2, np.ceil(J_SD * sd_max / k.d) + 1)))
+    k0 = np.clip(np.floor(bstar), 0.0, t)
+    p0 = stats.binom.pmf(k0, t, k.rho)
+    odds = k.rho / (1.0 - k.rho)
+    total = np.zeros(shape)
+    near_mass = np.zeros(shape)
+
+    def add(kk, p):
+        nonlocal total, near_mass
+        valid = (kk >= 0) & (kk <= t)
+        pk = np.where(valid, np.nan_to_num(p, nan=0.0, posinf=0.0), 0.0)
+        a = k.d * (bstar - kk)                     # > 0: kink above mu
+        dist = np.maximum(np.abs(a) - e_v, 0.0)
+        total = total + pk * _tail_bound(dev, dist, np.where(a > 0, 1.0, -1.0))
+        near_mass = near_mass + pk
+
+    # Near kinks k0 - J + 1, ..., k0 + J; pmf by P[k+1]/P[k] = (t-k)/(k+1) * rho/(1-rho).
+    add(k0, p0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        p, kk = p0, k0
+        for _ in range(jj):
+            p = np.where(kk < t, p * (t - kk) / (kk + 1.0) * odds, 0.0)
+            kk = kk + 1.0
+            add(kk, p)
+        k_dn, p_dn = kk + 1.0, np.where(kk < t, p * (t - kk) / (kk + 1.0) * odds, 0.0)
+        p, kk = p0, k0
+        for _ in range(jj - 1):
+            p = np.where(kk > 0, p * kk / (t - kk + 1.0) / odds, 0.0)
+            kk = kk - 1.0
+            add(kk, p)
+        k_up, p_up = kk - 1.0, np.where(kk > 0, p * kk / (t - kk + 1.0) / odds, 0.0)
+        # pmf ratios beyond the near set: P[k-1]/P[k] <= its value at k_up (k <= k_up);
+        # P[k+1]/P[k] <= its value at k_dn (k >= k_dn).
+        r_up = np.where(k_up > 0, k_up / (t - k_up + 1.0) / odds, 0.0) * (1 + 8 * U)
+        r_dn = np.where(k_dn < t, (t - k_dn) / (k_dn + 1.0) * odds, 0.0) * (1 + 8 * U)
+    dist_up = np.maximum(k.d * (bstar - k_up) - e_v, 0.0)
+    dist_dn = np.maximum(k.d * (k_dn - bstar) - e_v, 0.0)
+    far_up = _far_side(dev, dist_up, 1.0, p_up, r_up, k.d,
+                       lambda m: mode_pmf_on_range(0.0, k_up[m], t[m], k.rho))
+    far_dn = _far_side(dev, dist_dn, -1.0, p_dn, r_dn, k.d,
+                       lambda m: mode_pmf_on_range(k_dn[m], t[m], t[m], k.rho))
+    far_up = np.where(k_up >= 0, far_up, 0.0)
+    far_dn = np.where(k_dn <= t, far_dn, 0.0)
+    rel = 1 + REL_SPECIAL + 8 * U * (jj + 4)
+    return (total + far_up + far_dn) * rel + e_v * np.minimum(near_mass * rel, 1.0)
+
+
+def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err):
+    """Per (t, shift): bounds of E[h_t(V + s)] with the exact law of X (one block)."""
+    mm = m[:, None]
+    tt = t[:, None]
+    if has_main:
+        mean_x = mm * k.q
+        mu = mm * k.m_r + k.alpha * mean_x
+        e_v = 8 * U * (np.abs(mm * k.m_r) + abs(k.alpha) * mean_x)
+        var_v = k.alpha ** 2 * mean_x * (1 - k.q) + mm * (1 - k.q) * k.v_r
+    else:
+        mu = mm * k.pool_mean
+        e_v = 8 * U * np.abs(mu)
+        var_v = np.zeros_like(mu)
+    v = mu + shifts_v[None, :]
+    e_v = e_v + shifts_err[None, :]
+    dev = _Deviation(var=np.broadcast_to(var_v, v.shape))
+    if has_main:
+        dev.binom_m, dev.binom_q, dev.alpha = mm, k.q, k.alpha
+        dev.bennett_n, dev.bennett_v, dev.bennett_m = mm, k.v_r, k.bound_r
+    h, h_err = leaf_positive_part(tt, v, k.cb, k.d, k.rho)
+    lower = np.maximum(h - h_err - e_v, 0.0)
+    upper = h + h_err + e_v + _kink_sum(tt, v, e_v, dev, k)
+    return lower, upper
+
+
+def _multi_terms(sl, t, plan: MultiPlan, k: _Coeffs, shifts_v, shifts_err):
+    """Per (t, block, shift) bounds, summed over blocks -> (t, shift)."""
+    mm = plan.m[sl][:, :, None]
+    lo, hi = plan.lo[sl][:, :, None], plan.hi[sl][:, :, None]
+    p = plan.p[sl][:, :, None]
+    p_err = plan.p_err[sl][:, :, None]
+    mu_x = plan.mu[sl][:, :, None]
+    mu_err = plan.mu_err[sl][:, :, None]
+    var_x = plan.var_ub[sl][:, :, None]
+    crude = plan.crude[sl][:, :, None]
+    sv = shifts_v[None, None, :]
+    tt = t[:, None, None]
+    base = mm * k.m_r
+    mu = base + k.alpha * mu_x + sv
+    e_v = (abs(k.alpha) * mu_err + 8 * U * (np.abs(base) + abs(k.alpha) * mu_x)
+           + shifts_err[None, None, :])
+    count_r = np.maximum(mm - lo, 0.0)
+    var_v = k.alpha ** 2 * var_x + count_r * k.v_r
+    width = np.maximum(hi - lo, 0.0)
+    dev = _Deviation(var=np.broadcast_to(var_v, mu.shape), hoeffding_range=abs(k.alpha) * width,
+                     bennett_n=count_r, bennett_v=k.v_r, bennett_m=k.bound_r)
+    h, h_err = leaf_positive_part(tt, mu, k.cb, k.d, k.rho)
+    ed = _kink_sum(tt, mu, e_v, dev, k)
+    p_lo = np.maximum(p - p_err, 0.0)
+    p_hi = np.minimum(p + p_err, 1.0)
+    lower = np.where(crude, 0.0, p_lo * np.maximum(h - h_err - e_v, 0.0))
+    # Crude bound: E[(Y)_+] <= (E Y)_+ + sd(Y), Y = c_b t + d B + V, V <= v_max + R~.
+    v_max = base + np.maximum(k.alpha * lo, k.alpha * hi) + sv
+    sd_b = k.d * np.sqrt(tt * k.rho * (1 - k.rho))
+    crude_val = (np.maximum(k.cb * tt + k.d * tt * k.rho + v_max, 0.0) + sd_b
+                 + np.sqrt(count_r * k.v_r) + e_v) * (1 + 16 * U)
+    upper = np.where(crude, p_hi * crude_val, p_hi * (h + h_err + e_v + ed))
+    return lower.sum(axis=1), upper.sum(axis=1)
+
+
+def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndarray,
+                        shifts_err: np.ndarray, n_blocks: int = 0) -> tuple[float, float]:
+    """Guaranteed (lower, upper) for E[(S + s)_+], S the group's sum and s an independent
+    shift taking ``shifts_v[i]`` (known to +-shifts_err[i]) with probability ``shifts_p[i]``.
+
+    ``n_blocks = 0`` uses the single style, otherwise the multi style with that many fine
+    blocks. ``cat`` must have at least two categories.
+    """
+    roles = choose_roles(cat)
+    k = _coeffs(cat, roles)
+    n = cat.count
+    w_pair = 1.0 if not roles.pool else float(cat.w[roles.a] + cat.w[roles.b])
+    tp = t_plan(n, w_pair)
+    has_main = roles.main >= 0
+    use_multi = n_blocks > 0 and has_main
+    plan = multi_plan(n, w_pair, k.q, n_blocks) if use_multi else None
+    n_blk = plan.lo.shape[1] if use_multi else 1
+    step = max(1, CHUNK // (n_blk * shifts_v.size))
+    lower = upper = 0.0
+    for start in range(0, tp.t.size, step):
+        sl = slice(start, start + step)
+        t = tp.t[sl]
+        if use_multi:
+            lo_t, up_t = _multi_terms(sl, t, plan, k, shifts_v, shifts_err)
+        else:
+            lo_t, up_t = _single_terms(t, n - t, k, has_main, shifts_v, shifts_err)
+        pt = tp.pt[sl]
+        lower += float((pt * (1 - REL_SPECIAL)) @ (lo_t @ shifts_p))
+        upper += float((pt * (1 + REL_SPECIAL)) @ (up_t @ shifts_p))
+    # T outside its window: E[(S + s)_+ | T] <= pos_pair T + pos_pool (n - T) + E[s_+].
+    s_pos = float(shifts_p @ (np.maximum(shifts_v, 0.0) + shifts_err))
+    tail = k.pos_pair * tp.tail_et + (k.pos_pool * n + s_pos) * tp.tail_p
+    upper += tail * (1 + 8 * U)
+    lower = max(lower * (1 - REL_SUM), 0.0)
+    upper = upper * (1 + REL_SUM) + TINY
+    return lower, upper
