@@ -139,3 +139,14 @@ def test_shipped_audit_scenario_loads():
     scenario = load_scenario(ROOT / "scenarios" / "audit_krr.toml")
     assert len(scenario.points) == 18
     assert all("audit" in p.settings.sections for p in scenario.points)
+
+
+def test_others_option_and_unsupported_randomizer():
+    result = _invoke(["audit", "--randomizer", "krr", "--domain-size", "3", "--epsilon0", "2",
+                      "--n", "20", "--delta", "1e-2", "--trials", "4000", "--others",
+                      "0.2,0.3,0.5", "--no-verdicts", "--json"])
+    assert result.exit_code == 0, result.output
+    assert all("others ~" in r["pair"] for r in json.loads(result.output))
+    result = CliRunner().invoke(main, ["audit", "--randomizer", "laplace_binary", "--epsilon0",
+                                       "1", "--n", "10", "--delta", "1e-3", "--trials", "100"])
+    assert result.exit_code == 2 and "continuous" in result.output

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.decompositions import atoms_from_masses, exact_pair_atoms
+from protocols.bounds.decompositions import atoms_from_masses, exact_pair_atoms, is_continuous
 from protocols.errors import ParameterError, require
 
 #: Default number of bins of the log-likelihood ratio with more than two groups.
@@ -98,6 +98,9 @@ def pair_model(randomizer, n: int, x0, x1, others) -> PairModel:
     ``others``: an input x2 held by users 2..n, or a probability vector over the categorical
     input domain from which each of them draws its input independently.
     """
+    require(not is_continuous(randomizer), "randomizer", randomizer.name,
+            "has continuous ratios (only rounded atoms): the shuffle and pipeline audits need "
+            "exact finite output groups")
     if np.ndim(others) == 0:
         atoms = exact_pair_atoms(randomizer, x0, x1, others)
         return PairModel.from_atoms(atoms, n, f"(x0, x1, x2) = ({x0}, {x1}, {others})")
