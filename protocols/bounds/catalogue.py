@@ -236,6 +236,14 @@ def _register_gdp(m) -> None:
         m.gdp_bound, also=m.STATUSES[1:]))
 
 
+def _register_heterogeneous(m) -> None:
+    """Personalized budgets: these bounds apply to ``heterogeneous.PersonalizedUsers``
+    (a randomizer and a BudgetProfile), never to a plain randomizer."""
+    for spec in m.PERSONALIZED_SPECS:
+        register(BoundSpec(spec.name, spec.kind, spec.reference, spec.status, spec.regime,
+                           spec.applies_to, spec.compute, scope="personalized", also=spec.also))
+
+
 _MODULES = (
     ("protocols.bounds.efmrtt", _register_efmrtt),
     ("protocols.bounds.clones", _register_clones),
@@ -243,6 +251,7 @@ _MODULES = (
     ("protocols.bounds.optimal", _register_optimal),
     ("protocols.bounds.variation_ratio", _register_variation_ratio),
     ("protocols.bounds.gdp", _register_gdp),
+    ("protocols.bounds.heterogeneous", _register_heterogeneous),
 )
 
 
@@ -393,8 +402,9 @@ def catalogue_markdown() -> str:
         "reduction of Feldman et al., SODA 2023, uses a wrong post-processing; 001 and 003 "
         "inherit it). A bound with several caveats lists all of them. Scope `generic`: uses "
         "only eps0 (valid for every eps0-LDP randomizer); `specific`: uses the randomizer's "
-        "output distribution or type. Outside its regime a bound reports the reason instead "
-        "of a number.",
+        "output distribution or type; `personalized`: users with per-user budgets (evaluated "
+        "on `protocols.bounds.heterogeneous.PersonalizedUsers`: a randomizer and the budget "
+        "multiset). Outside its regime a bound reports the reason instead of a number.",
         "",
         table.markdown(["name", "kind", "scope", "status", "reference", "regime"]),
         "",
