@@ -179,8 +179,8 @@ def _blanket_status(cand) -> tuple[BoundStatus, str]:
     if cand.exhaustive:
         return BoundStatus.PROVEN, f"pairs: {cand.argument}"
     return BoundStatus.APPROXIMATE, (
-        f"worst neighbour pair not proven ({cand.argument}); max over "
-        f"{len(cand.pairs)} candidate pairs")
+        f"not proven for every pair: {cand.argument}, max over {len(cand.pairs)} pairs "
+        f"(cover=True gives a proven bound)")
 
 
 def _cover_slack(randomizer, cand) -> float:
