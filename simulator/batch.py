@@ -138,6 +138,12 @@ class SumTarget(_ScalarTarget):
 
 
 _TARGETS: dict[str, Target] = {t.name: t for t in (FrequencyTarget(), MeanTarget(), SumTarget())}
+# Estimators for personalized budgets (protocols.estimators.personalized) estimate the same
+# targets as the standard ones.
+for _alias, _base in (("gspa_frequency", "frequency"), ("uniform_frequency", "frequency"),
+                      ("weighted_frequency", "frequency"), ("gspa_mean", "mean"),
+                      ("weighted_mean", "mean")):
+    _TARGETS[_alias] = _TARGETS[_base]
 
 
 def register_target(target: Target) -> None:
@@ -343,9 +349,15 @@ def _reports_path(setup: BatchSetup, repetitions: int, rng):
         stop = min(n, start + per_slice)
         eps = None if budgets is None else budgets[:, start:stop]
         reports = setup.randomizer.randomize(values[:, start:stop], rng, epsilon=eps)
+        if getattr(setup.estimator, "uses_budgets", False):
+            # Personalized-budget estimators (protocols.estimators.personalized) reduce the
+            # (report, budget) pairs; their statistic is a sum over pairs, invariant under the
+            # shuffler's joint permutation of the pairs, so it is taken before the shuffle.
+            part = setup.estimator.aggregate(reports, eps)
         if setup.shuffle is ShuffleMode.PERFORM:
             reports = shuffle_reports(reports, rng)
-        part = setup.randomizer.aggregate(reports)
+        if not getattr(setup.estimator, "uses_budgets", False):
+            part = setup.randomizer.aggregate(reports)
         aggregate = part if aggregate is None else aggregate + part
     return aggregate, stats
 

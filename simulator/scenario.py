@@ -506,6 +506,19 @@ def _parse_settings(document: Mapping[str, Any], context: ParseContext) -> Setti
         raise ScenarioError("batch", batch_table, "must be a table")
     batch = parse_dataclass(BatchOptions, batch_table, "batch", context)
     _check_batch(batch, population, randomizer)
+    if estimator_name == "frequency" and not population.budget.is_constant:
+        raise ScenarioError("estimator.name", estimator_name,
+                            "is biased with per-user budgets (its support probabilities are "
+                            "those of one eps0); use gspa_frequency or weighted_frequency")
+    if getattr(estimator, "uses_budgets", False):
+        # Personalized-budget estimators reduce (report, budget) pairs on the reports path.
+        if batch.path is BatchPath.AGGREGATE:
+            raise ScenarioError("batch.path", batch.path.value,
+                                f"estimator {estimator_name} needs per-user reports and budgets "
+                                "(the reports path)")
+        if "pipeline" in document:
+            raise ScenarioError("estimator.name", estimator_name,
+                                "runs on the batch path only (not with [pipeline])")
     sections = {}
     for name, parser in _SECTIONS.items():
         if name in document:

@@ -98,7 +98,7 @@ def run(setup, reps, seed):
 # Metrics
 # ---------------------------------------------------------------------------------------------
 def test_targets_and_metric_definitions():
-    assert target_names() == ["frequency", "mean", "sum"]
+    assert {"frequency", "mean", "sum"} <= set(target_names())
     estimate = np.array([[0.5, 0.2, 0.3], [0.0, 0.0, 1.0]])
     truth = np.array([0.4, 0.4, 0.2])
     metrics = FrequencyTarget().metrics(estimate, truth)

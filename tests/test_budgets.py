@@ -179,28 +179,32 @@ budget = {budget}
 [randomizer]
 name = "brr"
 [estimator]
-name = "frequency"
+name = "{estimator}"
 """
 
 
 def test_scenarios_accept_budget_distributions_and_name_bad_keys():
     text = SCENARIO.format(budget='{ distribution = "three_groups", '
-                                  'conservative_fraction = 0.2 }')
+                                  'conservative_fraction = 0.2 }', estimator="gspa_frequency")
     scenario = parse_scenario(text)
     budget = scenario.points[0].settings.population.budget
     assert isinstance(budget, ThreeGroupBudget) and budget.conservative_fraction == 0.2
     assert scenario.points[0].settings.randomizer.epsilon0 == 1.0
+    with pytest.raises(ScenarioError, match="estimator.name.*biased"):
+        parse_scenario(text.replace('"gspa_frequency"', '"frequency"'))
     bad = SCENARIO.format(budget='{ distribution = "groups", fractions = [0.5, 0.6], '
-                                 'epsilons = [0.1, 1.0] }')
+                                 'epsilons = [0.1, 1.0] }', estimator="gspa_frequency")
     with pytest.raises(ScenarioError, match=r"population\.budget\.fractions"):
         parse_scenario(bad)
-    bad = SCENARIO.format(budget='{ distribution = "uniform", low = 0.1, hihg = 1.0 }')
+    bad = SCENARIO.format(budget='{ distribution = "uniform", low = 0.1, hihg = 1.0 }',
+                          estimator="gspa_frequency")
     with pytest.raises(ScenarioError, match=r"population\.budget\.hihg.*'high'"):
         parse_scenario(bad)
 
 
 def test_sweeping_the_conservative_fraction():
-    text = SCENARIO.format(budget='{ distribution = "three_groups" }') + (
+    text = SCENARIO.format(budget='{ distribution = "three_groups" }',
+                           estimator="weighted_frequency") + (
         '[sweep]\n"population.budget.conservative_fraction" = [0.01, 0.5]\n')
     points = parse_scenario(text).points
     fractions = [p.settings.population.budget.groups.fractions[0] for p in points]

@@ -133,7 +133,7 @@ def test_list_plain_and_json():
     data = json.loads(invoke("list", "--json").output)
     assert data["randomizers"]["krr"]["parameters"] == ["epsilon0", "domain_size"]
     assert data["randomizers"]["krr"]["aggregate_sampler"] is True
-    assert data["estimators"] == ["frequency", "mean", "sum"]
+    assert {"frequency", "mean", "sum"} <= set(data["estimators"])
     zipf = {p["name"]: p for p in data["data_distributions"]["zipf"]}
     assert zipf["exponent"]["required"] is True
     assert data["budget_distributions"]["constant"][0]["name"] == "epsilon0"
