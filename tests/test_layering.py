@@ -42,3 +42,20 @@ def test_validators_accept_numpy_scalars_and_reject_nan():
     laplace = make_randomizer("laplace", epsilon0=1.0)
     with pytest.raises(ParameterError, match="values = nan"):
         laplace.check_values(np.array([0.5, np.nan]))
+
+
+def test_default_output_groups_keep_tiny_probabilities_apart():
+    """Outputs whose probabilities are tiny but whose ratios differ must stay in separate groups
+    (an absolute rounding would merge them and bias blanket bounds)."""
+    import numpy as np
+
+    from protocols.randomizers import make_randomizer
+
+    class Tiny(type(make_randomizer("krr", epsilon0=1.0, domain_size=3))):
+        def output_pmf(self, inputs=None):
+            pmf = np.array([[1e-17, 3e-17, 1.0 - 4e-17], [2e-17, 1e-17, 1.0 - 3e-17],
+                            [1e-17, 1e-17, 1.0 - 2e-17]])
+            return pmf if inputs is None else pmf[np.asarray(inputs)]
+
+    groups = Tiny(epsilon0=1.0, domain_size=3).output_groups((0, 1))
+    assert groups.mass.shape[1] == 3

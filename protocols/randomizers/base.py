@@ -160,9 +160,14 @@ class Randomizer(ABC):
         rows = pmf[list(anchors)]
         row_min = pmf.min(axis=0)
         # Outputs with identical per-output probabilities under the anchors and identical
-        # minimum form a group; round to merge floating-point twins.
-        rounded = np.round(np.vstack([rows, row_min[None, :]]).T, 15)
-        _, inverse = np.unique(rounded, axis=0, return_inverse=True)
+        # minimum form a group. Compare log-probabilities rounded to 1e-12 (a relative
+        # tolerance) so floating-point twins merge but tiny probabilities with different
+        # ratios never do (an absolute rounding would merge them and bias the blanket).
+        stacked = np.vstack([rows, row_min[None, :]]).T
+        with np.errstate(divide="ignore"):
+            keys = np.round(np.log(stacked), 12)
+        _, inverse = np.unique(keys, axis=0, return_inverse=True)
+        inverse = inverse.ravel()
         n_groups = int(inverse.max()) + 1
         mass = np.zeros((len(anchors), n_groups))
         for a in range(len(anchors)):
