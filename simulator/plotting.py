@@ -237,8 +237,10 @@ def plot_utility(tables, figure_module):
                 _plain_log_ticks(ax, "y")
             if stats.epsilon0.nunique() > 1 and stats.epsilon0.min() > 0:
                 ax.set_xscale("log")
-            if stats.epsilon0.nunique() <= 12:
+            if stats.epsilon0.nunique() <= 6:
                 _ticks_at(ax, stats.epsilon0, "x")
+            elif stats.epsilon0.min() > 0:
+                _plain_log_ticks(ax, "x")
             ax.set_xlabel("local budget eps0")
             ax.set_ylabel(f"mean {metric}")
             ax.set_title(metric)
@@ -354,8 +356,10 @@ def plot_bounds_vs_n(tables, figure_module):
             ax.set_xscale("log")
             ax.set_yscale("log")
             _plain_log_ticks(ax, "y")
-            if rows.n.nunique() <= 8:
+            if rows.n.nunique() <= 6:
                 _ticks_at(ax, rows.n, "x")
+            else:
+                _plain_log_ticks(ax, "x")
             ax.set_xlabel("n (users shuffled together)")
             ax.set_ylabel("central eps")
             ax.set_title(panel, fontsize="small")
