@@ -49,7 +49,7 @@ def test_default_output_groups_keep_tiny_probabilities_apart():
     (an absolute rounding would merge them and bias blanket bounds)."""
     import numpy as np
 
-    from protocols.randomizers import make_randomizer
+    from protocols.randomizers import Randomizer, make_randomizer
 
     class Tiny(type(make_randomizer("krr", epsilon0=1.0, domain_size=3))):
         def output_pmf(self, inputs=None):
@@ -57,5 +57,5 @@ def test_default_output_groups_keep_tiny_probabilities_apart():
                             [1e-17, 1e-17, 1.0 - 2e-17]])
             return pmf if inputs is None else pmf[np.asarray(inputs)]
 
-    groups = Tiny(epsilon0=1.0, domain_size=3).output_groups((0, 1))
+    groups = Randomizer.output_groups(Tiny(epsilon0=1.0, domain_size=3), (0, 1))
     assert groups.mass.shape[1] == 3
