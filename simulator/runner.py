@@ -181,3 +181,7 @@ def utility_rows(
 # Table producers shipped with the package register themselves on import (they import this
 # module, hence the import at its end).
 from simulator.audit import producer as _audit_producer  # noqa: E402, F401
+from simulator.bounds_section import TABLE as _BOUNDS_TABLE  # noqa: E402
+from simulator.bounds_section import produce as _bounds_produce  # noqa: E402
+
+register_table_producer(_BOUNDS_TABLE, _bounds_produce, per_point=True)

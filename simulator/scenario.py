@@ -673,5 +673,6 @@ def _check_batch(batch: BatchOptions, population: Population, randomizer: Random
 
 # Sections shipped with the package register themselves on import; they import this module,
 # hence the imports at its end.
+from simulator import bounds_section as _bounds_section  # noqa: E402, F401
 from simulator.audit import section as _audit_section  # noqa: E402, F401
 from simulator.pipeline import section as _pipeline_section  # noqa: E402, F401
