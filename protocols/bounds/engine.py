@@ -41,6 +41,7 @@ from protocols.bounds.engine_common import (
     check_epsilon,
     check_groups,
     check_side,
+    chernoff_upper,
     trivial_estimate,
 )
 from protocols.bounds.engine_conditioning import conditioning_bounds
@@ -61,8 +62,8 @@ Group = tuple[RatioAtoms, int]
 
 ENUMERATE_MAX = 20_000       # joint count vectors for the "enumerate" method
 SHIFT_OUTCOMES_MAX = 256     # enumerated outcomes of the small groups beside the main one
-MULTI_BLOCKS = (8, 32)       # refinements of the conditioning method, in order
-LEAF_BUDGET = 2_000_000      # leaf evaluations allowed for one refinement
+MULTI_BLOCKS = (8, 32, 128, 512)   # refinements of the conditioning method, in order
+LEAF_BUDGET = 1_000_000      # leaf evaluations allowed for one refinement
 METHODS = ("auto", "enumerate", "conditioning", "fft")
 
 
@@ -77,7 +78,8 @@ def _main_group(cats: Sequence[Categories]) -> int:
     return int(np.argmax([cat.count * cat.variance for cat in cats]))
 
 
-def _conditioning(cats: list[Categories], rtol: float, atol: float) -> tuple[float, float]:
+def _conditioning(cats: list[Categories], rtol: float, atol: float,
+                  threshold: float | None) -> tuple[float, float]:
     main = _main_group(cats)
     others = [cat for i, cat in enumerate(cats) if i != main]
     if others:
@@ -98,6 +100,8 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float) -> tuple[flo
             hi = conditioning_bounds(cat, values, p_hi, value_err, n_blocks)[1]
         best_lo, best_hi = max(best_lo, lo), min(best_hi, hi)
         if best_hi - best_lo <= max(rtol * best_hi, atol):
+            break
+        if threshold is not None and (best_hi <= threshold or best_lo > threshold):
             break
     return best_lo, best_hi
 
@@ -121,21 +125,26 @@ def _select(cats: list[Categories]) -> str:
 
 
 def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *,
-                 rtol: float = 1e-3, atol: float = 0.0, method: str = "auto") -> Estimate:
+                 rtol: float = 1e-3, atol: float = 0.0, threshold: float | None = None,
+                 method: str = "auto", fft_step: float | None = None) -> Estimate:
     """E[(sum_i G_i)_+] for independent groups of i.i.d. GPARVs (000 Thm 12-14).
 
     ``groups``: sequence of (RatioAtoms, count). ``side``: "upper" or "lower" selects
     ``Estimate.value``; both sides are always returned. ``rtol`` / ``atol``: the refinement
-    stops once upper - lower <= max(rtol * upper, atol) (a request, not a guarantee: the bracket
-    is always valid, and its width is what the method reached). ``method``: see the module doc.
+    stops once upper - lower <= max(rtol * upper, atol), or once the bracket lies on one side of
+    ``threshold`` (the caller only needs that comparison). These are requests, not guarantees:
+    the bracket is always valid, and its width is what the method reached. ``method``: see the
+    module docstring. ``fft_step`` fixes the grid step of the "fft" method (e.g. to reproduce
+    000 Sec. 6's discretization l = (e^eps0 - 1)/1000).
     """
     groups = check_groups(groups)
     epsilon = check_epsilon(epsilon)
     side = check_side(side)
     if method not in METHODS:
         raise ParameterError("method", method, f"must be one of {METHODS}")
-    if not (isinstance(rtol, (int, float)) and rtol >= 0) or not (isinstance(atol, (int, float)) and atol >= 0):
-        raise ParameterError("rtol/atol", (rtol, atol), "must be numbers >= 0")
+    for name, val in (("rtol", rtol), ("atol", atol)):
+        if isinstance(val, bool) or not (isinstance(val, (int, float)) and val >= 0):
+            raise ParameterError(name, val, "must be a number >= 0")
     cats = [categories(atoms, count, epsilon) for atoms, count in groups if count > 0]
     if not cats:
         return Estimate(0.0, 0.0, 0.0, "trivial")
@@ -149,17 +158,22 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
     const_err = sum(cat.count * abs(float(cat.c[0])) for cat in cats if cat.c.size == 1) * 4 * U
     if const != 0.0:
         active.append(Categories(np.array([const]), np.array([1.0]), 1, 0.0))
+    # Inputs: |computed c - exact c| <= c_err for every user; E[(.)_+] is 1-Lipschitz per user.
+    slack = sum(cat.count * cat.c_err for cat in cats) + const_err
     chosen = _select(active) if method == "auto" else method
     if not _applicable(chosen, active):
-        raise ParameterError("method", method, "is not applicable to these groups (too many outcomes)")
+        raise ParameterError("method", method, "is not applicable to these groups "
+                             "(too many outcomes)")
+    chern = chernoff_upper(active)
+    if threshold is not None and chern + slack <= threshold:
+        return Estimate(chern + slack if side == "upper" else 0.0, 0.0, chern + slack, "chernoff")
     if chosen == "enumerate":
         lo, hi = enumeration_bounds(active)
     elif chosen == "conditioning":
-        lo, hi = _conditioning(active, rtol, atol)
+        lo, hi = _conditioning(active, rtol, atol, threshold)
     else:
-        lo, hi = engine_fft.fft_bounds(active, rtol)
-    # Inputs: |computed c - exact c| <= c_err for every user; E[(.)_+] is 1-Lipschitz per user.
-    slack = sum(cat.count * cat.c_err for cat in cats) + const_err
+        lo, hi = engine_fft.fft_bounds(active, rtol, fft_step)
+    hi = min(hi, chern)
     lo, hi = max(lo - slack, 0.0), hi + slack
     return Estimate(hi if side == "upper" else lo, lo, hi, chosen)
 
@@ -167,10 +181,16 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
 def delta_of_epsilon(groups: Sequence[Group], n: int, epsilon: float, side: str = "upper",
                      **kwargs) -> Estimate:
     """delta(eps) = E[(sum_i G_i)_+] / n (000 Thm 12-14); ``n`` is the normaliser of the
-    theorem (the total number of users). Keyword arguments go to :func:`hockey_stick`."""
+    theorem (the total number of users). Keyword arguments go to :func:`hockey_stick`
+    (``atol`` and ``threshold`` are in delta units here)."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ParameterError("n", n, "must be an integer >= 1")
-    return hockey_stick(groups, epsilon, side, **kwargs).scaled(1.0 / int(n))
+    n = int(n)
+    if kwargs.get("atol"):
+        kwargs["atol"] = kwargs["atol"] * n
+    if kwargs.get("threshold") is not None:
+        kwargs["threshold"] = kwargs["threshold"] * n
+    return hockey_stick(groups, epsilon, side, **kwargs).scaled(1.0 / n)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,93 +215,106 @@ class EpsilonEstimate:
     evaluations: int
 
 
-def _log_or_none(x: float) -> float | None:
-    return math.log(x) if x > 0 else None
+def _root_coordinate(x: float, delta: float) -> float:
+    """sqrt(-ln x) - sqrt(-ln delta): increasing as x decreases, +inf at x = 0, and close to
+    linear in eps for Gaussian-like tails (-ln delta(eps) ~ c eps^2), so regula falsi on it
+    converges in a few steps."""
+    if x <= 0:
+        return math.inf
+    return math.sqrt(max(-math.log(x), 0.0)) - math.sqrt(max(-math.log(delta), 0.0))
 
 
 def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: str = "upper", *,
-                     eps_max: float = 20.0, xtol: float = 1e-9, rtol: float = 1e-5,
-                     max_evaluations: int = 100) -> EpsilonEstimate:
+                     eps_max: float = 20.0, xtol: float = 1e-10, rtol: float = 1e-5,
+                     max_evaluations: int = 60) -> EpsilonEstimate:
     """Smallest eps in [0, eps_max] with delta(eps) <= delta, bracketed.
 
     ``delta_fn(eps)`` returns an :class:`Estimate` of a non-increasing function delta(eps).
     A point is certified "below" when its upper estimate is <= delta (then eps* <= eps) and
-    "above" when its lower estimate is > delta (then eps* > eps). The search runs on the
-    estimate of the requested side (the upper one for side="upper") and stops when that bracket
-    is narrower than max(xtol, rtol * eps). Returned: for side="upper", value = the smallest
-    certified-below eps (conservative); for side="lower", value = the largest certified-above
-    eps (0 if none); ``error`` = width between the certified points of both kinds.
+    "above" when its lower estimate is > delta (then eps* > eps). The search brackets the
+    crossing of the requested side's estimate (the upper one for side="upper") with a
+    safeguarded Illinois regula falsi on sqrt(-ln estimate) (bisection when the estimate is 0)
+    and stops when that bracket is narrower than max(xtol, rtol * eps). Returned: for
+    side="upper", value = the smallest certified-below eps (conservative); for side="lower",
+    value = the largest certified-above eps (0 if none); ``error`` = the distance between the
+    two kinds of certified points, so the true crossing lies in [lower, upper].
 
-    eps = 0 is returned directly when delta(0) <= delta is certified. If the upper estimate at
-    eps_max still exceeds delta, the result is ``saturated``: value = inf for side="upper";
-    for side="lower", the largest certified-above eps (eps_max when delta(eps_max) > delta).
+    eps = 0 is returned when delta(0) <= delta is certified. If the upper estimate at eps_max
+    still exceeds delta, the result is ``saturated``: value = inf for side="upper"; for
+    side="lower", the largest certified-above eps (eps_max when delta(eps_max) > delta).
     """
     side = check_side(side)
-    if not (isinstance(delta, (int, float)) and 0 < delta < math.inf):
+    if isinstance(delta, bool) or not (isinstance(delta, (int, float)) and 0 < delta < math.inf):
         raise ParameterError("delta", delta, "must be a number > 0")
-    if not (isinstance(eps_max, (int, float)) and 0 < eps_max < math.inf):
+    if isinstance(eps_max, bool) or not (isinstance(eps_max, (int, float))
+                                         and 0 < eps_max < math.inf):
         raise ParameterError("eps_max", eps_max, "must be a finite number > 0")
-    log_delta = math.log(delta)
-    certified_above = 0.0     # largest eps with lower(eps) > delta (0: trivially eps* >= 0)
-    certified_below = math.inf
+    above = 0.0          # largest eps with lower(eps) > delta (eps* >= 0 holds trivially)
+    below = math.inf     # smallest eps with upper(eps) <= delta
     evaluations = 0
-    cache: dict[float, Estimate] = {}
+
+    seen: dict[float, Estimate] = {}
 
     def evaluate(eps: float) -> float:
-        """Records certificates; returns the side's estimate at eps."""
-        nonlocal certified_above, certified_below, evaluations
+        """Record the certificates at eps; return the side's estimate there."""
+        nonlocal above, below, evaluations
         est = delta_fn(eps)
+        seen[eps] = est
         evaluations += 1
-        cache[eps] = est
         if est.upper <= delta:
-            certified_below = min(certified_below, eps)
+            below = min(below, eps)
         if est.lower > delta:
-            certified_above = max(certified_above, eps)
+            above = max(above, eps)
         return est.upper if side == "upper" else est.lower
 
     def result(saturated: bool) -> EpsilonEstimate:
-        if side == "upper":
-            value = certified_below
-        else:
-            value = certified_above
-        return EpsilonEstimate(value, certified_above, certified_below,
-                               certified_below - certified_above, saturated, evaluations)
+        value = below if side == "upper" else above
+        return EpsilonEstimate(value, above, below, below - above, saturated, evaluations)
 
-    f0 = evaluate(0.0)
-    if f0 <= delta:
+    f_lo = evaluate(0.0)
+    if f_lo <= delta:
         return result(False)
-    f_max = evaluate(float(eps_max))
-    if f_max > delta:
+    f_hi = evaluate(float(eps_max))
+    if f_hi > delta:
         return result(True)
-    # Bracket of the side's estimate: > delta at lo, <= delta at hi. Regula falsi on
-    # g = log(estimate) - log(delta), Illinois variant (halve the retained end's g when the same
-    # end is kept twice); bisection when g is undefined (estimate 0) or the step is degenerate.
-    lo, hi = 0.0, float(eps_max)
-    g_lo = _log_or_none(f0)
-    g_hi = _log_or_none(f_max)
-    g_lo = None if g_lo is None else g_lo - log_delta
-    g_hi = None if g_hi is None else g_hi - log_delta
-    kept = 0                                   # -1: lo was kept last step, +1: hi was kept
+    lo, hi = 0.0, float(eps_max)           # side estimate > delta at lo, <= delta at hi
+    g_lo, g_hi = _root_coordinate(f_lo, delta), _root_coordinate(f_hi, delta)
+    kept = 0                                # -1: lo kept at the last step, +1: hi kept
     while evaluations < max_evaluations and hi - lo > max(xtol, rtol * hi):
         width = hi - lo
-        x = None
-        if g_lo is not None and g_hi is not None and g_lo > 0 >= g_hi and g_lo > g_hi:
-            x = lo + width * g_lo / (g_lo - g_hi)
-        if x is None or not (lo + 0.01 * width < x < hi - 0.01 * width):
-            x = lo + 0.5 * width
+        x = lo + 0.5 * width
+        if math.isfinite(g_hi) and g_hi > g_lo:
+            step = width * (-g_lo) / (g_hi - g_lo)
+            x = lo + min(max(step, 0.01 * width), 0.99 * width)
         fx = evaluate(x)
-        gx = _log_or_none(fx)
-        gx = None if gx is None else gx - log_delta
+        gx = _root_coordinate(fx, delta)
         if fx <= delta:
             hi, g_hi = x, gx
-            if kept == -1 and g_lo is not None:
-                g_lo *= 0.5
+            if kept == -1:
+                g_lo *= 0.5          # Illinois: the retained end's value is halved
             kept = -1
         else:
             lo, g_lo = x, gx
-            if kept == 1 and g_hi is not None:
+            if kept == 1 and math.isfinite(g_hi):
                 g_hi *= 0.5
             kept = 1
+    # One more point to certify the other side close to the crossing. For side="upper": the
+    # lower estimate crosses delta left of lo; step left by the log-gap between the two
+    # estimates divided by the slope of ln delta (from the bracket), with a 50% margin.
+    # Symmetrically for side="lower".
+    tol = max(xtol, rtol * hi)
+    if (evaluations < max_evaluations and below - above > 4 * tol and math.isfinite(below)
+            and lo > 0 and lo in seen and hi in seen):
+        e_lo, e_hi = seen[lo], seen[hi]
+        f_lo_s, f_hi_s = (e_lo.upper, e_hi.upper) if side == "upper" else (e_lo.lower, e_hi.lower)
+        if f_lo_s > 0 and f_hi_s > 0 and f_lo_s > f_hi_s:
+            slope = math.log(f_lo_s / f_hi_s) / (hi - lo)
+            if side == "upper" and e_lo.lower > 0:
+                gap = math.log(max(delta / e_lo.lower, 1.0)) / slope
+                evaluate(max(lo - 1.5 * gap - 2 * tol, above))
+            elif side == "lower" and e_hi.upper > 0:
+                gap = math.log(max(e_hi.upper / delta, 1.0)) / slope
+                evaluate(min(hi + 1.5 * gap + 2 * tol, below))
     return result(False)
 
 
@@ -301,7 +334,8 @@ def default_eps_max(atoms: RatioAtoms) -> float:
 
 def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: float,
                   side: str = "upper", *, eps_max: float | None = None, rtol: float = 1e-5,
-                  delta_rtol: float = 1e-3, method: str = "auto") -> EpsilonEstimate:
+                  delta_rtol: float = 1e-3, method: str = "auto",
+                  fft_step: float | None = None) -> EpsilonEstimate:
     """eps(delta) for n i.i.d. users, maximised over directions.
 
     ``atoms_both_directions``: the GPARV atoms of each direction to check, e.g. [atoms,
@@ -323,14 +357,16 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
     for atoms in atoms_both_directions:
         if not isinstance(atoms, RatioAtoms):
             raise ParameterError("atoms_both_directions", atoms, "must contain RatioAtoms")
-        key = tuple(sorted(zip(atoms.a.tolist(), atoms.b.tolist(), atoms.weight.tolist(), strict=True)))
+        key = tuple(sorted(zip(atoms.a.tolist(), atoms.b.tolist(), atoms.weight.tolist(),
+                               strict=True)))
         if key in seen:
             continue
         seen.append(key)
         top = default_eps_max(atoms) if eps_max is None else eps_max
 
         def fn(eps, atoms=atoms):
-            return delta_of_epsilon([(atoms, n)], n, eps, side, rtol=delta_rtol, method=method)
+            return delta_of_epsilon([(atoms, n)], n, eps, side, rtol=delta_rtol,
+                                    threshold=delta, method=method, fft_step=fft_step)
 
         results.append(epsilon_of_delta(fn, delta, side, eps_max=top, rtol=rtol))
     lower = max(r.lower for r in results)

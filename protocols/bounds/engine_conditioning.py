@@ -19,7 +19,8 @@ Decomposition (derived here; every step is exact or bracketed):
    kappa_k = -(c_b t + d k) of size P[B = k]. For mu = E V:
      lower:  E h_t(V) >= h_t(mu)                                            (Jensen)
      upper:  E h_t(V) = h_t(mu) + E D(V), and by Taylor's formula with integral remainder
-             E D(V) = sum_{kappa > mu} P[B=k] E(V - kappa)_+ + sum_{kappa <= mu} P[B=k] E(kappa - V)_+,
+             E D(V) = sum_{kappa > mu} P[B=k] E(V - kappa)_+
+                      + sum_{kappa <= mu} P[B=k] E(kappa - V)_+,
              each term bounded by min(phi, Chernoff): phi(a) = (sqrt(Var V + a^2) - a)/2 is the
              sharp mean-variance bound of E(Y - a)_+, and E(Y - a)_+ <= E e^{lam (Y - a)}/(lam e)
              with a bound on the log-MGF of Y = V - mu. The 2J kinks nearest to mu are summed one
@@ -274,7 +275,8 @@ class _Deviation:
                 out = out + (lam * self.hoeffding_range) ** 2 / 8.0
             if self.bennett_n is not None and self.bennett_v > 0:
                 y = np.abs(lam) * self.bennett_m
-                out = out + self.bennett_n * self.bennett_v * (np.expm1(y) - y) / self.bennett_m ** 2
+                out = out + (self.bennett_n * self.bennett_v * (np.expm1(y) - y)
+                             / self.bennett_m ** 2)
         return np.where(np.isnan(out), np.inf, out)
 
 
@@ -320,8 +322,9 @@ def _far_side(dev: _Deviation, dist, sign, p_edge, ratio, step, side_pmax):
         out = np.where(shrink < -1e-12, p_edge * geometric, np.inf)
         bad = ~np.isfinite(out) & (dev.var > 0)
         if bad.any():
-            fallback = np.exp(np.minimum(log_b, 700.0)) / -np.expm1(-lam * step)
-            out = np.where(bad, side_pmax(bad) * fallback, out)
+            fallback = np.exp(np.minimum(log_b[bad], 700.0)) / -np.expm1(-lam[bad] * step)
+            out = out.copy()
+            out[bad] = side_pmax(bad) * fallback
     return np.where(dev.var > 0, np.nan_to_num(out, nan=np.inf), 0.0)
 
 
@@ -437,6 +440,7 @@ def _multi_terms(sl, t, plan: MultiPlan, k: _Coeffs, shifts_v, shifts_err):
     crude_val = (np.maximum(k.cb * tt + k.d * tt * k.rho + v_max, 0.0) + sd_b
                  + np.sqrt(count_r * k.v_r) + e_v) * (1 + 16 * U)
     upper = np.where(crude, p_hi * crude_val, p_hi * (h + h_err + e_v + ed))
+    upper = np.where(p_hi > 0, upper, 0.0)
     return lower.sum(axis=1), upper.sum(axis=1)
 
 

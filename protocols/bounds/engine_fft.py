@@ -32,6 +32,7 @@ from scipy import fft, optimize
 from scipy.special import logsumexp
 
 from protocols.bounds.engine_common import REL_SUM, TINY, Categories, U
+from protocols.errors import ParameterError
 
 L_MIN = 1 << 12
 L_MAX = 1 << 23
@@ -39,7 +40,8 @@ K_WINDOW = 12.0
 
 
 def _log_mgf(lam: float, cats: list[Categories], values: list[np.ndarray]) -> float:
-    return sum(cat.count * float(logsumexp(lam * v, b=cat.w)) for cat, v in zip(cats, values, strict=True))
+    return sum(cat.count * float(logsumexp(lam * v, b=cat.w))
+               for cat, v in zip(cats, values, strict=True))
 
 
 def _chernoff_min(fun, scale: float) -> float:
@@ -112,8 +114,12 @@ def _one_side(cats: list[Categories], h: float, length: int, w_lo: int, up: bool
     return est, fft_err, values, top
 
 
-def fft_bounds(cats: list[Categories], rtol: float) -> tuple[float, float]:
-    """Guaranteed (lower, upper) for E[(sum)_+] by 000 Alg. 7 (see the module docstring)."""
+def fft_bounds(cats: list[Categories], rtol: float, step: float | None = None
+               ) -> tuple[float, float]:
+    """Guaranteed (lower, upper) for E[(sum)_+] by 000 Alg. 7 (see the module docstring).
+
+    ``step`` fixes the grid step h (e.g. 000 Sec. 6's l = (e^eps0 - 1)/1000, to reproduce the
+    published discretization); by default h is chosen from ``rtol``."""
     n_users = sum(cat.count for cat in cats)
     mean = sum(cat.count * cat.mean for cat in cats)
     sd = math.sqrt(sum(cat.count * cat.variance for cat in cats))
@@ -124,9 +130,16 @@ def fft_bounds(cats: list[Categories], rtol: float) -> tuple[float, float]:
     hi_v = max(mean + K_WINDOW * sd, 0.0) + spread
     span = hi_v - lo_v
     h_target = max(rtol, 1e-12) * sd / (n_users * z)
-    length = int(min(L_MAX, max(L_MIN, math.ceil(span / h_target) + 1)))
-    length = fft.next_fast_len(length, real=True)
-    h = span / (length - 1)
+    if step is None:
+        length = int(min(L_MAX, max(L_MIN, math.ceil(span / h_target) + 1)))
+        length = fft.next_fast_len(length, real=True)
+        h = span / (length - 1)
+    else:
+        h = float(step)
+        length = fft.next_fast_len(max(L_MIN, math.ceil(span / h) + 2), real=True)
+        if length > 8 * L_MAX:
+            raise ParameterError("fft_step", step, f"needs a grid of {length} points "
+                                 f"(more than {8 * L_MAX})")
     w_lo = math.floor(lo_v / h)
     scale = sd
     # Upper: values rounded up.

@@ -57,7 +57,8 @@ def enumeration_size(groups: Sequence[Group]) -> int:
     return size
 
 
-def _group_outcomes(atoms: RatioAtoms, count: int, growth: Decimal) -> list[tuple[Decimal, Decimal]]:
+def _group_outcomes(atoms: RatioAtoms, count: int,
+                    growth: Decimal) -> list[tuple[Decimal, Decimal]]:
     """(value, probability) of every count vector of one group, in the current decimal context."""
     keep = atoms.weight > 0
     c = [Decimal(float(a)) - growth * Decimal(float(b))
@@ -112,7 +113,8 @@ def exact_hockey_stick(groups: Sequence[Group], epsilon: float, *, precision: in
         raise ParameterError("epsilon", epsilon, "must be a finite number")
     size = enumeration_size(groups)
     if size > max_outcomes:
-        raise ParameterError("groups", f"{size} count vectors", f"exceeds max_outcomes = {max_outcomes}")
+        raise ParameterError("groups", f"{size} count vectors",
+                             f"exceeds max_outcomes = {max_outcomes}")
     with localcontext() as ctx:
         ctx.prec = precision
         growth = Decimal(float(epsilon)).exp()
