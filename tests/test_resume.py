@@ -48,7 +48,14 @@ trials = 20000
 [sweep]
 "population.budget.epsilon0" = [0.5, 2.0]
 """
-UNITS = 2 * 4 + 2  # two points of four chunks, and the audit of each point
+
+
+def unit_count(scenario) -> int:
+    """Units of a run: here two points of four chunks, one audit per point, and one unit per
+    point of any other per-point producer registered."""
+    state = runner.RunState(scenario, tuple(runner.make_setup(p) for p in scenario.points),
+                            tuple(runner._PRODUCERS.values()))
+    return len(plan_run(state))
 
 
 class Interrupted(BaseException):
@@ -125,7 +132,7 @@ def test_interrupted_run_resumes_only_the_missing_units(tmp_path, scenario, unin
     assert not list(run_dir.glob("*.parquet"))  # no final table yet
     counting = Counting()
     written = write_run(scenario, run_dir, counting)
-    assert counting.ran == UNITS - 4
+    assert counting.ran == unit_count(scenario) - 4
     assert_tables_equal(read_run(run_dir), uninterrupted)
     assert sorted(os.listdir(run_dir)) == ["audit.parquet", "utility.parquet"]  # parts removed
     for path in written:
@@ -158,7 +165,7 @@ def test_a_changed_scenario_does_not_reuse_parts(tmp_path, scenario):
     other = scenario.with_seed(22)
     counting = Counting()
     write_run(other, run_dir, counting)
-    assert counting.ran == UNITS
+    assert counting.ran == unit_count(scenario)
     assert_tables_equal(read_run(run_dir), comparable(run_scenario(other)))
     units = plan_run(runner.RunState(scenario, tuple(runner.make_setup(p) for p in
                                                      scenario.points), ()))
@@ -184,7 +191,7 @@ def test_damaged_parts_and_leftover_temporaries_are_not_used(tmp_path, scenario,
     (run_dir / ".utility.xyz.tmp").write_bytes(b"partial")
     counting = Counting()
     write_run(scenario, run_dir, counting)
-    assert counting.ran == UNITS - 6 + 3
+    assert counting.ran == unit_count(scenario) - 6 + 3
     assert_tables_equal(read_run(run_dir), uninterrupted)
     assert sorted(os.listdir(run_dir)) == ["audit.parquet", "utility.parquet"]
 
@@ -304,7 +311,7 @@ def test_sigkill_mid_run_then_restart_gives_the_uninterrupted_tables(tmp_path):
                 process.wait()
     assert process.returncode == -signal.SIGKILL
     finished = len(list(done_dir.glob("*.json")))
-    total = 2 * 16 + 2
+    total = unit_count(parse_scenario(SLOW_TEXT))
     assert 3 <= finished < total
     assert not list((out / "resumable").glob("*.parquet"))
     counting = Counting()
