@@ -12,10 +12,12 @@ state, no display). Which figures a run gets depends on its tables (docs/results
 * ``bounds_eps_vs_n[_k].png``: central eps versus n per bound, log-log, one panel per
   (setting other than n, delta), like the papers' figures (000 Fig. 3, 001 Fig. 2). From a
   ``bounds`` table when the run has one (columns ``n``, ``delta``, ``epsilon`` and ``bound`` or
-  ``method``; optional ``kind``, ``status``, ``randomizer``, ``epsilon0``, ``overrides``), else
+  ``method``; optional ``kind``, ``status`` or ``statuses``, ``randomizer``, ``epsilon0``,
+  ``budget``, ``overrides``: simulator/bounds_section.py), else
   from the audit's verdict rows; solid lines: proven upper bounds, dashed: upper bounds with a
-  caveat (approximate, or relying on the stronger-clone reduction), grey dotted: lower bounds,
-  black triangles: the empirical lower bound of the audit.
+  caveat (approximate, or relying on the stronger-clone reduction), dotted: lower bounds (black:
+  the exact lower bound), black triangles: the empirical lower bound of the audit. Bounds
+  without a finite value at a setting (outside their regime) leave a gap.
 * ``audit_sandwich.png`` (audit table): for every audited setting and delta, the empirical
   lower bound (at its confidence), the exact lower bound (000 Thm 14) and every upper bound
   evaluated; a red cross marks an upper bound judged ``violated``.
@@ -173,9 +175,10 @@ def _ticks_at(ax, values, axis: str = "x") -> None:
     target.set_major_formatter(lambda value, _: f"{value:g}")
 
 
-def _panels(figure_module, count: int, width: float = 4.2, height: float = 3.3):
+def _panels(figure_module, count: int, width: float = 4.2, height: float = 3.3,
+            min_width: float = 0.0):
     rows, columns = _grid(count)
-    fig = figure_module.Figure(figsize=(width * columns, height * rows + 1.2),
+    fig = figure_module.Figure(figsize=(max(width * columns, min_width), height * rows + 1.2),
                                layout="constrained")
     axes = fig.subplots(rows, columns, squeeze=False).ravel()
     for ax in axes[count:]:
@@ -184,8 +187,13 @@ def _panels(figure_module, count: int, width: float = 4.2, height: float = 3.3):
 
 
 def _legend_below(fig, handles, labels, columns: int = 4) -> None:
+    """A legend under the panels, in at most ``columns`` columns, as many as the figure's
+    width holds for the longest label (about 0.075 inch per character at this font size)."""
     if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncol=min(columns, len(labels)),
+        column_width = 0.075 * max(len(label) for label in labels) + 0.7
+        fits = int(fig.get_figwidth() // column_width)
+        columns = max(1, min(columns, len(labels), fits))
+        fig.legend(handles, labels, loc="outside lower center", ncol=columns,
                    fontsize="small", frameon=False, markerscale=1.5)
 
 
@@ -271,14 +279,16 @@ def bound_curves(tables) -> pd.DataFrame | None:
         name = "bound" if "bound" in bounds else "method" if "method" in bounds else None
         if name is None or not {"n", "delta", "epsilon"} <= set(bounds.columns):
             return None
+        status = "statuses" if "statuses" in bounds else "status" if "status" in bounds else None
         curves = pd.DataFrame({
             "bound": bounds[name].astype(str),
-            "kind": bounds.get("kind", pd.Series("upper", index=bounds.index)),
-            "status": bounds.get("status", pd.Series("proven", index=bounds.index)),
+            "kind": bounds["kind"] if "kind" in bounds else "upper",
+            "status": bounds[status].fillna("") if status else "proven",
             "n": bounds.n, "epsilon": bounds.epsilon,
         })
         curves["panel"] = _panel_labels(bounds)
-        return curves.dropna(subset=["n", "epsilon"])
+        curves = curves.dropna(subset=["n", "epsilon"])
+        return curves[np.isfinite(curves.epsilon.astype(float))]
     audit = tables.get("audit")
     if audit is None or audit.empty:
         return None
@@ -305,7 +315,10 @@ def _panel_labels(frame: pd.DataFrame) -> list[str]:
         parts = []
         if "randomizer" in frame:
             parts.append(str(row["randomizer"]))
-        if "epsilon0" in frame:
+        budget = str(row["budget"]) if "budget" in frame else ""
+        if budget and not budget.startswith("constant"):
+            parts.append(f"budgets {budget}")
+        elif "epsilon0" in frame:
             parts.append(f"eps0={row['epsilon0']:g}")
         if "overrides" in frame:
             rest = short_overrides(row["overrides"], drop=("n", "epsilon0"))
@@ -331,7 +344,7 @@ def plot_bounds_vs_n(tables, figure_module):
     out = []
     groups = _chunks(panels, MAX_PANELS)
     for number, group in enumerate(groups, 1):
-        fig, axes = _panels(figure_module, len(group))
+        fig, axes = _panels(figure_module, len(group), min_width=13.0)
         legend: dict[str, object] = {}
         for ax, panel in zip(axes, group, strict=True):
             rows = curves[curves.panel == panel]
