@@ -4,6 +4,7 @@ as one line; the CLI options."""
 
 from __future__ import annotations
 
+import io
 import sys
 import textwrap
 
@@ -21,6 +22,7 @@ from simulator.executors import (
     ProcessExecutor,
     make_executor,
 )
+from simulator.progress import ProgressReport, format_duration, format_rate
 from simulator.runner import run_scenario
 from simulator.scenario import parse_scenario
 from simulator.units import ProducerSpec
@@ -202,6 +204,70 @@ def test_cli_options(tmp_path):
     written = pq.read_table(tmp_path / "out" / "same" / "utility.parquet")
     assert written.replace_schema_metadata(None).equals(
         run_with(InlineExecutor(), BATCH)["utility"])
+
+
+def test_dask_scheduler_address_uses_an_existing_cluster():
+    """--scheduler ADDRESS: connect to a running scheduler (here a threaded local cluster)."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        with DaskExecutor(scheduler=cluster.scheduler_address) as dask:
+            assert "tcp://" in dask.describe() or "inproc://" in dask.describe()
+            assert_same(run_with(dask, BATCH), run_with(InlineExecutor(), BATCH))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_is_silent_for_short_work_and_reports_rate_and_time_left():
+    clock, stream = Clock(), io.StringIO()
+    report = ProgressReport("running x", stream, tty=False, delay=1.0, log_interval=10.0,
+                            clock=clock)
+    report(0, 100)
+    clock.now = 0.5
+    report(10, 100)
+    assert stream.getvalue() == ""  # within the first second: nothing
+    clock.now = 2.0
+    report(40, 100)
+    clock.now = 3.0
+    report(50, 100)  # a line at most every 10 s to a file
+    clock.now = 4.0
+    report(100, 100)  # and always the last one
+    assert stream.getvalue().splitlines() == [
+        "running x: 40/100 units (40%), 20 units/s, 3 s left",
+        "running x: 100/100 units (100%), 25 units/s, 4 s",
+    ]
+
+
+def test_progress_redraws_one_line_on_a_terminal_and_counts_only_new_units():
+    clock, stream = Clock(), io.StringIO()
+    report = ProgressReport("run", stream, tty=True, delay=0.0, interval=0.2, clock=clock)
+    report(30, 60)  # a resumed run: 30 units were already done
+    clock.now = 10.0
+    report(40, 60)
+    clock.now = 10.1
+    report(41, 60)  # within the redraw interval: skipped
+    report.close()
+    text = stream.getvalue()
+    assert text.count("\r\x1b[K") == 2 and text.endswith("\n")
+    assert "run: 40/60 units (67%), 1 units/s, 20 s left" in text
+    quiet = ProgressReport("q", stream := io.StringIO(), enabled=False, delay=0.0)
+    quiet(1, 2)
+    quiet(2, 2)
+    assert stream.getvalue() == ""
+
+
+def test_duration_and_rate_formats():
+    assert format_duration(0.2) == "1 s" and format_duration(61) == "1 min 1 s"
+    assert format_duration(7260) == "2 h 1 min" and format_duration(float("inf")) == "?"
+    assert format_rate(12.3) == "12 units/s" and format_rate(0.5) == "0.5 units/s"
+    assert format_rate(0.01) == "0.6 units/min"
 
 
 def test_an_interrupted_map_stops_the_workers(pool):
