@@ -447,7 +447,8 @@ def blanket_delta_for_target(family: _KRRFamily, target_epsilon: float, others: 
     def bracket(points):
         left, right = points[:-1], points[1:]
         evaluate(np.concatenate([left, right - 1]))
-        mass = prefix[right - offset] - prefix[left - offset]
+        # Block masses as sums of their own (positive) terms: no cancellation.
+        mass = np.add.reduceat(pmf, left - offset)
         hi = mass * np.array([cache[int(b)][1] for b in left])       # M + 1 >= left + 1
         lo = mass * np.array([cache[int(b) - 1][0] for b in right])  # M + 1 <= right
         return lo, hi
