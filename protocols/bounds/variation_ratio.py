@@ -38,9 +38,9 @@ which is linear in a on each slice a + b = const. So on each slice the set where
 half-line in a, and the hockey-stick divergence is an expectation over C of three binomial tails
 (001 Thm 4.6 for rho = 1/2, Prop. 1 otherwise). It is evaluated on a window of C values with the
 exact tail mass outside the window bounded by the largest possible slice term, the tails by
-``scipy.special.betainc`` with a relative slack, and the one integer per slice whose side may be
-misjudged by rounding with its full mass: every returned value is an interval (lower, upper)
-that contains the exact divergence.
+``scipy.special.betainc`` with a relative slack, and the few points whose side of the region
+rounding may misjudge bounded explicitly (see :func:`two_count_divergence`): every returned
+value is an interval (lower, upper) that contains the exact divergence.
 """
 
 from __future__ import annotations
@@ -447,14 +447,17 @@ def two_count_divergence(pair: TwoCountPair, epsilon: float) -> Estimate:
                 factor * weight[odd] * stats.binom.pmf(point[odd], cc, rho)))
     value = 0.0
     absolute = 0.0
+    scaled = 0.0
     for j in range(3):
         if scale[j] == 0.0:
             continue
         total = float(np.sum(weight * masses[j]))
         value += coeff[j] * total
         absolute += abs(coeff[j]) * total
+        scaled += scale[j] * total
     outside = float(stats.binom.cdf(lo - 1, m, s)) + float(stats.binom.sf(hi, m, s))
-    rounding = _RELATIVE_SLACK * absolute
+    # relative error of the tails and weights, and rounding of the coefficients u - e^eps v
+    rounding = _RELATIVE_SLACK * absolute + 1e-15 * scaled
     upper = value + rounding + extra + outside * float(np.clip(coeff, 0, None).sum())
     lower = value - rounding - outside * float(np.clip(-coeff, 0, None).sum())
     return _interval(max(0.0, lower), min(1.0, max(0.0, upper)))
