@@ -6,9 +6,10 @@ state, no display). Which figures a run gets depends on its tables (docs/results
 
 * ``utility_<estimator>.png`` (utility table): the mean of each error metric over the
   repetitions versus eps0, with standard-error bars, one line per setting (randomizer, n, path
-  and the sweep values other than the budget); solid against the sampled data (``empirical``),
-  dashed against the population. Log axes for the (non-negative) metrics; the signed ``error``
-  (bias) of mean and sum estimators is drawn on a linear axis.
+  and the other sweep values); solid against the sampled data (``empirical``), dashed against
+  the population. When eps0 is not what varies (per-user budgets, e.g. 003's three groups),
+  the x axis is the first numeric sweep key that does. Log axes for the (non-negative)
+  metrics; the signed ``error`` (bias) of mean and sum estimators is drawn on a linear axis.
 * ``bounds_eps_vs_n[_k].png``: central eps versus n per bound, log-log, one panel per
   (setting other than n, delta), like the papers' figures (000 Fig. 3, 001 Fig. 2). From a
   ``bounds`` table when the run has one (columns ``n``, ``delta``, ``epsilon`` and ``bound`` or
@@ -114,14 +115,14 @@ def plot_run(run: str | Path, out: str | Path, prefix: str = "") -> list[Path]:
 # ---------------------------------------------------------------------------------------------
 def short_overrides(overrides: str, drop: Iterable[str] = ()) -> str:
     """``{"population.budget.epsilon0": 0.5, "population.n": 100}`` -> ``epsilon0=0.5, n=100``
-    (keys in ``drop``, matched on their last component, left out)."""
+    (keys in ``drop``, matched whole or on their last component, left out)."""
     try:
         values = json.loads(overrides) if overrides else {}
     except ValueError:
         return str(overrides)
     drop = set(drop)
     parts = [f"{key.split('.')[-1]}={_number(value)}" for key, value in values.items()
-             if key.split(".")[-1] not in drop]
+             if key not in drop and key.split(".")[-1] not in drop]
     return ", ".join(parts)
 
 
@@ -204,22 +205,20 @@ def _chunks(items: list, size: int) -> list[list]:
 # ---------------------------------------------------------------------------------------------
 # utility versus eps0
 # ---------------------------------------------------------------------------------------------
-_BUDGET_KEYS = ("epsilon0",)
-
-
 def plot_utility(tables, figure_module):
     frame = tables.get("utility")
     if frame is None or frame.empty:
         return []
-    frame = frame.copy()
-    frame["setting"] = [
-        _setting_label(r, o, n, p) for r, o, n, p in
-        zip(frame.randomizer, frame.overrides, frame.n, frame.path, strict=True)
-    ]
     out = []
     for estimator, rows in frame.groupby("estimator", sort=True):
+        key, x_label, x_of_point = _utility_axis(rows)
+        rows = rows.assign(
+            x=rows.point.map(x_of_point).astype(float),
+            setting=[_setting_label(r, o, n, p, key) for r, o, n, p in
+                     zip(rows.randomizer, rows.overrides, rows.n, rows.path, strict=True)],
+        )
         metrics = list(dict.fromkeys(rows.metric))
-        stats = (rows.groupby(["setting", "reference", "metric", "epsilon0"], sort=False)
+        stats = (rows.groupby(["setting", "reference", "metric", "x"], sort=False)
                  .value.agg(["mean", "std", "count"]).reset_index())
         stats["se"] = stats["std"].fillna(0.0) / np.sqrt(stats["count"])
         colors = _colors(stats.setting)
@@ -229,9 +228,9 @@ def plot_utility(tables, figure_module):
             signed = metric == "error"
             for (setting, reference), line in stats[stats.metric == metric].groupby(
                     ["setting", "reference"], sort=False):
-                line = line.sort_values("epsilon0")
+                line = line.sort_values("x")
                 style = "-" if reference == "empirical" else "--"
-                handle = ax.errorbar(line.epsilon0, line["mean"], yerr=line.se, fmt="o",
+                handle = ax.errorbar(line.x, line["mean"], yerr=line.se, fmt="o",
                                      linestyle=style, color=colors[setting], markersize=3,
                                      capsize=2, linewidth=1.2)
                 label = f"{setting} ({reference})"
@@ -243,25 +242,63 @@ def plot_utility(tables, figure_module):
             else:
                 ax.set_yscale("log")
                 _plain_log_ticks(ax, "y")
-            if stats.epsilon0.nunique() > 1 and stats.epsilon0.min() > 0:
+            positive = stats.x.min() > 0
+            if stats.x.nunique() > 1 and positive and stats.x.max() / stats.x.min() >= 8:
                 ax.set_xscale("log")
-            if stats.epsilon0.nunique() <= 6:
-                _ticks_at(ax, stats.epsilon0, "x")
-            elif stats.epsilon0.min() > 0:
                 _plain_log_ticks(ax, "x")
-            ax.set_xlabel("local budget eps0")
+            if stats.x.nunique() <= 6:
+                _ticks_at(ax, stats.x, "x")
+            ax.set_xlabel(x_label)
             ax.set_ylabel(f"mean {metric}")
             ax.set_title(metric)
             ax.grid(True, which="major", alpha=0.3)
-        fig.suptitle(f"{estimator} estimation: error versus eps0 "
+        fig.suptitle(f"{estimator}: error versus {x_label.split(' (')[0]} "
                      f"(mean over repetitions, bars: standard error)")
         _legend_below(fig, handles, labels, columns=2)
         out.append((f"utility_{estimator}", fig))
     return out
 
 
-def _setting_label(randomizer: str, overrides: str, n: int, path: str) -> str:
-    rest = short_overrides(overrides, drop=_BUDGET_KEYS + ("n",))
+def _utility_axis(rows: pd.DataFrame) -> tuple[str | None, str, dict]:
+    """The x axis of the utility figure: ``(override key or None, label, {point: x})``.
+
+    eps0 when settings that differ only in eps0 take two values or more; otherwise the first
+    numeric sweep key that takes two values or more (e.g. the fraction of conservative users
+    of 003's experiments); otherwise eps0 (single points).
+    """
+    points = rows.drop_duplicates("point")
+    eps = dict(zip(points.point, points.epsilon0, strict=True))
+    labels = [_setting_label(r, o, n, p, None) for r, o, n, p in
+              zip(points.randomizer, points.overrides, points.n, points.path, strict=True)]
+    by_setting = pd.Series(points.epsilon0.to_numpy()).groupby(labels).nunique()
+    if by_setting.max() >= 2:
+        return None, "local budget eps0", eps
+    parsed = {p: _overrides(o) for p, o in zip(points.point, points.overrides, strict=True)}
+    keys = list(dict.fromkeys(k for values in parsed.values() for k in values))
+    for key in keys:
+        values = [parsed[p].get(key) for p in parsed]
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        if numeric and len(set(values)) >= 2 and not key.endswith("epsilon0"):
+            return key, key.split(".")[-1], {p: parsed[p][key] for p in parsed}
+    return None, "local budget eps0", eps
+
+
+def _overrides(text: str) -> dict:
+    try:
+        values = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return values if isinstance(values, dict) else {}
+
+
+#: Sweep keys left out of setting labels: shown elsewhere (axis, figure, label head).
+_LABEL_DROP = ("epsilon0", "n", "estimator.name", "randomizer.name")
+
+
+def _setting_label(randomizer: str, overrides: str, n: int, path: str,
+                   axis_key: str | None) -> str:
+    drop = _LABEL_DROP + ((axis_key,) if axis_key else ())
+    rest = short_overrides(overrides, drop=drop)
     label = f"{randomizer}, n={n}"
     if path != "reports":
         label += f", {path}"

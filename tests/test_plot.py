@@ -17,7 +17,7 @@ from simulator.audit.tables import AUDIT_SCHEMA
 from simulator.cli import main
 from simulator.errors import UserError
 from simulator.pipeline.unit import BATCHES_TABLE_SCHEMA
-from simulator.plotting import bound_curves, find_runs, short_overrides
+from simulator.plotting import _utility_axis, bound_curves, find_runs, short_overrides
 from simulator.results import UTILITY_SCHEMA
 
 pytest.importorskip("matplotlib")
@@ -125,11 +125,26 @@ def test_bound_curves_from_the_audit_and_from_a_bounds_table(run_dir):
     assert bound_curves({"bounds": bounds.drop(columns="n")}) is None
 
 
+def test_the_utility_axis_is_eps0_or_else_the_swept_number():
+    frame = utility_table().to_pandas()
+    key, label, x = _utility_axis(frame)
+    assert key is None and label == "local budget eps0" and x == {0: 0.5, 1: 1.0, 2: 2.0}
+    # 003-style: a three-group budget with the same reference eps0 at every point
+    fractions = {0: 0.01, 1: 0.2, 2: 0.5}
+    frame["epsilon0"] = 0.1
+    frame["overrides"] = [json.dumps({"population.budget.conservative_fraction": fractions[p],
+                                      "estimator.name": "gspa_mean"}) for p in frame.point]
+    key, label, x = _utility_axis(frame)
+    assert key == "population.budget.conservative_fraction" and label == "conservative_fraction"
+    assert x == fractions
+
+
 def test_short_overrides():
     text = json.dumps({"population.budget.epsilon0": 0.5, "population.n": 100})
     assert short_overrides(text) == "epsilon0=0.5, n=100"
     assert short_overrides(text, drop=("n",)) == "epsilon0=0.5"
     assert short_overrides("{}") == ""
+    assert short_overrides(text, drop=("population.n",)) == "epsilon0=0.5"
 
 
 def test_missing_matplotlib_is_a_one_line_error(run_dir, monkeypatch):
