@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -145,13 +146,17 @@ def _grid(count: int) -> tuple[int, int]:
 
 def _plain_log_ticks(ax, axis: str = "y") -> None:
     """Label a log axis with plain numbers (0.05, not 5 x 10^-2); label the minor ticks too
-    when the axis spans less than about a decade and a half."""
+    when the axis spans less than about a decade and a half (only 2 and 5 x 10^k above 0.6
+    decades)."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    if low > 0 and math.log10(high / low) <= 1.5:
+    span = math.log10(high / low) if low > 0 else math.inf
+    if span <= 0.6:
+        target.set_minor_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    elif span <= 1.5:
         target.set_minor_formatter(FuncFormatter(_two_and_five))
     else:
         target.set_minor_formatter(NullFormatter())
@@ -322,8 +327,9 @@ def bound_curves(tables) -> pd.DataFrame | None:
             "kind": bounds["kind"] if "kind" in bounds else "upper",
             "status": bounds[status].fillna("") if status else "proven",
             "n": bounds.n, "epsilon": bounds.epsilon,
+            **{c: bounds[c] for c in _CONTEXT if c in bounds},
         })
-        curves["panel"] = _panel_labels(bounds)
+        curves["panel"] = _panel_labels(curves)
         curves = curves.dropna(subset=["n", "epsilon"])
         return curves[np.isfinite(curves.epsilon.astype(float))]
     audit = tables.get("audit")
@@ -332,38 +338,67 @@ def bound_curves(tables) -> pd.DataFrame | None:
     verdicts = audit[(audit.row_type == "verdict") & audit.level.isin(["shuffle", "pipeline"])]
     if verdicts.empty:
         return None
+    context = {c: verdicts[c] for c in _CONTEXT if c in verdicts}
     curves = pd.DataFrame({
         "bound": verdicts.bound, "kind": verdicts.bound_kind,
         "status": verdicts.bound_status, "n": verdicts.n, "epsilon": verdicts.bound_epsilon,
-        "panel": _panel_labels(verdicts),
+        **context,
     })
     settings = verdicts.drop_duplicates(["point", "delta"])
     empirical = pd.DataFrame({
         "bound": "empirical", "kind": "empirical", "status": "", "n": settings.n,
-        "epsilon": settings.epsilon_lb, "panel": _panel_labels(settings),
+        "epsilon": settings.epsilon_lb, **{c: settings[c] for c in context},
     })
     curves = pd.concat([curves, empirical], ignore_index=True)
+    curves["panel"] = _panel_labels(curves)
     return curves.dropna(subset=["n", "epsilon"])
 
 
-def _panel_labels(frame: pd.DataFrame) -> list[str]:
+#: Setting columns carried along with bound values (for panel labels and the x axis).
+_CONTEXT = ("point", "overrides", "randomizer", "epsilon0", "budget", "delta")
+
+
+def _panel_labels(frame: pd.DataFrame, axis_key: str | None = None) -> list[str]:
+    """One label per row: the setting without n (the x axis), or without ``axis_key`` (then
+    also without the budget multiset, which changes along such an axis)."""
     labels = []
+    drop = _LABEL_DROP + ((axis_key,) if axis_key else ())
     for _, row in frame.iterrows():
         parts = []
         if "randomizer" in frame:
             parts.append(str(row["randomizer"]))
         budget = str(row["budget"]) if "budget" in frame else ""
         if budget and not budget.startswith("constant"):
-            parts.append(f"budgets {budget}")
+            if axis_key is None:
+                parts.append(f"budgets {budget}")
         elif "epsilon0" in frame:
             parts.append(f"eps0={row['epsilon0']:g}")
         if "overrides" in frame:
-            rest = short_overrides(row["overrides"], drop=("n", "epsilon0"))
+            rest = short_overrides(row["overrides"], drop=drop)
             if rest:
                 parts.append(rest)
         parts.append(f"delta={row['delta']:g}")
-        labels.append(", ".join(parts))
+        labels.append(textwrap.fill(", ".join(parts), 60))
     return labels
+
+
+def _bounds_axis(curves: pd.DataFrame) -> tuple[str | None, str]:
+    """x axis of the bound figure: n when some panel has two values of n or more; otherwise
+    the first numeric sweep key with two values or more (columns ``x`` and ``panel`` are set
+    accordingly); returns (key or None, axis label)."""
+    curves["x"] = curves.n.astype(float)
+    if curves.groupby("panel").n.nunique().max() >= 2 or "overrides" not in curves:
+        return None, "n (users shuffled together)"
+    parsed = {o: _overrides(o) for o in curves.overrides.unique()}
+    keys = list(dict.fromkeys(k for values in parsed.values() for k in values))
+    for key in keys:
+        values = [v.get(key) for v in parsed.values()]
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        if numeric and len(set(values)) >= 2:
+            curves["x"] = curves.overrides.map(lambda o, k=key: parsed[o][k]).astype(float)
+            curves["panel"] = _panel_labels(curves, axis_key=key)
+            return key, key.split(".")[-1]
+    return None, "n (users shuffled together)"
 
 
 def _is_caveated(status: str) -> bool:
@@ -374,7 +409,8 @@ def plot_bounds_vs_n(tables, figure_module):
     curves = bound_curves(tables)
     if curves is None or curves.empty:
         return []
-    curves = curves[curves.epsilon > 0]
+    curves = curves[curves.epsilon > 0].copy()
+    key, x_label = _bounds_axis(curves)
     panels = list(dict.fromkeys(curves.panel))
     names = [b for b in dict.fromkeys(curves.bound) if b != "empirical"]
     colors = _colors(names)
@@ -386,11 +422,11 @@ def plot_bounds_vs_n(tables, figure_module):
         for ax, panel in zip(axes, group, strict=True):
             rows = curves[curves.panel == panel]
             for bound, line in rows.groupby("bound", sort=False):
-                line = line.sort_values("n")
+                line = line.sort_values("x")
                 kind = line.kind.iloc[0]
                 status = str(line.status.iloc[0] or "")
                 if bound == "empirical":
-                    (handle,) = ax.plot(line.n, line.epsilon, "^", color="black", markersize=6)
+                    (handle,) = ax.plot(line.x, line.epsilon, "^", color="black", markersize=6)
                     legend.setdefault("empirical lower bound (audit)", handle)
                     continue
                 if kind == "lower":
@@ -399,25 +435,26 @@ def plot_bounds_vs_n(tables, figure_module):
                 else:
                     style = dict(color=colors[bound], marker="o",
                                  linestyle="--" if _is_caveated(status) else "-")
-                (handle,) = ax.plot(line.n, line.epsilon, markersize=3.5, linewidth=1.2,
+                (handle,) = ax.plot(line.x, line.epsilon, markersize=3.5, linewidth=1.2,
                                     **style)
                 caveat = f", {status}" if _is_caveated(status) else ""
                 legend.setdefault(f"{bound} ({kind}{caveat})", handle)
-            ax.set_xscale("log")
+            if rows.x.min() > 0 and (key is None or rows.x.max() / rows.x.min() >= 8):
+                ax.set_xscale("log")
+                _plain_log_ticks(ax, "x")
             ax.set_yscale("log")
             _plain_log_ticks(ax, "y")
-            if rows.n.nunique() <= 6:
-                _ticks_at(ax, rows.n, "x")
-            else:
-                _plain_log_ticks(ax, "x")
-            ax.set_xlabel("n (users shuffled together)")
+            if rows.x.nunique() <= 6:
+                _ticks_at(ax, rows.x, "x")
+            ax.set_xlabel(x_label)
             ax.set_ylabel("central eps")
             ax.set_title(panel, fontsize="small")
             ax.grid(True, which="major", alpha=0.3)
         suffix = f" ({number}/{len(groups)})" if len(groups) > 1 else ""
-        fig.suptitle("Central eps versus n, per bound" + suffix)
+        axis_name = "n" if key is None else x_label
+        fig.suptitle(f"Central eps versus {axis_name}, per bound" + suffix)
         _legend_below(fig, list(legend.values()), list(legend), columns=3)
-        name = "bounds_eps_vs_n" + (f"_{number}" if len(groups) > 1 else "")
+        name = f"bounds_eps_vs_{axis_name}" + (f"_{number}" if len(groups) > 1 else "")
         out.append((name, fig))
     return out
 
