@@ -166,7 +166,8 @@ def test_000_table_4_l2_error_of_10rr():
 
 
 def test_make_estimator_dispatch_and_errors():
-    assert estimator_names() == ["frequency", "mean", "sum"]
+    names = estimator_names()
+    assert {"frequency", "mean", "sum"} <= set(names) and names == sorted(names)
     oue = make_randomizer("oue", epsilon0=1.0, domain_size=4)
     assert isinstance(make_estimator("frequency", oue), FrequencyEstimator)
     laplace = make_randomizer("laplace", epsilon0=1.0)
