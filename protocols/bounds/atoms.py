@@ -17,12 +17,12 @@ delta(eps) = (1/n) E[(G_1 + ... + G_n)_+]   (000 Thm 13 / Thm 14).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
 
-class Rounding(str, Enum):
+class Rounding(StrEnum):
     """How a discretized atom set relates to the true variable."""
 
     EXACT = "exact"

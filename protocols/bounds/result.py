@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
-class BoundKind(str, Enum):
+class BoundKind(StrEnum):
     UPPER = "upper"
     LOWER = "lower"
 
 
-class BoundStatus(str, Enum):
+class BoundStatus(StrEnum):
     PROVEN = "proven"
     #: An asymptotic constant is dropped (e.g. 003's Berry-Esseen term).
     APPROXIMATE = "approximate"

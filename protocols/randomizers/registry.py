@@ -43,6 +43,7 @@ def make_randomizer(name: str, **params: Any):
     for key in params:
         if key not in allowed:
             raise ParameterError(
-                f"randomizer.{key}", params[key], f"unknown parameter for {name}; allowed: {allowed}"
+                f"randomizer.{key}", params[key],
+                f"unknown parameter for {name}; allowed: {allowed}",
             )
     return cls(**params)
