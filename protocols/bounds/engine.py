@@ -42,6 +42,7 @@ from protocols.bounds.engine_common import (
     check_groups,
     check_side,
     chernoff_upper,
+    input_slack,
     trivial_estimate,
 )
 from protocols.bounds.engine_conditioning import conditioning_bounds
@@ -65,6 +66,8 @@ SHIFT_OUTCOMES_MAX = 256     # enumerated outcomes of the small groups beside th
 MULTI_BLOCKS = (8, 32, 128, 512)   # refinements of the conditioning method, in order
 LEAF_BUDGET = 1_000_000      # leaf evaluations allowed for one refinement
 METHODS = ("auto", "enumerate", "conditioning", "fft")
+FFT_AUTO_GAP = 1e-2          # auto: a conditioning bracket wider than this (relative) is
+FFT_AUTO_LENGTH = 1 << 21    # intersected with an FFT's on this grid if that is expected tighter
 
 
 def _enumeration_size(cats: Sequence[Categories]) -> int:
@@ -158,19 +161,29 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
     const_err = sum(cat.count * abs(float(cat.c[0])) for cat in cats if cat.c.size == 1) * 4 * U
     if const != 0.0:
         active.append(Categories(np.array([const]), np.array([1.0]), 1, 0.0))
-    # Inputs: |computed c - exact c| <= c_err for every user; E[(.)_+] is 1-Lipschitz per user.
-    slack = sum(cat.count * cat.c_err for cat in cats) + const_err
+    # Inputs: |computed c - exact c| <= c_err for every user (engine_common.input_slack).
+    slack = input_slack(cats) + const_err
     chosen = _select(active) if method == "auto" else method
     if not _applicable(chosen, active):
         raise ParameterError("method", method, "is not applicable to these groups "
                              "(too many outcomes)")
+    # Below this absolute width no method can tighten the bracket (the input slack), so no
+    # refinement is asked for beyond it.
+    atol = max(atol, 4 * slack)
     chern = chernoff_upper(active)
-    if threshold is not None and chern + slack <= threshold:
+    if chern + slack <= max(threshold if threshold is not None else 0.0, atol):
         return Estimate(chern + slack if side == "upper" else 0.0, 0.0, chern + slack, "chernoff")
     if chosen == "enumerate":
         lo, hi = enumeration_bounds(active)
     elif chosen == "conditioning":
         lo, hi = _conditioning(active, rtol, atol, threshold)
+        undecided = threshold is None or lo <= threshold < hi
+        if (method == "auto" and undecided and hi - lo > max(FFT_AUTO_GAP * hi, rtol * hi, atol)
+                and engine_fft.expected_gap(active, FFT_AUTO_LENGTH) < 0.5 * (hi - lo) / hi):
+            # Both brackets are valid: keep their intersection.
+            f_lo, f_hi = engine_fft.fft_bounds(active, max(rtol, 1e-3), length=FFT_AUTO_LENGTH)
+            lo, hi = max(lo, f_lo), min(hi, f_hi)
+            chosen = "conditioning+fft"
     else:
         lo, hi = engine_fft.fft_bounds(active, rtol, fft_step)
     hi = min(hi, chern)

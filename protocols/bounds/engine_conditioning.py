@@ -32,8 +32,9 @@ Decomposition (derived here; every step is exact or bracketed):
    Hoeffding on a block of X, Bennett for R~ (at most m - lo terms, variance v_R, |term| <= M_R).
    "single" style: one block, the exact law of X. "multi" style: X cut into blocks (probability
    and moments from the identity E[(X - mq) f(X)] = mq(1-q) E[f(X'+1) - f(X')], X' ~
-   Bin(m-1, q)); the same Jensen / kink bound holds for each block's conditional law; the two
-   outermost blocks (beyond +-9 sd) only get a crude bound. The bracket shrinks like
+   Bin(m-1, q)); the same Jensen / kink bound holds for each block's conditional law. The two
+   outermost blocks (beyond +-9 sd) and blocks too improbable for reliable moments get the
+   monotone bound h(v_min) <= E h(V) <= h(v_max) + (kink sum of R~). The bracket shrinks like
    (sd of V within a block / sd of d B)^2.
 
 Regime: any single group with values of both signs. Cost: one binomial tail and a few pmfs per
@@ -56,12 +57,12 @@ from protocols.bounds.engine_common import (
     Categories,
     U,
     binom_interval,
-    leaf_positive_part,
+    leaf_with_slope,
     mode_pmf_on_range,
 )
 
 T_TAIL = 1e-22        # mass of T left outside its window on each side (bounded, not dropped)
-K_MULTI_OUTER = 9.0   # multi style: blocks beyond this many sd get a crude bound
+K_MULTI_OUTER = 9.0   # multi style: blocks beyond this many sd get the monotone bound
 K_MULTI_INNER = 5.0   # multi style: fine blocks span +-5 sd
 J_MAX = 16            # at most this many kinks summed one by one on each side of the mean
 J_SD = 4.0            # ... enough to reach J_SD sd of V
@@ -145,7 +146,7 @@ class MultiPlan:
     mu: np.ndarray         # E[X | block], clipped to [lo, hi]
     mu_err: np.ndarray
     var_ub: np.ndarray     # upper bound on Var[X | block]
-    crude: np.ndarray      # bool: outermost or unreliable blocks, crude bound only
+    crude: np.ndarray      # bool: outermost or unreliable blocks: monotone bound only
 
 
 @lru_cache(maxsize=16)
@@ -172,8 +173,6 @@ def multi_plan(n: int, w_pair: float, q: float, n_blocks: int) -> MultiPlan:
     lo = starts
     hi = np.concatenate([starts[:, 1:] - 1, m], axis=1)
     crude = np.zeros(lo.shape, dtype=bool)
-    crude[:, 0] = True
-    crude[:, -1] = True
     mb = np.broadcast_to(m, lo.shape)
     empty = hi < lo
     p, p_err = binom_interval(lo, hi, mb, q)
@@ -201,6 +200,8 @@ def multi_plan(n: int, w_pair: float, q: float, n_blocks: int) -> MultiPlan:
     mu_err = np.minimum(mu_err, np.maximum(hi - lo, 0.0))
     var_ub = np.minimum(0.25 * (hi - lo) ** 2, second)
     var_ub = np.where(empty, 0.0, np.maximum(var_ub, 0.0))
+    crude[:, 0] = True               # the two outermost blocks: monotone bound
+    crude[:, -1] = True
     crude = (crude | ~ok) & ~empty
     p = np.where(empty, 0.0, p)
     p_err = np.where(empty, 0.0, p_err)
@@ -330,8 +331,9 @@ def _far_side(dev: _Deviation, dist, sign, p_edge, ratio, step, side_pmax):
 
 def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs):
     """Upper bound on E D(V) (module docstring, step 2). ``mu`` is the computed mean of V,
-    within ``e_v`` of the true one; distances to kinks are reduced by e_v, and e_v times the
-    mass of the near kinks is added (the first-order term of the mean error)."""
+    within ``e_v`` of the true one (e_v <= d): distances to kinks are reduced by e_v, and a kink
+    within e_v of mu may lie on either side of the true mean, which adds at most e_v times its
+    mass."""
     shape = np.broadcast(t, mu, dev.var).shape
     t = np.broadcast_to(t, shape)
     bstar = -(k.cb * t + mu) / k.d                # kappa_k - mu = d (b* - k)
@@ -350,7 +352,7 @@ def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs):
         a = k.d * (bstar - kk)                     # > 0: kink above mu
         dist = np.maximum(np.abs(a) - e_v, 0.0)
         total = total + pk * _tail_bound(dev, dist, np.where(a > 0, 1.0, -1.0))
-        near_mass = near_mass + pk
+        near_mass = near_mass + np.where(np.abs(a) <= e_v, pk, 0.0)
 
     # Near kinks k0 - J + 1, ..., k0 + J; pmf by P[k+1]/P[k] = (t-k)/(k+1) * rho/(1-rho).
     add(k0, p0)
@@ -380,7 +382,19 @@ def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs):
     far_up = np.where(k_up >= 0, far_up, 0.0)
     far_dn = np.where(k_dn <= t, far_dn, 0.0)
     rel = 1 + REL_SPECIAL + 8 * U * (jj + 4)
-    return (total + far_up + far_dn) * rel + e_v * np.minimum(near_mass * rel, 1.0)
+    # Kinks within e_v of mu: counted among the near ones; all kinks (mass <= 1) if e_v could
+    # reach beyond the near set.
+    within = np.where(e_v < (jj - 1) * k.d, np.minimum(near_mass * rel, 1.0), 1.0)
+    return (total + far_up + far_dn) * rel + e_v * within
+
+
+def _leaf_bounds(t, mu, e_v, k: _Coeffs):
+    """Bounds of h(true mean) and of h(mu) + s (true mean - mu) for a computed mean ``mu``
+    within ``e_v`` of the true one (the Jensen lower bound and the first two terms of the upper
+    bound), using the leaf's slope bound when e_v <= d and slope 1 otherwise."""
+    h, h_err, slope = leaf_with_slope(t, mu, k.cb, k.d, k.rho)
+    shift = e_v * np.where(e_v <= k.d, slope, 1.0)
+    return np.maximum(h - h_err - shift, 0.0), h + h_err + shift
 
 
 def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err):
@@ -402,9 +416,8 @@ def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err):
     if has_main:
         dev.binom_m, dev.binom_q, dev.alpha = mm, k.q, k.alpha
         dev.bennett_n, dev.bennett_v, dev.bennett_m = mm, k.v_r, k.bound_r
-    h, h_err = leaf_positive_part(tt, v, k.cb, k.d, k.rho)
-    lower = np.maximum(h - h_err - e_v, 0.0)
-    upper = h + h_err + e_v + _kink_sum(tt, v, e_v, dev, k)
+    lower, upper = _leaf_bounds(tt, v, e_v, k)
+    upper = upper + _kink_sum(tt, v, e_v, dev, k)
     return lower, upper
 
 
@@ -429,17 +442,35 @@ def _multi_terms(sl, t, plan: MultiPlan, k: _Coeffs, shifts_v, shifts_err):
     width = np.maximum(hi - lo, 0.0)
     dev = _Deviation(var=np.broadcast_to(var_v, mu.shape), hoeffding_range=abs(k.alpha) * width,
                      bennett_n=count_r, bennett_v=k.v_r, bennett_m=k.bound_r)
-    h, h_err = leaf_positive_part(tt, mu, k.cb, k.d, k.rho)
+    h_lo, h_hi = _leaf_bounds(tt, mu, e_v, k)
     ed = _kink_sum(tt, mu, e_v, dev, k)
     p_lo = np.maximum(p - p_err, 0.0)
     p_hi = np.minimum(p + p_err, 1.0)
-    lower = np.where(crude, 0.0, p_lo * np.maximum(h - h_err - e_v, 0.0))
-    # Crude bound: E[(Y)_+] <= (E Y)_+ + sd(Y), Y = c_b t + d B + V, V <= v_max + R~.
-    v_max = base + np.maximum(k.alpha * lo, k.alpha * hi) + sv
-    sd_b = k.d * np.sqrt(tt * k.rho * (1 - k.rho))
-    crude_val = (np.maximum(k.cb * tt + k.d * tt * k.rho + v_max, 0.0) + sd_b
-                 + np.sqrt(count_r * k.v_r) + e_v) * (1 + 16 * U)
-    upper = np.where(crude, p_hi * crude_val, p_hi * (h + h_err + e_v + ed))
+    lower = np.where(crude, 0.0, p_lo * h_lo)
+    upper = np.where(crude, 0.0, p_hi * (h_hi + ed))
+    shape = mu.shape
+    mask = np.broadcast_to(crude & (p_hi > 0), shape)
+    if mask.any():
+        # Monotone bound (h is non-decreasing): on the block, V lies between
+        # base + min(alpha lo, alpha hi) + R~ and base + max(...) + R~ with R~ centred given X,
+        # so h(v_min) <= E h(V) <= h(v_max) + (kink sum of R~ around v_max).
+        a_lo, a_hi = k.alpha * lo, k.alpha * hi
+        v_min = np.broadcast_to(base + np.minimum(a_lo, a_hi) + sv, shape)[mask]
+        v_max = np.broadcast_to(base + np.maximum(a_lo, a_hi) + sv, shape)[mask]
+        e_c = np.broadcast_to(8 * U * (np.abs(base) + np.abs(a_lo) + np.abs(a_hi))
+                              + shifts_err[None, None, :], shape)[mask]
+        t_c = np.broadcast_to(tt, shape)[mask]
+        n_r = np.broadcast_to(count_r, shape)[mask]
+        low_c, _ = _leaf_bounds(t_c, v_min, e_c, k)
+        _, up_c = _leaf_bounds(t_c, v_max, e_c, k)
+        if k.v_r > 0:
+            dev_r = _Deviation(var=n_r * k.v_r, bennett_n=n_r, bennett_v=k.v_r,
+                               bennett_m=k.bound_r)
+            up_c = up_c + _kink_sum(t_c, v_max, e_c, dev_r, k)
+        lower = lower.copy()
+        upper = upper.copy()
+        lower[mask] = np.broadcast_to(p_lo, shape)[mask] * low_c
+        upper[mask] = np.broadcast_to(p_hi, shape)[mask] * up_c
     upper = np.where(p_hi > 0, upper, 0.0)
     return lower.sum(axis=1), upper.sum(axis=1)
 
