@@ -285,12 +285,12 @@ def test_large_n_against_independent_sum(eps):
 
 def test_fft_agrees_with_conditioning_at_moderate_n():
     atoms = krr_pair(1.0)
-    n, eps = 2000, 0.07
+    n, eps = 1000, 0.08
     cond = hockey_stick([(atoms, n)], eps, method="conditioning", rtol=1e-6)
-    fft = hockey_stick([(atoms, n)], eps, method="fft", rtol=1e-3)
+    fft = hockey_stick([(atoms, n)], eps, method="fft", rtol=0.03)
     assert max(cond.lower, fft.lower) <= min(cond.upper, fft.upper)
     assert 1e-9 < fft.upper / n < 1e-3
-    # 2^23 grid points leave a rounding gap n h P[S > 0] of ~3% at n = 2000 (z ~ 5).
+    # The grid (~4e6 points for rtol = 0.03) leaves a rounding gap n h P[S > 0] of ~3%.
     assert fft.error <= 0.05 * fft.upper
 
 
@@ -415,7 +415,6 @@ def _eps_table4(eps0: float) -> EpsilonEstimate:
     return epsilon_bound([atoms, atoms.swapped()], 1000, 1e-6, delta_rtol=1e-5)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("eps0, target", TABLE4)
 def test_table4_optimal_column(eps0, target):
     """The published eps0 is a crossing on a 0.01 grid. Our exact crossing always lies within

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import optimize, stats
 
 from protocols.bounds import engine_fft
 from protocols.bounds.atoms import RatioAtoms
@@ -239,7 +240,7 @@ def _root_coordinate(x: float, delta: float) -> float:
 
 def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: str = "upper", *,
                      eps_max: float = 20.0, xtol: float = 1e-10, rtol: float = 1e-5,
-                     max_evaluations: int = 60) -> EpsilonEstimate:
+                     max_evaluations: int = 60, guess: float | None = None) -> EpsilonEstimate:
     """Smallest eps in [0, eps_max] with delta(eps) <= delta, bracketed.
 
     ``delta_fn(eps)`` returns an :class:`Estimate` of a non-increasing function delta(eps).
@@ -251,6 +252,10 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     side="upper", value = the smallest certified-below eps (conservative); for side="lower",
     value = the largest certified-above eps (0 if none); ``error`` = the distance between the
     two kinds of certified points, so the true crossing lies in [lower, upper].
+
+    ``guess`` (optional, in (0, eps_max)) is evaluated first inside the bracket: a good guess
+    saves the first steps, a bad one costs one evaluation. Where the estimate is 0 (the root
+    coordinate is infinite), the step is geometric towards the lower end.
 
     eps = 0 is returned when delta(0) <= delta is certified. If the upper estimate at eps_max
     still exceeds delta, the result is ``saturated``: value = inf for side="upper"; for
@@ -293,12 +298,17 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     lo, hi = 0.0, float(eps_max)           # side estimate > delta at lo, <= delta at hi
     g_lo, g_hi = _root_coordinate(f_lo, delta), _root_coordinate(f_hi, delta)
     kept = 0                                # -1: lo kept at the last step, +1: hi kept
+    pending = guess if guess is not None and 0 < guess < eps_max else None
     while evaluations < max_evaluations and hi - lo > max(xtol, rtol * hi):
         width = hi - lo
         x = lo + 0.5 * width
-        if math.isfinite(g_hi) and g_hi > g_lo:
+        if pending is not None:
+            x, pending = pending, None
+        elif math.isfinite(g_hi) and g_hi > g_lo:
             step = width * (-g_lo) / (g_hi - g_lo)
             x = lo + min(max(step, 0.01 * width), 0.99 * width)
+        elif not math.isfinite(g_hi):
+            x = math.sqrt(lo * hi) if lo > 0 else 0.125 * hi
         fx = evaluate(x)
         gx = _root_coordinate(fx, delta)
         if fx <= delta:
@@ -329,6 +339,29 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
                 gap = math.log(max(e_hi.upper / delta, 1.0)) / slope
                 evaluate(min(hi + 1.5 * gap + 2 * tol, below))
     return result(False)
+
+
+def gaussian_guess(atoms: RatioAtoms, n: int, delta: float, eps_max: float) -> float | None:
+    """A starting point for the eps search: the crossing of delta for the normal approximation
+    S ~ N(n E G, n Var G), E[S_+] = s phi(m/s) + m Phi(m/s) (only a guess: nothing relies on
+    it)."""
+    def log_ratio(eps: float) -> float:
+        vals = atoms.values(eps)
+        w = atoms.weight
+        m1 = float(w @ vals)
+        var = float(w @ vals ** 2) - m1 ** 2
+        m, s = n * m1, math.sqrt(max(n * var, 1e-300))
+        z = m / s
+        e_pos = s * (stats.norm.pdf(z) + z * stats.norm.cdf(z))
+        if e_pos <= 0:        # underflow far in the tail: log of the tail asymptote
+            return -0.5 * z * z + math.log(s) - 2 * math.log(abs(z)) - math.log(n * delta)
+        return math.log(e_pos / (n * delta))
+    try:
+        if log_ratio(0.0) <= 0 or log_ratio(eps_max) >= 0:
+            return None
+        return float(optimize.brentq(log_ratio, 0.0, eps_max, xtol=1e-12, rtol=1e-10))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
 
 
 def default_eps_max(atoms: RatioAtoms) -> float:
@@ -381,7 +414,8 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
             return delta_of_epsilon([(atoms, n)], n, eps, side, rtol=delta_rtol,
                                     threshold=delta, method=method, fft_step=fft_step)
 
-        results.append(epsilon_of_delta(fn, delta, side, eps_max=top, rtol=rtol))
+        results.append(epsilon_of_delta(fn, delta, side, eps_max=top, rtol=rtol,
+                                        guess=gaussian_guess(atoms, n, delta, top)))
     lower = max(r.lower for r in results)
     upper = max(r.upper for r in results)
     value = upper if side == "upper" else lower

@@ -260,7 +260,7 @@ def chernoff_tail(cats: Sequence[Categories], level: float) -> float:
     res = optimize.minimize_scalar(log_bound, bounds=(guess - 12.0, guess + 6.0),
                                    method="bounded", options={"xatol": 1e-4})
     best = min(float(res.fun), log_bound(guess))
-    return min(1.0, math.exp(min(best, 0.0)))
+    return min(1.0, math.exp(min(best, 0.0)) + TINY)   # TINY: exp may underflow
 
 
 def input_slack(cats: Sequence[Categories]) -> float:
@@ -294,4 +294,4 @@ def chernoff_upper(cats: Sequence[Categories]) -> float:
     res = optimize.minimize_scalar(log_bound, bounds=(guess - 12.0, guess + 6.0),
                                    method="bounded", options={"xatol": 1e-4})
     best = min(float(res.fun), log_bound(guess))
-    return math.exp(min(best, 700.0))
+    return math.exp(min(best, 700.0)) + TINY            # TINY: exp may underflow

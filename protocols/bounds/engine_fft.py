@@ -71,7 +71,7 @@ def _upper_tail_mean(cats, values, top: float, scale: float) -> float:
             return -lam * top + log_m + math.log(top + 1.0 / (lam * math.e))
         return log_m - math.log(lam * math.e)
     best = _minimise_log(fun, math.log(1e-6 / scale), math.log(1e3 / scale))
-    return math.exp(min(best, 700.0))
+    return math.exp(min(best, 700.0)) + TINY
 
 
 def _tilted_tail_prob(cats, values, theta: float, level: float, upper: bool,
@@ -85,7 +85,7 @@ def _tilted_tail_prob(cats, values, theta: float, level: float, upper: bool,
         lam = math.exp(s)
         return -sign * lam * level + _log_mgf(theta + sign * lam, cats, values) - base
     best = _minimise_log(fun, math.log(1e-6 / scale), math.log(1e3 / scale))
-    return min(1.0, math.exp(min(best, 0.0)))
+    return min(1.0, math.exp(min(best, 0.0)) + TINY)
 
 
 def _rounded(cats: list[Categories], h: float, up: bool) -> list[np.ndarray]:
