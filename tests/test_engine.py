@@ -294,6 +294,27 @@ def test_fft_agrees_with_conditioning_at_moderate_n():
     assert fft.error <= 0.05 * fft.upper
 
 
+def test_many_atoms_fft_against_oracle_and_at_moderate_n():
+    """Many-atom GPARVs (like a discretized Laplace mechanism) are the FFT's regime: against
+    the oracle for n = 8, and at n = 3000 its bracket is narrow and overlaps the conditioning
+    method's (valid but wide there: the pool's spread is not in the pair)."""
+    rng = np.random.default_rng(7)
+    small = random_atoms(rng, 6)
+    exact = float(exact_hockey_stick([(small, 8)], 0.2))
+    _check_bracket(hockey_stick([(small, 8)], 0.2, method="fft", rtol=1e-3), exact, "upper")
+    grid = np.linspace(-1.0, 1.0, 30)
+    a = np.exp(1.5 * grid) / np.exp(1.5 * grid).mean()
+    b = a[::-1].copy()
+    atoms = RatioAtoms(a, b, np.full(30, 1.0 / 30))
+    n, eps = 3000, 0.1
+    fft = hockey_stick([(atoms, n)], eps, method="fft", rtol=1e-3)
+    cond = hockey_stick([(atoms, n)], eps, method="conditioning", rtol=1e-3)
+    assert 1e-9 < fft.upper / n < 1e-2
+    assert fft.error <= 1e-2 * fft.upper
+    assert max(cond.lower, fft.lower) <= min(cond.upper, fft.upper)
+    assert hockey_stick([(atoms, n)], eps).error <= 1e-2 * fft.upper      # auto picks it up
+
+
 def test_special_functions_meet_the_assumed_accuracy():
     """engine_common.REL_SPECIAL = 1e-9 assumes scipy.stats.binom (Boost) sf/pmf are accurate
     to 1e-9 relative: check a panel against mpmath at 30 digits (observed: < 1e-11)."""

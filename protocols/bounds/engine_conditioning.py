@@ -103,6 +103,19 @@ def choose_roles(cat: Categories) -> Roles:
     return Roles(a, b, main, rest, pool)
 
 
+def main_pool_share(cat: Categories) -> float:
+    """Share of the pool sum's variance carried by the main pool category (what the multi
+    style's blocks can remove); 1 when the pool has at most one category besides it."""
+    roles = choose_roles(cat)
+    if roles.main < 0:
+        return 1.0
+    k = _coeffs(cat, roles)
+    main_var = k.alpha ** 2 * k.q * (1 - k.q)
+    rest_var = (1 - k.q) * k.v_r
+    total = main_var + rest_var
+    return main_var / total if total > 0 else 1.0
+
+
 # ---------------------------------------------------------------------------------------------
 # eps-independent plans (cached)
 # ---------------------------------------------------------------------------------------------

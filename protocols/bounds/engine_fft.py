@@ -1,13 +1,24 @@
-"""000 Alg. 7 with guaranteed error: round G to a grid, n-fold convolution by FFT, tilted.
+"""FFT method: G on a grid, n-fold convolution by FFT (000 Alg. 7), tilted, guaranteed.
 
-Rounding (000 Sec. 5.2-5.3): for the upper bound every value c is rounded up to h ceil(c/h), so
-each user's rounded value dominates the true one and E[(sum)_+] can only grow; for the lower
-bound, rounded down. On the integer lattice the sum K (in units of h) is computed modulo L by one
-real FFT of length L per group.
+Two ways of putting G on the lattice h Z, each giving a guaranteed bracket:
+
+- randomized rounding (default; derived here): c = (k + f) h goes to (k + 1) h with
+  probability f and to k h otherwise (f rounded up by 4u). The rounded G' is a mean-preserving
+  spread of G, so S' = S + W with E[W | G] = 0 and, (.)_+ being convex, E[S'_+] >= E[S_+]: an
+  upper bound whose error is second order. Lower bound: E[S'_+] - E[S_+] = E[D] with
+  0 <= D = (S+W)_+ - S_+ - 1{S>0} W <= |W| 1{|S| <= |W|}, so E[D] <= E f(|S|) with
+  f(a) = E[|W| 1{|W| >= a}] (Hoeffding: W is a sum of independent centred terms, each in an
+  interval of length h), and by Abel summation over radii r_j (f decreasing)
+  E f(|S|) <= f(r_J) + sum_j (f(r_j) - f(r_{j+1})) P[|S| < r_{j+1}], with
+  P[|S| < r] <= P[|S'| < r + y] + P[|W| > y] read off the same convolution. The bracket is
+  about 8 n h^2 z^2 / sd(S)^2 wide (relative), so h can stay fixed as n grows.
+- rounding up (upper bound) and down (lower bound), 000 Sec. 5.2-5.3, used to reproduce the
+  paper's numbers (``step`` given) and, for few users, where S is too lumpy near 0 for the
+  second-order bound; its error n h P[S > 0] is first order.
 
 Exponential tilting (added here; the paper convolves the untilted law). E[S_+] lives in the
-upper tail of S, where the untilted probabilities are far below the FFT's absolute rounding
-level. With theta >= 0 and per-user tilted laws w_j e^{theta k_j h} / M_g(theta),
+upper tail of S, far below the FFT's absolute rounding level. With theta >= 0 and per-user
+tilted laws w_j e^{theta k_j h} / M_g(theta),
     P[K = k] = prod_g M_g(theta)^{n_g} e^{-theta h k} P_theta[K = k],
 so E[(hK)_+] = sum_{k > 0} h k F(k) P_theta[K = k], F(k) = exp(sum_g n_g ln M_g - theta h k).
 theta minimises sum_g n_g ln M_g(theta) (the tilted mean is ~ 0), so the window of the
@@ -17,25 +28,24 @@ stands for the value of the window [W_lo, W_lo + L - 1] congruent to i. Errors, 
 
 - wrap-around: tilted mass outside the window lands inside (non-negative); its total tau_theta
   is bounded by Chernoff's inequality under the tilted law; it can only add to the computed
-  sum, by at most tau_theta * max_{k > 0} h k F(k);
+  sums, by at most tau_theta * max weight;
 - truncation: E[S 1{S > top}] <= inf_lambda e^{-lambda top} M(lambda) (top + 1/(lambda e))
   (S 1{S > top} <= top e^{lambda (S - top)} + (S - top)_+, y_+ <= e^{lambda y}/(lambda e));
 - FFT rounding: ||computed p - p||_2 <= sum_g n_g (kappa ||a_g||_2 + 4u) + kappa with
   kappa = 10 u log2(L) (Higham, Accuracy and Stability of Numerical Algorithms, Thm 24.2, with
   a margin; |rfft(a_g)| <= 1, so the n_g-th power amplifies an error by at most n_g), turned into
-  an error on the weighted sum by Cauchy-Schwarz; F(k) is computed in log space with its own
+  an error on each weighted sum by Cauchy-Schwarz; F(k) is computed in log space with its own
   relative error.
-- grid: the bracket [lower, upper] contains both roundings, so its width shows the grid error
-  (about n h P[S > 0]); h is chosen from ``rtol`` and L is capped at 2^23.
 
-Regime: several large groups, or atom sets the conditioning method handles poorly, at moderate
-n: the grid must resolve sd(S) / n per user, so the cost grows like n / rtol (n = 1e4 users at
-rtol = 1e-2 needs ~2^23 points). The conditioning method is preferred whenever it applies.
+Regime: several large groups, and many-atom GPARVs (discretized continuous randomizers) that
+the conditioning method handles poorly; the grid has ~ 70 z sqrt(n / rtol) points (capped at
+2^23), i.e. rtol ~ 1e-3 up to n ~ 1e6 and a coarser bracket beyond.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import fft, optimize
@@ -49,10 +59,18 @@ L_MAX = 1 << 23
 K_WINDOW = 12.0
 
 
-def _log_mgf(lam: float, cats: list[Categories], values: list[np.ndarray]) -> float:
-    """ln E e^{lam S} for S = sum over users of the given per-group values."""
-    return sum(cat.count * float(logsumexp(lam * v, b=cat.w))
-               for cat, v in zip(cats, values, strict=True))
+@dataclass(frozen=True)
+class _Law:
+    """One group's per-user law on the lattice h Z: integer points, their masses, the count."""
+
+    k: np.ndarray
+    mass: np.ndarray
+    count: int
+
+
+def _log_mgf(lam: float, laws: list[_Law], h: float) -> float:
+    """ln E e^{lam S} for S = h * (sum over users of the lattice points)."""
+    return sum(law.count * float(logsumexp(lam * h * law.k, b=law.mass)) for law in laws)
 
 
 def _minimise_log(fun, lo: float, hi: float) -> float:
@@ -62,11 +80,11 @@ def _minimise_log(fun, lo: float, hi: float) -> float:
     return min(float(res.fun), fun(0.5 * (lo + hi)))
 
 
-def _upper_tail_mean(cats, values, top: float, scale: float) -> float:
+def _upper_tail_mean(laws, h, top: float, scale: float) -> float:
     """Upper bound on E[S 1{S > top}] for top > 0, or on E[S_+] for top <= 0 (Chernoff)."""
     def fun(s):
         lam = math.exp(s)
-        log_m = _log_mgf(lam, cats, values)
+        log_m = _log_mgf(lam, laws, h)
         if top > 0:
             return -lam * top + log_m + math.log(top + 1.0 / (lam * math.e))
         return log_m - math.log(lam * math.e)
@@ -74,22 +92,21 @@ def _upper_tail_mean(cats, values, top: float, scale: float) -> float:
     return math.exp(min(best, 700.0)) + TINY
 
 
-def _tilted_tail_prob(cats, values, theta: float, level: float, upper: bool,
-                      scale: float) -> float:
+def _tilted_tail_prob(laws, h, theta: float, level: float, upper: bool, scale: float) -> float:
     """Upper bound on P_theta[S > level] (upper) or P_theta[S < level] (lower), Chernoff with
     the tilted MGF M(theta + lam) / M(theta)."""
     sign = 1.0 if upper else -1.0
-    base = _log_mgf(theta, cats, values)
+    base = _log_mgf(theta, laws, h)
 
     def fun(s):
         lam = math.exp(s)
-        return -sign * lam * level + _log_mgf(theta + sign * lam, cats, values) - base
+        return -sign * lam * level + _log_mgf(theta + sign * lam, laws, h) - base
     best = _minimise_log(fun, math.log(1e-6 / scale), math.log(1e3 / scale))
     return min(1.0, math.exp(min(best, 0.0)) + TINY)
 
 
-def _rounded(cats: list[Categories], h: float, up: bool) -> list[np.ndarray]:
-    """Integer multiples k with k h >= c (up) or k h <= c (down), guaranteed."""
+def _rounded_laws(cats: list[Categories], h: float, up: bool) -> list[_Law]:
+    """Each value moved to k h with k h >= c (up) or k h <= c (down), guaranteed."""
     out = []
     for cat in cats:
         q = cat.c / h
@@ -99,66 +116,160 @@ def _rounded(cats: list[Categories], h: float, up: bool) -> list[np.ndarray]:
         else:
             k = np.floor(q)
             k = k - (k * h * (1 + 2 * U) > cat.c)
-        out.append(k)
+        out.append(_Law(k, cat.w, cat.count))
     return out
 
 
-def _tilt(cats: list[Categories], values: list[np.ndarray], scale: float) -> float:
+def _spread_laws(cats: list[Categories], h: float) -> list[_Law]:
+    """Randomized rounding: c = (k + f) h goes to (k + 1) h with probability f, else to k h.
+    The probability is rounded up (by 4u), so each rounded value dominates c in the
+    increasing convex order, and E[(S')_+] >= E[S_+] (Jensen / icx order is closed under
+    independent sums)."""
+    out = []
+    for cat in cats:
+        q = cat.c / h
+        k = np.floor(q)
+        frac = np.clip(q - k + 4 * U * (np.abs(q) + 1), 0.0, 1.0)
+        kk = np.concatenate([k, k + 1])
+        mass = np.concatenate([cat.w * (1 - frac), cat.w * frac])
+        keep = mass > 0
+        out.append(_Law(kk[keep], mass[keep], cat.count))
+    return out
+
+
+def _tilt(laws: list[_Law], h: float, scale: float) -> float:
     """theta >= 0 minimising ln M_S(theta) (0 if E S >= 0)."""
-    mean = sum(cat.count * float(cat.w @ v) for cat, v in zip(cats, values, strict=True))
+    mean = sum(law.count * float(law.mass @ law.k) * h for law in laws)
     if mean >= 0:
         return 0.0
-    res = optimize.minimize_scalar(lambda th: _log_mgf(th, cats, values),
+    res = optimize.minimize_scalar(lambda th: _log_mgf(th, laws, h),
                                    bounds=(0.0, 50.0 / scale), method="bounded",
                                    options={"xatol": 1e-6 / scale})
     return float(res.x)
 
 
-def _one_side(cats: list[Categories], h: float, length: int, up: bool, scale: float,
-              k_window: float):
-    """Bounds (lower, upper) of E[(h K)_+] for one rounding direction."""
-    ks = _rounded(cats, h, up)
-    values = [k * h for k in ks]
-    theta = _tilt(cats, values, scale)
-    log_mgf = _log_mgf(theta, cats, values)
-    # Tilted law: mean and sd of the sum, window around the tilted mean (containing 0).
+@dataclass
+class _Convolution:
+    """The tilted law of the lattice sum: P[K = k] = F(k) P_theta[K = k] with
+    F(k) = exp(ln M(theta) - theta h k); ``probs`` is P_theta on the window (with wrap-around
+    mass and FFT error ``err_l2`` in l2)."""
+
+    lattice: np.ndarray
+    probs: np.ndarray
+    log_mgf: float
+    theta: float
+    err_l2: float
+    tau: float           # tilted mass outside the window (bound)
+    top: float
+    h: float
+
+    def log_f(self, vals):
+        return self.log_mgf - self.theta * vals
+
+    def weighted_sum(self, mask, weight_fn):
+        """Bounds (lower, upper) of sum over window points in ``mask`` of
+        weight_fn(value) P[S = value], weights >= 0; wrap-around can only add mass."""
+        vals = self.lattice[mask] * self.h
+        log_f = self.log_f(vals)
+        weights = weight_fn(vals) * np.exp(np.minimum(log_f, 700.0))
+        rel_f = 8 * U * (abs(self.log_mgf) + np.abs(self.theta * vals) + 1.0)
+        terms = weights * self.probs[mask]
+        est = float(terms.sum())
+        err = self.err_l2 * float(np.linalg.norm(weights * (1 + rel_f)))
+        err += float(np.abs(terms) @ rel_f) + 2 * terms.size * U * float(np.abs(terms).sum())
+        alias = self.tau * float(weights.max(initial=0.0)) * (1 + float(rel_f.max(initial=0.0)))
+        return est - err - alias, est + err
+
+
+def _convolve(laws: list[_Law], h: float, length: int, scale: float,
+              k_window: float) -> _Convolution:
+    theta = _tilt(laws, h, scale)
+    log_mgf = _log_mgf(theta, laws, h)
+    # Tilted law: mean and sd of the sum; the window is centred on it and contains 0.
     mean_t, var_t = 0.0, 0.0
-    for cat, v in zip(cats, values, strict=True):
-        wt = cat.w * np.exp(theta * v - logsumexp(theta * v, b=cat.w))
+    tilted = []
+    for law in laws:
+        v = law.k * h
+        wt = law.mass * np.exp(theta * v - logsumexp(theta * v, b=law.mass))
         m1 = float(wt @ v)
-        mean_t += cat.count * m1
-        var_t += cat.count * float(wt @ (v - m1) ** 2)
+        mean_t += law.count * m1
+        var_t += law.count * float(wt @ (v - m1) ** 2)
+        tilted.append(wt)
     sd_t = math.sqrt(var_t) + h
-    w_lo = math.floor((min(mean_t, 0.0) - k_window * sd_t) / h) - 1
-    w_lo = min(w_lo, -1)
+    w_lo = min(math.floor((min(mean_t, 0.0) - k_window * sd_t) / h) - 1, -1)
     spectrum = None
     err_l2 = 0.0
     kappa = 10 * U * math.log2(length)
-    for cat, k, v in zip(cats, ks, values, strict=True):
-        wt = cat.w * np.exp(theta * v - logsumexp(theta * v, b=cat.w))
+    for law, wt in zip(laws, tilted, strict=True):
         arr = np.zeros(length)
-        np.add.at(arr, np.mod(k.astype(np.int64), length), wt)
-        power = fft.rfft(arr) ** cat.count
+        np.add.at(arr, np.mod(law.k.astype(np.int64), length), wt)
+        power = fft.rfft(arr) ** law.count
         spectrum = power if spectrum is None else spectrum * power
-        err_l2 += cat.count * (kappa * float(np.linalg.norm(arr)) + 4 * U)
+        err_l2 += law.count * (kappa * float(np.linalg.norm(arr)) + 4 * U)
     err_l2 = (err_l2 + kappa) * 1.01
     probs = fft.irfft(spectrum, length)
     lattice = w_lo + np.mod(np.arange(length) - w_lo, length)   # window value of each index
-    pos = lattice > 0
-    vals = lattice[pos] * h
-    log_f = log_mgf - theta * vals
-    weights = vals * np.exp(np.minimum(log_f, 700.0))
-    rel_f = 8 * U * (abs(log_mgf) + theta * vals + 1.0)        # error of exp(log F)
-    terms = weights * probs[pos]
-    est = float(terms.sum())
-    fft_err = err_l2 * float(np.linalg.norm(weights * (1 + rel_f)))
-    fft_err += float(np.abs(terms) @ rel_f) + 2 * terms.size * U * float(np.abs(terms).sum())
     top = float(lattice.max()) * h
-    tau = (_tilted_tail_prob(cats, values, theta, top, True, scale)
-           + _tilted_tail_prob(cats, values, theta, w_lo * h, False, scale))
-    alias = tau * float(weights.max(initial=0.0)) * (1 + float(rel_f.max(initial=0.0)))
-    beyond = _upper_tail_mean(cats, values, top, scale)
-    return est - fft_err - alias, est + fft_err + beyond
+    tau = (_tilted_tail_prob(laws, h, theta, top, True, scale)
+           + _tilted_tail_prob(laws, h, theta, w_lo * h, False, scale))
+    return _Convolution(lattice, probs, log_mgf, theta, err_l2, tau, top, h)
+
+
+def _positive_part(conv: _Convolution, laws, scale) -> tuple[float, float]:
+    """Bounds of E[(S)_+] for the lattice sum of ``conv``."""
+    lo, hi = conv.weighted_sum(conv.lattice > 0, lambda v: v)
+    return lo, hi + _upper_tail_mean(laws, conv.h, conv.top, scale)
+
+
+def _rounded_bounds(cats, h, length, scale, k_window) -> tuple[float, float]:
+    """000 Alg. 7: rounding up for the upper bound, down for the lower one."""
+    laws_dn = _rounded_laws(cats, h, up=False)
+    lower, _ = _positive_part(_convolve(laws_dn, h, length, scale, k_window), laws_dn, scale)
+    laws_up = _rounded_laws(cats, h, up=True)
+    _, upper = _positive_part(_convolve(laws_up, h, length, scale, k_window), laws_up, scale)
+    return lower, upper
+
+
+def _hoeffding_tail_mean(a, var_bound):
+    """f(a) >= E[|W| 1{|W| >= a}] for a sum W of independent centred terms each in an interval
+    of length h (sum of squared lengths <= 4 var_bound): Hoeffding, P[|W| >= x] <=
+    2 exp(-x^2 / (2 var_bound)); f(a) = a P + int_a^inf P <= 2 e^{-a^2/(2v)} (a + v / a); and
+    f(a) <= E|W| <= sqrt(var_bound)."""
+    a = np.asarray(a, dtype=float)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        tail = 2 * np.exp(-a * a / (2 * var_bound)) * (a + var_bound / a)
+    return np.minimum(np.sqrt(var_bound), np.where(a > 0, tail, np.inf))
+
+
+def _spread_bounds(cats, h, length, scale, k_window) -> tuple[float, float]:
+    """Randomized rounding (module docstring): one convolution gives both sides. With
+    S' = S + W, E[W | G] = 0 (up to the 4u rounding of the split probabilities),
+    E[S'_+] = E[S_+] + E[D], 0 <= D <= |W| 1{|S| <= |W|}, so
+    E[D] <= E f(|S|), f(a) = E[|W| 1{|W| >= a}], bounded by Abel summation over radii r_j
+    with P[|S| < r] <= P[|S'| < r + y] + P[|W| > y]."""
+    laws = _spread_laws(cats, h)
+    conv = _convolve(laws, h, length, scale, k_window)
+    lower, upper = _positive_part(conv, laws, scale)
+    n_users = sum(cat.count for cat in cats)
+    var_w = n_users * h * h / 4.0       # each user's term of W lies in an interval of length h
+    sd_w = math.sqrt(var_w)
+    y = 12.0 * sd_w
+    p_w_beyond = 2 * math.exp(-y * y / (2 * var_w))
+    radii = sd_w * np.arange(0, 13, dtype=float)
+    f = _hoeffding_tail_mean(radii, var_w)
+    e_d = float(f[-1])
+    values = np.abs(conv.lattice * h)
+    for j in range(radii.size - 1):
+        step = float(f[j] - f[j + 1])
+        if step <= 0:
+            continue
+        _, p_near = conv.weighted_sum(values < radii[j + 1] + y, lambda v: np.ones_like(v))
+        p_near += conv.tau          # wrap-around mass may sit anywhere in the window
+        e_d += step * min(1.0, p_near + p_w_beyond)
+    # The split probabilities were rounded up by at most 4u(|c/h| + 1): E[W | G] >= 0 and
+    # at most n h 4u (|c|/h + 1) in total, which can only raise E[S'_+] by that much.
+    drift = 4 * U * sum(cat.count * float(cat.w @ (np.abs(cat.c) + h)) for cat in cats)
+    return lower - e_d * (1 + 8 * U) - drift, upper
 
 
 def _shape(cats: list[Categories]) -> tuple[int, float, float, float]:
@@ -169,25 +280,29 @@ def _shape(cats: list[Categories]) -> tuple[int, float, float, float]:
     return n_users, max(1.0, -mean / sd), sd, spread
 
 
+SPREAD_GAP_FACTOR = 8.0   # relative bracket ~ 8 n h^2 z^2 / sd^2 with randomized rounding
+
+
 def expected_gap(cats: list[Categories], length: int) -> float:
-    """Rough relative width of the bracket on a grid of ``length`` points: the rounding moves
-    the sum by up to n h, and E[S_+] ~ sd P[S > 0] / z (Gaussian tail, z = -E S / sd)."""
+    """Rough relative width of the bracket (randomized rounding) on a grid of ``length``
+    points: E[D] ~ Var W * density of S at 0, relative to E[S_+] ~ sd P[S > 0] / z: about
+    SPREAD_GAP_FACTOR * n h^2 z^2 / sd^2."""
     n_users, z, sd, spread = _shape(cats)
     h = (2 * K_WINDOW * sd + 4 * spread) / length
-    return n_users * h * z / sd
+    return SPREAD_GAP_FACTOR * n_users * (h * z / sd) ** 2
 
 
 def fft_bounds(cats: list[Categories], rtol: float, step: float | None = None,
                length: int | None = None) -> tuple[float, float]:
-    """Guaranteed (lower, upper) for E[(sum)_+] by 000 Alg. 7 with tilting (module docstring).
+    """Guaranteed (lower, upper) for E[(sum)_+] by FFT (module docstring).
 
-    ``step`` fixes the grid step h (e.g. 000 Sec. 6's l = (e^eps0 - 1)/1000, to reproduce the
-    published discretization); by default h is chosen from ``rtol``, with at most ``length``
-    (default 2^23) grid points."""
+    By default: randomized rounding on a grid chosen from ``rtol`` (at most ``length``, default
+    2^23, points). With ``step``: 000 Alg. 7 exactly as published, values rounded up (upper) and
+    down (lower) to multiples of ``step`` (e.g. 000 Sec. 6's l = (e^eps0 - 1)/1000)."""
     n_users, z, sd, spread = _shape(cats)
     span = 2 * K_WINDOW * sd + 4 * spread
     if step is None:
-        h_target = max(rtol, 1e-12) * sd / (n_users * z)
+        h_target = sd * math.sqrt(max(rtol, 1e-12) / SPREAD_GAP_FACTOR / n_users) / z
         cap = L_MAX if length is None else length
         length = int(min(cap, max(L_MIN, math.ceil(span / h_target) + 1)))
         length = fft.next_fast_len(length, real=True)
@@ -198,9 +313,20 @@ def fft_bounds(cats: list[Categories], rtol: float, step: float | None = None,
         if length > 8 * L_MAX:
             raise ParameterError("fft_step", step, f"needs a grid of {length} points "
                                  f"(more than {8 * L_MAX})")
-    # The window holds the tilted law (sd <= sd of the untilted one for these bounded laws in
-    # practice; the wrap-around bound covers the rest) within +-K sd of its mean and 0.
+    # The window holds the tilted law within +-k_window sd of its mean and 0 (the wrap-around
+    # bound covers the rest).
     k_window = 0.5 * (length * h - 2 * spread) / sd
-    lower, _ = _one_side(cats, h, length, up=False, scale=sd, k_window=k_window)
-    _, upper = _one_side(cats, h, length, up=True, scale=sd, k_window=k_window)
+    if step is not None:
+        lower, upper = _rounded_bounds(cats, h, length, sd, k_window)
+        return max(lower * (1 - REL_SUM), 0.0), upper * (1 + REL_SUM) + TINY
+    lower, upper = _spread_bounds(cats, h, length, sd, k_window)
+    # Few users: S is lumpy near 0 and the second-order bound of the randomized rounding can be
+    # loose; the plain rounding (first-order error n h) is then cheap and may do better. Both
+    # brackets are valid: keep the intersection.
+    h1 = max(rtol, 1e-12) * sd / (n_users * z)
+    if upper - lower > rtol * upper and h1 * (L_MAX - 1) >= span:
+        length1 = fft.next_fast_len(max(L_MIN, math.ceil(span / h1) + 2), real=True)
+        h1 = span / (length1 - 1)
+        lo1, up1 = _rounded_bounds(cats, h1, length1, sd, 0.5 * (length1 * h1 - 2 * spread) / sd)
+        lower, upper = max(lower, lo1), min(upper, up1)
     return max(lower * (1 - REL_SUM), 0.0), upper * (1 + REL_SUM) + TINY
