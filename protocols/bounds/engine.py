@@ -261,7 +261,8 @@ def _root_coordinate(x: float, delta: float) -> float:
 
 def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: str = "upper", *,
                      eps_max: float = 20.0, xtol: float = 1e-10, rtol: float = 1e-5,
-                     max_evaluations: int = 60, guess: float | None = None) -> EpsilonEstimate:
+                     max_evaluations: int = 60, guess: float | None = None,
+                     bracket: tuple[float, float] | None = None) -> EpsilonEstimate:
     """Smallest eps in [0, eps_max] with delta(eps) <= delta, bracketed.
 
     ``delta_fn(eps)`` returns an :class:`Estimate` of a non-increasing function delta(eps).
@@ -275,8 +276,12 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     two kinds of certified points, so the true crossing lies in [lower, upper].
 
     ``guess`` (optional, in (0, eps_max)) is evaluated first inside the bracket: a good guess
-    saves the first steps, a bad one costs one evaluation. Where the estimate is 0 (the root
-    coordinate is infinite), the step is geometric towards the lower end.
+    saves the first steps, a bad one costs one evaluation. ``bracket`` = (a, b) (optional):
+    start from [a, b] instead of [0, eps_max] if the side's estimate is > delta at a and
+    <= delta at b (two evaluations); otherwise the search starts afresh. Where the estimate is
+    0 (the root coordinate is infinite), the step is geometric towards the lower end. The
+    search also stops once its bracket is narrower than 5% of the eps-width that the
+    estimates' own brackets blur (noisy estimates must not drive it into tiny steps).
 
     eps = 0 is returned when delta(0) <= delta is certified. If the upper estimate at eps_max
     still exceeds delta, the result is ``saturated``: value = inf for side="upper"; for
@@ -310,18 +315,52 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         value = below if side == "upper" else above
         return EpsilonEstimate(value, above, below, below - above, saturated, evaluations)
 
-    f_lo = evaluate(0.0)
-    if f_lo <= delta:
-        return result(False)
-    f_hi = evaluate(float(eps_max))
-    if f_hi > delta:
-        return result(True)
-    lo, hi = 0.0, float(eps_max)           # side estimate > delta at lo, <= delta at hi
+    lo = hi = None
+    if bracket is not None and 0 < bracket[0] < bracket[1] < eps_max:
+        # Start from a bracket found earlier (e.g. with coarser estimates), if it still holds.
+        f_a, f_b = evaluate(float(bracket[0])), evaluate(float(bracket[1]))
+        if f_a > delta >= f_b:
+            lo, hi, f_lo, f_hi = float(bracket[0]), float(bracket[1]), f_a, f_b
+    if lo is None:
+        f_lo = evaluate(0.0)
+        if f_lo <= delta:
+            return result(False)
+        f_hi = evaluate(float(eps_max))
+        if f_hi > delta:
+            return result(True)
+        lo, hi = 0.0, float(eps_max)       # side estimate > delta at lo, <= delta at hi
     g_lo, g_hi = _root_coordinate(f_lo, delta), _root_coordinate(f_hi, delta)
     kept = 0                                # -1: lo kept at the last step, +1: hi kept
     pending = guess if guess is not None and 0 < guess < eps_max else None
-    while evaluations < max_evaluations and hi - lo > max(xtol, rtol * hi):
+
+    def side_value(eps: float) -> float:
+        est = seen[eps]
+        return est.upper if side == "upper" else est.lower
+
+    def log_slope() -> float | None:
+        """-d ln(delta)/d eps near the crossing, from the nearest evaluated points with side
+        estimates >= 2 delta (left) and <= delta / 2 (right); None if there are none."""
+        left = [e for e in seen if e <= lo and side_value(e) >= 2 * delta]
+        right = [e for e in seen if e >= hi and 0 < side_value(e) <= 0.5 * delta]
+        if not left or not right:
+            return None
+        a, b = max(left), min(right)
+        return math.log(side_value(a) / side_value(b)) / (b - a)
+
+    def resolution() -> float:
+        """The eps width below which the estimates' own brackets blur the crossing: the
+        relative width of the estimates at the bracket ends over the slope of ln delta."""
+        slope = log_slope()
+        if slope is None or slope <= 0:
+            return 0.0
+        widths = [math.log(seen[e].upper / seen[e].lower) for e in (lo, hi)
+                  if e in seen and seen[e].lower > 0]
+        return max(widths, default=0.0) / slope
+
+    while evaluations < max_evaluations:
         width = hi - lo
+        if width <= max(xtol, rtol * hi) or width < 0.05 * resolution():
+            break
         x = lo + 0.5 * width
         if pending is not None:
             x, pending = pending, None
@@ -344,22 +383,49 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             kept = 1
     # One more point to certify the other side close to the crossing. For side="upper": the
     # lower estimate crosses delta left of lo; step left by the log-gap between the two
-    # estimates divided by the slope of ln delta (from the bracket), with a 50% margin.
-    # Symmetrically for side="lower".
+    # estimates divided by the slope of ln delta, with a 50% margin. Symmetrically for
+    # side="lower".
     tol = max(xtol, rtol * hi)
+    slope = log_slope()
     if (evaluations < max_evaluations and below - above > 4 * tol and math.isfinite(below)
-            and lo > 0 and lo in seen and hi in seen):
+            and slope is not None and slope > 0 and lo in seen and hi in seen):
         e_lo, e_hi = seen[lo], seen[hi]
-        f_lo_s, f_hi_s = (e_lo.upper, e_hi.upper) if side == "upper" else (e_lo.lower, e_hi.lower)
-        if f_lo_s > 0 and f_hi_s > 0 and f_lo_s > f_hi_s:
-            slope = math.log(f_lo_s / f_hi_s) / (hi - lo)
-            if side == "upper" and e_lo.lower > 0:
-                gap = math.log(max(delta / e_lo.lower, 1.0)) / slope
-                evaluate(max(lo - 1.5 * gap - 2 * tol, above))
-            elif side == "lower" and e_hi.upper > 0:
-                gap = math.log(max(e_hi.upper / delta, 1.0)) / slope
-                evaluate(min(hi + 1.5 * gap + 2 * tol, below))
+        if side == "upper" and e_lo.lower > 0 and lo > above:
+            gap = math.log(max(delta / e_lo.lower, 1.0)) / slope
+            evaluate(max(lo - 1.5 * gap - 2 * tol, above))
+        elif side == "lower" and e_hi.upper > 0 and hi < below:
+            gap = math.log(max(e_hi.upper / delta, 1.0)) / slope
+            evaluate(min(hi + 1.5 * gap + 2 * tol, below))
     return result(False)
+
+
+def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, side: str,
+            eps_max: float, rtol: float, delta_rtol: float, method: str,
+            fft_step: float | None) -> EpsilonEstimate:
+    """Second pass of :func:`epsilon_bound`: the coarse search asks the engine only to decide
+    delta(eps) <= delta to ``delta_rtol``, which leaves the crossing blurred by about
+    delta_rtol / |d ln delta / d eps|. Re-run inside the coarse bracket with estimates 30x
+    finer; keep the better certificate of each kind."""
+    if coarse.saturated or not math.isfinite(coarse.upper) or coarse.upper <= coarse.lower:
+        return coarse
+    if coarse.error <= max(1e-10, rtol * coarse.upper):
+        return coarse
+    fine_rtol = delta_rtol / 30
+
+    def fine(eps):
+        return delta_of_epsilon([(atoms, n)], n, eps, side, rtol=fine_rtol, threshold=delta,
+                                method=method, fft_step=fft_step)
+
+    width = coarse.upper - coarse.lower
+    a = max(coarse.lower - 0.1 * width, 0.5 * coarse.lower)
+    b = min(coarse.upper + 0.1 * width, eps_max)
+    polished = epsilon_of_delta(fine, delta, side, eps_max=eps_max, rtol=rtol,
+                                bracket=(a, b) if a > 0 else None, max_evaluations=30)
+    lower = max(coarse.lower, polished.lower)
+    upper = min(coarse.upper, polished.upper)
+    value = upper if side == "upper" else lower
+    return EpsilonEstimate(value, lower, upper, upper - lower, False,
+                           coarse.evaluations + polished.evaluations)
 
 
 def gaussian_guess(atoms: RatioAtoms, n: int, delta: float, eps_max: float) -> float | None:
@@ -435,8 +501,10 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
             return delta_of_epsilon([(atoms, n)], n, eps, side, rtol=delta_rtol,
                                     threshold=delta, method=method, fft_step=fft_step)
 
-        results.append(epsilon_of_delta(fn, delta, side, eps_max=top, rtol=rtol,
-                                        guess=gaussian_guess(atoms, n, delta, top)))
+        coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=rtol,
+                                  guess=gaussian_guess(atoms, n, delta, top))
+        results.append(_polish(coarse, atoms, n, delta, side, top, rtol, delta_rtol, method,
+                               fft_step))
     lower = max(r.lower for r in results)
     upper = max(r.upper for r in results)
     value = upper if side == "upper" else lower
