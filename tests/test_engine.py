@@ -184,6 +184,11 @@ def test_constant_groups_and_trivial_cases():
     groups = [(atoms, 6), (const, 2)]
     exact = float(exact_hockey_stick(groups, 0.3))
     _check_bracket(hockey_stick(groups, 0.3), exact, "upper")
+    # Constant groups summing to exactly 0 (values +1 and -2).
+    plus = RatioAtoms(np.array([1.0]), np.array([0.0]), np.array([1.0]))
+    minus = RatioAtoms(np.array([0.0]), np.array([2.0]), np.array([1.0]))
+    zero = hockey_stick([(plus, 4), (minus, 2)], 0.0)
+    assert zero.lower == 0.0 and zero.upper < 1e-12
     # No users at all, and zero-count groups.
     assert hockey_stick([(atoms, 0)], 0.3).upper == 0.0
     # Only non-negative values: E[S_+] = E[S].

@@ -12,7 +12,7 @@ guaranteed bracket ``lower <= true <= upper`` that includes the floating-point s
 
 Methods (picked automatically, or forced with ``method=``):
 
-- ``"enumerate"``: all count vectors, for tiny problems (<= 20 000 joint count vectors).
+- ``"enumerate"``: all count vectors, for small problems (<= 300 000 joint count vectors).
 - ``"conditioning"``: one large group (plus a few enumerated outcomes of other small groups),
   any n; exact up to a second-order bracket when G has few atoms (k-RR, binary RR, the
   5-atom "extreme" decompositions of 000 App. A); see :mod:`protocols.bounds.engine_conditioning`.
@@ -75,11 +75,12 @@ __all__ = [
 
 Group = tuple[RatioAtoms, int]
 
-ENUMERATE_MAX = 20_000       # joint count vectors for the "enumerate" method
+ENUMERATE_MAX = 300_000      # joint count vectors for the "enumerate" method (auto)
 SHIFT_OUTCOMES_MAX = 256     # enumerated outcomes of the small groups beside the main one
 MULTI_BLOCKS = (8, 32, 128, 512)   # refinements of the conditioning method, in order
 LEAF_BUDGET = 1_000_000      # leaf evaluations allowed for one refinement
 CHEAP_LEAVES = 50_000        # refinements below this cost go on even without progress
+POLISH_ABOVE = 1e-4          # epsilon_bound polishes a coarse bracket wider than this (relative)
 METHODS = ("auto", "enumerate", "conditioning", "fft")
 
 
@@ -132,7 +133,7 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
 
 def _applicable(method: str, cats: list[Categories]) -> bool:
     if method == "enumerate":
-        return _enumeration_size(cats) <= ENUMERATE_MAX * 50
+        return _enumeration_size(cats) <= ENUMERATE_MAX * 10
     if method == "conditioning":
         main = _main_group(cats)
         others = [cat for i, cat in enumerate(cats) if i != main]
@@ -182,6 +183,9 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
     const_err = sum(cat.count * abs(float(cat.c[0])) for cat in cats if cat.c.size == 1) * 4 * U
     if const != 0.0:
         active.append(Categories(np.array([const]), np.array([1.0]), 1, 0.0))
+    if not active:                     # every group constant, summing to exactly 0
+        hi = input_slack(cats) + const_err
+        return Estimate(hi if side == "upper" else 0.0, 0.0, hi, "trivial")
     # Inputs: |computed c - exact c| <= c_err for every user (engine_common.input_slack).
     slack = input_slack(cats) + const_err
     chosen = _select(active) if method == "auto" else method
@@ -262,7 +266,8 @@ def _root_coordinate(x: float, delta: float) -> float:
 def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: str = "upper", *,
                      eps_max: float = 20.0, xtol: float = 1e-10, rtol: float = 1e-5,
                      max_evaluations: int = 60, guess: float | None = None,
-                     bracket: tuple[float, float] | None = None) -> EpsilonEstimate:
+                     bracket: tuple[float, float] | None = None,
+                     resolution_stop: float = 0.05) -> EpsilonEstimate:
     """Smallest eps in [0, eps_max] with delta(eps) <= delta, bracketed.
 
     ``delta_fn(eps)`` returns an :class:`Estimate` of a non-increasing function delta(eps).
@@ -280,8 +285,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     start from [a, b] instead of [0, eps_max] if the side's estimate is > delta at a and
     <= delta at b (two evaluations); otherwise the search starts afresh. Where the estimate is
     0 (the root coordinate is infinite), the step is geometric towards the lower end. The
-    search also stops once its bracket is narrower than 5% of the eps-width that the
-    estimates' own brackets blur (noisy estimates must not drive it into tiny steps).
+    search also stops once its bracket is narrower than ``resolution_stop`` times the eps-width
+    that the estimates' own brackets blur (noisy estimates must not drive it into tiny steps).
 
     eps = 0 is returned when delta(0) <= delta is certified. If the upper estimate at eps_max
     still exceeds delta, the result is ``saturated``: value = inf for side="upper"; for
@@ -359,7 +364,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
 
     while evaluations < max_evaluations:
         width = hi - lo
-        if width <= max(xtol, rtol * hi) or width < 0.05 * resolution():
+        if width <= max(xtol, rtol * hi) or width < resolution_stop * resolution():
             break
         x = lo + 0.5 * width
         if pending is not None:
@@ -404,11 +409,12 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
             fft_step: float | None) -> EpsilonEstimate:
     """Second pass of :func:`epsilon_bound`: the coarse search asks the engine only to decide
     delta(eps) <= delta to ``delta_rtol``, which leaves the crossing blurred by about
-    delta_rtol / |d ln delta / d eps|. Re-run inside the coarse bracket with estimates 30x
-    finer; keep the better certificate of each kind."""
+    delta_rtol / |d ln delta / d eps|. If the coarse bracket is wider than POLISH_ABOVE
+    (relative), re-run inside it with estimates 30x finer; keep the better certificate of each
+    kind."""
     if coarse.saturated or not math.isfinite(coarse.upper) or coarse.upper <= coarse.lower:
         return coarse
-    if coarse.error <= max(1e-10, rtol * coarse.upper):
+    if coarse.error <= max(1e-10, rtol * coarse.upper, POLISH_ABOVE * coarse.upper):
         return coarse
     fine_rtol = delta_rtol / 30
 
@@ -502,7 +508,8 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
                                     threshold=delta, method=method, fft_step=fft_step)
 
         coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=rtol,
-                                  guess=gaussian_guess(atoms, n, delta, top))
+                                  guess=gaussian_guess(atoms, n, delta, top),
+                                  resolution_stop=0.5)
         results.append(_polish(coarse, atoms, n, delta, side, top, rtol, delta_rtol, method,
                                fft_step))
     lower = max(r.lower for r in results)

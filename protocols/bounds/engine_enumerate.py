@@ -1,53 +1,76 @@
 """Vectorized float enumeration of the count vectors (small problems), with error bounds.
 
 The same sum as the exact oracle (protocols.bounds.enumeration), in float64: for each group the
-count vectors k of its categories (Multinomial(count; w)), probability as a chain of binomial
-pmfs P[k] = prod_j Bin(k_j; count - k_1 - ... - k_{j-1}, w_j / (w_j + ... + w_K)), and value
-sum_j c_j k_j. Groups are combined by a Cartesian product. Used for tiny problems and to
+count vectors k of its categories (Multinomial(count; w)), probability
+exp(ln n! - sum_j ln k_j! + sum_j k_j ln w_j) with a bound on the exponent's rounding, and
+value sum_j c_j k_j. Groups are combined by a Cartesian product. Used for tiny problems and to
 enumerate the outcomes of small extra groups beside a large one (conditioning method).
 """
 
 from __future__ import annotations
 
 import math
-from itertools import combinations
+from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
-from protocols.bounds.engine_common import REL_SPECIAL, Categories, U
+from protocols.bounds.engine_common import Categories, U
 
 
 def composition_count(total: int, parts: int) -> int:
     return math.comb(total + parts - 1, parts - 1)
 
 
-def compositions(total: int, parts: int) -> np.ndarray:
-    """All count vectors of ``parts`` non-negative integers summing to ``total`` (stars and
-    bars), shape (C(total + parts - 1, parts - 1), parts)."""
+@lru_cache(maxsize=256)
+def _compositions(total: int, parts: int) -> np.ndarray:
     if parts == 1:
         return np.array([[total]], dtype=np.int64)
-    bars = np.array(list(combinations(range(total + parts - 1), parts - 1)), dtype=np.int64)
-    bars = bars.reshape(-1, parts - 1)
-    edges = np.concatenate([np.full((bars.shape[0], 1), -1), bars,
-                            np.full((bars.shape[0], 1), total + parts - 1)], axis=1)
-    return np.diff(edges, axis=1) - 1
+    blocks = []
+    for first in range(total, -1, -1):
+        rest = _compositions(total - first, parts - 1)
+        blocks.append(np.concatenate([np.full((rest.shape[0], 1), first, dtype=np.int64), rest],
+                                     axis=1))
+    out = np.concatenate(blocks, axis=0)
+    out.setflags(write=False)
+    return out
+
+
+def compositions(total: int, parts: int) -> np.ndarray:
+    """All count vectors of ``parts`` non-negative integers summing to ``total``, shape
+    (C(total + parts - 1, parts - 1), parts) (built recursively on the first count, with the
+    sub-problems cached)."""
+    return _compositions(int(total), int(parts))
+
+
+@lru_cache(maxsize=64)
+def _log_factorials(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """ln k! for k = 0..n by cumulative sums of ln i, and a bound on their rounding error
+    (each ln i within u relative, and the running sum within k u of its value)."""
+    logs = np.log(np.arange(1, n + 1, dtype=float))
+    lf = np.concatenate([[0.0], np.cumsum(logs)])
+    k = np.arange(n + 1, dtype=float)
+    err = 2 * U * (k + 1) * (lf + 1.0)
+    return lf, err
 
 
 def group_outcomes(cat: Categories) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(values, value_err, probs, prob_rel_err) over the count vectors of one group."""
-    k = compositions(cat.count, cat.c.size).astype(float)
+    """(values, value_err, probs, prob_rel_err) over the count vectors of one group.
+
+    P[k] = exp(ln n! - sum_j ln k_j! + sum_j k_j ln w_j); the error of the exponent (rounding
+    of the log-factorials, of ln w_j and of the sums) gives the relative error of P."""
+    counts = compositions(cat.count, cat.c.size)
+    k = counts.astype(float)
     values = k @ cat.c
     value_err = cat.c.size * 2 * U * (k @ np.abs(cat.c))
-    probs = np.ones(k.shape[0])
-    remaining = np.full(k.shape[0], float(cat.count))
-    tail_w = np.cumsum(cat.w[::-1])[::-1]           # w_j + ... + w_K
-    for j in range(cat.c.size - 1):
-        share = min(1.0, cat.w[j] / tail_w[j])
-        probs *= stats.binom.pmf(k[:, j], remaining, share)
-        remaining -= k[:, j]
-    rel = (cat.c.size - 1) * (REL_SPECIAL + 4 * U) + cat.count * 8 * U
-    return values, value_err, probs, np.full(k.shape[0], rel)
+    lf, lf_err = _log_factorials(cat.count)
+    log_w = np.log(cat.w)
+    expo = lf[cat.count] - lf[counts].sum(axis=1) + k @ log_w
+    terms = lf[cat.count] + lf[counts].sum(axis=1) + k @ np.abs(log_w)
+    expo_err = (lf_err[cat.count] + lf_err[counts].sum(axis=1) + 2 * U * (k @ np.abs(log_w))
+                + (cat.c.size + 2) * U * terms)
+    probs = np.exp(expo)
+    rel = np.expm1(expo_err + 2 * U)
+    return values, value_err, probs, rel
 
 
 def joint_outcomes(cats: list[Categories]):

@@ -56,6 +56,7 @@ from protocols.errors import ParameterError
 
 L_MIN = 1 << 12
 L_MAX = 1 << 23
+L_FEW = 1 << 21     # grid cap of the plain-rounding pass for few users
 K_WINDOW = 12.0
 
 
@@ -253,10 +254,14 @@ def _spread_bounds(cats, h, length, scale, k_window) -> tuple[float, float]:
     n_users = sum(cat.count for cat in cats)
     var_w = n_users * h * h / 4.0       # each user's term of W lies in an interval of length h
     sd_w = math.sqrt(var_w)
-    y = 12.0 * sd_w
-    p_w_beyond = 2 * math.exp(-y * y / (2 * var_w))
+    # The split probabilities were rounded up by at most 4u(|c/h| + 1) (plus 2u for the split
+    # itself): 0 <= E[W | G] <= drift. Hoeffding applies to W - E[W | G], so every radius below
+    # is reduced by the drift; and E[1{S > 0} W] <= drift is subtracted as well.
+    drift = 8 * U * sum(cat.count * float(cat.w @ (np.abs(cat.c) + h)) for cat in cats)
+    y = 12.0 * sd_w + drift
+    p_w_beyond = 2 * math.exp(-(y - drift) ** 2 / (2 * var_w))
     radii = sd_w * np.arange(0, 13, dtype=float)
-    f = _hoeffding_tail_mean(radii, var_w)
+    f = _hoeffding_tail_mean(np.maximum(radii - drift, 0.0), var_w) + drift
     e_d = float(f[-1])
     values = np.abs(conv.lattice * h)
     for j in range(radii.size - 1):
@@ -266,9 +271,6 @@ def _spread_bounds(cats, h, length, scale, k_window) -> tuple[float, float]:
         _, p_near = conv.weighted_sum(values < radii[j + 1] + y, lambda v: np.ones_like(v))
         p_near += conv.tau          # wrap-around mass may sit anywhere in the window
         e_d += step * min(1.0, p_near + p_w_beyond)
-    # The split probabilities were rounded up by at most 4u(|c/h| + 1): E[W | G] >= 0 and
-    # at most n h 4u (|c|/h + 1) in total, which can only raise E[S'_+] by that much.
-    drift = 4 * U * sum(cat.count * float(cat.w @ (np.abs(cat.c) + h)) for cat in cats)
     return lower - e_d * (1 + 8 * U) - drift, upper
 
 
@@ -323,8 +325,8 @@ def fft_bounds(cats: list[Categories], rtol: float, step: float | None = None,
     # Few users: S is lumpy near 0 and the second-order bound of the randomized rounding can be
     # loose; the plain rounding (first-order error n h) is then cheap and may do better. Both
     # brackets are valid: keep the intersection.
-    h1 = max(rtol, 1e-12) * sd / (n_users * z)
-    if upper - lower > rtol * upper and h1 * (L_MAX - 1) >= span:
+    h1 = max(max(rtol, 1e-12) * sd / (n_users * z), span / (L_FEW - 1))
+    if upper - lower > rtol * upper:
         length1 = fft.next_fast_len(max(L_MIN, math.ceil(span / h1) + 2), real=True)
         h1 = span / (length1 - 1)
         lo1, up1 = _rounded_bounds(cats, h1, length1, sd, 0.5 * (length1 * h1 - 2 * spread) / sd)
