@@ -13,8 +13,8 @@ Over a grid of randomizers x domain size x eps0 x n x delta:
 
 Regime errors (a bound outside its validity regime) are skipped. The full grid (>= 1000 points)
 is ``slow`` (set $SHUFFLESIM_SOUNDNESS_WORKERS to spread it over processes, and
-$SHUFFLESIM_SOUNDNESS_N, e.g. "100,1000", for a partial run over those n); the default run uses a
-small subset.
+$SHUFFLESIM_SOUNDNESS_N, e.g. "100,1000", and/or $SHUFFLESIM_SOUNDNESS_RANDOMIZERS, e.g.
+"krr,brr", for a partial run); the default run uses a small subset.
 """
 
 from __future__ import annotations
@@ -243,6 +243,9 @@ def test_soundness_full_grid(tmp_path):
     if chosen:
         keep = {int(float(x)) for x in chosen.split(",")}
         points = [p for p in points if p.n in keep]
+    names = os.environ.get("SHUFFLESIM_SOUNDNESS_RANDOMIZERS")
+    if names:
+        points = [p for p in points if p.randomizer in names.split(",")]
     workers = int(os.environ.get("SHUFFLESIM_SOUNDNESS_WORKERS", "1"))
     failures, collected, _ = _run(points, tmp_path, "soundness_full.csv", workers,
                                   progress=True)
