@@ -46,6 +46,8 @@ from protocols.randomizers import Categorical, Randomizer
 from simulator.errors import ScenarioError
 from simulator.population import CATEGORICAL, BudgetDistribution, DataDistribution
 from simulator.scenario import BatchPath, Settings, ShuffleMode
+from simulator.shuffling import shuffle_reports
+from simulator.threads import child_generators, run_all
 
 #: Most repetitions in one unit of work when the memory budget allows more.
 MAX_UNIT_REPETITIONS = 256
@@ -348,7 +350,7 @@ def _reports_path(setup: BatchSetup, repetitions: int, rng):
     for start in range(0, n, per_slice):  # user slices only when one repetition is too big
         stop = min(n, start + per_slice)
         eps = None if budgets is None else budgets[:, start:stop]
-        reports = setup.randomizer.randomize(values[:, start:stop], rng, epsilon=eps)
+        reports = randomize_in_pieces(setup, values[:, start:stop], eps, rng)
         if getattr(setup.estimator, "uses_budgets", False):
             # Personalized-budget estimators (protocols.estimators.personalized) reduce the
             # (report, budget) pairs; their statistic is a sum over pairs, invariant under the
@@ -360,6 +362,39 @@ def _reports_path(setup: BatchSetup, repetitions: int, rng):
             part = setup.randomizer.aggregate(reports)
         aggregate = part if aggregate is None else aggregate + part
     return aggregate, stats
+
+
+#: Working memory of one piece when users are randomized concurrently in threads.
+PIECE_BYTES = 32 << 20
+
+
+def randomize_in_pieces(setup: BatchSetup, values: np.ndarray, epsilon: np.ndarray | None,
+                        rng: np.random.Generator) -> np.ndarray:
+    """``setup.randomizer.randomize(values, ...)`` over (r, n) values, cut along the users
+    into pieces of about ``PIECE_BYTES`` of working memory that run concurrently in threads,
+    each with its own generator (``simulator.threads``). Users are randomized independently,
+    so the reports have the same distribution as from one call; small inputs are one call."""
+    r, n = values.shape[:2]
+    width = max(1, PIECE_BYTES // (r * setup.bytes_per_user))
+    if n <= width:
+        return setup.randomizer.randomize(values, rng, epsilon=epsilon)
+    starts = list(range(0, n, width))
+    generators = child_generators(rng, len(starts))
+
+    def piece(start: int, generator: np.random.Generator) -> np.ndarray:
+        stop = min(n, start + width)
+        eps = None if epsilon is None else epsilon[:, start:stop]
+        return setup.randomizer.randomize(values[:, start:stop], generator, epsilon=eps)
+
+    first = piece(0, generators[0])
+    out = np.empty((r, n) + first.shape[2:], dtype=first.dtype)
+    out[:, :width] = first
+
+    def fill(start: int, generator: np.random.Generator) -> None:
+        out[:, start:start + width] = piece(start, generator)
+
+    run_all(fill, starts[1:], generators[1:])
+    return out
 
 
 def sorted_values(counts: np.ndarray) -> np.ndarray:
@@ -374,26 +409,3 @@ def sorted_values(counts: np.ndarray) -> np.ndarray:
     n = int(counts[0].sum())
     labels = np.tile(np.arange(d, dtype=np.int64), r)
     return np.repeat(labels, counts.ravel()).reshape(r, n)
-
-
-#: Rows at least this long are permuted in the narrowest integer type holding their values:
-#: the permutation is bound by random memory access, so fewer bytes per report are faster.
-NARROW_SHUFFLE_MIN = 1 << 18
-
-
-def shuffle_reports(reports: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Permute the reports of each repetition (axis 1 of (r, n, *report_shape)) uniformly and
-    independently across repetitions (``Generator.permuted``; vector reports move whole)."""
-    if reports.ndim == 2:
-        if (np.issubdtype(reports.dtype, np.integer) and reports.dtype.itemsize > 1
-                and reports.shape[1] >= NARROW_SHUFFLE_MIN):
-            narrow = np.result_type(np.min_scalar_type(int(reports.min())),
-                                    np.min_scalar_type(int(reports.max())))
-            if narrow.itemsize < reports.dtype.itemsize:
-                small = reports.astype(narrow)
-                rng.permuted(small, axis=1, out=small)
-                return small.astype(reports.dtype)
-        return rng.permuted(reports, axis=1)
-    r, n = reports.shape[:2]
-    order = rng.permuted(np.broadcast_to(np.arange(n), (r, n)), axis=1)
-    return np.take_along_axis(reports, order.reshape((r, n) + (1,) * (reports.ndim - 2)), axis=1)

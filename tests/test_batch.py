@@ -21,7 +21,6 @@ from simulator.batch import (
     MeanTarget,
     SumTarget,
     run_unit,
-    shuffle_reports,
     sorted_values,
     target_names,
 )
@@ -119,51 +118,6 @@ def test_targets_and_metric_definitions():
 def test_sorted_values_realise_the_histograms():
     counts = np.array([[2, 0, 1], [0, 3, 0]])
     np.testing.assert_array_equal(sorted_values(counts), [[0, 0, 2], [1, 1, 1]])
-
-
-# ---------------------------------------------------------------------------------------------
-# The shuffle
-# ---------------------------------------------------------------------------------------------
-def test_shuffle_is_a_uniform_permutation_per_repetition():
-    reps, n = 48_000, 4
-    reports = np.broadcast_to(np.arange(n), (reps, n)).copy()
-    shuffled = shuffle_reports(reports, np.random.default_rng(1))
-    np.testing.assert_array_equal(np.sort(shuffled, axis=1), reports)
-    perms = list(itertools.permutations(range(n)))
-    code = (shuffled * n ** np.arange(n)).sum(axis=1)
-    index = {sum(v * n**i for i, v in enumerate(p)): j for j, p in enumerate(perms)}
-    observed = np.bincount([index[c] for c in np.unique(code)], minlength=24)
-    counts = np.zeros(24)
-    values, freq = np.unique(code, return_counts=True)
-    for v, f in zip(values, freq, strict=True):
-        counts[index[v]] = f
-    assert (observed == 1).all()
-    assert stats.chisquare(counts).pvalue > ALPHA
-    # Independent across repetitions: the first positions of consecutive rows.
-    table = np.zeros((n, n))
-    np.add.at(table, (shuffled[:-1:2, 0], shuffled[1::2, 0]), 1)
-    assert stats.chi2_contingency(table).pvalue > ALPHA
-
-
-def test_long_rows_are_shuffled_in_a_narrow_type():
-    n = 1 << 18
-    reports = np.tile((np.arange(n) % 200 - 100).astype(np.int64), (2, 1))
-    shuffled = shuffle_reports(reports, np.random.default_rng(3))
-    assert shuffled.dtype == np.int64
-    np.testing.assert_array_equal(np.sort(shuffled, axis=1), np.sort(reports, axis=1))
-    assert not np.array_equal(shuffled[0], shuffled[1])
-    # The first half of a uniformly permuted row holds each value hypergeometrically often.
-    first_half = np.bincount(shuffled[0, : n // 2] + 100, minlength=200)
-    assert stats.chisquare(first_half).pvalue > ALPHA
-
-
-def test_shuffle_moves_vector_reports_whole():
-    rng = np.random.default_rng(2)
-    reports = rng.integers(0, 2, (5, 7, 3))
-    shuffled = shuffle_reports(reports, rng)
-    for r in range(5):
-        rows = sorted(map(tuple, reports[r]))
-        assert sorted(map(tuple, shuffled[r])) == rows
 
 
 # ---------------------------------------------------------------------------------------------

@@ -344,6 +344,20 @@ def test_lower_bound_meets_upper_bound_for_krr(k, epsilon0):
     assert lower.epsilon == pytest.approx(upper.epsilon, rel=1e-4)
 
 
+@pytest.mark.parametrize("epsilon0", [0.1, 1.0, 4.0, 8.0])
+def test_lower_bound_of_binary_krr_is_that_of_binary_rr(epsilon0):
+    """Regression: 2-RR's output masses sum to 1 + 1 ulp, and the rounding residue once made
+    the others' count distribution Bin(n - 1, s > 1) (NaN) and the bound 0 at eps0 = 4. The two
+    categories cover every output, so the pair is exhaustive and agrees with binary RR."""
+    n, delta = 1000, 1e-6
+    krr = vr.lower_bound(make_randomizer("krr", epsilon0=epsilon0, domain_size=2), n, delta)
+    brr = vr.lower_bound(make_randomizer("brr", epsilon0=epsilon0), n, delta)
+    assert krr.epsilon > 0
+    assert krr.epsilon == pytest.approx(brr.epsilon, rel=1e-6, abs=1e-9)
+    assert all(c.pair.exhaustive for c in vr.lower_candidates(
+        make_randomizer("krr", epsilon0=epsilon0, domain_size=2), n))
+
+
 def test_variation_ratio_bound_falls_below_a_proven_lower_bound():
     """The flaw of 000 Sec. 3.3 made concrete: 4-RR at eps0 = 4 with n = 100.
     If every other user holds x0, nobody else reports a value other than x0 with probability

@@ -260,13 +260,16 @@ class TwoCountPair:
     """The pair (P, Q) of count vectors described in the module docstring.
 
     n: number of users (n - 1 others); others: (s0, s1); first: (u0, u1) under P;
-    second: (v0, v1) under Q. The remaining mass of each is the "elsewhere" category.
+    second: (v0, v1) under Q. The remaining mass of each is the "elsewhere" category;
+    ``exhaustive`` says the two categories cover every output (of every user), so the elsewhere
+    masses are exactly 0 (and not the rounding residue of 1 - u0 - u1, or of 1 - s0 - s1).
     """
 
     n: int
     others: tuple[float, float]
     first: tuple[float, float]
     second: tuple[float, float]
+    exhaustive: bool = False
 
     def __post_init__(self) -> None:
         require_int_at_least("n", self.n, 2)
@@ -279,7 +282,7 @@ class TwoCountPair:
 
     def swapped(self) -> TwoCountPair:
         """The reverse direction (Q, P)."""
-        return TwoCountPair(self.n, self.others, self.second, self.first)
+        return TwoCountPair(self.n, self.others, self.second, self.first, self.exhaustive)
 
 
 def _interval(lower: float, upper: float) -> Estimate:
@@ -401,9 +404,14 @@ def two_count_divergence(pair: TwoCountPair, epsilon: float) -> Estimate:
     s0, s1 = (float(x) for x in pair.others)
     s = s0 + s1
     rho, rho_c = s0 / s, s1 / s
+    if pair.exhaustive or s > 1.0:  # no mass elsewhere (s > 1 is rounding): C = n - 1
+        s = 1.0
     u0, u1 = (float(x) for x in pair.first)
     v0, v1 = (float(x) for x in pair.second)
-    uw, vw = max(0.0, 1.0 - u0 - u1), max(0.0, 1.0 - v0 - v1)
+    if pair.exhaustive:
+        uw = vw = 0.0
+    else:
+        uw, vw = max(0.0, 1.0 - u0 - u1), max(0.0, 1.0 - v0 - v1)
     coeff = np.array([u0 - e_eps * v0, u1 - e_eps * v1, uw - e_eps * vw])
     scale = np.array([u0 + e_eps * v0, u1 + e_eps * v1, uw + e_eps * vw])
     if scale[2] != 0.0:
@@ -701,7 +709,8 @@ def lower_candidates(randomizer, n: int) -> list[LowerCandidate]:
         s0, s1 = star_masses[index]
         if s0 <= 0 or s1 <= 0:
             continue
-        pair = TwoCountPair(n, (float(s0), float(s1)), u, v)
+        pair = TwoCountPair(n, (float(s0), float(s1)), u, v,
+                            exhaustive=not (~(higher0 | higher1)).any())
         candidates.append(LowerCandidate(x0, x1, anchors[index], pair))
     require(bool(candidates), "randomizer", randomizer.name,
             "no neighbouring pair with outputs that distinguish it")

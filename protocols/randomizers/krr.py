@@ -49,12 +49,14 @@ class KRR(Randomizer):
         values = self.check_values(values)
         eps = self._epsilon_array(values, epsilon)
         k = self.domain_size
-        p_keep = self.keep_probability(eps)
-        # Report the truth w.p. p_keep, else a uniform value among the k - 1 others.
-        other = rng.integers(0, k - 1, size=values.shape)
-        other = other + (other >= values)
-        keep = rng.random(values.shape) < p_keep
-        return np.where(keep, values, other)
+        # Mixture form: report the truth w.p. lam = (e^eps - 1) / (e^eps + k - 1), else a
+        # uniform value among all k. P[x] = lam + (1 - lam)/k = e^eps/(e^eps + k - 1) and
+        # P[y] = (1 - lam)/k = 1/(e^eps + k - 1) for y != x, as declared; two draws per user,
+        # the uniform one in the narrowest integer type.
+        lam = -np.expm1(-np.asarray(eps, dtype=float)) * self.keep_probability(eps)
+        uniform = rng.integers(0, k, size=values.shape, dtype=np.min_scalar_type(k - 1))
+        keep = rng.random(values.shape) < lam
+        return np.where(keep, values, uniform)
 
     def aggregate(self, outputs):
         outputs = np.asarray(outputs)

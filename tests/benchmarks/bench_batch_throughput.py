@@ -5,19 +5,20 @@ Run with:  python3 -m pytest tests/benchmarks/bench_batch_throughput.py -m bench
 One unit of the batch path (simulator.batch.run_unit) per timing: sample the data (Zipf(0.7)
 histogram laid out per user), randomize every user, shuffle (a uniform permutation of the
 reports, unless ``shuffle = "skip"``), aggregate, estimate and compute the error metrics. Both
-wall-clock and process CPU time are printed: the machine is shared, and CPU time is the fairer
-measure under contention (the batch path is single-threaded).
+wall-clock and process CPU time (summed over threads) are printed; the best of a few timings is
+kept, since the machine may be shared.
 
 * k-RR (k = 10) at n = 10^7, reports path with and without the shuffle, and the aggregate path.
 * OUE and OLH (d = 1024): the reports path materialises n x 1024 bits for OUE (and OLH's
   aggregate evaluates the hash of every user at every value), so it runs at n = 2 x 10^4
   (throughput is linear in n) and the aggregate path at n = 10^7.
 
-Targets (foundation issue): k-RR at least 3 x 10^7 reports/s; OUE's sufficient-statistic path
-at least 100x faster than per-user bit sampling. The k-RR target is checked on CPU time with
-the shuffle skipped: a literal uniform permutation of 10^7 reports (numpy's Fisher-Yates, random
-memory access) alone costs about 0.5-0.7 s of CPU on this machine, so with the shuffle the
-target cannot be met single-threaded; both figures are printed.
+Targets (foundation issue): k-RR at least 3 x 10^7 reports/s end to end *with* the shuffle
+performed, on wall-clock time (the batch path uses the machine's cores: users are randomized in
+pieces and the reports permuted in cache-sized blocks, concurrently in threads, see
+simulator/threads.py and simulator/shuffling.py); OUE's sufficient-statistic path at least 100x
+faster than per-user bit sampling. Process CPU time sums the threads, so it is printed for
+information only.
 """
 
 from __future__ import annotations
@@ -83,9 +84,9 @@ def test_krr_end_to_end_throughput():
     _show("reports path, shuffle skipped", skipped)
     aggregate = _rate(_setup("krr", 10, n, "aggregate", "perform"), repeats=5)
     _show("aggregate path (sufficient statistic)", aggregate)
-    met = "met" if skipped[1] >= KRR_TARGET else "NOT met"
-    print(f"  target {KRR_TARGET:,.0f} reports/s (cpu, shuffle skipped): {met}")
-    assert skipped[1] >= KRR_TARGET
+    met = "met" if with_shuffle[0] >= KRR_TARGET else "NOT met"
+    print(f"  target {KRR_TARGET:,.0f} reports/s (wall, shuffle performed): {met}")
+    assert with_shuffle[0] >= KRR_TARGET
 
 
 @pytest.mark.benchmark
