@@ -201,8 +201,12 @@ class ProcessExecutor(Executor):
         for process in processes:
             if process.is_alive():
                 process.terminate()
+        deadline = time.monotonic() + 10.0
         for process in processes:
-            process.join(timeout=10)
+            # join() can return as the child closes its sentinel but before it can be reaped;
+            # wait until it is really gone (or the deadline passes).
+            while process.is_alive() and time.monotonic() < deadline:
+                process.join(timeout=0.05)
 
     def describe(self) -> str:
         return f"local processes (workers={self.workers})"
@@ -231,30 +235,41 @@ class DaskExecutor(Executor):
 
     def __init__(self, workers: int | None = None, scheduler: str | None = None,
                  processes: bool = True, timeout: float = 30.0) -> None:
-        distributed = _import_distributed()
+        self._distributed = _import_distributed()
         self.workers = default_workers() if workers is None else workers
         if not isinstance(self.workers, int) or self.workers < 1:
             raise UserError(f"workers = {workers!r}: must be an integer >= 1")
         self.scheduler = scheduler
+        self.processes = processes
+        self.timeout = timeout
         self._cluster = None
+        self._client = None
+
+    def _connect(self):
+        """The client, started on first use: a run builds (and measures the memory plan of)
+        its setups before any unit is distributed, and the client's event-loop thread, which
+        allocates memory all the time, must not run during those measurements."""
+        if self._client is not None:
+            return self._client
+        distributed = self._distributed
         try:
-            if scheduler is None:
+            if self.scheduler is None:
                 self._cluster = distributed.LocalCluster(
-                    n_workers=self.workers, threads_per_worker=1, processes=processes,
+                    n_workers=self.workers, threads_per_worker=1, processes=self.processes,
                     dashboard_address=None, silence_logs=logging.ERROR,
                 )
                 self._client = distributed.Client(self._cluster, set_as_default=False)
             else:
-                self._client = distributed.Client(scheduler, timeout=timeout,
+                self._client = distributed.Client(self.scheduler, timeout=self.timeout,
                                                   set_as_default=False)
         except (OSError, TimeoutError, ValueError) as error:
             self.close()
-            where = f"scheduler {scheduler}" if scheduler else "a local Dask cluster"
+            where = f"scheduler {self.scheduler}" if self.scheduler else "a local Dask cluster"
             raise UserError(f"cannot connect to {where}: {error}") from None
-        self._distributed = distributed
+        return self._client
 
     def map_unordered(self, function, shared, items):
-        client = self._client
+        client = self._connect()
         [shared_future] = client.scatter([shared], broadcast=True, hash=False)
         token = uuid.uuid4().hex
         futures = [

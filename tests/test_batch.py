@@ -340,3 +340,18 @@ def test_utility_rows_layout():
 def test_paths_are_exposed_as_enums():
     assert make_setup(path="aggregate").path is BatchPath.AGGREGATE
     assert make_setup(shuffle="skip").shuffle is ShuffleMode.SKIP
+
+
+def test_memory_plan_is_measured_once_per_setup(monkeypatch):
+    """The memory plan decides the random streams, so a setup's measurement is kept: a later
+    build of the same setup (e.g. while a Dask client's thread allocates) reuses it."""
+    import simulator.batch as batch
+
+    monkeypatch.setattr(batch, "_MEASURED", {})
+    calls = []
+    real = batch._measure
+    monkeypatch.setattr(batch, "_measure", lambda setup: calls.append(setup.n) or real(setup))
+    first, again, other = (make_setup(n=6000), make_setup(n=6000), make_setup(n=7000))
+    assert first.bytes_per_user == again.bytes_per_user > 0
+    assert calls == [6000, 7000]
+    assert other.bytes_per_user > 0

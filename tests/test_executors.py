@@ -270,6 +270,16 @@ def test_duration_and_rate_formats():
     assert format_rate(0.01) == "0.6 units/min"
 
 
+def test_dask_connects_on_first_use():
+    """The client starts at the first map (after the run's setups are built and measured); an
+    unreachable scheduler is then a one-line user error."""
+    dask = DaskExecutor(scheduler="tcp://127.0.0.1:9", timeout=1)
+    assert dask._client is None
+    with pytest.raises(UserError, match="cannot connect to scheduler tcp://127.0.0.1:9"):
+        list(dask.map_unordered(square, 1, [1]))
+    dask.close()
+
+
 def test_an_interrupted_map_stops_the_workers(pool):
     """(Last in the module: it stops the shared pool.)"""
     results = pool.map_unordered(square, 1, list(range(50)))
@@ -278,3 +288,4 @@ def test_an_interrupted_map_stops_the_workers(pool):
     results.close()  # the consumer stops early (as after KeyboardInterrupt)
     assert pool._pool is None
     assert processes and all(not p.is_alive() for p in processes)
+

@@ -4,10 +4,11 @@ local cluster), in units per second.
 Run with:  python3 -m pytest tests/benchmarks/bench_units.py -m benchmark -s
 
 The sweep: 20 points (eps0) x 10 chunks of 2 repetitions of 10-ary randomized response with
-n = 10^5 users, all reports randomized and shuffled. Worker start-up is excluded (each pool is
-warmed up on four units first) and reported separately; the tables of every executor are checked
-equal. On a 2-core machine the ideal speed-up at 2 workers is 2; other processes competing for
-the cores lower it.
+n = 2 x 10^5 users, all reports randomized and shuffled (below the sizes at which the batch path
+itself uses threads, so one worker uses one core). Worker start-up is excluded (each pool is
+warmed up on four units first) and reported separately; each figure is the best of two timings;
+the tables of every executor are checked equal. On a 2-core machine the ideal speed-up at 2
+workers is 2; other processes competing for the cores lower it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ name = "bench_units"
 seed = 1
 repetitions = 20
 [population]
-n = 100000
+n = 200000
 data = {{ distribution = "zipf", domain_size = 10, exponent = 0.7 }}
 budget = {{ distribution = "constant", epsilon0 = 1.0 }}
 [randomizer]
@@ -45,10 +46,13 @@ WARM_UP = SWEEP.replace("repetitions = 20", "repetitions = 4").replace(
     f"[{EPSILONS}]", "[1.0, 2.0]")
 
 
-def _timed(executor, scenario):
-    start = time.perf_counter()
-    tables = run_scenario(scenario, executor=executor)
-    return time.perf_counter() - start, tables
+def _timed(executor, scenario, repeats: int = 2):
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        tables = run_scenario(scenario, executor=executor)
+        best = min(best, time.perf_counter() - start)
+    return best, tables
 
 
 @pytest.mark.benchmark
