@@ -100,6 +100,14 @@ class _Budget(BudgetDistribution):
         return eps, np.full(eps.shape, float(getattr(self, "local_delta", 0.0)))
 
 
+def _require_budget_interval(low: float, high: float) -> None:
+    """0 < low < high (the budgets' range)."""
+    _require_positive("low", low)
+    _require_positive("high", high)
+    if not low < high:
+        raise ScenarioError("high", high, f"must be greater than low = {low}")
+
+
 # -- uniform -----------------------------------------------------------------------------------
 @register_budget_distribution
 @dataclass(frozen=True)
@@ -113,10 +121,7 @@ class UniformBudget(_Budget):
     name = "uniform"
 
     def __post_init__(self) -> None:
-        _require_positive("low", self.low)
-        _require_positive("high", self.high)
-        if not self.low < self.high:
-            raise ScenarioError("high", self.high, f"must be greater than low = {self.low}")
+        _require_budget_interval(self.low, self.high)
         _require_local_delta("local_delta", self.local_delta)
 
     @property
@@ -284,10 +289,7 @@ class ClippedNormalBudget(_Budget):
     def __post_init__(self) -> None:
         _require_finite("mean", self.mean)
         _require_positive("std", self.std)
-        _require_positive("low", self.low)
-        _require_positive("high", self.high)
-        if not self.low < self.high:
-            raise ScenarioError("high", self.high, f"must be greater than low = {self.low}")
+        _require_budget_interval(self.low, self.high)
         _require_local_delta("local_delta", self.local_delta)
 
     @property

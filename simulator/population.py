@@ -251,9 +251,30 @@ class Constant(DataDistribution):
         return np.full(shape, self.value, dtype=dtype)
 
 
+class _OnInterval(DataDistribution):
+    """Numeric data on [low, high] (fields of the subclass)."""
+
+    low: float
+    high: float
+
+    @property
+    def kind(self) -> str:
+        return NUMERIC
+
+    def support(self) -> tuple[float, float]:
+        return float(self.low), float(self.high)
+
+
+def _require_interval(low: float, high: float) -> None:
+    _require_finite("low", low)
+    _require_finite("high", high)
+    if not low < high:
+        raise ScenarioError("high", high, f"must be greater than low = {low}")
+
+
 @register_data_distribution
 @dataclass(frozen=True)
-class ClippedNormal(DataDistribution):
+class ClippedNormal(_OnInterval):
     """Numeric data: X = min(max(Z, low), high) with Z ~ Normal(mean, std^2).
 
     Clipping (not truncation): the mass of Z outside [low, high] sits on the end points, so
@@ -272,17 +293,7 @@ class ClippedNormal(DataDistribution):
     def __post_init__(self) -> None:
         _require_finite("mean", self.mean)
         _require_positive("std", self.std)
-        _require_finite("low", self.low)
-        _require_finite("high", self.high)
-        if not self.low < self.high:
-            raise ScenarioError("high", self.high, f"must be greater than low = {self.low}")
-
-    @property
-    def kind(self) -> str:
-        return NUMERIC
-
-    def support(self) -> tuple[float, float]:
-        return float(self.low), float(self.high)
+        _require_interval(self.low, self.high)
 
     def population_mean(self) -> float:
         a = (self.low - self.mean) / self.std
@@ -299,7 +310,7 @@ class ClippedNormal(DataDistribution):
 
 @register_data_distribution
 @dataclass(frozen=True)
-class ContinuousUniform(DataDistribution):
+class ContinuousUniform(_OnInterval):
     """Numeric data uniform on the interval [low, high]."""
 
     low: float
@@ -309,17 +320,7 @@ class ContinuousUniform(DataDistribution):
     name = "continuous_uniform"
 
     def __post_init__(self) -> None:
-        _require_finite("low", self.low)
-        _require_finite("high", self.high)
-        if not self.low < self.high:
-            raise ScenarioError("high", self.high, f"must be greater than low = {self.low}")
-
-    @property
-    def kind(self) -> str:
-        return NUMERIC
-
-    def support(self) -> tuple[float, float]:
-        return float(self.low), float(self.high)
+        _require_interval(self.low, self.high)
 
     def population_mean(self) -> float:
         return 0.5 * (self.low + self.high)
