@@ -413,3 +413,22 @@ def test_laplace_unit_interval_grid_pairs_small_n():
                 value = {p: max(atoms_delta(a, n, eps), atoms_delta(b, n, eps))
                          for p, (a, b) in sets.items()}
                 assert max(value.values()) <= value[(0.0, 1.0)] * (1 + 1e-12)
+
+
+def test_mirror_candidates_are_not_searched_again(monkeypatch):
+    """Others at x0 mirror others at x1 for k-RR (same atom multisets, directions swapped): the
+    third candidate is skipped, and the maximum equals the one over separately searched
+    candidates."""
+    import protocols.bounds.optimal as optimal
+
+    randomizer = make_randomizer("krr", epsilon0=3.0, domain_size=4)
+    n, delta = 60, 1e-6
+    candidates = optimal._exact_candidates(randomizer, optimal.DEFAULT_CELLS)
+    separately = max(optimal._epsilon(c.build(), n, delta, "lower").value for c in candidates)
+    searches = []
+    real = optimal._epsilon
+    monkeypatch.setattr(optimal, "_epsilon",
+                        lambda d, *a, **k: searches.append(len(d)) or real(d, *a, **k))
+    result = optimal.exact_lower_epsilon(randomizer, n, delta)
+    assert len(searches) <= 2
+    assert result.epsilon == pytest.approx(min(separately, randomizer.epsilon0), rel=1e-12)

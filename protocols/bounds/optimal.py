@@ -106,12 +106,22 @@ def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: s
     delta_c is non-increasing, so skipping it is exact. Lower side: a candidate whose certified
     lower estimate at best is <= delta is skipped; that can only cost tightness, never validity
     (every candidate's value is a valid lower bound).
+
+    A direction whose atom multiset was already searched (or screened out) for an earlier
+    candidate is not searched again: its eps is at most best. This drops mirror images exactly,
+    e.g. the other users at x0 against at x1 for a randomizer symmetric in the two values, whose
+    forward and backward atoms are the earlier candidate's backward and forward ones.
     """
     first = candidates[0]
-    best = _epsilon(first.build(), n, delta, side, method)
+    directions = first.build()
+    best = _epsilon(directions, n, delta, side, method)
     label = first.label
+    searched = {_atoms_key(atoms) for atoms in directions}
     for cand in candidates[1:]:
-        directions = cand.build()
+        directions = [atoms for atoms in cand.build() if _atoms_key(atoms) not in searched]
+        if not directions:
+            continue
+        searched.update(_atoms_key(atoms) for atoms in directions)
         if math.isfinite(best.value):
             at_best = _delta(directions, n, best.value, side, method)
             if (at_best.value <= delta) if side == "upper" else not (at_best.value > delta):
@@ -120,6 +130,12 @@ def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: s
         if value.value > best.value:
             best, label = value, cand.label
     return best, label
+
+
+def _atoms_key(atoms: RatioAtoms) -> tuple:
+    """The atom multiset of one direction (as the engine compares directions)."""
+    return tuple(sorted(zip(atoms.a.tolist(), atoms.b.tolist(), atoms.weight.tolist(),
+                            strict=True)))
 
 
 def _capped(value: _Value, epsilon0: float) -> _Value:
