@@ -457,3 +457,23 @@ def test_table4_optimal_column(eps0, target):
         assert at.upper <= target < above.lower
     else:
         assert target < at.lower and at.upper <= 1.003 * target
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 100, 1000, 12345, 10**6])
+def test_integer_power_is_within_the_fft_error_budget(n):
+    """Binary powering of characteristic-function values (|z| <= 1): relative error at most
+    2 sqrt(2) (n - 1) U + U against a long-double reference, inside the 4 U per factor that
+    the FFT method's error bound allows."""
+    from protocols.bounds.engine_fft import integer_power
+
+    rng = np.random.default_rng(n)
+    z = np.sqrt(rng.random(20_000)) * np.exp(2j * np.pi * rng.random(20_000))
+    z[:100] = np.exp(2j * np.pi * rng.random(100)) * (1 - 1e-5 * rng.random(100))  # near |z| = 1
+    got = integer_power(z, n)
+    assert got.dtype == complex and got.shape == z.shape
+    zl = z.astype(np.clongdouble)
+    reference = np.abs(zl) ** n * np.exp(1j * np.angle(zl) * n)
+    kept = np.abs(reference) > 1e-250
+    rel = np.abs(got[kept] - reference[kept]) / np.abs(reference[kept])
+    unit = np.finfo(float).eps / 2
+    assert float(rel.max()) <= 2 * np.sqrt(2) * max(n - 1, 0) * unit + 4 * unit

@@ -182,6 +182,26 @@ class _Convolution:
         return est - err - alias, est + err
 
 
+def integer_power(z: np.ndarray, n: int) -> np.ndarray:
+    """z**n elementwise for an integer n >= 0, by binary powering (square and multiply).
+
+    numpy evaluates complex ** int through clog/cexp beyond small exponents, 20-30 times slower
+    for the characteristic functions here (|z| <= 1, n up to the number of users). Each complex
+    product has relative error at most 2 sqrt(2) U, and the chain of squarings and products
+    multiplies z's n factors, so the relative error is at most about 2 sqrt(2) (n - 1) U: within
+    the 4 U per factor that _convolve's L2 error budget allows (as it did for clog/cexp).
+    """
+    result = None
+    base = np.array(z, dtype=complex)
+    while n:
+        if n & 1:
+            result = base.copy() if result is None else np.multiply(result, base, out=result)
+        n >>= 1
+        if n:
+            np.multiply(base, base, out=base)
+    return np.ones_like(base) if result is None else result
+
+
 def _convolve(laws: list[_Law], h: float, length: int, scale: float,
               k_window: float) -> _Convolution:
     theta = _tilt(laws, h, scale)
@@ -204,7 +224,7 @@ def _convolve(laws: list[_Law], h: float, length: int, scale: float,
     for law, wt in zip(laws, tilted, strict=True):
         arr = np.zeros(length)
         np.add.at(arr, np.mod(law.k.astype(np.int64), length), wt)
-        power = fft.rfft(arr) ** law.count
+        power = integer_power(fft.rfft(arr), law.count)
         spectrum = power if spectrum is None else spectrum * power
         err_l2 += law.count * (kappa * float(np.linalg.norm(arr)) + 4 * U)
     err_l2 = (err_l2 + kappa) * 1.01
