@@ -13,8 +13,9 @@ Over a grid of randomizers x domain size x eps0 x n x delta:
 
 Regime errors (a bound outside its validity regime) are skipped. The full grid (>= 1000 points)
 is ``slow`` (set $SHUFFLESIM_SOUNDNESS_WORKERS to spread it over processes, and
-$SHUFFLESIM_SOUNDNESS_N, e.g. "100,1000", and/or $SHUFFLESIM_SOUNDNESS_RANDOMIZERS, e.g.
-"krr,brr", for a partial run); the default run uses a small subset. docs/soundness.md
+$SHUFFLESIM_SOUNDNESS_N, e.g. "100,1000", $SHUFFLESIM_SOUNDNESS_RANDOMIZERS, e.g.
+"krr,brr", and/or $SHUFFLESIM_SOUNDNESS_CONFIGS, e.g. "rappor(domain_size=16);laplace()", for a
+partial run); the default run uses a small subset. docs/soundness.md
 records the latest full run and docs/soundness_grid.csv its collected rows.
 """
 
@@ -66,9 +67,12 @@ class Point:
     n: int
     delta: float
 
-    def label(self) -> str:
+    def configuration(self) -> str:
         params = ",".join(f"{k}={v}" for k, v in self.params)
-        return f"{self.randomizer}({params}) eps0={self.epsilon0} n={self.n} delta={self.delta}"
+        return f"{self.randomizer}({params})"
+
+    def label(self) -> str:
+        return f"{self.configuration()} eps0={self.epsilon0} n={self.n} delta={self.delta}"
 
 
 def grid(randomizers, epsilons, ns, deltas) -> list[Point]:
@@ -247,6 +251,12 @@ def test_soundness_full_grid(tmp_path):
     names = os.environ.get("SHUFFLESIM_SOUNDNESS_RANDOMIZERS")
     if names:
         points = [p for p in points if p.randomizer in names.split(",")]
+    # $SHUFFLESIM_SOUNDNESS_CONFIGS: configurations as labelled, e.g. "rappor(domain_size=16)"
+    # (separated by ";")
+    configs = os.environ.get("SHUFFLESIM_SOUNDNESS_CONFIGS")
+    if configs:
+        points = [p for p in points if p.configuration() in configs.split(";")]
+    assert points, "the $SHUFFLESIM_SOUNDNESS_* filters select no point of the grid"
     workers = int(os.environ.get("SHUFFLESIM_SOUNDNESS_WORKERS", "1"))
     failures, collected, _ = _run(points, tmp_path, "soundness_full.csv", workers,
                                   progress=True)
