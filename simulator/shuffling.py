@@ -55,7 +55,7 @@ def shuffle_reports(reports: np.ndarray, rng: np.random.Generator) -> np.ndarray
     if reports.size == 0 or not np.issubdtype(reports.dtype, np.integer):
         return rng.permuted(reports, axis=1)
     low, high = int(reports.min()), int(reports.max())
-    narrow = np.result_type(np.min_scalar_type(low), np.min_scalar_type(high))
+    narrow = _narrow_type(low, high)
     if MULTISET_MIN <= n < _MARGINALS_LIMIT and high - low < MAX_CATEGORIES:
         return arrange_multisets(reports, low, high, rng).astype(reports.dtype, copy=False)
     if narrow.itemsize < reports.dtype.itemsize and n >= MULTISET_MIN:
@@ -71,7 +71,7 @@ def arrange_multisets(rows: np.ndarray, low: int, high: int,
     narrowest integer type holding them (see the module docstring)."""
     r, n = rows.shape
     values = np.arange(low, high + 1)
-    narrow = np.result_type(np.min_scalar_type(low), np.min_scalar_type(high))
+    narrow = _narrow_type(low, high)
     blocks = -(-n // BLOCK)
     sizes = np.full(blocks, BLOCK, dtype=np.int64)
     sizes[-1] = n - BLOCK * (blocks - 1)
@@ -84,6 +84,11 @@ def arrange_multisets(rows: np.ndarray, low: int, high: int,
     groups = [pieces[g: g + GROUP_BLOCKS] for g in range(0, len(pieces), GROUP_BLOCKS)]
     run_all(_shuffle_group, groups, child_generators(rng, len(groups)))
     return out
+
+
+def _narrow_type(low: int, high: int) -> np.dtype:
+    """The narrowest integer type holding every value in [low, high]."""
+    return np.result_type(np.min_scalar_type(low), np.min_scalar_type(high))
 
 
 def _block_table(counts: np.ndarray, sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -471,6 +471,12 @@ def default_eps_max(atoms: RatioAtoms) -> float:
     return max(top, 0.0) * (1 + 1e-9) + 1e-9
 
 
+def atoms_key(atoms: RatioAtoms) -> tuple:
+    """The atom multiset of one direction: directions with equal keys have equal delta(eps)."""
+    return tuple(sorted(zip(atoms.a.tolist(), atoms.b.tolist(), atoms.weight.tolist(),
+                            strict=True)))
+
+
 def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: float,
                   side: str = "upper", *, eps_max: float | None = None, rtol: float = 1e-5,
                   delta_rtol: float = 5e-3, method: str = "auto",
@@ -496,8 +502,7 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
     for atoms in atoms_both_directions:
         if not isinstance(atoms, RatioAtoms):
             raise ParameterError("atoms_both_directions", atoms, "must contain RatioAtoms")
-        key = tuple(sorted(zip(atoms.a.tolist(), atoms.b.tolist(), atoms.weight.tolist(),
-                               strict=True)))
+        key = atoms_key(atoms)
         if key in seen:
             continue
         seen.append(key)

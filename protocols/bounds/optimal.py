@@ -116,12 +116,12 @@ def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: s
     directions = first.build()
     best = _epsilon(directions, n, delta, side, method)
     label = first.label
-    searched = {_atoms_key(atoms) for atoms in directions}
+    searched = {engine.atoms_key(atoms) for atoms in directions}
     for cand in candidates[1:]:
-        directions = [atoms for atoms in cand.build() if _atoms_key(atoms) not in searched]
+        directions = [atoms for atoms in cand.build() if engine.atoms_key(atoms) not in searched]
         if not directions:
             continue
-        searched.update(_atoms_key(atoms) for atoms in directions)
+        searched.update(engine.atoms_key(atoms) for atoms in directions)
         if math.isfinite(best.value):
             at_best = _delta(directions, n, best.value, side, method)
             if (at_best.value <= delta) if side == "upper" else not (at_best.value > delta):
@@ -130,12 +130,6 @@ def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: s
         if value.value > best.value:
             best, label = value, cand.label
     return best, label
-
-
-def _atoms_key(atoms: RatioAtoms) -> tuple:
-    """The atom multiset of one direction (as the engine compares directions)."""
-    return tuple(sorted(zip(atoms.a.tolist(), atoms.b.tolist(), atoms.weight.tolist(),
-                            strict=True)))
 
 
 def _capped(value: _Value, epsilon0: float) -> _Value:
