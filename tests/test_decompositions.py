@@ -353,6 +353,24 @@ def test_piecewise_groups_against_numerical_integration(x0, x1):
     assert atoms.weight.sum() == pytest.approx(np.exp(-e0 / 2), rel=1e-12)
 
 
+@pytest.mark.parametrize("e0", [0.1, 1.0, 2.0, 3.0, 4.0, 5.0, 8.0])
+def test_piecewise_atoms_at_every_candidate_and_budget(e0):
+    """Every candidate pair and triple decomposes at every budget (at eps0 = 4 the ends
+    l(-1) and r(1) rounded an ulp inside [-C, C], and a one-ulp cell failed the constancy
+    check), and the masses integrate the densities: E[a] = E[b] = 1 on exact triples, the
+    blanket's total mass is 2 C lo = e^{-eps0/2}."""
+    r = make_randomizer("piecewise", epsilon0=e0)
+    cands = neighbour_candidates(r)
+    for x0, x1, x2 in cands.triples + ((-1.0, 1.0, 1.0 / 3.0), (1.0 / 3.0, -1.0 / 3.0, 1.0)):
+        atoms = exact_pair_atoms(r, x0, x1, x2)
+        assert atoms.weight.sum() + atoms.zero_weight == pytest.approx(1.0, abs=1e-12)
+        assert np.dot(atoms.weight, atoms.a) == pytest.approx(1.0, abs=1e-12)
+        assert np.dot(atoms.weight, atoms.b) == pytest.approx(1.0, abs=1e-12)
+    for x0, x1 in cands.pairs + ((1.0 / 3.0, -1.0 / 3.0),):
+        atoms = blanket_atoms(r, x0, x1)
+        assert atoms.weight.sum() == pytest.approx(np.exp(-e0 / 2), rel=1e-12)
+
+
 def test_piecewise_overlap_orders_the_gparv():
     """Smaller overlap = mean-preserving spread: E[(G - t)_+] is larger for every t."""
     r = small("piecewise")
