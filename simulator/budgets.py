@@ -52,6 +52,7 @@ from simulator.population import (
     _is_real,
     _read_column,
     _require_finite,
+    _require_interval,
     _require_positive,
     register_budget_distribution,
 )
@@ -104,8 +105,7 @@ def _require_budget_interval(low: float, high: float) -> None:
     """0 < low < high (the budgets' range)."""
     _require_positive("low", low)
     _require_positive("high", high)
-    if not low < high:
-        raise ScenarioError("high", high, f"must be greater than low = {low}")
+    _require_interval(low, high)
 
 
 # -- uniform -----------------------------------------------------------------------------------

@@ -55,9 +55,9 @@ def shuffle_reports(reports: np.ndarray, rng: np.random.Generator) -> np.ndarray
     if reports.size == 0 or not np.issubdtype(reports.dtype, np.integer):
         return rng.permuted(reports, axis=1)
     low, high = int(reports.min()), int(reports.max())
-    narrow = _narrow_type(low, high)
     if MULTISET_MIN <= n < _MARGINALS_LIMIT and high - low < MAX_CATEGORIES:
         return arrange_multisets(reports, low, high, rng).astype(reports.dtype, copy=False)
+    narrow = _narrow_type(low, high)
     if narrow.itemsize < reports.dtype.itemsize and n >= MULTISET_MIN:
         small = reports.astype(narrow)
         rng.permuted(small, axis=1, out=small)
@@ -96,12 +96,13 @@ def _block_table(counts: np.ndarray, sizes: np.ndarray, rng: np.random.Generator
     ``sizes``: each value's counts are multivariate hypergeometric in the remaining capacities."""
     table = np.zeros((sizes.size, counts.size), dtype=np.int64)
     remaining = sizes.copy()
-    for v in np.flatnonzero(counts)[:-1]:  # the last value present fills what remains
+    present = np.flatnonzero(counts)
+    for v in present[:-1]:  # the last value present fills what remains
         table[:, v] = rng.multivariate_hypergeometric(remaining, int(counts[v]),
                                                       method="marginals")
         remaining -= table[:, v]
-    if counts.any():
-        table[:, np.flatnonzero(counts)[-1]] = remaining
+    if present.size:
+        table[:, present[-1]] = remaining
     return table
 
 

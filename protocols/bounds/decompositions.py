@@ -212,8 +212,15 @@ def _piecewise_constant_atoms(
 
     Each density is read from the declared log density at three interior points of every cell
     (constancy is verified). Returns atoms (f0/fref, f1/fref, fref * length).
+
+    Breakpoints that coincide in exact arithmetic can differ by an ulp once computed (piecewise
+    at eps0 = 4: l(-1) and l(1) + C - 1 land an ulp inside [-C, C]), and on a cell one ulp wide
+    the declared density's own rounding makes it jump. Breakpoints closer than 16 ulps of the
+    largest |breakpoint| are therefore merged (the first and last are kept exactly, otherwise
+    the earlier one): the mass this moves is below that width times the largest density, the
+    floating-point resolution of the densities themselves.
     """
-    bp = np.unique(np.asarray(breakpoints, dtype=float))
+    bp = _merge_close(np.unique(np.asarray(breakpoints, dtype=float)))
     u, v = bp[:-1], bp[1:]
     width = v - u
     probes = u[:, None] + width[:, None] * np.array([0.25, 0.5, 0.75])
@@ -229,6 +236,18 @@ def _piecewise_constant_atoms(
         mass0 = np.exp(f0) * width
         mass1 = np.exp(f1) * width
     return atoms_from_masses(mass0, mass1, ref_mass)
+
+
+def _merge_close(sorted_points: np.ndarray) -> np.ndarray:
+    """``sorted_points`` without the interior points closer than 16 ulps (of the largest
+    |point|) to the point kept before them or to the last point; the first and last are kept."""
+    gap = 16.0 * np.spacing(np.abs(sorted_points).max())
+    first, last = sorted_points[0], sorted_points[-1]
+    kept = [first]
+    for p in sorted_points[1:-1]:
+        if p - kept[-1] > gap and last - p > gap:
+            kept.append(p)
+    return np.array(kept + [last])
 
 
 def _tail_slope(f: Callable, y0: float, direction: float) -> float:
@@ -433,23 +452,10 @@ def _discrete_exact(r, x0, x1, x2, cells, rounding):
 
 
 def _piecewise_breaks(r, xs) -> np.ndarray:
-    """Ends of the high-density intervals [l(x), l(x) + C - 1] of the inputs ``xs``, and +-C.
-
-    In exact arithmetic l(-1) = -C and l(1) + C - 1 = C; in floating point they can land an ulp
-    inside [-C, C] and leave a cell one ulp wide, on which log_prob's own rounding makes the
-    density jump. Breakpoints closer than 16 ulps of C are therefore merged (the first one is
-    kept, and +-C are kept exactly): the mass this moves is below 16 ulps of C times the high
-    density, the floating-point resolution of the mechanism itself.
-    """
     c = r.output_bound
     edges = [(c + 1.0) * x / 2.0 - (c - 1.0) / 2.0 for x in xs]
-    points = np.unique(np.clip(np.array(edges + [e + c - 1.0 for e in edges]), -c, c))
-    gap = 16.0 * np.spacing(c)
-    kept = [-c]
-    for p in points:
-        if p - kept[-1] > gap and c - p > gap:
-            kept.append(float(p))
-    return np.array(kept + [c])
+    points = np.array([-c, c] + edges + [e + c - 1.0 for e in edges])
+    return np.clip(points, -c, c)
 
 
 def _piecewise_blanket(r, x0, x1, cells, rounding):
