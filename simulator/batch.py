@@ -28,7 +28,8 @@ distribution's probabilities, or its mean; for sums, n times the mean).
 * frequency: ``l2`` = ||f_hat - f||_2, ``linf`` = max_v |f_hat_v - f_v|,
   ``mse`` = (1/d) sum_v (f_hat_v - f_v)^2, ``mae`` = (1/d) sum_v |f_hat_v - f_v|, over the d
   values of the randomizer's input domain.
-* mean and sum: ``error`` = estimate - truth, ``squared_error``, ``abs_error``.
+* mean and sum: ``error`` = estimate - truth, ``mse`` = error^2, ``mae`` = |error| (the
+  frequency metrics' mean over the estimated coordinates, here one).
 """
 
 from __future__ import annotations
@@ -114,11 +115,11 @@ class FrequencyTarget(Target):
 
 
 class _ScalarTarget(Target):
-    metric_names = ("error", "squared_error", "abs_error")
+    metric_names = ("error", "mse", "mae")
 
     def metrics(self, estimate, truth):
         error = np.asarray(estimate, dtype=float) - truth
-        return {"error": error, "squared_error": np.square(error), "abs_error": np.abs(error)}
+        return {"error": error, "mse": np.square(error), "mae": np.abs(error)}
 
 
 class MeanTarget(_ScalarTarget):

@@ -108,8 +108,8 @@ def test_targets_and_metric_definitions():
     np.testing.assert_allclose(metrics["mae"], np.abs(diff).mean(axis=1))
     scalar = MeanTarget().metrics(np.array([1.0, 3.0]), np.array([2.0, 2.0]))
     np.testing.assert_allclose(scalar["error"], [-1.0, 1.0])
-    np.testing.assert_allclose(scalar["squared_error"], [1.0, 1.0])
-    np.testing.assert_allclose(scalar["abs_error"], [1.0, 1.0])
+    np.testing.assert_allclose(scalar["mse"], [1.0, 1.0])
+    np.testing.assert_allclose(scalar["mae"], [1.0, 1.0])
     zipf = Zipf(domain_size=3, exponent=1.0)
     assert SumTarget().population(zipf, 10, None) == pytest.approx(10 * zipf.population_mean())
     np.testing.assert_allclose(FrequencyTarget().population(zipf, 10, 5)[3:], 0.0)
@@ -269,9 +269,9 @@ def test_numeric_mean_and_sum_errors():
         exact = scale**2 * 2 / (1.5**2 * 400)
         err = out[("error", "empirical")]
         assert abs(err.mean()) < SIGMAS * np.sqrt(exact / reps)
-        sq = out[("squared_error", "empirical")]
+        sq = out[("mse", "empirical")]
         assert abs(sq.mean() - exact) < SIGMAS * sq.std() / np.sqrt(reps)
-        np.testing.assert_allclose(out[("abs_error", "empirical")], np.abs(err))
+        np.testing.assert_allclose(out[("mae", "empirical")], np.abs(err))
         pop = out[("error", "population")]
         population_var = exact + scale**2 * _clipped_normal_variance(setup.data) / 400
         assert abs(pop.mean()) < SIGMAS * np.sqrt(population_var / reps)

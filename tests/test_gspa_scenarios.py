@@ -131,7 +131,7 @@ def test_mean_scenario_runs_and_matches_the_exact_mse(tmp_path):
     rng = np.random.default_rng(1)
     for point in scenario.points:
         s = point.settings
-        rows = utility[(utility.point == point.index) & (utility.metric == "squared_error")
+        rows = utility[(utility.point == point.index) & (utility.metric == "mse")
                        & (utility.reference == "empirical")]
         assert len(rows) == reps
         sample = s.population.data.sample(n, rng)
