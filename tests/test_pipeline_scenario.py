@@ -67,7 +67,6 @@ def test_section_parses_into_the_pipeline_config():
     ("[pipeline]\ntimout = 1.0\n", "pipeline.timout"),
     ("[pipeline]\nbatch_size = 0\n", "pipeline.batch_size"),
     ("[pipeline]\ndelay = { distribution = 'uniform', low = 1.0 }\n", "pipeline.delay.high"),
-    ("[pipeline]\ndelta = 1e-6\n", "pipeline.delta"),
     ("[pipeline]\nbound = 'no-such-bound'\ndelta = 1e-6\n", "pipeline.bound"),
     ("[pipeline]\nbatch_size = 10\n[sweep]\n'pipeline.min_batch' = [5, 20]\n",
      "pipeline.min_batch"),
@@ -95,7 +94,12 @@ def test_runner_writes_pipeline_utility_and_batches():
         (p, r) for p in range(2) for r in range(4)
     ]
     assert set(batches["round"]) == {0, 1}
-    assert batches.epsilon.isna().all() and batches.bound.isna().all()
+    # no bound and no delta: the local budget eps0 = 1 at delta 0 (pure DP), with the reason
+    released = batches[~batches.dropped]
+    assert (released.epsilon == 1.0).all() and (released.epsilon_source == "local").all()
+    assert batches.bound.isna().all() and (batches.delta == 0.0).all()
+    assert released.epsilon_reason.str.contains("no central delta").all()
+    assert batches[batches.dropped].epsilon_reason.str.contains("dropped").all()
     # a longer timeout gives fewer, larger batches
     mean_size = batches.groupby("point")["size"].mean()
     assert mean_size[1] > 2 * mean_size[0]

@@ -68,7 +68,8 @@ def batches_table() -> pa.Table:
                              release_time=(batch + 1) * timeout, size=size, honest_size=size,
                              dropped=batch == 5, reason="timeout",
                              epsilon=2.0 / np.sqrt(size), epsilon_source="bound",
-                             bound="fmt21_numerical", delta=1e-6))
+                             bound="fmt21_numerical", delta=1e-6,
+                             epsilon_reason=""))
     return pa.Table.from_pylist(rows, schema=BATCHES_TABLE_SCHEMA)
 
 

@@ -7,8 +7,11 @@ min_batch, arrival, window, dropout, delay, rounds, colluding_fraction, group_si
   epsilon of each released batch, computed for the batch's honest size;
 * ``delta``: the central delta of that epsilon (required with ``bound``).
 
-Without ``bound`` the ``epsilon`` column of ``batches.parquet`` is null. The section registers
-itself with the scenario loader (simulator.scenario imports this module).
+Without ``bound`` a released batch's epsilon is the best proven upper bound at ``delta`` (or, without
+``delta``, at the smallest delta of the scenario's ``[bounds]`` section), and without any delta the
+local budget at delta 0; the ``epsilon_reason`` column of ``batches.parquet`` says which
+(simulator/pipeline/unit.py). The section registers itself with the scenario loader
+(simulator.scenario imports this module).
 """
 
 from __future__ import annotations
@@ -46,10 +49,6 @@ class PipelineSection:
             check_bound_name(self.bound)
             if self.delta is None:
                 raise ScenarioError(f"{SECTION}.delta", None, "is required with pipeline.bound")
-        elif self.delta is not None:
-            raise ScenarioError(
-                f"{SECTION}.delta", self.delta, "is only used with pipeline.bound; set both"
-            )
 
 
 def check_bound_name(name: str) -> None:

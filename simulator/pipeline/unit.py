@@ -10,14 +10,29 @@ metrics as the batch path, against the whole sampled data (``empirical``: droppe
 and thresholded batches are part of the error) and the population. Repetitions are a Python
 loop: each is a sequential SimPy simulation whose per-message work is vectorized.
 
-Per-batch epsilon. With ``pipeline.bound`` the epsilon of a released batch is
-``catalogue.evaluate(bound, randomizer, honest_size, delta).result.epsilon``, capped at the local
-budget: an eps0-LDP randomizer's shuffled output is eps0-DP whatever n (post-processing), so the
-minimum of the two upper bounds is one. Where the bound does not apply (e.g. an honest size
-below its regime, or below 2) the batch gets the local budget, and the ``epsilon_source`` column
-says which applied (``bound`` or ``local``). With per-client budgets the bound is evaluated as
-if every client had the largest budget of the run, and the local budget is that largest budget
-(assumption: the bound is non-decreasing in every client's budget).
+Per-batch epsilon. Every released batch gets a finite central epsilon, and the columns
+``bound``, ``delta``, ``epsilon_source`` and ``epsilon_reason`` say where it comes from:
+
+* ``pipeline.bound`` set: ``catalogue.evaluate(bound, randomizer, honest_size, delta)``, capped at
+  the local budget: an eps0-LDP randomizer's shuffled output is eps0-DP whatever n
+  (post-processing), so the minimum of the two upper bounds is one. Where the bound does not
+  apply (e.g. an honest size below its regime, or below 2) the batch gets the local budget;
+  ``epsilon_source`` says which applied (``bound`` or ``local``).
+* no ``pipeline.bound`` but a central delta (``pipeline.delta``, else the smallest delta of the
+  ``[bounds]`` section): the best *proven* upper bound, i.e. the smallest epsilon over every
+  catalogue bound of kind upper whose evaluation has status ``proven`` and no caveat, again
+  capped at the local budget; ``bound`` names the bound that gave the value. To keep runs fast,
+  honest sizes above 64 are rounded down to a grid of 16 sizes per doubling (at most 4.4% fewer
+  users) before the evaluation. This is conservative: a batch with one more honest user is a
+  post-processing of the smaller batch (add an independent report, shuffle), so the central
+  epsilon never grows with the honest size.
+* no delta anywhere: the local budget with ``delta = 0`` (pure DP, post-processing);
+  ``epsilon_reason`` says that a delta would give the amplified epsilon.
+
+Dropped batches (thresholding) release nothing: their epsilon is null and ``epsilon_reason`` says
+so. With per-client budgets the bounds are evaluated as if every client had the largest budget of
+the run, and the local budget is that largest budget (assumption: the bound is non-decreasing in
+every client's budget).
 """
 
 from __future__ import annotations
@@ -59,6 +74,7 @@ BATCHES_TABLE_SCHEMA = pa.schema(
         pa.field("epsilon_source", pa.string(), nullable=True),
         pa.field("bound", pa.string(), nullable=True),
         pa.field("delta", pa.float64(), nullable=True),
+        pa.field("epsilon_reason", pa.string(), nullable=False),
     ]
 )
 register_table_schema(TABLE, BATCHES_TABLE_SCHEMA)
@@ -86,6 +102,8 @@ class PipelineSetup:
     delta: float | None
     unit_repetitions: int
     path_label: str = PATH_LABEL
+    #: where ``delta`` comes from: "pipeline.delta", "bounds.delta" or "" (no delta: pure DP)
+    delta_source: str = "pipeline.delta"
 
     @classmethod
     def from_point(cls, point: SweepPoint) -> PipelineSetup:
@@ -96,12 +114,18 @@ class PipelineSetup:
             unit = settings.batch.chunk_repetitions
         else:
             unit = MAX_UNIT_REPETITIONS
+        delta, delta_source = section.delta, "pipeline.delta"
+        bounds_section = settings.sections.get("bounds")
+        if delta is None and bounds_section is not None:
+            delta, delta_source = float(min(bounds_section.delta)), "bounds.delta"
+        elif delta is None:
+            delta_source = ""
         setup = cls(
             point=point.index, overrides=point.overrides_json(), n=population.n,
             data=population.data, budget=population.budget, randomizer=settings.randomizer,
             estimator=settings.estimator, target=target_for(settings.estimator_name),
-            config=section.config, bound=section.bound, delta=section.delta,
-            unit_repetitions=unit,
+            config=section.config, bound=section.bound, delta=delta,
+            unit_repetitions=unit, delta_source=delta_source,
         )
         if setup.bound is not None:
             setup._check_bound_applies()
@@ -162,9 +186,9 @@ class PipelineSetup:
 
     def _batch_epsilon(self, local: float) -> _BatchEpsilon:
         randomizer = self.randomizer
-        if self.bound is not None and local != randomizer.epsilon0:
+        if self.delta is not None and local != randomizer.epsilon0:
             randomizer = dataclasses.replace(randomizer, epsilon0=local)
-        return _BatchEpsilon(self.bound, self.delta, randomizer, local)
+        return _BatchEpsilon(self.bound, self.delta, randomizer, local, self.delta_source)
 
     def _rows(self, batches, repetition: int, epsilon: _BatchEpsilon) -> pa.Table:
         rows = len(batches)
@@ -182,13 +206,14 @@ class PipelineSetup:
                 columns[field.name] = pa.array(column.astype(str).tolist(), type=pa.string())
             else:
                 columns[field.name] = pa.array(column.to_numpy(), type=field.type)
-        sources = [
-            None if (d or self.bound is None) else epsilon.source(h)
-            for d, h in zip(batches["dropped"], batches["honest_size"], strict=True)
-        ]
-        columns["epsilon_source"] = pa.array(sources, type=pa.string())
-        columns["bound"] = pa.array([self.bound] * rows, type=pa.string())
-        columns["delta"] = pa.array([self.delta] * rows, type=pa.float64())
+        pairs = list(zip(batches["dropped"], batches["honest_size"], strict=True))
+        columns["epsilon_source"] = pa.array(
+            [None if d else epsilon.source(h) for d, h in pairs], type=pa.string())
+        columns["bound"] = pa.array(
+            [self.bound if d else epsilon.bound_name(h) for d, h in pairs], type=pa.string())
+        columns["delta"] = pa.array([epsilon.delta_column] * rows, type=pa.float64())
+        columns["epsilon_reason"] = pa.array(
+            [DROPPED_REASON if d else epsilon.reason(h) for d, h in pairs], type=pa.string())
         return pa.table(columns, schema=BATCHES_TABLE_SCHEMA)
 
     def _metrics(self, estimates: list, stats: DataStats) -> dict[tuple[str, str], np.ndarray]:
@@ -210,16 +235,84 @@ class PipelineSetup:
         return out
 
 
+DROPPED_REASON = "batch dropped (below pipeline.min_batch): nothing released"
+#: Honest sizes up to this are evaluated exactly by the best-proven default; larger ones are
+#: rounded down to a grid of GRID_STEPS sizes per doubling (see the module docstring).
+EXACT_UP_TO = 64
+GRID_STEPS = 16
+
+
+def grid_size(honest_size: int) -> int:
+    """The largest grid size <= honest_size (the size itself up to EXACT_UP_TO)."""
+    if honest_size <= EXACT_UP_TO:
+        return int(honest_size)
+    step = math.floor(GRID_STEPS * math.log2(honest_size / EXACT_UP_TO) + 1e-9)
+    while True:
+        size = math.floor(EXACT_UP_TO * 2.0 ** (step / GRID_STEPS) + 1e-9)
+        if size <= honest_size:
+            return max(size, EXACT_UP_TO)
+        step -= 1
+
+
+#: (randomizer repr, delta, size) -> (epsilon or None, bound name or None): best proven bound.
+_BEST_CACHE: dict[tuple[str, float, int], tuple[float | None, str | None]] = {}
+
+
+def best_proven_bound(randomizer, size: int, delta: float) -> tuple[float | None, str | None]:
+    """The smallest epsilon of every catalogue upper bound whose evaluation at (size, delta) is
+    ``proven`` without caveat, and its name; (None, None) when none gives a finite value."""
+    key = (repr(randomizer), float(delta), int(size))
+    if key not in _BEST_CACHE:
+        from protocols.bounds.catalogue import applicable_bounds, evaluate
+        from protocols.bounds.result import BoundKind, BoundStatus
+
+        best: tuple[float | None, str | None] = (None, None)
+        for spec in applicable_bounds(randomizer):
+            if spec.kind is not BoundKind.UPPER or spec.scope == "personalized" or spec.also:
+                continue
+            if spec.status is not BoundStatus.PROVEN:
+                continue
+            try:
+                evaluation = evaluate(spec.name, randomizer, int(size), float(delta))
+            except ParameterError:
+                continue
+            result = evaluation.result
+            if result is None or result.status is not BoundStatus.PROVEN:
+                continue
+            eps = float(result.epsilon)
+            if math.isfinite(eps) and (best[0] is None or eps < best[0]):
+                best = (eps, spec.name)
+        _BEST_CACHE[key] = best
+    return _BEST_CACHE[key]
+
+
 class _BatchEpsilon:
-    """honest size -> per-batch central epsilon (see the module docstring), memoized."""
+    """honest size -> per-batch central epsilon, its source, bound and reason (see the module
+    docstring), memoized."""
 
-    def __init__(self, bound: str | None, delta: float | None, randomizer, local: float) -> None:
+    def __init__(self, bound: str | None, delta: float | None, randomizer, local: float,
+                 delta_source: str = "pipeline.delta") -> None:
         self.bound, self.delta, self.randomizer, self.local = bound, delta, randomizer, local
-        self._cache: dict[int, tuple[float, str]] = {}
+        self.delta_source = delta_source
+        self._cache: dict[int, tuple[float, str, str | None, str]] = {}
 
-    def _evaluate(self, honest_size: int) -> tuple[float, str]:
-        if honest_size not in self._cache:
-            self._cache[honest_size] = (self.local, "local")
+    @property
+    def delta_column(self) -> float:
+        """The delta of every value: the central delta, or 0 (pure DP) without one."""
+        return 0.0 if self.delta is None else float(self.delta)
+
+    def _evaluate(self, honest_size: int) -> tuple[float, str, str | None, str]:
+        """(epsilon, source, bound name, reason)."""
+        if honest_size in self._cache:
+            return self._cache[honest_size]
+        local = f"the local budget eps0 = {self.local:g}"
+        if self.delta is None:
+            entry = (self.local, "local", None,
+                     f"no central delta (set pipeline.delta, or a [bounds] section): {local}, "
+                     "pure DP (delta = 0) by post-processing")
+        elif self.bound is not None:
+            entry = (self.local, "local", self.bound,
+                     f"pipeline.bound gives no value below {local} at this honest size")
             if honest_size >= 2:
                 from protocols.bounds.catalogue import evaluate
 
@@ -229,11 +322,31 @@ class _BatchEpsilon:
                     result = None
                 eps = None if result is None else result.epsilon
                 if eps is not None and math.isfinite(eps) and eps < self.local:
-                    self._cache[honest_size] = (float(eps), "bound")
-        return self._cache[honest_size]
+                    entry = (float(eps), "bound", self.bound, "")
+        else:
+            where = f"delta from {self.delta_source}"
+            entry = (self.local, "local", None,
+                     f"pipeline.bound not set ({where}); no proven upper bound is below {local} "
+                     "at this honest size")
+            if honest_size >= 2:
+                size = grid_size(honest_size)
+                eps, name = best_proven_bound(self.randomizer, size, self.delta)
+                if eps is not None and eps < self.local:
+                    rounded = f", evaluated at {size} users" if size != honest_size else ""
+                    entry = (eps, "bound", name,
+                             f"pipeline.bound not set ({where}): the best proven upper bound"
+                             f"{rounded}")
+        self._cache[honest_size] = entry
+        return entry
 
-    def value(self, honest_size: int) -> float | None:
-        return None if self.bound is None else self._evaluate(honest_size)[0]
+    def value(self, honest_size: int) -> float:
+        return self._evaluate(honest_size)[0]
 
     def source(self, honest_size: int) -> str:
         return self._evaluate(honest_size)[1]
+
+    def bound_name(self, honest_size: int) -> str | None:
+        return self._evaluate(honest_size)[2]
+
+    def reason(self, honest_size: int) -> str:
+        return self._evaluate(honest_size)[3]
