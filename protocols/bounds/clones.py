@@ -58,17 +58,29 @@ _REL_ERR = 1e-12
 _TAIL_MASS = 1e-24
 #: Default absolute tolerance of the eps(delta) bisection.
 DEFAULT_TOL = 1e-9
+#: Largest eps0 the closed-form and clone bounds accept: exp(eps0) must stay finite with room
+#: to spare (exp overflows above ~709.78) and e^-eps0 a normal float.
+EPSILON0_MAX = 700.0
 
 FMT21 = "Feldman, McMillan, Talwar, Hiding among the clones (002)"
 
 
 # -- validation shared by the closed-form modules ------------------------------------------------
-def check_epsilon0(epsilon0: float, field: str = "epsilon0") -> float:
+def check_epsilon0(epsilon0: float, field: str = "epsilon0",
+                   maximum: float | None = None) -> float:
+    """eps0 as a float: finite and > 0, and at most ``maximum`` (default
+    :data:`EPSILON0_MAX`), beyond which e^eps0 is not representable (a clean ParameterError: for
+    an eps0-LDP randomizer the shuffle is eps0-DP anyway, so eps0 itself is the bound)."""
     require(
         isinstance(epsilon0, numbers.Real) and not isinstance(epsilon0, bool)
         and 0 < float(epsilon0) < math.inf,
         field, epsilon0, "must be a finite number > 0",
     )
+    top = EPSILON0_MAX if maximum is None else maximum
+    require(float(epsilon0) <= top, field, epsilon0,
+            f"this bound handles eps0 <= {top:g} only (e^eps0 and the probabilities it "
+            f"implies leave double precision); eps0 itself is a valid eps (eps0-LDP implies "
+            f"eps0-DP after shuffling)")
     return float(epsilon0)
 
 
@@ -188,7 +200,7 @@ class ClonePair:
             isinstance(clone_probability, numbers.Real) and 0 <= clone_probability <= 1,
             "clone_probability", clone_probability, "must lie in [0, 1]",
         )
-        self.q = 1.0 / (1.0 + math.exp(-self.epsilon0))
+        self.q = 1.0 / (1.0 + math.exp(-self.epsilon0))  # e^eps0 / (e^eps0 + 1), a few ulps
         trials, p = self.n - 1, float(clone_probability)
         if trials == 0 or p == 0.0:
             self.c, self.weight, self.outside = np.zeros(1), np.ones(1), 0.0
@@ -206,20 +218,40 @@ class ClonePair:
         self.outside = float(stats.binom.cdf(lo - 1, trials, p) + stats.binom.sf(hi, trials, p))
 
     def delta(self, epsilon: float) -> float:
-        """Upper bound (rounded up, see module docstring) on D_{e^eps}(P0 || P1)."""
+        """Upper bound (rounded up, see module docstring) on D_{e^eps}(P0 || P1).
+
+        Written so that nothing cancels (the defect of 1 - q followed by a product with e^eps at
+        large eps0): with q = 1 / (1 + e^-eps0) and (1 - q) / q = e^-eps0,
+
+            alpha = q - e^eps (1 - q) = q (1 - e^(eps - eps0)) = -q expm1(eps - eps0),
+            beta = e^eps q - (1 - q) = q e^eps (1 - e^-(eps + eps0)) = -q e^eps expm1(-(eps + eps0)),
+            r / (1 + r) = beta / (alpha + beta) = beta / (tanh(eps0 / 2) (1 + e^eps)),
+
+        each to a few ulps. The threshold m = floor(tau_c) is also tried at m - 1 and m + 1:
+        each candidate is the sum of P0 - e^eps P1 over a set of outcomes, hence at most the
+        true D_c, so the maximum over the three is D_c itself even when rounding moved the
+        floor by one (a wrong m alone would have been an under-estimate).
+        """
         epsilon = check_epsilon(epsilon)
         if epsilon >= self.epsilon0:
             return 0.0
         q, e = self.q, math.exp(epsilon)
-        alpha = q - e * (1.0 - q)
-        beta = e * q - (1.0 - q)
-        ratio = beta / alpha
+        alpha = q * -math.expm1(epsilon - self.epsilon0)
+        beta = q * e * -math.expm1(-(epsilon + self.epsilon0))
+        fraction = beta / (math.tanh(0.5 * self.epsilon0) * (1.0 + e))
         c = self.c
-        m = np.minimum(np.floor(ratio * (c + 1.0) / (1.0 + ratio)), c)
-        at_least_m = stats.binom.sf(m - 1.0, c, 0.5)  # P[Bin(c, 1/2) >= m]
-        above_m = stats.binom.sf(m, c, 0.5)  # P[Bin(c, 1/2) > m]
-        d = alpha * at_least_m - beta * above_m
-        d = np.clip(d, 0.0, None) + tail_relative_error(c) * (alpha * at_least_m + beta * above_m)
+        m0 = np.minimum(np.floor(fraction * (c + 1.0)), c)
+        best = np.full(c.shape, -np.inf)
+        magnitude = np.zeros(c.shape)
+        for shift in (-1.0, 0.0, 1.0):
+            m = np.clip(m0 + shift, 0.0, c)
+            at_least_m = stats.binom.sf(m - 1.0, c, 0.5)  # P[Bin(c, 1/2) >= m]
+            above_m = stats.binom.sf(m, c, 0.5)  # P[Bin(c, 1/2) > m]
+            value = alpha * at_least_m - beta * above_m
+            better = value > best
+            best = np.where(better, value, best)
+            magnitude = np.where(better, alpha * at_least_m + beta * above_m, magnitude)
+        d = np.clip(best, 0.0, None) + tail_relative_error(c) * magnitude
         total = (float(self.weight @ d) + self.outside) * (1.0 + pmf_relative_error(self.n))
         return min(1.0, total)
 
@@ -272,7 +304,7 @@ def standard_clone_probability(epsilon0: float) -> float:
 
 def stronger_clone_probability(epsilon0: float) -> float:
     """Clone probability of the stronger clone (000 Sec. 3.3): 2 p = 2 / (e^eps0 + 1)."""
-    return 2.0 / (math.exp(epsilon0) + 1.0)
+    return 2.0 / (math.exp(min(epsilon0, EPSILON0_MAX)) + 1.0)
 
 
 def fmt21_numerical(epsilon0: float, n: int, delta: float, tol: float = DEFAULT_TOL) -> BoundResult:
