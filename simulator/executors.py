@@ -16,6 +16,13 @@ changes a result, so the assembled tables do not depend on the executor or the w
   cost of starting the workers, times w / (w - 1) for w workers), it runs here too, otherwise
   it goes to the pool. Short runs then never pay for the pool. ``inline_seconds = 0`` always
   uses the pool.
+  Workers never outlive the process that started them: on Linux the kernel kills them when it
+  dies (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread in each worker ends it within
+  :data:`WATCHDOG_SECONDS` once its parent is gone (a SIGKILLed run leaves no idle workers
+  behind, and with them gone the multiprocessing resource tracker exits too). Workers ignore
+  SIGINT: a Ctrl-C reaches the whole process group, and the calling process, which handles it,
+  stops the workers itself (:meth:`ProcessExecutor.close` with ``terminate``). SIGTERM keeps
+  its default action (the pool terminates the other workers with it when one dies).
 * :class:`DaskExecutor` (``--executor dask``, optional ``dask`` extra): a Dask distributed
   client, on a local cluster of N single-threaded worker processes or, with
   ``--scheduler ADDRESS``, on an existing cluster (whose workers must have shufflesim
@@ -24,11 +31,15 @@ changes a result, so the assembled tables do not depend on the executor or the w
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
 import pickle
+import signal
+import sys
 import tempfile
+import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -96,6 +107,58 @@ class InlineExecutor(Executor):
 # Local processes
 # ---------------------------------------------------------------------------------------------
 _WORKER_SHARED: dict[str, Any] = {}
+#: How often (seconds) a worker's watchdog checks that its parent is alive.
+WATCHDOG_SECONDS = 0.5
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _exit_with_parent_linux() -> bool:
+    """Ask the kernel to SIGKILL this process when the thread that started it ends (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(WATCHDOG_SECONDS)
+        if os.getppid() != parent:
+            os._exit(1)  # the parent died: nobody will read a result (no cleanup to do)
+
+
+def _initialize_worker(parent: int, death_signal: bool) -> None:
+    """Worker initializer: ignore SIGINT (the calling process handles it and stops the workers)
+    and end with the parent (module docstring). ``death_signal``: the pool is started by the
+    main thread, so PR_SET_PDEATHSIG (tied to the starting thread) is safe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if death_signal:
+        _exit_with_parent_linux()
+    if os.getppid() != parent:  # the parent died before the death signal was armed
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="shufflesim-parent-watchdog",
+                     daemon=True).start()
+
+
+@contextlib.contextmanager
+def _sigint_ignored_while_spawning():
+    """Workers start with SIGINT ignored (a disposition a child inherits through exec), so a
+    Ctrl-C during their start-up, before their initializer runs, does not print tracebacks.
+    Only in the main thread (signal handlers can only be set there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        # (A Ctrl-C during these few milliseconds is lost; the next one is handled.)
 
 
 def _call_with_shared(function: Task, token: str, path: str, item: Any) -> Any:
@@ -160,16 +223,20 @@ class ProcessExecutor(Executor):
 
     def _pooled(self, function, shared, items, indices):
         if self._pool is None:
+            main_thread = threading.current_thread() is threading.main_thread()
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_initialize_worker, initargs=(os.getpid(), main_thread))
         token = uuid.uuid4().hex
         handle, path = tempfile.mkstemp(prefix="shufflesim-shared-", suffix=".pickle")
         futures: dict = {}
         try:
             with os.fdopen(handle, "wb") as stream:
                 pickle.dump(shared, stream, protocol=pickle.HIGHEST_PROTOCOL)
-            futures = {self._pool.submit(_call_with_shared, function, token, path, items[i]): i
-                       for i in indices}
+            with _sigint_ignored_while_spawning():  # submit starts the workers
+                futures = {self._pool.submit(_call_with_shared, function, token, path,
+                                             items[i]): i
+                           for i in indices}
             pending = set(futures)
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)

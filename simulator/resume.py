@@ -30,7 +30,9 @@ not produce, so that the directory holds exactly this run's tables.
 
 A run that stops on a user error (a bad scenario value found while running) removes its parts
 and the directories it created: the scenario must change, which invalidates them anyway. Any
-other interruption keeps them for the next run.
+other interruption (Ctrl-C, SIGTERM, running out of memory) keeps them for the next run, and
+``shufflesim run`` says so; with no unit finished there is nothing to keep
+(:func:`discard_parts`).
 """
 
 from __future__ import annotations
@@ -250,6 +252,25 @@ def finish(directory: str | Path, written: Iterable[Path]) -> None:
     finally:
         if fd is not None:
             os.close(fd)
+
+
+def discard_parts(directory: str | Path) -> None:
+    """Remove ``directory/.parts`` (and ``directory`` if that leaves it empty), unless another
+    run holds its lock. For a failed run that finished no unit: nothing worth resuming."""
+    directory = Path(directory)
+    parts = directory / PARTS
+    if not parts.is_dir():
+        return
+    try:
+        fd = _lock(parts / LOCK, directory)
+    except UserError:
+        return
+    try:
+        shutil.rmtree(parts, ignore_errors=True)
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        directory.rmdir()
 
 
 # ---------------------------------------------------------------------------------------------

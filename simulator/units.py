@@ -131,6 +131,12 @@ class UnitError(UserError):
     (ScenarioError and ParameterError take three arguments and do not survive pickling)."""
 
 
+class OutOfMemory(Exception):
+    """A unit ran out of memory (MemoryError), carried across processes as one line (numpy's
+    MemoryError subclass does not survive pickling). Not a user error: the finished units stay
+    valid, so a run that stops on it keeps its parts for resuming."""
+
+
 def run_work_unit(state: RunState, unit: WorkUnit) -> dict[str, pa.Table]:
     """Run one unit; returns ``{table name: rows}`` (possibly empty). The function every
     executor distributes."""
@@ -142,6 +148,9 @@ def run_work_unit(state: RunState, unit: WorkUnit) -> dict[str, pa.Table]:
         raise
     except (UserError, ParameterError) as error:
         raise UnitError(str(error)) from None
+    except MemoryError as error:
+        detail = f": {error}" if str(error) else ""
+        raise OutOfMemory(f"out of memory in unit {unit.key}{detail}") from None
 
 
 def _simulate(state: RunState, unit: WorkUnit) -> dict[str, pa.Table]:
