@@ -1,0 +1,85 @@
+"""Figures of a run's result tables (``shufflesim plot``), as PNG files.
+
+Needs matplotlib (the optional ``plot`` extra); without it, :func:`require_matplotlib` raises a
+one-line UserError. Figures are built on :class:`matplotlib.figure.Figure` objects (no pyplot
+state, no display). Which figures a run gets depends on its tables (docs/results.md):
+
+* ``utility_<estimator>.png`` (utility table, utility.py): the mean of each error metric over
+  the repetitions versus eps0, with standard-error bars, one line per setting (randomizer, n,
+  path and the other sweep values); solid against the sampled data (``empirical``), dashed
+  against the population. When eps0 is not what varies (per-user budgets, e.g. 003's three
+  groups), the x axis is the first numeric sweep key that does. Log axes for the
+  (non-negative) metrics; the signed ``error`` (bias) is drawn on a linear axis.
+* ``utility_mae_vs_<key>[_k].png`` (utility.py): the mean ``mae`` (defined for every
+  estimator) versus each numeric swept key (003's error against the conservative fraction or
+  budget), one panel per value of the other numeric swept keys, one line per remaining setting
+  (estimator, randomizer, other sweep values); left out when the run sweeps one key only.
+* ``bounds_eps_vs_n[_k].png`` (bounds.py): central eps versus n per bound, log-log, one panel
+  per setting other than n (and delta), like the papers' figures (000 Fig. 3, 001 Fig. 2);
+  when n is not swept, versus the first numeric swept key. Panels are never keyed by the x
+  variable: a sweep over n gives curves. From a ``bounds`` table when the run has one, else
+  from the audit's verdict rows; solid lines: proven upper bounds, dashed: upper bounds with a
+  caveat (approximate, or relying on the stronger-clone reduction), dotted: lower bounds
+  (black: the exact lower bound), grey dash-dotted with crosses: another protocol (the
+  ``baseline-min-budget`` reference), labelled as such; black triangles: the empirical lower
+  bound of the audit. Bounds without a finite value at a setting leave a gap.
+* ``audit_sandwich.png`` (audit table, audit.py): for every audited setting and delta, the
+  empirical lower bound (at its confidence), the exact lower bound (000 Thm 14) and every upper
+  bound evaluated; a red cross marks an upper bound judged ``violated``.
+* ``batches_epsilon.png`` (batches table of pipeline runs, batches.py): the per-batch central
+  eps of every released batch per sweep point (all repetitions), and versus its honest size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from simulator.errors import UserError
+
+from .audit import plot_audit_sandwich
+from .batches import plot_batches
+from .bounds import bound_curves, plot_bounds_vs_n
+from .common import DPI, MAX_PANELS, find_runs, load_tables, require_matplotlib, short_overrides
+from .utility import _utility_axis, plot_utility, plot_utility_vs_keys
+
+__all__ = [
+    "DPI", "MAX_PANELS", "bound_curves", "find_runs", "load_tables", "plot_audit_sandwich",
+    "plot_batches", "plot_bounds_vs_n", "plot_run", "plot_utility", "plot_utility_vs_keys",
+    "require_matplotlib", "short_overrides", "_utility_axis",
+]
+
+#: Every figure function: ``(tables, matplotlib.figure) -> [(name, Figure), ...]``.
+PLOTTERS: list[tuple[str, Callable]] = [
+    ("utility", plot_utility), ("utility", plot_utility_vs_keys),
+    ("bounds", plot_bounds_vs_n), ("audit", plot_audit_sandwich), ("batches", plot_batches),
+]
+
+
+def figures(tables, figure_module=None) -> list[tuple[str, object]]:
+    """Every figure the tables allow, as (name, matplotlib Figure) pairs (not written)."""
+    figure_module = figure_module or require_matplotlib()
+    out = []
+    for _, plotter in PLOTTERS:
+        out += plotter(tables, figure_module)
+    return out
+
+
+def plot_run(run: str | Path, out: str | Path, prefix: str = "") -> list[Path]:
+    """Every figure the run's tables allow (module docstring); returns the written files."""
+    figure_module = require_matplotlib()
+    run, out = Path(run), Path(out)
+    tables = load_tables(run)
+    written: list[Path] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"cannot create plot directory {out}: {error.strerror}") from None
+    for name, figure in figures(tables, figure_module):
+        path = out / f"{prefix}{name}.png"
+        try:
+            figure.savefig(path, dpi=DPI)
+        except OSError as error:
+            raise UserError(f"cannot write {path}: {error.strerror}") from None
+        written.append(path)
+    return written
