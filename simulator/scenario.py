@@ -382,6 +382,11 @@ def parse_scenario(text: str, base_dir: Path | str = ".", source: str | None = N
         where = f"{source}: " if source else ""
         raise UserError(f"{where}invalid TOML: {error}") from None
     base_dir = Path(base_dir)
+    if not document:
+        where = f"{source}" if source else "the scenario"
+        raise UserError(f"{where} is empty: it needs at least name, [population], [randomizer] "
+                        "and [estimator] (docs/scenarios.md; scenarios/quickstart.toml is an "
+                        "example)")
     check_keys(document, list(_TOP_LEVEL_SCALARS) + section_names(), "")
     name = document.get("name")
     if name is None:
@@ -542,8 +547,9 @@ def _parse_settings(document: Mapping[str, Any], context: ParseContext) -> Setti
 def _parse_population(table: Mapping[str, Any], context: ParseContext) -> Population:
     check_keys(table, ("n", "data", "budget"), "population")
     n = table.get("n")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ScenarioError("population.n", n, "must be an integer >= 1")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 2:
+        raise ScenarioError("population.n", n, "must be an integer >= 2 (users shuffled "
+                            "together; bounds and audits need at least two)")
     data_table = require_table(table, "data", "population")
     data = _parse_tagged(data_table, "population.data", data_distribution_class, context)
     try:
@@ -586,7 +592,9 @@ def _parse_randomizer(table: Mapping[str, Any], population: Population):
         )
     check_keys(params, ["name"] + allowed, "randomizer")
     data = population.data
-    if "domain_size" in allowed and "domain_size" not in params and data.kind == CATEGORICAL:
+    if "domain_size" in allowed and "domain_size" not in params:
+        if data.kind != CATEGORICAL:
+            raise _numeric_data_for_categorical(data, name)
         params["domain_size"] = data.domain_size
     try:
         randomizer = make_randomizer(
@@ -607,16 +615,20 @@ def _parse_randomizer(table: Mapping[str, Any], population: Population):
     return name, tuple(sorted(params.items())), randomizer
 
 
+def _numeric_data_for_categorical(data: DataDistribution, name: str) -> ScenarioError:
+    return ScenarioError(
+        "population.data.distribution", data.name,
+        f"numeric data cannot feed the categorical randomizer {name} "
+        "(give the data a domain_size or choose a numeric randomizer)",
+    )
+
+
 def _check_data_fits(data: DataDistribution, randomizer: Randomizer, name: str) -> None:
     """The data must lie in the randomizer's input domain."""
     domain = randomizer.input_domain
     if isinstance(domain, Categorical):
         if data.kind != CATEGORICAL:
-            raise ScenarioError(
-                "population.data.distribution", data.name,
-                f"numeric data cannot feed the categorical randomizer {name} "
-                "(give the data a domain_size or choose a numeric randomizer)",
-            )
+            raise _numeric_data_for_categorical(data, name)
         if data.domain_size > domain.size:
             raise ScenarioError(
                 "population.data.domain_size", data.domain_size,

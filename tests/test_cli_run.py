@@ -127,11 +127,23 @@ def test_unwritable_output_is_a_one_line_error(small, tmp_path):
 def test_list_plain_and_json():
     plain = invoke("list")
     assert plain.exit_code == 0
-    for word in ("randomizers:", "krr", "oue", "estimators:", "frequency", "zipf",
-                 "clipped_normal", "budget distributions:", "constant"):
+    for word in ("randomizers", "krr", "oue", "estimators:", "frequency", "zipf",
+                 "clipped_normal", "budget distributions:", "constant", "bounds",
+                 "optimal-blanket", "regime:", "audit levels:", "audit attacks:", "order",
+                 "hash_range=None", "domain_size (required)"):
         assert word in plain.output
     data = json.loads(invoke("list", "--json").output)
-    assert data["randomizers"]["krr"]["parameters"] == ["epsilon0", "domain_size"]
+    assert [p["name"] for p in data["randomizers"]["krr"]["parameters"]] == [
+        "epsilon0", "domain_size"]
+    olh = {p["name"]: p for p in data["randomizers"]["olh"]["parameters"]}
+    assert olh["domain_size"]["required"] and olh["hash_range"] == {
+        "name": "hash_range", "required": False, "default": None}
+    from protocols.bounds.catalogue import bound_names
+    assert set(data["bounds"]) == set(bound_names())
+    exact = data["bounds"]["exact-lower"]
+    assert exact["kind"] == "lower" and exact["status"] == "proven" and exact["regime"]
+    assert set(data["audit"]["levels"]) == {"randomizer", "shuffle", "pipeline"}
+    assert set(data["audit"]["attacks"]) == {"lr", "count", "order"}
     assert data["randomizers"]["krr"]["aggregate_sampler"] is True
     assert {"frequency", "mean", "sum"} <= set(data["estimators"])
     zipf = {p["name"]: p for p in data["data_distributions"]["zipf"]}

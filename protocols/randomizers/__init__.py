@@ -19,6 +19,7 @@ from protocols.randomizers.registry import (
     randomizer_class,
     randomizer_names,
     randomizer_parameters,
+    required_parameters,
 )
 
 __all__ = [
@@ -30,4 +31,5 @@ __all__ = [
     "randomizer_class",
     "randomizer_names",
     "randomizer_parameters",
+    "required_parameters",
 ]

@@ -63,7 +63,7 @@ class HadamardResponse(Randomizer):
     """Hadamard response over user values [0, d) (rows 1..d of the D x D Hadamard matrix)."""
 
     epsilon0: float
-    domain_size: int = 2
+    domain_size: int
 
     name = "hr"
     supports_personalized = True

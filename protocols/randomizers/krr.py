@@ -22,7 +22,7 @@ class KRR(Randomizer):
     """k-RR over {0, ..., k-1}; reports are integers; the aggregate is the output histogram."""
 
     epsilon0: float
-    domain_size: int = 2
+    domain_size: int
 
     name = "krr"
     supports_personalized = True

@@ -78,7 +78,7 @@ class LocalHash(Randomizer):
     """Common implementation of local hashing (module docstring); not registered."""
 
     epsilon0: float
-    domain_size: int = 2
+    domain_size: int
 
     supports_personalized = True
     has_aggregate_sampler = True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from typing import Any
 
 from protocols.errors import ParameterError
@@ -36,8 +36,15 @@ def randomizer_parameters(name: str) -> list[str]:
     return [f.name for f in fields(randomizer_class(name))]
 
 
+def required_parameters(name: str) -> list[str]:
+    """The parameters of a registered randomizer that have no default (no value is guessed)."""
+    return [f.name for f in fields(randomizer_class(name))
+            if f.default is MISSING and f.default_factory is MISSING]
+
+
 def make_randomizer(name: str, **params: Any):
-    """Instantiate the registered randomizer ``name``; unknown parameters are errors."""
+    """Instantiate the registered randomizer ``name``; unknown or missing parameters are
+    errors naming the parameter."""
     cls = randomizer_class(name)
     allowed = randomizer_parameters(name)
     for key in params:
@@ -46,4 +53,7 @@ def make_randomizer(name: str, **params: Any):
                 f"randomizer.{key}", params[key],
                 f"unknown parameter for {name}; allowed: {allowed}",
             )
+    for key in required_parameters(name):
+        if key not in params:
+            raise ParameterError(f"randomizer.{key}", None, f"is required for {name}")
     return cls(**params)

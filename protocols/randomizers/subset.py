@@ -54,7 +54,7 @@ class SubsetSelection(Randomizer):
     """k-subset selection; ``subset_size`` defaults to the order-optimal d / (e^eps0 + 1)."""
 
     epsilon0: float
-    domain_size: int = 2
+    domain_size: int
     subset_size: int | None = None
 
     name = "subset"

@@ -84,6 +84,10 @@ class AuditSettings:
         object.__setattr__(self, "delta", delta)
         if level is not Level.RANDOMIZER:
             require(len(delta) >= 1, "delta", list(delta), "needs at least one value")
+        else:
+            require(not delta, "delta", delta[0] if len(delta) == 1 else list(delta),
+                    "the randomizer level audits one user's randomizer, which has no central "
+                    "delta; delta applies to the shuffle and pipeline levels")
         for d in delta:
             require(isinstance(d, (int, float)) and not isinstance(d, bool) and 0 < d < 1,
                     "delta", d, "must lie in the open interval (0, 1)")
@@ -117,20 +121,27 @@ class AuditSettings:
                             resolution=self.resolution, chunk=self.chunk, **kwargs)
 
 
-def as_input(randomizer, x):
+def as_input(randomizer, x, field: str = "input"):
     """``x`` as an input of the randomizer: an int for categorical domains (a TOML or command
-    line 1.0 means input 1), a float otherwise."""
+    line 1.0 means input 1), a float otherwise; outside the input domain it is an error naming
+    ``field``."""
     if x is None:
         return None
-    if isinstance(randomizer.input_domain, Categorical):
-        require(float(x).is_integer(), "input", x,
-                f"{randomizer.name} takes integer inputs in [0, {randomizer.input_domain.size})")
+    domain = randomizer.input_domain
+    if isinstance(domain, Categorical):
+        require(math.isfinite(x) and float(x).is_integer() and 0 <= x < domain.size, field, x,
+                f"{randomizer.name} takes integer inputs in [0, {domain.size})")
         return int(x)
+    require(math.isfinite(x) and domain.low <= x <= domain.high, field, x,
+            f"{randomizer.name} takes inputs in [{domain.low:g}, {domain.high:g}]")
     return float(x)
 
 
 def _triple(settings: AuditSettings, randomizer, n: int):
-    given = [as_input(randomizer, x) for x in (settings.x0, settings.x1, settings.x2)]
+    given = [as_input(randomizer, x, field)
+             for x, field in ((settings.x0, "x0"), (settings.x1, "x1"), (settings.x2, "x2"))]
+    require(given[0] is None or given[0] != given[1], "x1", settings.x1,
+            "must differ from x0 (the neighbouring datasets differ in user 1's input)")
     if given[0] is not None and given[1] is not None and (
             given[2] is not None or settings.others is not None):
         return tuple(given)

@@ -11,20 +11,23 @@ rows of the ``audit`` table as JSON records instead.
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 import numpy as np
 
 from simulator.audit.run import AuditSettings, Level, run_audit
-from simulator.commands.bound import (
+from simulator.audit.tables import to_json_records
+from simulator.commands.options import (
     build_randomizer,
+    check_setting,
+    flag_errors,
     parse_params,
     randomizer_options,
     render_table,
     resolve_methods,
 )
 from simulator.errors import UserError
+from simulator.progress import ProgressReport
 
 ATTACK_HEADER = ("level", "attack", "direction", "delta", "event", "trials", "p0", "p1",
                  "eps_lb", "conf", "exact", "ratio")
@@ -104,11 +107,16 @@ def render(records: list[dict]) -> str:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Root seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the audit rows as JSON records.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@flag_errors(aliases={"method": "--bound", "attacks": "--attack", "delta": "--delta",
+                      "others": "--others", "permute": "--no-permute"})
 def command(randomizer_name, domain_size, params, epsilon0, n, deltas, trials, level,
             confidence, holdout_fraction, shortlist, attacks, x0, x1, x2, others, bounds,
-            no_verdicts, no_permute, seed, as_json):
+            no_verdicts, no_permute, seed, as_json, quiet):
     """Empirical lower bounds on eps (attacks with Clopper-Pearson confidence) beside the exact
     lower bound and a verdict on every registered bound."""
+    _check_level_options(level, n)
+    check_setting(n, None)
     randomizer = build_randomizer(randomizer_name, epsilon0, parse_params(domain_size, params))
     names = () if no_verdicts else resolve_methods(bounds)
     settings = AuditSettings(
@@ -116,21 +124,27 @@ def command(randomizer_name, domain_size, params, epsilon0, n, deltas, trials, l
         holdout_fraction=holdout_fraction, shortlist=shortlist, attacks=attacks or None,
         x0=x0, x1=x1, x2=x2, others=_probabilities(others),
         bounds=None if names is None else tuple(names), permute=not no_permute)
-    show = not as_json and sys.stderr.isatty()
-    with click.progressbar(length=1, label="auditing", file=sys.stderr, hidden=not show) as bar:
-        def progress(done: int, total: int) -> None:
-            bar.length = total
-            bar.update(done - bar.pos)
-
+    report = ProgressReport("auditing", enabled=not quiet, unit="steps")
+    with report, report.heartbeat():
         records = run_audit(settings, randomizer, n, np.random.SeedSequence(seed),
-                            progress=progress)
+                            progress=report)
     if as_json:
-        from simulator.audit.tables import to_json_records
-
         click.echo(json.dumps(to_json_records(records), indent=2))
         return
     click.echo(f"{randomizer!r}, n = {n}, level = {level}, trials = {trials}")
     click.echo(render(records))
+
+
+def _check_level_options(level: str, n: int | None) -> None:
+    """--n belongs to the shuffle and pipeline levels, where it is required; the randomizer
+    level audits one user's randomizer and refuses it rather than ignore it."""
+    if level == Level.RANDOMIZER.value:
+        if n is not None:
+            raise UserError(f"--n = {n}: the randomizer level audits one user's randomizer; "
+                            "--n and --delta apply to the shuffle and pipeline levels")
+    elif n is None:
+        raise UserError(f"--n is required at the {level} level (the number of users shuffled "
+                        "together)")
 
 
 def _probabilities(text: str | None) -> tuple[float, ...] | None:

@@ -1,120 +1,105 @@
 """``shufflesim bound``: every applicable amplification bound (or the named ones) for one
-randomizer, eps0, n and delta, as a table or as JSON records."""
+randomizer, eps0, n and delta, as a table or as JSON records.
+
+An upper bound below the best *proven* lower bound evaluated at the same point cannot be a
+valid upper bound there (a non-proven bound outside the randomizers it holds for, or a defect):
+the table marks it ``BELOW-LB`` and the JSON record carries ``below_proven_lower: true`` with
+the lower bound it falls below.
+"""
 
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
-from protocols.bounds.catalogue import BoundEvaluation, applicable_bounds, evaluate, get_bound
-from protocols.errors import require_int_at_least, require_probability_open
-from protocols.randomizers import make_randomizer
-from simulator.errors import UserError
+from protocols.bounds.catalogue import BoundEvaluation, applicable_bounds, evaluate
+from protocols.bounds.result import BoundKind, BoundStatus
+from simulator.commands.options import (
+    build_randomizer,
+    check_setting,
+    flag_errors,
+    parse_params,
+    randomizer_options,
+    render_table,
+    resolve_methods,
+)
+from simulator.progress import ProgressReport
 
-COLUMNS = ("method", "kind", "epsilon", "delta", "status", "reference", "seconds")
-
-
-# -- options shared with ``calibrate`` ---------------------------------------------------------
-def randomizer_options(function):
-    """--randomizer, --domain-size and repeatable --param key=value."""
-    function = click.option(
-        "--param", "params", multiple=True, metavar="KEY=VALUE",
-        help="Further randomizer parameter (repeatable), e.g. --param hash_range=4.")(function)
-    function = click.option("--domain-size", type=int, default=None,
-                            help="Domain size k of a categorical randomizer.")(function)
-    return click.option("--randomizer", "randomizer_name", required=True,
-                        help="Registered randomizer name (see `shufflesim list`).")(function)
-
-
-def parse_params(domain_size: int | None, params: tuple[str, ...]) -> dict:
-    """Randomizer keyword arguments from --domain-size and --param key=value (numbers parsed)."""
-    out: dict = {}
-    if domain_size is not None:
-        out["domain_size"] = domain_size
-    for item in params:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--param = {item!r}: expected KEY=VALUE")
-        out[key.strip()] = _parse_value(text.strip())
-    return out
+#: The default table (within 100 columns); --wide adds delta, the full statuses and references.
+COLUMNS = ("method", "kind", "epsilon", "status", "seconds", "check")
+WIDE_COLUMNS = ("method", "kind", "epsilon", "delta", "status", "reference", "seconds", "check")
+#: Short status names of the default table, explained under it.
+SHORT_STATUS = {BoundStatus.PROVEN.value: "proven", BoundStatus.APPROXIMATE.value: "approx",
+                BoundStatus.STRONGER_CLONE.value: "clone-red"}
+STATUS_LEGEND = ("status: approx = approximate (asymptotic constant dropped); clone-red = "
+                 "relies-on-stronger-clone-reduction (000 Sec. 3.3)")
+BELOW = "BELOW-LB"
 
 
-def _parse_value(text: str):
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered in ("none", "null"):
-        return None
-    return text
+def records_with_checks(evaluations: list[BoundEvaluation]) -> list[dict]:
+    """Each evaluation's record, with ``best_proven_lower`` (the largest lower bound of status
+    ``proven`` computed at this point, or None) and ``below_proven_lower`` (an upper bound
+    strictly below it)."""
+    records = [ev.record() for ev in evaluations]
+    lowers = [r["epsilon"] for r in records
+              if r["kind"] == BoundKind.LOWER.value and r["epsilon"] is not None
+              and r["statuses"] == [BoundStatus.PROVEN.value]]
+    best = max(lowers) if lowers else None
+    for r in records:
+        r["best_proven_lower"] = best
+        r["below_proven_lower"] = bool(
+            best is not None and r["kind"] == BoundKind.UPPER.value
+            and r["epsilon"] is not None and r["epsilon"] < best)
+    return records
 
 
-def build_randomizer(name: str, epsilon0: float, params: dict):
-    return make_randomizer(name, epsilon0=epsilon0, **params)
+def _number(value) -> str:
+    return "-" if value is None else f"{value:.6g}"
 
 
-def check_setting(n: int | None, delta: float) -> None:
-    if n is not None:
-        require_int_at_least("n", n, 2)
-    require_probability_open("delta", delta)
+def table_rows(records: list[dict], wide: bool) -> list[list[str]]:
+    rows = []
+    for r in records:
+        check = BELOW if r["below_proven_lower"] else ""
+        if wide:
+            rows.append([r["method"], r["kind"], _number(r["epsilon"]), f"{r['delta']:.3g}",
+                         ", ".join(r["statuses"]), r["reference"], f"{r['seconds']:.3f}",
+                         check])
+        else:
+            status = "+".join(SHORT_STATUS.get(s, s) for s in r["statuses"])
+            rows.append([r["method"], r["kind"], _number(r["epsilon"]), status,
+                         f"{r['seconds']:.3f}", check])
+    return rows
 
 
-def resolve_methods(methods: tuple[str, ...]) -> list[str] | None:
-    """Validated method names (None: all applicable)."""
-    if not methods:
-        return None
-    names: list[str] = []
-    for name in methods:
-        get_bound(name)  # ParameterError naming the unknown method
-        if name not in names:
-            names.append(name)
-    return names
-
-
-# -- formatting --------------------------------------------------------------------------------
-def _format_number(value) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.6g}"
-
-
-def render_table(rows: list[list[str]], header: tuple[str, ...]) -> str:
-    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) if rows else len(header[i])
-              for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-              for row in rows]
-    return "\n".join(lines)
-
-
-def evaluation_rows(evaluations: list[BoundEvaluation]) -> tuple[list[list[str]], list[str]]:
-    rows, notes = [], []
-    for ev in evaluations:
-        rec = ev.record()
-        rows.append([rec["method"], rec["kind"], _format_number(rec["epsilon"]),
-                     f"{rec['delta']:.3g}", ", ".join(rec["statuses"]), rec["reference"],
-                     f"{rec['seconds']:.3f}"])
-        if rec["error"]:
-            notes.append(f"{rec['method']}: not computed: {rec['error']}")
-    return rows, notes
+def notes(records: list[dict]) -> list[str]:
+    lines = [f"{r['method']}: not computed: {r['error']}" for r in records if r["error"]]
+    below = [r for r in records if r["below_proven_lower"]]
+    for r in below:
+        lines.append(f"{r['method']}: {BELOW}: {r['epsilon']:.6g} is below the proven lower "
+                     f"bound {r['best_proven_lower']:.6g}, so it is not a valid upper bound "
+                     f"here ({', '.join(r['statuses'])})")
+    if records and records[0]["best_proven_lower"] is None and any(
+            r["kind"] == BoundKind.UPPER.value for r in records):
+        lines.append("no proven lower bound was evaluated, so upper bounds were not checked "
+                     "against one (add --method exact-lower)")
+    return lines
 
 
 def run_evaluations(randomizer, n: int, delta: float, names: list[str] | None,
-                    show_progress: bool) -> list[BoundEvaluation]:
+                    quiet: bool) -> list[BoundEvaluation]:
     if names is None:
         names = [spec.name for spec in applicable_bounds(randomizer)]
     results = []
-    with click.progressbar(names, label="bounds", file=sys.stderr,
-                           hidden=not (show_progress and sys.stderr.isatty())) as bar:
-        for name in bar:
+    report = ProgressReport("bounds", enabled=not quiet, unit="bounds")
+    with report, report.heartbeat():
+        for i, name in enumerate(names):
+            report.doing(name)
+            report(i, len(names))
             results.append(evaluate(name, randomizer, n, delta))
+        report.doing(None)
+        report(len(names), len(names))
     return results
 
 
@@ -126,18 +111,27 @@ def run_evaluations(randomizer, n: int, delta: float, names: list[str] | None,
 @click.option("--method", "methods", multiple=True,
               help="Bound name (repeatable); default: every applicable bound.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of records.")
-def command(randomizer_name, domain_size, params, epsilon0, n, delta, methods, as_json):
-    """Amplification bounds (upper and lower) for one shuffled randomizer."""
+@click.option("--wide", is_flag=True,
+              help="Also show delta, the full statuses and the references.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@flag_errors()
+def command(randomizer_name, domain_size, params, epsilon0, n, delta, methods, as_json, wide,
+            quiet):
+    """Amplification bounds (upper and lower) for one shuffled randomizer.
+
+    An upper bound below the best proven lower bound is marked BELOW-LB (JSON:
+    below_proven_lower)."""
     check_setting(n, delta)
     randomizer = build_randomizer(randomizer_name, epsilon0, parse_params(domain_size, params))
     names = resolve_methods(methods)
-    evaluations = run_evaluations(randomizer, n, delta, names, show_progress=not as_json)
+    evaluations = run_evaluations(randomizer, n, delta, names, quiet=quiet)
+    records = records_with_checks(evaluations)
     if as_json:
-        click.echo(json.dumps([ev.record() for ev in evaluations], indent=2))
+        click.echo(json.dumps(records, indent=2))
         return
-    rows, notes = evaluation_rows(evaluations)
     click.echo(f"{randomizer!r}, n = {n}, delta = {delta:g}")
-    click.echo(render_table(rows, COLUMNS))
-    for note in notes:
-        click.echo(note)
-
+    click.echo(render_table(table_rows(records, wide), WIDE_COLUMNS if wide else COLUMNS))
+    if not wide:
+        click.echo(STATUS_LEGEND)
+    for line in notes(records):
+        click.echo(line)

@@ -4,7 +4,6 @@ users n (given eps0) with which each upper bound certifies a target central (eps
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
@@ -12,15 +11,17 @@ from protocols.bounds.calibration import largest_epsilon0, smallest_n
 from protocols.bounds.catalogue import applicable_bounds, get_bound
 from protocols.bounds.result import BoundKind
 from protocols.errors import ParameterError, require
-from simulator.commands.bound import (
+from simulator.commands.options import (
     build_randomizer,
     check_setting,
+    flag_errors,
     parse_params,
     randomizer_options,
     render_table,
     resolve_methods,
 )
 from simulator.errors import UserError
+from simulator.progress import ProgressReport
 
 COLUMNS = ("method", "parameter", "value", "epsilon", "status", "seconds")
 
@@ -36,8 +37,10 @@ COLUMNS = ("method", "parameter", "value", "epsilon", "status", "seconds")
 @click.option("--method", "methods", multiple=True,
               help="Upper bound name (repeatable); default: every applicable upper bound.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of records.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@flag_errors()
 def command(randomizer_name, domain_size, params, target_epsilon, delta, n, epsilon0, methods,
-            as_json):
+            as_json, quiet):
     """Calibrate eps0 (or n) per bound for a target central (eps, delta)."""
     if (n is None) == (epsilon0 is None):
         raise UserError("--n / --epsilon0: give exactly one (--n finds eps0, --epsilon0 finds n)")
@@ -54,9 +57,11 @@ def command(randomizer_name, domain_size, params, target_epsilon, delta, n, epsi
                 "calibration needs an upper bound (this one is a lower bound)")
 
     records = []
-    with click.progressbar(names, label="calibrating", file=sys.stderr,
-                           hidden=as_json or not sys.stderr.isatty()) as bar:
-        for name in bar:
+    report = ProgressReport("calibrating", enabled=not quiet, unit="bounds")
+    with report, report.heartbeat():
+        for i, name in enumerate(names):
+            report.doing(name)
+            report(i, len(names))
             try:
                 if epsilon0 is None:
                     result = largest_epsilon0(
@@ -75,6 +80,8 @@ def command(randomizer_name, domain_size, params, target_epsilon, delta, n, epsi
             record = result.record()
             record["error"] = ""
             records.append(record)
+        report.doing(None)
+        report(len(names), len(names))
     if as_json:
         click.echo(json.dumps(records, indent=2))
         return

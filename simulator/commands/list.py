@@ -1,12 +1,23 @@
-"""``shufflesim list``: what a scenario can name (randomizers, estimators, distributions)."""
+"""``shufflesim list``: everything a scenario or a command can name.
+
+Randomizers (each parameter with its default, or ``required``), estimators, data and budget
+distributions, the amplification bounds (kind, status, scope, regime, reference) and the
+audit's levels and attacks. ``--json`` prints the same as one JSON object.
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import MISSING, fields
 
 import click
 
-from protocols.randomizers import randomizer_class, randomizer_names, randomizer_parameters
+from protocols.bounds.catalogue import all_bounds
+from protocols.estimators import estimator_names
+from protocols.randomizers import randomizer_class, randomizer_names
+from simulator.audit.attacks import ATTACK_NAMES
+from simulator.audit.pipeline_level import ORDER
+from simulator.audit.run import Level
 from simulator.batch import target_names
 from simulator.population import (
     budget_distribution_class,
@@ -16,6 +27,31 @@ from simulator.population import (
     describe_parameters,
 )
 
+#: What each audit attack looks at (simulator/audit/attacks.py, pipeline_level.py).
+ATTACK_DESCRIPTIONS = {
+    "lr": "the likelihood ratio of the shuffled histogram, thresholded: the optimal test "
+          "(shuffle, pipeline levels)",
+    "count": "the count of one output group in the shuffled histogram, thresholded (shuffle, "
+             "pipeline levels)",
+    ORDER: "the report at user 1's arrival position in the released batches (pipeline level: "
+           "catches a shuffler that does not permute)",
+}
+LEVEL_DESCRIPTIONS = {
+    Level.RANDOMIZER.value: "one user's randomizer: goodness of fit and an eps0 lower bound",
+    Level.SHUFFLE.value: "the shuffled histogram of n reports: an eps lower bound per delta",
+    Level.PIPELINE.value: "the whole SimPy pipeline (clients, shuffler, analyzer)",
+}
+
+
+def randomizer_parameters(cls: type) -> list[dict]:
+    """Name, required, default of each parameter (epsilon0 comes from the budget)."""
+    out = []
+    for f in fields(cls):
+        required = f.default is MISSING and f.default_factory is MISSING
+        out.append({"name": f.name, "required": required,
+                    "default": None if required else f.default})
+    return out
+
 
 def catalogue() -> dict:
     """Everything ``list`` shows, as plain JSON-ready data."""
@@ -23,14 +59,19 @@ def catalogue() -> dict:
     for name in randomizer_names():
         cls = randomizer_class(name)
         randomizers[name] = {
-            "parameters": randomizer_parameters(name),
+            "parameters": randomizer_parameters(cls),
             "output": cls.output_kind,
             "personalized_budgets": bool(cls.supports_personalized),
             "aggregate_sampler": bool(cls.has_aggregate_sampler),
         }
+    bounds = {
+        spec.name: {"kind": spec.kind.value, "status": spec.status_label, "scope": spec.scope,
+                    "regime": spec.regime, "reference": spec.reference}
+        for spec in sorted(all_bounds(), key=lambda s: s.name)
+    }
     return {
         "randomizers": randomizers,
-        "estimators": _estimator_names(),
+        "estimators": sorted(set(estimator_names()) & set(target_names())),
         "data_distributions": {
             name: describe_parameters(data_distribution_class(name))
             for name in data_distribution_names()
@@ -39,41 +80,39 @@ def catalogue() -> dict:
             name: describe_parameters(budget_distribution_class(name))
             for name in budget_distribution_names()
         },
+        "bounds": bounds,
+        "audit": {
+            "levels": dict(LEVEL_DESCRIPTIONS),
+            "attacks": {name: ATTACK_DESCRIPTIONS[name] for name in (*ATTACK_NAMES, ORDER)},
+        },
     }
-
-
-def _estimator_names() -> list[str]:
-    """Estimators the protocols package offers and the batch path can measure."""
-    try:
-        from protocols.estimators import estimator_names
-    except ImportError:
-        return target_names()
-    return sorted(set(estimator_names()) & set(target_names()))
 
 
 def _format_parameters(parameters: list[dict]) -> str:
     parts = []
     for p in parameters:
-        parts.append(p["name"] if p["required"] else f"{p['name']}={p['default']!r}")
+        parts.append(f"{p['name']} (required)" if p["required"]
+                     else f"{p['name']}={p['default']!r}")
     return ", ".join(parts)
 
 
 @click.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 def command(as_json: bool) -> None:
-    """List randomizers, estimators, data distributions and budget distributions."""
+    """List randomizers, estimators, distributions, bounds and audit attacks."""
     info = catalogue()
     if as_json:
         click.echo(json.dumps(info, indent=2, default=str))
         return
-    click.echo("randomizers:")
+    click.echo("randomizers (parameter=default; epsilon0 comes from the budget):")
     for name, entry in info["randomizers"].items():
         flags = [entry["output"]]
         if entry["personalized_budgets"]:
             flags.append("personalized")
         if entry["aggregate_sampler"]:
             flags.append("aggregate path")
-        click.echo(f"  {name:<16} ({', '.join(entry['parameters'])})  [{', '.join(flags)}]")
+        shown = [p for p in entry["parameters"] if p["name"] != "epsilon0"]
+        click.echo(f"  {name:<16} ({_format_parameters(shown)})  [{', '.join(flags)}]")
     click.echo("estimators:")
     for name in info["estimators"]:
         click.echo(f"  {name}")
@@ -81,3 +120,14 @@ def command(as_json: bool) -> None:
         click.echo(section.replace("_", " ") + ":")
         for name, parameters in info[section].items():
             click.echo(f"  {name:<20} ({_format_parameters(parameters)})")
+    click.echo("bounds (kind, status, scope; regime):")
+    width = max(map(len, info["bounds"]), default=0)
+    for name, b in info["bounds"].items():
+        click.echo(f"  {name:<{width}}  {b['kind']:<5}  {b['status']}, {b['scope']}")
+        click.echo(f"  {'':<{width}}  regime: {b['regime']}")
+    click.echo("audit levels:")
+    for name, text in info["audit"]["levels"].items():
+        click.echo(f"  {name:<12} {text}")
+    click.echo("audit attacks:")
+    for name, text in info["audit"]["attacks"].items():
+        click.echo(f"  {name:<12} {text}")
