@@ -53,18 +53,27 @@ def format_rate(rate: float, unit: str = "units") -> str:
     return f"{rate * 60:.2g} {unit}/min"
 
 
+#: Seconds of silence before the first line (short work prints nothing).
+DELAY = 1.0
+#: Seconds between two lines to a file or pipe.
+LOG_INTERVAL = 10.0
+
+
 class ProgressReport:
     """A ``progress(done, total)`` callback writing to ``stream`` (module docstring)."""
 
     def __init__(self, label: str, stream: TextIO | None = None, *, enabled: bool = True,
-                 delay: float = 1.0, interval: float = 0.2, log_interval: float = 10.0,
+                 delay: float | None = None, interval: float = 0.2,
+                 log_interval: float | None = None,
                  tty: bool | None = None, clock: Callable[[], float] = time.monotonic,
                  unit: str = "units") -> None:
         self.label = label
         self.unit = unit
         self.stream = sys.stderr if stream is None else stream
         self.enabled = enabled
-        self.delay, self.interval, self.log_interval = delay, interval, log_interval
+        self.delay = DELAY if delay is None else delay
+        self.interval = interval
+        self.log_interval = LOG_INTERVAL if log_interval is None else log_interval
         self.tty = _isatty(self.stream) if tty is None else tty
         self._clock = clock
         self._start = clock()

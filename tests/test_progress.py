@@ -1,0 +1,81 @@
+"""Progress reports of long commands: lines off a terminal, a heartbeat during long steps, and a
+time-left estimate that a slow start does not inflate."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from click.testing import CliRunner
+
+from simulator import progress
+from simulator.cli import main
+from simulator.progress import ProgressReport
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_time_left_follows_the_recent_rate_not_a_slow_start():
+    """100 units: the first 10 take 100 s (workers starting), then 1 unit per second. At 90
+    done the remaining 10 units take 10 s; the whole-run rate (90 / 180 s) would say 20 s, and
+    after a longer start-up arbitrarily more."""
+    clock, stream = Clock(), io.StringIO()
+    report = ProgressReport("run", stream, tty=False, delay=0.0, log_interval=0.0, clock=clock)
+    report(0, 100)
+    clock.now = 100.0
+    report(10, 100)
+    for done in range(11, 91):
+        clock.now += 1.0
+        report(done, 100)
+    last = stream.getvalue().splitlines()[-1]
+    assert last.startswith("run: 90/100 units (90%)")
+    assert last.endswith(", 1 units/s, 10 s left"), last
+
+
+def test_heartbeat_repeats_the_line_during_one_long_step():
+    stream = io.StringIO()
+    report = ProgressReport("bounds", stream, tty=False, delay=0.0, log_interval=0.05,
+                            unit="bounds")
+    with report, report.heartbeat():
+        report.doing("exact-lower")
+        report(0, 2)
+        time.sleep(1.3)  # the heartbeat wakes at least once a second
+        report.doing(None)
+        report(2, 2)
+    lines = stream.getvalue().splitlines()
+    during = [line for line in lines if "exact-lower (" in line]
+    assert len(during) >= 2, lines
+    assert all("\r" not in line for line in lines)  # whole lines, never a redraw, off a tty
+    assert lines[-1].startswith("bounds: 2/2 bounds (100%)")
+
+
+def test_quiet_heartbeat_writes_nothing():
+    stream = io.StringIO()
+    report = ProgressReport("x", stream, enabled=False, delay=0.0, log_interval=0.01)
+    with report, report.heartbeat():
+        report(0, 1)
+        time.sleep(0.05)
+        report(1, 1)
+    assert stream.getvalue() == ""
+
+
+def test_bound_prints_progress_lines_when_stderr_is_not_a_terminal(monkeypatch):
+    """CliRunner's stderr is not a terminal: progress comes as whole lines once the work has
+    taken longer than the report's delay (1 s by default; shortened here), unless --quiet."""
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    monkeypatch.setattr(progress, "LOG_INTERVAL", 0.05)
+    args = ["bound", "--randomizer", "krr", "--domain-size", "10", "--epsilon0", "1", "--n",
+            "1000", "--delta", "1e-6", "--method", "blanket_hoeffding", "--method",
+            "variation-ratio"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "bounds: 2/2 bounds (100%)" in result.stderr
+    assert "\r" not in result.stderr
+    quiet = CliRunner().invoke(main, [*args, "--quiet"])
+    assert quiet.exit_code == 0 and quiet.stderr == ""
