@@ -19,7 +19,9 @@ performed by default (the batch path then realises the shuffle model literally a
 part of the measured throughput) and ``shuffle = "skip"`` omits it. When one repetition's
 reports do not fit in the memory budget the users are processed in slices whose aggregates are
 added (support counts and sums are additive over users); a permutation of all reports is then
-impossible, so this requires ``shuffle = "skip"`` (checked when the setup is built).
+impossible, so this requires ``shuffle = "skip"``. The data of a repetition stay whole, so when
+they alone exceed half the budget the setup is refused (simulator.memory says which change
+works, e.g. ``path = "aggregate"``); both are checked when the setup is built.
 
 Metrics (one value per repetition) compare the estimate with two references:
 ``empirical`` (the sampled data's frequencies, mean or sum) and ``population`` (the data
@@ -46,7 +48,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from protocols.randomizers import Categorical, Randomizer
-from simulator.errors import ScenarioError
+from simulator.memory import check_batch_setup, check_domain
 from simulator.population import CATEGORICAL, BudgetDistribution, DataDistribution
 from simulator.scenario import BatchPath, Settings, ShuffleMode
 from simulator.shuffling import shuffle_reports
@@ -199,6 +201,7 @@ class BatchSetup:
             shuffle=settings.batch.shuffle, memory_bytes=memory, bytes_per_user=0,
             unit_repetitions=1,
         )
+        check_domain(setup, settings.batch.memory_mb)  # before the probe allocates it
         per_user = 0 if setup.path is BatchPath.AGGREGATE else measure_bytes_per_user(setup)
         setup = dataclasses.replace(setup, bytes_per_user=per_user)
         per_repetition = setup.bytes_per_repetition
@@ -206,15 +209,9 @@ class BatchSetup:
             unit = settings.batch.chunk_repetitions
         else:
             unit = max(1, min(MAX_UNIT_REPETITIONS, memory // per_repetition))
-        if (setup.path is BatchPath.REPORTS and per_repetition > memory
-                and setup.shuffle is ShuffleMode.PERFORM):
-            raise ScenarioError(
-                "batch.shuffle", setup.shuffle.value,
-                f"one repetition's reports need about {per_repetition / 2**20:.0f} MiB, more "
-                f"than batch.memory_mb = {settings.batch.memory_mb}: raise batch.memory_mb, or "
-                'set batch.shuffle = "skip" (estimators read only the permutation-invariant '
-                "aggregate, so the shuffle does not change them)",
-            )
+        # A repetition that cannot fit the budget is refused here, with a remedy that works
+        # (simulator.memory), instead of failing in numpy.
+        check_batch_setup(setup, settings.batch.memory_mb)
         return dataclasses.replace(setup, unit_repetitions=unit)
 
     @property

@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from simulator.batch import BatchSetup, run_unit
+from simulator.memory import check_machine
 from simulator.pipeline.unit import PipelineSetup, has_pipeline
 from simulator.results import UTILITY_SCHEMA
 from simulator.scenario import Scenario, SweepPoint
@@ -110,7 +111,8 @@ def run_scenario(
 ) -> dict[str, pa.Table]:
     """Run every unit; returns ``{"utility": table, ...}`` (plus pipeline and producers' tables).
 
-    All setups are built (and validated) before any work starts. ``executor`` runs the units
+    All setups are built (and validated, their memory plans included: simulator.memory) before
+    any work starts. ``executor`` runs the units
     (default: one after the other in this process). With ``run_dir`` (the run's results
     directory) finished units are kept as part files in ``run_dir/.parts`` and units finished by
     an earlier, interrupted run of the same scenario are not run again (simulator.resume); the
@@ -122,6 +124,7 @@ def run_scenario(
     from simulator.resume import DirectoryParts, MemoryParts, run_fingerprint
 
     setups = tuple(make_setup(point) for point in scenario.points)
+    check_machine(scenario.points, setups)  # before any part file: a unit that cannot fit is refused
     state = RunState(scenario, setups, tuple(_PRODUCERS.values()))
     units = plan_run(state)
     if run_dir is None:
