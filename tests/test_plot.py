@@ -4,6 +4,7 @@ synthetic tables with the real schemas, and the error paths."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import numpy as np
@@ -164,3 +165,149 @@ def test_no_tables_is_a_one_line_error(tmp_path):
         f"error: no result tables (*.parquet) in {tmp_path} or its sub-directories")
     with pytest.raises(UserError, match="not found"):
         find_runs(tmp_path / "absent")
+
+
+# -- regressions: panels never keyed by the x variable, other protocols marked, utility versus
+# -- every swept key, one metric name --------------------------------------------------------
+PERSONALIZED_N = """
+name = "pers-n"
+seed = 1
+repetitions = 1
+[population]
+n = 1000
+data = { distribution = "categorical", weights = [0.3, 0.7] }
+budget = { distribution = "three_groups" }
+[randomizer]
+name = "brr"
+[estimator]
+name = "gspa_frequency"
+[bounds]
+delta = 1e-4
+methods = ["optimal-blanket-personalized", "exact-lower-personalized", "baseline-min-budget"]
+[sweep]
+"""
+
+
+def _visible_axes(fig):
+    return [ax for ax in fig.axes if ax.get_visible()]
+
+
+def _personalized_bounds(sweep: str) -> pd.DataFrame:
+    from simulator import bounds_section
+    from simulator.scenario import parse_scenario
+
+    scenario = parse_scenario(PERSONALIZED_N + sweep)
+    return bounds_section.produce(scenario)["bounds"].to_pandas()
+
+
+@pytest.mark.parametrize("sweep", [
+    '"population.n" = [500, 1000, 2000]\n"estimator.name" = ["gspa_frequency", '
+    '"weighted_frequency"]\n',
+    # another numeric key first: n must still be the x axis, never a panel
+    '"population.budget.conservative_epsilon" = [0.05, 0.2]\n'
+    '"population.n" = [500, 1000, 2000]\n',
+])
+def test_personalized_sweep_over_n_gives_curves_not_single_point_panels(sweep):
+    from matplotlib import figure
+
+    from simulator.plotting import plot_bounds_vs_n
+
+    bounds = _personalized_bounds(sweep)
+    assert bounds.budget.nunique() >= 3  # the budget multiset changes with n
+    figures = plot_bounds_vs_n({"bounds": bounds}, figure)
+    assert [name for name, _ in figures] == ["bounds_eps_vs_n"]
+    axes = _visible_axes(figures[0][1])
+    assert len(axes) == max(1, bounds.overrides.map(
+        lambda o: json.loads(o).get("population.budget.conservative_epsilon")).nunique())
+    for ax in axes:
+        assert ax.get_xlabel().startswith("n")
+        assert not re.search(r"\bn=", ax.get_title()) and not re.search(r"\d x ", ax.get_title())
+        assert "%" in ax.get_title()  # the budget multiset as shares, free of n
+        lines = [line for line in ax.get_lines() if len(line.get_xdata())]
+        assert len(lines) == 3  # one curve per bound
+        for line in lines:
+            assert sorted(line.get_xdata()) == [500, 1000, 2000]
+
+
+def test_baseline_of_another_protocol_is_marked_and_never_an_upper_bound():
+    from matplotlib import figure
+
+    from simulator.plotting import plot_bounds_vs_n
+
+    bounds = _personalized_bounds('"population.n" = [500, 2000]\n')
+    assert set(bounds[bounds.method == "baseline-min-budget"].kind) == {"upper"}
+    (_, fig), = plot_bounds_vs_n({"bounds": bounds}, figure)
+    (ax,) = _visible_axes(fig)
+    by_label = {line.get_label(): line for line in ax.get_lines()}
+    (baseline,) = [label for label in by_label if label.startswith("baseline-min-budget")]
+    assert "other protocol" in baseline and "upper" not in baseline
+    assert by_label[baseline].get_linestyle() == "-."
+    main = [line for label, line in by_label.items() if label != baseline]
+    assert all(line.get_linestyle() != "-." for line in main)
+    legend = [text.get_text() for text in fig.legends[0].get_texts()]
+    assert baseline in legend
+    assert "optimal-blanket-personalized (upper bound)" in legend
+
+
+def _fraction_utility() -> pd.DataFrame:
+    rows = []
+    point = 0
+    for fraction in (0.01, 0.2, 0.5):
+        for budget in (0.05, 0.1):
+            for estimator in ("gspa_mean", "weighted_mean"):
+                overrides = json.dumps({"population.budget.conservative_fraction": fraction,
+                                        "population.budget.conservative_epsilon": budget,
+                                        "estimator.name": estimator})
+                for repetition in range(3):
+                    for metric in ("error", "mse", "mae"):
+                        rows.append(dict(point=point, overrides=overrides, randomizer="laplace",
+                                         estimator=estimator, n=1000, epsilon0=1.0,
+                                         path="reports", repetition=repetition, metric=metric,
+                                         reference="empirical",
+                                         value=fraction / budget + 0.01 * repetition))
+                point += 1
+    return pa.Table.from_pylist(rows, schema=UTILITY_SCHEMA).to_pandas()
+
+
+def test_utility_versus_every_numeric_swept_key():
+    from matplotlib import figure
+
+    from simulator.plotting import plot_utility_vs_keys
+
+    figures = dict(plot_utility_vs_keys({"utility": _fraction_utility()}, figure))
+    assert sorted(figures) == ["utility_mae_vs_conservative_epsilon",
+                               "utility_mae_vs_conservative_fraction"]
+    axes = _visible_axes(figures["utility_mae_vs_conservative_fraction"])
+    assert [ax.get_title() for ax in axes] == ["conservative_epsilon=0.05",
+                                               "conservative_epsilon=0.1"]
+    for ax in axes:
+        assert ax.get_xlabel() == "conservative_fraction" and ax.get_ylabel() == "mean mae"
+        lines = [line for line in ax.get_lines() if line.get_linestyle() in ("-", "--")]
+        assert len(lines) == 2  # one per estimator
+        for line in lines:
+            assert list(line.get_xdata()) == [0.01, 0.2, 0.5]
+    # a run that sweeps eps0 alone has its one figure already (utility_<estimator>)
+    assert plot_utility_vs_keys({"utility": utility_table().to_pandas()}, figure) == []
+
+
+def test_every_figure_of_a_run_with_one_sweep_key(run_dir):
+    from simulator.plotting import figures, load_tables
+
+    names = [name for name, _ in figures(load_tables(run_dir))]
+    assert "utility_frequency" in names and not any("mae_vs" in n for n in names)
+
+
+def test_frequency_and_mean_tables_share_the_metric_names():
+    from simulator.batch import target_for
+
+    frequency = set(target_for("frequency").metric_names)
+    for name in ("mean", "sum", "gspa_mean", "weighted_mean"):
+        scalar = set(target_for(name).metric_names)
+        assert scalar == {"error", "mse", "mae"}
+        assert {"mse", "mae"} <= frequency
+    assert not (frequency | scalar) & {"squared_error", "abs_error"}
+    # and the values agree: a scalar is a frequency vector of one coordinate
+    freq = target_for("frequency").metrics(np.array([[0.5]]), np.array([[0.2]]))
+    mean = target_for("mean").metrics(np.array([0.5]), np.array([0.2]))
+    for metric in ("mse", "mae"):
+        np.testing.assert_allclose(freq[metric], mean[metric])

@@ -26,6 +26,8 @@ def _source(released) -> str:
 
 
 def plot_batches(tables, figure_module):
+    from matplotlib.lines import Line2D
+
     batches = tables.get("batches")
     if batches is None or batches.empty:
         return []
@@ -48,11 +50,13 @@ def plot_batches(tables, figure_module):
         rows = released[released.point == point]
         y = rows[column].astype(float).to_numpy()
         x = i + rng.uniform(-0.3, 0.3, size=y.size)
-        h = axes[0].scatter(x, y, s=5, color=colors[label], alpha=0.4, linewidths=0)
+        marker = "os^vD<>p"[i % 8]
+        axes[0].scatter(x, y, s=5, color=colors[label], alpha=0.4, linewidths=0)
         axes[0].plot([i - 0.38, i + 0.38], [np.median(y)] * 2, color="black", linewidth=1.5)
-        handles.append(h)
         axes[1].scatter(rows.honest_size, y, s=8, color=colors[label], alpha=0.5, linewidths=0,
-                        marker="os^vD<>p"[i % 8])
+                        marker=marker)
+        handles.append(Line2D([], [], color=colors[label], marker=marker, linestyle="",
+                              markersize=5))  # opaque legend entries
     axes[0].set_xticks(range(len(labels)))
     axes[0].set_xticklabels([label.replace(", ", "\n") for label in labels.values()],
                             fontsize="x-small")
