@@ -64,7 +64,7 @@ class UnaryEncoding(Randomizer):
     """
 
     epsilon0: float
-    domain_size: int = 2
+    domain_size: int
 
     has_aggregate_sampler = True
 
@@ -169,35 +169,50 @@ class UnaryEncoding(Randomizer):
             raise NotImplementedError(f"{self.name}: output_index needs domain_size <= 62")
 
     def output_groups(self, anchors: tuple) -> OutputGroups:
-        """Closed-form grouping: the key is (bits at the distinct anchors, Hamming weight w of the
-        other d - m bits); the group holds C(d - m, w) outputs, all with the same probability
-        under each anchor and the same minimum over inputs (module docstring).
+        """Closed-form grouping by ratio triple (000 Sec. 4.4: outputs with equal ratios merge).
 
-        The C(d - m, w) b^w (1 - b)^{d-m-w} part of every mass is the binomial pmf
-        (scipy.stats.binom.pmf, accurate to a few ulps even for huge d); the anchor bits contribute
-        a few explicit factors. The minimum is attained at a non-anchor x with y_x = 0 when
-        W < d, i.e. (1 - a) b^{|bits|} (1 - b)^{m - 1 - |bits|} times the pmf, and at y = 1...1
-        it is a b^{d-1}."""
+        With m distinct anchors, the probability of y under an anchor is the law of the m
+        anchor bits times a factor F(rest) of the other d - m bits that is the same for every
+        anchor; the minimum over all inputs is attained at a non-anchor x with y_x = 0 when the
+        weight W < d, i.e. (1 - a) b^{|bits|} (1 - b)^{m - 1 - |bits|} F(rest), and at
+        y = 1...1 every input has a b^{d-1}. So the ratios R(anchor)(y) / min_x R(x)(y) depend
+        on the anchor bits only, except at y = 1...1 where they are all 1. The groups are:
+
+        * one per anchor-bit pattern (2^m), summed over every rest except the all-ones one:
+          the rest carries total mass 1, or 1 - b^{d-m} for the all-ones pattern
+          (-expm1((d - m) log b), no cancellation);
+        * y = 1...1 when d > m: mass a b^{d-1} under every anchor and as its minimum (the same
+          float, so its ratios are exactly 1), dropped when it underflows.
+
+        Every group's masses are products of a few explicit factors (a few ulps each), so the
+        ratios stay accurate for any d; the former grouping by (pattern, weight of the rest)
+        took ratios of binomial masses that go subnormal for d ~ 10^3 (3.0, 4.0, 73.0 instead
+        of e^eps0 at d = 1024)."""
         anchors, distinct, position = unique_anchors(anchors, self.domain_size)
         d, m = self.domain_size, distinct.size
         log_a, log_1a, log_b, log_1b = (float(v) for v in self.log_bit_probabilities())
-        bits = np.repeat(bit_patterns(m), d - m + 1, axis=0)          # (G, m)
-        rest = np.tile(np.arange(d - m + 1), 1 << m)                   # (G,)
+        bits = bit_patterns(m)                                          # (2^m, m)
         ones = bits.sum(axis=1)
-        # binom.pmf is accurate to a few ulps; binom.logpmf loses ~1e-12 relative at d ~ 10^3.
-        rest_pmf = stats.binom.pmf(rest, d - m, math.exp(log_b))
-        # Anchor i's own bit has law (a, 1 - a); the other anchors' bits have law (b, 1 - b).
         log_others = ones * log_b + (m - ones) * log_1b
+        # Anchor i's own bit has law (a, 1 - a); the other anchors' bits have law (b, 1 - b).
         log_anchor = (bits * (log_a - log_b) + (1 - bits) * (log_1a - log_1b)
-                      + log_others[:, None])                            # (G, m)
-        log_min = np.where(
-            ones + rest < d,
-            log_1a + ones * log_b + (m - 1 - ones) * log_1b,
-            log_a + (m - 1) * log_b,
-        )
-        mass = (rest_pmf[None, :] * np.exp(log_anchor.T))[position]
-        mass_min = rest_pmf * np.exp(log_min)
-        keep = mass_min > 0  # drops groups below the float range (< 1e-307)
+                      + log_others[:, None])                            # (2^m, m)
+        # Minimum over inputs: at an input x with y_x = 0 (an anchor, or for the all-ones
+        # pattern a non-anchor whose rest bit is 0): the same expression for every pattern.
+        log_min = log_1a + ones * log_b + (m - 1 - ones) * log_1b
+        rest = np.ones(1 << m)
+        if d > m:
+            rest[-1] = -math.expm1((d - m) * log_b)
+        else:  # d == m: the all-ones pattern is y = 1...1 itself
+            log_min[-1] = log_a + (m - 1) * log_b
+        mass = np.exp(log_anchor.T) * rest                              # (m, 2^m)
+        mass_min = np.exp(log_min) * rest
+        if d > m:
+            top = math.exp(log_a + (d - 1) * log_b)
+            mass = np.concatenate([mass, np.full((m, 1), top)], axis=1)
+            mass_min = np.append(mass_min, top)
+        mass = mass[position]
+        keep = mass_min > 0  # drops groups below the float range
         return OutputGroups(anchors=anchors, mass=mass[:, keep], mass_min=mass_min[keep])
 
 
