@@ -311,3 +311,27 @@ def test_frequency_and_mean_tables_share_the_metric_names():
     mean = target_for("mean").metrics(np.array([0.5]), np.array([0.2]))
     for metric in ("mse", "mae"):
         np.testing.assert_allclose(freq[metric], mean[metric])
+
+
+def test_no_utility_line_is_a_single_point_when_n_is_swept():
+    from matplotlib import figure
+
+    from simulator.plotting import plot_utility, plot_utility_vs_keys
+
+    rows = []
+    for point, (d, n) in enumerate([(d, n) for d in (2, 4) for n in (100, 1000)]):
+        overrides = json.dumps({"population.data.domain_size": d, "population.n": n})
+        for metric in ("l2", "mae"):
+            for reference in ("empirical", "population"):
+                rows.append(dict(point=point, overrides=overrides, randomizer="krr",
+                                 estimator="frequency", n=n, epsilon0=1.0, path="reports",
+                                 repetition=0, metric=metric, reference=reference,
+                                 value=d / n))
+    tables = {"utility": pa.Table.from_pylist(rows, schema=UTILITY_SCHEMA).to_pandas()}
+    figures = plot_utility(tables, figure) + plot_utility_vs_keys(tables, figure)
+    assert {name for name, _ in figures} >= {"utility_mae_vs_n", "utility_mae_vs_domain_size"}
+    for name, fig in figures:
+        for ax in _visible_axes(fig):
+            for line in ax.get_lines():
+                if line.get_linestyle() in ("-", "--") and ax.get_xlabel() in ("n", "domain_size"):
+                    assert len(line.get_xdata()) == 2, (name, ax.get_title(), line.get_label())

@@ -31,7 +31,9 @@ def plot_audit_sandwich(tables, figure_module):
                 continue
             handle = ax.scatter([x], [row.bound_epsilon], marker="_", s=260, linewidths=2,
                                 color=colors[row.bound], zorder=2)
-            legend.setdefault(f"{row.bound} (upper)", handle)
+            status = str(row.bound_status or "")
+            caveat = f"; {status}" if status and status != "proven" else ""
+            legend.setdefault(f"{row.bound} (upper{caveat})", handle)
             if row.verdict == "violated":
                 h = ax.scatter([x], [row.bound_epsilon], marker="x", s=60, color="red",
                                zorder=4)

@@ -19,7 +19,8 @@ def _setting_label(randomizer: str, overrides: str, n: int, path: str,
                    drop: tuple[str, ...] = (), estimator: str | None = None) -> str:
     rest = c.short_overrides(overrides, drop=c.LABEL_DROP + tuple(drop))
     label = randomizer if estimator is None else f"{estimator}, {randomizer}"
-    label += f", n={n}"
+    if not any(c.short_key(key) == "n" for key in drop):  # n on the x axis: not a line key
+        label += f", n={n}"
     if path != "reports":
         label += f", {path}"
     return f"{label}, {rest}" if rest else label
