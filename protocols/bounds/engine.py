@@ -450,10 +450,13 @@ def gaussian_guess(atoms: RatioAtoms, n: int, delta: float, eps_max: float) -> f
             return -0.5 * z * z + math.log(s) - 2 * math.log(abs(z)) - math.log(n * delta)
         return math.log(e_pos / (n * delta))
     try:
-        if log_ratio(0.0) <= 0 or log_ratio(eps_max) >= 0:
-            return None
-        return float(optimize.brentq(log_ratio, 0.0, eps_max, xtol=1e-12, rtol=1e-10))
-    except (ValueError, ZeroDivisionError, OverflowError):
+        # far tails overflow z^2 (e^eps0 ~ 1e13 at eps0 = 30): a guess may fail, quietly
+        with np.errstate(all="ignore"):
+            if log_ratio(0.0) <= 0 or log_ratio(eps_max) >= 0:
+                return None
+            guess = float(optimize.brentq(log_ratio, 0.0, eps_max, xtol=1e-12, rtol=1e-10))
+        return guess if math.isfinite(guess) else None
+    except (ValueError, ZeroDivisionError, OverflowError, FloatingPointError):
         return None
 
 

@@ -717,6 +717,27 @@ def lower_candidates(randomizer, n: int) -> list[LowerCandidate]:
     return candidates
 
 
+def triple_candidate(randomizer, n: int, x0: int, x1: int, x_star: int) -> LowerCandidate | None:
+    """The Thm 5.1 post-processing (categories: outputs more likely under x0, more likely under
+    x1, the rest) of the concrete pair X0 = (x0, x*, ..., x*), X1 = (x1, x*, ..., x*), i.e. of
+    000 Thm 14's pair for the triple (x0, x1, x*), for a randomizer with a categorical input
+    domain. Post-processing cannot increase a divergence, so its divergence is a proven lower
+    bound on that pair's (001 Thm 5.1 proof). None when n < 2 or the pair is indistinguishable
+    this way."""
+    if n < 2 or not hasattr(randomizer.input_domain, "size"):
+        return None
+    groups = randomizer.output_groups((int(x0), int(x1), int(x_star)))
+    mass = np.asarray(groups.mass)
+    higher0, higher1 = mass[0] > mass[1], mass[1] > mass[0]
+    u = (float(mass[0][higher0].sum()), float(mass[0][higher1].sum()))
+    v = (float(mass[1][higher0].sum()), float(mass[1][higher1].sum()))
+    s0, s1 = float(mass[2][higher0].sum()), float(mass[2][higher1].sum())
+    if s0 <= 0 or s1 <= 0:
+        return None
+    pair = TwoCountPair(int(n), (s0, s1), u, v, exhaustive=not (~(higher0 | higher1)).any())
+    return LowerCandidate(int(x0), int(x1), int(x_star), pair)
+
+
 def lower_delta(candidates: list[LowerCandidate], epsilon: float) -> Estimate:
     """max over candidates and both directions of the Thm 5.1 divergence (a lower bound on the
     shuffled mechanism's delta(eps) for its worst neighbouring pair)."""

@@ -1,0 +1,42 @@
+"""Bounds at the edges of their parameters (issue 14): useful lower bounds at large eps0,
+clean ParameterErrors outside a bound's range, and the speed of the reported slow points."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocols.bounds import clones, optimal
+from protocols.errors import ParameterError
+from protocols.randomizers import make_randomizer
+
+
+# -- lower bounds that stay useful at large eps0 --------------------------------------------------
+def test_exact_lower_brr_eps0_50_is_not_zero():
+    """The engine's bracket collapses at eps0 = 50 (rounding slack ~u e^eps0 per user); the
+    post-processed pair (001 Thm 5.1) keeps exact-lower near eps0 (it was 0.0)."""
+    res = optimal.exact_lower_epsilon(make_randomizer("brr", epsilon0=50.0), 1000, 1e-15)
+    assert res.epsilon >= 49.99
+
+
+def test_exact_lower_krr_65536_eps0_20_above_16():
+    """k-RR, k = 2^16, eps0 = 20, n = 10^6, delta = 1e-15: the true eps of the (0, 1, 2) pair
+    is above 16; exact-lower was 14.515."""
+    r = make_randomizer("krr", epsilon0=20.0, domain_size=1 << 16)
+    res = optimal.exact_lower_epsilon(r, 10**6, 1e-15)
+    assert 16.0 < res.epsilon <= 20.0
+
+
+# -- eps0 range ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("eps0", [710.0, 1000.0])
+def test_clone_bounds_refuse_eps0_beyond_range(eps0):
+    for fn in (clones.fmt21_numerical, clones.stronger_clone_numerical):
+        with pytest.raises(ParameterError) as err:
+            fn(eps0, 100, 1e-6)
+        assert err.value.field == "epsilon0"
+
+
+@pytest.mark.parametrize("eps0", [1e-300, 1e-6])
+def test_clone_bounds_at_tiny_eps0_are_at_most_eps0(eps0):
+    for fn in (clones.fmt21_numerical, clones.stronger_clone_numerical):
+        res = fn(eps0, 100, 1e-6)
+        assert 0.0 <= res.epsilon <= eps0
