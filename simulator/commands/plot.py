@@ -18,8 +18,9 @@ from simulator.plotting import find_runs, plot_run, require_matplotlib
 @click.option("--quiet", "-q", is_flag=True, help="Do not list the files written.")
 def command(results_dir: Path, out_dir: Path | None, quiet: bool) -> None:
     """Plot the tables of RESULTS_DIR (a run directory such as results/quickstart, or a
-    directory of runs such as results/): utility versus eps0, eps versus n per bound, audit
-    sandwiches, per-batch eps of pipeline runs. Needs matplotlib (the `plot` extra)."""
+    directory of runs such as results/): utility versus eps0, the mae versus every numeric
+    swept key, eps versus n per bound (other protocols marked), audit sandwiches, per-batch eps
+    of pipeline runs. Needs matplotlib (the `plot` extra)."""
     require_matplotlib()
     runs = find_runs(results_dir)
     written = []
