@@ -160,8 +160,9 @@ def test_memory_error_in_a_unit_keeps_parts_and_says_how_to_resume(tmp_path, mon
         return real(state, unit)
 
     monkeypatch.setattr(units, "_simulate", third_fails)
-    line = one_line_error(run(path, out, "--workers", "1"), "out of memory in unit sim-p000000-c000002",
-                          "7.28 TiB", "--workers 1", "2 finished units are kept in",
+    line = one_line_error(run(path, out, "--workers", "1"),
+                          "out of memory in unit sim-p000000-c000002", "7.28 TiB", "--workers 1",
+                          "2 finished units are kept in",
                           "the same command resumes", "delete that directory to discard them")
     assert str(out / "small" / PARTS) in line
     assert not list((out / "small").glob("*.parquet"))
