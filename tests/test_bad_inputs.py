@@ -70,6 +70,9 @@ AUDIT = ("audit", "--randomizer", "krr", "--domain-size", "4", "--epsilon0", "1"
          "--delta", "1e-3", "--trials", "200", "--no-verdicts")
 
 
+AUDIT_SECTION = "[audit]\ndelta = 1e-3\n"
+
+
 def with_flag(base: tuple[str, ...], flag: str, value: str | None) -> tuple[str, ...]:
     """``base`` with ``flag`` given ``value`` (replaced if present; None removes the flag)."""
     args = list(base)
@@ -268,19 +271,23 @@ CASES: list[Case] = [
              "optimal_blanket"),
     run_case("bounds-misspelt-key", scenario(append="[bounds]\ndelta = 1e-6\nmethod = []\n"),
              "bounds.method"),
-    run_case("audit-missing-trials", scenario(append='[audit]\nlevel = "shuffle"\ndelta = 1e-3\n'),
+    run_case("audit-missing-trials", scenario(append=AUDIT_SECTION + 'level = "shuffle"\n'),
              "audit.trials"),
-    run_case("audit-zero-trials", scenario(append="[audit]\ntrials = 0\ndelta = 1e-3\n"), "audit.trials", "0"),
-    run_case("audit-bad-level", scenario(append='[audit]\ntrials = 100\ndelta = 1e-3\nlevel = "shufle"\n'),
+    run_case("audit-zero-trials", scenario(append=AUDIT_SECTION + "trials = 0\n"),
+             "audit.trials", "0"),
+    run_case("audit-bad-level",
+             scenario(append=AUDIT_SECTION + 'trials = 100\nlevel = "shufle"\n'),
              "audit.level", "shufle"),
-    run_case("audit-bad-confidence", scenario(append="[audit]\ntrials = 100\ndelta = 1e-3\nconfidence = 1.5\n"),
+    run_case("audit-bad-confidence",
+             scenario(append=AUDIT_SECTION + "trials = 100\nconfidence = 1.5\n"),
              "confidence", "1.5"),
     run_case("audit-bad-delta", scenario(append="[audit]\ntrials = 100\ndelta = [2.0]\n"),
              "delta", "2"),
     run_case("audit-x0-out-of-domain",
-             scenario(append="[audit]\ntrials = 100\ndelta = 1e-3\nx0 = 9\nx1 = 0\nx2 = 1\n"), "x0", "9"),
+             scenario(append=AUDIT_SECTION + "trials = 100\nx0 = 9\nx1 = 0\nx2 = 1\n"),
+             "x0", "9"),
     run_case("audit-unknown-attack",
-             scenario(append='[audit]\ntrials = 100\ndelta = 1e-3\nattacks = ["lrr"]\n'), "lrr"),
+             scenario(append=AUDIT_SECTION + 'trials = 100\nattacks = ["lrr"]\n'), "lrr"),
     run_case("pipeline-bad-arrival", scenario(append='[pipeline]\narrival = "burst"\n'),
              "pipeline.arrival", "burst"),
     run_case("pipeline-bad-dropout", scenario(append="[pipeline]\ndropout = 1.0\n"),

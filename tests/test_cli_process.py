@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from test_bad_inputs import CASES
 
 SAMPLE = ["unknown-command", "bound-bad-float", "run-missing-argument", "empty-file",

@@ -36,6 +36,7 @@ import numpy as np
 from protocols.bounds.atoms import RatioAtoms, Rounding
 from protocols.bounds.decompositions import atoms_from_masses, exact_pair_atoms, is_continuous
 from protocols.errors import ParameterError, require
+from simulator.audit.levels import ATTACK_NAMES
 
 #: Default number of bins of the log-likelihood ratio with more than two groups.
 LR_RESOLUTION = 4096
@@ -92,15 +93,20 @@ class PairModel:
         return cls(p0 / p0.sum(), p1 / p1.sum(), w, int(n), label, atoms)
 
 
+def require_finite_groups(randomizer) -> None:
+    """The shuffle and pipeline audits attack a histogram over finitely many output groups."""
+    require(not is_continuous(randomizer), "randomizer", randomizer.name,
+            "has continuous ratios (only rounded atoms): the shuffle and pipeline audits need "
+            "exact finite output groups")
+
+
 def pair_model(randomizer, n: int, x0, x1, others) -> PairModel:
     """The pair X0 = (x0, others), X1 = (x1, others) of ``randomizer`` with n users.
 
     ``others``: an input x2 held by users 2..n, or a probability vector over the categorical
     input domain from which each of them draws its input independently.
     """
-    require(not is_continuous(randomizer), "randomizer", randomizer.name,
-            "has continuous ratios (only rounded atoms): the shuffle and pipeline audits need "
-            "exact finite output groups")
+    require_finite_groups(randomizer)
     if np.ndim(others) == 0:
         atoms = exact_pair_atoms(randomizer, x0, x1, others)
         return PairModel.from_atoms(atoms, n, f"(x0, x1, x2) = ({x0}, {x1}, {others})")
@@ -215,7 +221,6 @@ class LikelihoodRatioAttack(Attack):
         return f"log LR {op} {edge:.6g}"
 
 
-ATTACK_NAMES = ("lr", "count")
 
 
 def build_attacks(model: PairModel, names=ATTACK_NAMES, resolution: int = LR_RESOLUTION,

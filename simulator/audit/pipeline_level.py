@@ -38,6 +38,7 @@ from protocols.bounds.atoms import RatioAtoms
 from protocols.errors import require
 from protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS
 from simulator.audit.attacks import HistogramChunk, PairModel, build_attacks
+from simulator.audit.levels import ORDER
 from simulator.audit.sampling import child, chunk_sizes
 from simulator.audit.shuffle_level import (
     AttackAudit,
@@ -50,7 +51,6 @@ from simulator.errors import UserError
 from simulator.pipeline import PipelineConfig, run_pipeline, uniform_permutation
 from simulator.pipeline.clients import messages_per_client
 
-ORDER = "order"
 #: Rounds per pipeline run (bounded memory: the run keeps rounds x n reports).
 ROUNDS_PER_RUN = 500
 #: Relative precision at which outputs with equal ratios are merged into one group.

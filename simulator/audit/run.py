@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
 
 from protocols.errors import ParameterError, require
 from protocols.randomizers.base import Categorical
-from simulator.audit.attacks import ATTACK_NAMES, LR_RESOLUTION
+from simulator.audit.attacks import ATTACK_NAMES, LR_RESOLUTION, require_finite_groups
+from simulator.audit.levels import Level
 from simulator.audit.pipeline_level import (
     ORDER,
     audit_pipeline,
@@ -33,12 +33,6 @@ from simulator.pipeline import PipelineConfig, uniform_permutation
 
 #: Second element of a scenario audit's spawn key (keeps it apart from the runner's units).
 AUDIT_KEY = 0x617564
-
-
-class Level(StrEnum):
-    RANDOMIZER = "randomizer"
-    SHUFFLE = "shuffle"
-    PIPELINE = "pipeline"
 
 
 @dataclass(frozen=True)
@@ -165,6 +159,7 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
         audit = audit_randomizer(randomizer, options, seed)
         return randomizer_records(audit, context)
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
+    require_finite_groups(randomizer)
     x0, x1, x2 = _triple(settings, randomizer, n)
     if settings.level is Level.SHUFFLE:
         others = x2 if settings.others is None else np.asarray(settings.others)

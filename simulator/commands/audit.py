@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 
 import click
-import numpy as np
 
-from simulator.audit.run import AuditSettings, Level, run_audit
-from simulator.audit.tables import to_json_records
+from simulator.audit.levels import Level
 from simulator.commands.options import (
     build_randomizer,
     check_setting,
@@ -27,7 +25,12 @@ from simulator.commands.options import (
     resolve_methods,
 )
 from simulator.errors import UserError
+from simulator.lazy import lazy_module
 from simulator.progress import ProgressReport
+
+np = lazy_module("numpy")
+audit_run = lazy_module("simulator.audit.run")
+audit_tables = lazy_module("simulator.audit.tables")
 
 ATTACK_HEADER = ("level", "attack", "direction", "delta", "event", "trials", "p0", "p1",
                  "eps_lb", "conf", "exact", "ratio")
@@ -119,17 +122,17 @@ def command(randomizer_name, domain_size, params, epsilon0, n, deltas, trials, l
     check_setting(n, None)
     randomizer = build_randomizer(randomizer_name, epsilon0, parse_params(domain_size, params))
     names = () if no_verdicts else resolve_methods(bounds)
-    settings = AuditSettings(
+    settings = audit_run.AuditSettings(
         trials=trials, level=level, delta=tuple(deltas), confidence=confidence,
         holdout_fraction=holdout_fraction, shortlist=shortlist, attacks=attacks or None,
         x0=x0, x1=x1, x2=x2, others=_probabilities(others),
         bounds=None if names is None else tuple(names), permute=not no_permute)
     report = ProgressReport("auditing", enabled=not quiet, unit="steps")
     with report, report.heartbeat():
-        records = run_audit(settings, randomizer, n, np.random.SeedSequence(seed),
+        records = audit_run.run_audit(settings, randomizer, n, np.random.SeedSequence(seed),
                             progress=report)
     if as_json:
-        click.echo(json.dumps(to_json_records(records), indent=2))
+        click.echo(json.dumps(audit_tables.to_json_records(records), indent=2))
         return
     click.echo(f"{randomizer!r}, n = {n}, level = {level}, trials = {trials}")
     click.echo(render(records))

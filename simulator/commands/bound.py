@@ -13,10 +13,10 @@ import json
 
 import click
 
-from protocols.bounds.catalogue import BoundEvaluation, applicable_bounds, evaluate
 from protocols.bounds.result import BoundKind, BoundStatus
 from simulator.commands.options import (
     build_randomizer,
+    catalogue,
     check_setting,
     flag_errors,
     parse_params,
@@ -37,7 +37,7 @@ STATUS_LEGEND = ("status: approx = approximate (asymptotic constant dropped); cl
 BELOW = "BELOW-LB"
 
 
-def records_with_checks(evaluations: list[BoundEvaluation]) -> list[dict]:
+def records_with_checks(evaluations: list) -> list[dict]:
     """Each evaluation's record, with ``best_proven_lower`` (the largest lower bound of status
     ``proven`` computed at this point, or None) and ``below_proven_lower`` (an upper bound
     strictly below it)."""
@@ -88,16 +88,18 @@ def notes(records: list[dict]) -> list[str]:
 
 
 def run_evaluations(randomizer, n: int, delta: float, names: list[str] | None,
-                    quiet: bool) -> list[BoundEvaluation]:
+                    quiet: bool) -> list:
+    """The catalogue's evaluation of each bound (every applicable one when ``names`` is None),
+    with progress on stderr."""
     if names is None:
-        names = [spec.name for spec in applicable_bounds(randomizer)]
+        names = [spec.name for spec in catalogue.applicable_bounds(randomizer)]
     results = []
     report = ProgressReport("bounds", enabled=not quiet, unit="bounds")
     with report, report.heartbeat():
         for i, name in enumerate(names):
             report.doing(name)
             report(i, len(names))
-            results.append(evaluate(name, randomizer, n, delta))
+            results.append(catalogue.evaluate(name, randomizer, n, delta))
         report.doing(None)
         report(len(names), len(names))
     return results

@@ -7,12 +7,11 @@ import json
 
 import click
 
-from protocols.bounds.calibration import largest_epsilon0, smallest_n
-from protocols.bounds.catalogue import applicable_bounds, get_bound
 from protocols.bounds.result import BoundKind
 from protocols.errors import ParameterError, require
 from simulator.commands.options import (
     build_randomizer,
+    catalogue,
     check_setting,
     flag_errors,
     parse_params,
@@ -21,7 +20,10 @@ from simulator.commands.options import (
     resolve_methods,
 )
 from simulator.errors import UserError
+from simulator.lazy import lazy_module
 from simulator.progress import ProgressReport
+
+calibration = lazy_module("protocols.bounds.calibration")
 
 COLUMNS = ("method", "parameter", "value", "epsilon", "status", "seconds")
 
@@ -51,9 +53,9 @@ def command(randomizer_name, domain_size, params, target_epsilon, delta, n, epsi
     probe = build_randomizer(randomizer_name, 1.0 if epsilon0 is None else epsilon0, kwargs)
     names = resolve_methods(methods)
     if names is None:
-        names = [s.name for s in applicable_bounds(probe) if s.kind is BoundKind.UPPER]
+        names = [s.name for s in catalogue.applicable_bounds(probe) if s.kind is BoundKind.UPPER]
     for name in names:
-        require(get_bound(name).kind is BoundKind.UPPER, "method", name,
+        require(catalogue.get_bound(name).kind is BoundKind.UPPER, "method", name,
                 "calibration needs an upper bound (this one is a lower bound)")
 
     records = []
@@ -64,17 +66,17 @@ def command(randomizer_name, domain_size, params, target_epsilon, delta, n, epsi
             report(i, len(names))
             try:
                 if epsilon0 is None:
-                    result = largest_epsilon0(
+                    result = calibration.largest_epsilon0(
                         name, lambda e: build_randomizer(randomizer_name, e, kwargs), n,
                         target_epsilon, delta)
                 else:
-                    result = smallest_n(name, probe, target_epsilon, delta)
+                    result = calibration.smallest_n(name, probe, target_epsilon, delta)
             except ParameterError as error:
                 if error.field != "target_epsilon":
                     raise
                 records.append({"method": name, "parameter": "n" if n is None else "epsilon0",
                                 "value": None, "epsilon": None,
-                                "status": get_bound(name).status_label, "seconds": 0.0,
+                                "status": catalogue.get_bound(name).status_label, "seconds": 0.0,
                                 "error": str(error)})
                 continue
             record = result.record()

@@ -12,20 +12,14 @@ from dataclasses import MISSING, fields
 
 import click
 
-from protocols.bounds.catalogue import all_bounds
-from protocols.estimators import estimator_names
-from protocols.randomizers import randomizer_class, randomizer_names
-from simulator.audit.attacks import ATTACK_NAMES
-from simulator.audit.pipeline_level import ORDER
-from simulator.audit.run import Level
-from simulator.batch import target_names
-from simulator.population import (
-    budget_distribution_class,
-    budget_distribution_names,
-    data_distribution_class,
-    data_distribution_names,
-    describe_parameters,
-)
+from simulator.audit.levels import ATTACK_NAMES, ORDER, Level
+from simulator.lazy import lazy_module
+
+catalogue_module = lazy_module("protocols.bounds.catalogue")
+estimators = lazy_module("protocols.estimators")
+randomizers = lazy_module("protocols.randomizers")
+batch = lazy_module("simulator.batch")
+population = lazy_module("simulator.population")
 
 #: What each audit attack looks at (simulator/audit/attacks.py, pipeline_level.py).
 ATTACK_DESCRIPTIONS = {
@@ -55,10 +49,10 @@ def randomizer_parameters(cls: type) -> list[dict]:
 
 def catalogue() -> dict:
     """Everything ``list`` shows, as plain JSON-ready data."""
-    randomizers = {}
-    for name in randomizer_names():
-        cls = randomizer_class(name)
-        randomizers[name] = {
+    named = {}
+    for name in randomizers.randomizer_names():
+        cls = randomizers.randomizer_class(name)
+        named[name] = {
             "parameters": randomizer_parameters(cls),
             "output": cls.output_kind,
             "personalized_budgets": bool(cls.supports_personalized),
@@ -67,23 +61,24 @@ def catalogue() -> dict:
     bounds = {
         spec.name: {"kind": spec.kind.value, "status": spec.status_label, "scope": spec.scope,
                     "regime": spec.regime, "reference": spec.reference}
-        for spec in sorted(all_bounds(), key=lambda s: s.name)
+        for spec in sorted(catalogue_module.all_bounds(), key=lambda s: s.name)
     }
     return {
-        "randomizers": randomizers,
-        "estimators": sorted(set(estimator_names()) & set(target_names())),
+        "randomizers": named,
+        "estimators": sorted(set(estimators.estimator_names()) & set(batch.target_names())),
         "data_distributions": {
-            name: describe_parameters(data_distribution_class(name))
-            for name in data_distribution_names()
+            name: population.describe_parameters(population.data_distribution_class(name))
+            for name in population.data_distribution_names()
         },
         "budget_distributions": {
-            name: describe_parameters(budget_distribution_class(name))
-            for name in budget_distribution_names()
+            name: population.describe_parameters(population.budget_distribution_class(name))
+            for name in population.budget_distribution_names()
         },
         "bounds": bounds,
         "audit": {
             "levels": dict(LEVEL_DESCRIPTIONS),
-            "attacks": {name: ATTACK_DESCRIPTIONS[name] for name in (*ATTACK_NAMES, ORDER)},
+            "attacks": {name: ATTACK_DESCRIPTIONS[name]
+                        for name in (*ATTACK_NAMES, ORDER)},
         },
     }
 

@@ -10,13 +10,16 @@ reads points at what to change on the command line.
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 
 import click
 
 from protocols.errors import ParameterError, require_int_at_least, require_probability_open
 from simulator.errors import UserError
+from simulator.lazy import lazy_module
+
+randomizers = lazy_module("protocols.randomizers")
+catalogue = lazy_module("protocols.bounds.catalogue")
 
 #: Randomizer parameters that have a flag of their own; the others are given with --param.
 _RANDOMIZER_FLAGS = {"name": "--randomizer", "domain_size": "--domain-size",
@@ -64,9 +67,7 @@ def _parse_value(text: str):
 
 
 def build_randomizer(name: str, epsilon0: float, params: dict):
-    from protocols.randomizers import make_randomizer
-
-    return make_randomizer(name, epsilon0=epsilon0, **params)
+    return randomizers.make_randomizer(name, epsilon0=epsilon0, **params)
 
 
 def check_setting(n: int | None, delta: float | None) -> None:
@@ -79,14 +80,12 @@ def check_setting(n: int | None, delta: float | None) -> None:
 
 def resolve_methods(methods: tuple[str, ...], field: str = "method") -> list[str] | None:
     """Validated bound names, without repeats (None: every applicable bound)."""
-    from protocols.bounds.catalogue import get_bound
-
     if not methods:
         return None
     names: list[str] = []
     for name in methods:
         try:
-            get_bound(name)
+            catalogue.get_bound(name)
         except ParameterError as error:
             raise ParameterError(field, name, error.requirement) from None
         if name not in names:
@@ -103,10 +102,6 @@ def render_table(rows: list[list[str]], header: tuple[str, ...]) -> str:
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
               for row in rows]
     return "\n".join(lines)
-
-
-def show_progress(quiet: bool) -> bool:
-    return not quiet
 
 
 def flag_for(field: str, command: click.Command, aliases: dict[str, str]) -> str | None:
@@ -146,10 +141,3 @@ def flag_errors(aliases: dict[str, str] | None = None) -> Callable:
         return wrapper
 
     return decorate
-
-
-def progress_stream_is_terminal() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
