@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 
-from simulator.plotting import find_runs, plot_run, require_matplotlib
+from simulator.lazy import lazy_module
+
+plotting = lazy_module("simulator.plotting")
 
 
 @click.command("plot")
@@ -21,13 +23,13 @@ def command(results_dir: Path, out_dir: Path | None, quiet: bool) -> None:
     directory of runs such as results/): utility versus eps0, the mae versus every numeric
     swept key, eps versus n per bound (other protocols marked), audit sandwiches, per-batch eps
     of pipeline runs. Needs matplotlib (the `plot` extra)."""
-    require_matplotlib()
-    runs = find_runs(results_dir)
+    plotting.require_matplotlib()
+    runs = plotting.find_runs(results_dir)
     written = []
     for run in runs:
         out = (run / "plots") if out_dir is None else out_dir
         prefix = f"{run.name}_" if out_dir is not None and len(runs) > 1 else ""
-        files = plot_run(run, out, prefix=prefix)
+        files = plotting.plot_run(run, out, prefix=prefix)
         if not files and not quiet:
             click.echo(f"{run}: nothing to plot", err=True)
         written += files
