@@ -64,6 +64,9 @@ BBGN19 = "Balle, Bell, Gascon, Nissim, The privacy blanket of the shuffle model 
 _REL_ERR = 1e-12
 #: Largest (#ordered input pairs) x (#outputs) enumerated for a per-randomizer bound.
 MAX_PAIR_OUTPUTS = 20_000_000
+#: Largest eps0 of the concentration bounds: their range and second moment grow like e^(2 eps0)
+#: and are squared (Hoeffding's b^2 ~ e^(4 eps0) must stay below the float range).
+EPSILON0_MAX = 150.0
 
 
 # -- Thm 3.1: shuffled k-ary randomized response ---------------------------------------------------
@@ -178,7 +181,7 @@ def generic_parv_bounds(epsilon: float, epsilon0: float) -> PARVBounds:
     e, e0 = math.exp(epsilon), math.exp(epsilon0)
     return PARVBounds(
         gamma=np.array([math.exp(-epsilon0)]),
-        mean_gap=np.array([e - 1.0]),
+        mean_gap=np.array([math.expm1(epsilon)]),
         upper=np.array([e0 - e / e0]),
         width=np.array([(e + 1.0) * (e0 - 1.0 / e0)]),
         second_moment=np.array([e0 * (e * e + 1.0) - 2.0 * e / e0**3]),
@@ -195,7 +198,7 @@ def krr_parv_bounds(epsilon: float, epsilon0: float, domain_size: int) -> PARVBo
     e = math.exp(epsilon)
     return PARVBounds(
         gamma=np.array([g]),
-        mean_gap=np.array([e - 1.0]),
+        mean_gap=np.array([math.expm1(epsilon)]),
         upper=np.array([g * (1.0 - e) + (1.0 - g) * k]),
         width=np.array([(1.0 - g) * k * (e + 1.0)]),
         second_moment=np.array([g * (2.0 - g) * (e - 1.0) ** 2 + (1.0 - g) ** 2 * k * (e * e + 1)]),
@@ -287,8 +290,9 @@ def _phi_lower(u: np.ndarray) -> np.ndarray:
     series u^2/2 - u^3/6 + u^4/12 - u^5/20 for small u (truncated after a negative term, hence a
     lower bound), the closed form otherwise; shaved by a relative 1e-12."""
     u = np.asarray(u, dtype=float)
-    series = u**2 / 2 - u**3 / 6 + u**4 / 12 - u**5 / 20
-    direct = (1.0 + u) * np.log1p(u) - u
+    with np.errstate(all="ignore"):
+        series = u**2 / 2 - u**3 / 6 + u**4 / 12 - u**5 / 20
+        direct = (1.0 + u) * np.log1p(u) - u
     return np.where(u < 1e-3, series, direct) * (1.0 - _REL_ERR)
 
 
@@ -304,11 +308,13 @@ def hoeffding_delta(n: int, params: PARVBounds) -> float:
     (1/(gamma n)) b^2/(4a) [(1 - gamma + gamma e^{-2a^2/b^2})^n - (1 - gamma)^n]."""
     n = check_n(n)
     a, b = params.mean_gap, params.width
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # a = 0 (eps = 0) makes k infinite and the sum 0: the product is NaN, and any NaN or
+    # overflow is replaced by inf (delta = 1 after _finish), the conservative side.
+    with np.errstate(all="ignore"):
         theta = np.where(b > 0, 2.0 * a**2 / b**2, np.inf)
         k = np.where(a > 0, b**2 / (4.0 * a), np.inf)
-    total = np.where(b > 0, k * _binomial_geometric_sum(params.gamma, n, theta), 0.0)
-    total = np.where(a > 0, total, np.inf)
+        total = np.where(b > 0, k * _binomial_geometric_sum(params.gamma, n, theta), 0.0)
+    total = np.where((a > 0) & ~np.isnan(total), total, np.inf)
     return _finish(total, params.gamma, n)
 
 
@@ -320,13 +326,14 @@ def bennett_delta(n: int, params: PARVBounds) -> float:
     n = check_n(n)
     a, b, v = params.mean_gap, params.upper, params.second_moment
     positive = b > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         big_a = np.where(positive, v / b**2, 0.0)
         big_b = np.where(positive, a * b / v, 1.0)
         theta = big_a * _phi_lower(big_b)
         k = np.where(positive, b / np.log1p(big_b), 0.0)
-    total = np.where(positive, k * _binomial_geometric_sum(params.gamma, n, theta), 0.0)
-    total = np.where(positive & ~(a > 0), np.inf, total)
+        total = np.where(positive, k * _binomial_geometric_sum(params.gamma, n, theta), 0.0)
+    # NaN (0 * inf at a = 0) or overflow: the conservative side, delta = 1 after _finish
+    total = np.where((positive & ~(a > 0)) | np.isnan(total), np.inf, total)
     return _finish(total, params.gamma, n)
 
 
@@ -348,7 +355,7 @@ def blanket_bennett_generic_delta(epsilon: float, epsilon0: float, n: int) -> fl
 
 
 def _generic_result(method, delta_fn, epsilon0, n, delta, reference, tol):
-    epsilon0 = check_epsilon0(epsilon0)
+    epsilon0 = check_epsilon0(epsilon0, maximum=EPSILON0_MAX)
     n = check_n(n)
     delta = check_delta(delta)
     start = time.perf_counter()
@@ -431,6 +438,7 @@ def _pair_set(randomizer, atoms) -> PairSet:
 
 
 def _per_randomizer_result(method, concentration, randomizer, n, delta, atoms, tol, reference):
+    check_epsilon0(randomizer.epsilon0, maximum=EPSILON0_MAX)
     n = check_n(n)
     delta = check_delta(delta)
     start = time.perf_counter()

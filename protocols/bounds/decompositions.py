@@ -553,6 +553,58 @@ def _check_inputs(randomizer, *inputs) -> None:
                     f"must lie in [{domain.low}, {domain.high}]")
 
 
+#: Largest eps0 of any decomposition-based bound: the GPARV's values reach e^eps0 and the
+#: engine squares them (variances, Chernoff exponents), so e^(2 eps0) times n must stay a
+#: finite float. Beyond it the engine's rounding slack (~u e^eps0 per user) leaves nothing
+#: useful anyway. Continuous (discretized) randomizers: :data:`EPSILON0_MAX_CONTINUOUS`.
+EPSILON0_MAX = 150.0
+#: Laplace-type discretizations put almost all mass on one cell beyond this eps0.
+EPSILON0_MAX_CONTINUOUS = 50.0
+#: eps0 range in which a failed consistency check is a bug (DecompositionError); outside it, a
+#: randomizer's declared distribution may lose the digits a decomposition needs (probabilities
+#: like 1/2 - tanh(eps0/2)/2 cancel at large eps0; Laplace's tails flatten at tiny eps0), and
+#: the failure is reported as a ParameterError on eps0.
+ORDINARY_EPSILON0 = (1e-3, 20.0)
+
+
+def check_epsilon0_range(randomizer) -> None:
+    """ParameterError when eps0 exceeds :data:`EPSILON0_MAX` (or, for continuous randomizers,
+    :data:`EPSILON0_MAX_CONTINUOUS`)."""
+    eps0 = float(randomizer.epsilon0)
+    top = EPSILON0_MAX_CONTINUOUS if _spec(randomizer).continuous else EPSILON0_MAX
+    require(eps0 <= top, "epsilon0", randomizer.epsilon0,
+            f"decomposition-based bounds for {randomizer.name} handle eps0 <= {top:g} (the "
+            f"GPARV reaches e^eps0 and its square must be a finite float); eps0 itself is a "
+            f"valid eps (eps0-LDP implies eps0-DP after shuffling)")
+
+
+class _edge_errors:
+    """Context manager: outside :data:`ORDINARY_EPSILON0`, a decomposition that fails its checks
+    (DecompositionError, or atoms refused by RatioAtoms) becomes a ParameterError on eps0: the
+    randomizer's declared distribution does not carry enough digits there, and no bound may be
+    built on it. Inside the range the error propagates (it is a bug)."""
+
+    def __init__(self, randomizer) -> None:
+        self.randomizer = randomizer
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if error is None or not isinstance(error, (DecompositionError, ValueError)):
+            return False
+        if isinstance(error, ParameterError):
+            return False
+        eps0 = float(self.randomizer.epsilon0)
+        low, high = ORDINARY_EPSILON0
+        if low <= eps0 <= high:
+            return False
+        raise ParameterError(
+            "epsilon0", self.randomizer.epsilon0,
+            f"{self.randomizer.name}: its declared distribution is not accurate enough at this "
+            f"eps0 for a valid decomposition ({str(error)[:120]})") from None
+
+
 def blanket_atoms(
     randomizer, x0, x1, *, rounding: Rounding | None = None, cells: int = DEFAULT_CELLS,
     check: bool = True,
@@ -564,10 +616,12 @@ def blanket_atoms(
     Validated against 000 Property 2 unless ``check`` is False.
     """
     _check_inputs(randomizer, x0, x1)
+    check_epsilon0_range(randomizer)
     rounding = _default_rounding(randomizer, rounding, Rounding.UP)
-    atoms = _spec(randomizer).blanket(randomizer, x0, x1, cells, rounding)
-    if check:
-        check_decomposition(atoms, randomizer.epsilon0, "blanket")
+    with _edge_errors(randomizer):
+        atoms = _spec(randomizer).blanket(randomizer, x0, x1, cells, rounding)
+        if check:
+            check_decomposition(atoms, randomizer.epsilon0, "blanket")
     return atoms
 
 
@@ -581,10 +635,12 @@ def exact_pair_atoms(
     Exact for finite groups; continuous outputs default to Rounding.DOWN (lower bounds).
     """
     _check_inputs(randomizer, x0, x1, x2)
+    check_epsilon0_range(randomizer)
     rounding = _default_rounding(randomizer, rounding, Rounding.DOWN)
-    atoms = _spec(randomizer).exact(randomizer, x0, x1, x2, cells, rounding)
-    if check:
-        check_decomposition(atoms, randomizer.epsilon0, "exact")
+    with _edge_errors(randomizer):
+        atoms = _spec(randomizer).exact(randomizer, x0, x1, x2, cells, rounding)
+        if check:
+            check_decomposition(atoms, randomizer.epsilon0, "exact")
     return atoms
 
 

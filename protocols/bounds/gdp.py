@@ -37,6 +37,8 @@ METHOD = "gspa-gdp"
 REFERENCE = "003 Thm 2 (mu-GDP) + 003 Fact 3 (GDP to (eps, delta))"
 #: Every status that applies: the primary one first (BoundResult.status), then the others.
 STATUSES = (BoundStatus.APPROXIMATE, BoundStatus.STRONGER_CLONE)
+#: Largest eps0: 1 / (1 + e^eps0) must be a normal float.
+EPSILON0_MAX = 700.0
 NOTE = ("approximate: 003 Thm 2 drops a Berry-Esseen term C/sqrt(n-1); also relies on the "
         "stronger-clone reduction (000 Sec. 3.3)")
 
@@ -70,6 +72,8 @@ def gdp_mu_identical(epsilon0: float, n: int) -> float:
     """mu for n identical eps0-LDP users: sqrt(2 (1 + e^eps0) / (n - 1))."""
     require(isinstance(epsilon0, (int, float)) and 0 < epsilon0 < math.inf, "epsilon0", epsilon0,
             "must be a finite number > 0")
+    require(epsilon0 <= EPSILON0_MAX, "epsilon0", epsilon0,
+            f"003's mu needs 1/(1 + e^eps0) > 0 in floating point: eps0 <= {EPSILON0_MAX:g}")
     require_int_at_least("n", n, 2)
     return math.sqrt(2.0 / ((n - 1) * float(special.expit(-epsilon0))))
 
@@ -85,16 +89,25 @@ def gdp_delta(epsilon: float, mu: float) -> Estimate:
     b = -epsilon / mu - mu / 2.0
     log_a, log_b = float(special.log_ndtr(a)), float(special.log_ndtr(b))
     exponent = epsilon + log_b - log_a
-    value = math.exp(log_a) * -math.expm1(exponent)
+    # exponent <= 0 in exact arithmetic; at eps ~ mu^2 >> 1 its terms are huge and rounding
+    # may leave it positive: clamp before expm1 overflows (the slack below covers the rounding)
+    value = math.exp(log_a) * -math.expm1(min(exponent, 700.0))
     slack = math.exp(log_a) * 1e-13 * (1.0 + abs(epsilon) + abs(log_a) + abs(log_b))
     upper = min(1.0, value + slack)
     return Estimate(upper, max(0.0, value - slack), upper, "gdp")
 
 
-def gdp_epsilon(mu: float, delta: float) -> EpsilonEstimate:
+def gdp_epsilon(mu: float, delta: float, cap: float = math.inf) -> EpsilonEstimate:
     """The smallest eps >= 0 with delta(eps) <= delta for mu-GDP, on the conservative side
-    (``.value``) with the width of the final bracket (``.error``)."""
+    (``.value``) with the width of the final bracket (``.error``). With a finite ``cap`` the
+    search stays in [0, cap] and returns eps = cap (saturated) when delta(cap) > delta: callers
+    cap the bound there anyway, and at eps ~ mu^2 (mu ~ e^(eps0/2) at large eps0) the formula
+    is a difference of huge numbers."""
     require_probability_open("delta", delta)
+    if math.isfinite(cap):
+        if gdp_delta(cap, mu).upper > delta:
+            return EpsilonEstimate(cap, cap, cap, 0.0, True, 1)
+        return invert(lambda e: gdp_delta(e, mu), delta, "upper", cap)
     eps_max = max(1.0, mu * mu)
     while gdp_delta(eps_max, mu).upper > delta:
         eps_max *= 2.0
@@ -105,9 +118,9 @@ def _result(mu: float, n: int, delta: float, started: float, detail: str,
             cap: float) -> BoundResult:
     """The bound, capped at ``cap`` = the largest local budget: the shuffled mechanism is
     always max_i eps_i-DP (post-processing of the local reports), whatever 003 gives."""
-    search = gdp_epsilon(mu, delta)
+    search = gdp_epsilon(mu, delta, cap)
     epsilon, error = search.value, search.error
-    if epsilon > cap:
+    if epsilon >= cap:
         epsilon, error = cap, 0.0
         detail += f"; capped at the local budget {cap:.6g}: no amplification shown"
     return BoundResult(method=METHOD, kind=BoundKind.UPPER, epsilon=epsilon,

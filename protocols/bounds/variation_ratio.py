@@ -111,6 +111,19 @@ class VariationRatioParameters:
         return f"{text} ({self.source})" if self.source else text
 
 
+#: Largest eps0 of the variation-ratio bounds: p = e^eps0 and the binomial kernels must stay
+#: finite floats.
+EPSILON0_MAX = 700.0
+
+
+def check_epsilon0(randomizer) -> None:
+    """ParameterError when the randomizer's eps0 exceeds :data:`EPSILON0_MAX`."""
+    eps0 = float(randomizer.epsilon0)
+    require(eps0 <= EPSILON0_MAX, "epsilon0", randomizer.epsilon0,
+            f"the variation-ratio bounds handle eps0 <= {EPSILON0_MAX:g} (e^eps0 must be a "
+            f"finite float); eps0 itself is a valid eps")
+
+
 def _is_real(value: object) -> bool:
     return isinstance(value, (int, float, np.floating)) and not isinstance(value, bool)
 
@@ -224,6 +237,7 @@ def parameters_for(randomizer) -> VariationRatioParameters:
     variation between two output distributions; randomizers without an entry get the generic
     row, valid for every eps0-LDP randomizer.
     """
+    check_epsilon0(randomizer)
     generic = generic_parameters(randomizer.epsilon0)
     rule = _BETA_TABLE.get(getattr(randomizer, "name", ""))
     if rule is None:
@@ -686,6 +700,7 @@ def lower_candidates(randomizer, n: int) -> list[LowerCandidate]:
     """
     require(randomizer.output_size is not None, "randomizer", randomizer.name,
             "001 Thm 5.1 needs a finite output domain")
+    check_epsilon0(randomizer)
     count = _anchor_count(randomizer)
     x0, x1 = (0, 1) if hasattr(randomizer.input_domain, "size") else (0, count - 1)
     if hasattr(randomizer.input_domain, "size"):
@@ -701,8 +716,9 @@ def lower_candidates(randomizer, n: int) -> list[LowerCandidate]:
     anchors = (x0, x1, *others)
     chosen = {0, 1}
     if len(anchors) > 2:
-        with np.errstate(divide="ignore"):
-            ratio = np.minimum(u[0] / star_masses[2:, 0], v[1] / star_masses[2:, 1])
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 when nothing distinguishes
+            ratio = np.nan_to_num(np.minimum(u[0] / star_masses[2:, 0],
+                                             v[1] / star_masses[2:, 1]), nan=0.0)
         chosen.add(2 + int(np.argmax(ratio)))
     candidates = []
     for index in sorted(chosen):
