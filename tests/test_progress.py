@@ -79,3 +79,17 @@ def test_bound_prints_progress_lines_when_stderr_is_not_a_terminal(monkeypatch):
     assert "\r" not in result.stderr
     quiet = CliRunner().invoke(main, [*args, "--quiet"])
     assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+def test_lazily_loaded_modules_behave_like_imported_ones():
+    """A module loaded by simulator.lazy is the package's attribute, like an imported one."""
+    import subprocess
+    import sys
+
+    code = ("from simulator.lazy import lazy_module; m = lazy_module('simulator.shuffling'); "
+            "import simulator, simulator.shuffling as s; "
+            "assert simulator.shuffling is s is m; assert callable(s.shuffle_reports); "
+            "import simulator.cli; print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.stdout.strip() == "ok", done.stderr
