@@ -124,7 +124,8 @@ def run_scenario(
     from simulator.resume import DirectoryParts, MemoryParts, run_fingerprint
 
     setups = tuple(make_setup(point) for point in scenario.points)
-    check_machine(scenario.points, setups)  # before any part file: a unit that cannot fit is refused
+    # before any part file: a unit that cannot fit in the machine is refused
+    check_machine(scenario.points, setups)
     state = RunState(scenario, setups, tuple(_PRODUCERS.values()))
     units = plan_run(state)
     if run_dir is None:

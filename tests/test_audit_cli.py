@@ -75,7 +75,8 @@ def test_audit_text_and_randomizer_level():
     (["--n", "30", "--delta", "1e-3", "--trials", "1"], "trials"),
     (["--n", "30", "--delta", "1e-3", "--trials", "100", "--no-permute"], "permute"),
     (["--n", "30", "--delta", "1e-3", "--trials", "100", "--x0", "1.5"], "--x0 = 1.5"),
-    (["--n", "30", "--delta", "1e-3", "--trials", "100", "--attack", "order"], "--attack = 'order'"),
+    (["--n", "30", "--delta", "1e-3", "--trials", "100", "--attack", "order"],
+     "--attack = 'order'"),
     (["--n", "30", "--delta", "1e-3", "--trials", "100", "--bound", "nope"], "nope"),
     (["--delta", "1e-3", "--trials", "100"], "--n is required at the shuffle level"),
 ])

@@ -165,7 +165,8 @@ def test_attack_set():
     r = make_randomizer("krr", epsilon0=1.0, domain_size=4)
     names = [a.name for a in build_attacks(pair_model(r, 10, 0, 1, 2))]
     assert names[0] == "lr" and len(names) == 3  # the two informative groups' counts
-    binary = build_attacks(pair_model(make_randomizer("krr", epsilon0=1.0, domain_size=2), 10, 0, 1, 1))
+    krr2 = make_randomizer("krr", epsilon0=1.0, domain_size=2)
+    binary = build_attacks(pair_model(krr2, 10, 0, 1, 1))
     assert [a.name for a in binary] == ["lr"]  # the count is the LR test itself
     with pytest.raises(ParameterError):
         build_attacks(pair_model(r, 10, 0, 1, 2), ("bogus",))

@@ -106,12 +106,10 @@ def test_invalid_scenarios_fail_cleanly_without_output(tmp_path, bad, fragments)
 
 
 def test_failure_during_the_run_leaves_no_directory(small, tmp_path, monkeypatch):
-    import simulator.commands.run as run_module
-
     def explode(*args, **kwargs):
         raise OSError(13, "Permission denied", str(tmp_path / "res"))
 
-    monkeypatch.setattr(run_module, "run_scenario", lambda *a, **k: explode())
+    monkeypatch.setattr("simulator.runner.run_scenario", lambda *a, **k: explode())
     result = CliRunner().invoke(main, ["run", str(small), "--out", str(tmp_path / "res")])
     assert result.exit_code != 0
     assert not (tmp_path / "res").exists()

@@ -320,10 +320,8 @@ def test_sigkill_mid_run_then_restart_gives_the_uninterrupted_tables(tmp_path):
     def counted(scenario, progress=None, *, executor=None, run_dir=None):
         return original(scenario, progress, executor=counting, run_dir=run_dir)
 
-    import simulator.commands.run as run_command
-
     monkey = pytest.MonkeyPatch()
-    monkey.setattr(run_command, "run_scenario", counted)
+    monkey.setattr(runner, "run_scenario", counted)
     try:
         result = CliRunner().invoke(main, ["run", str(path), "--out", str(out), "-q"])
     finally:

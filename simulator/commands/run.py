@@ -28,12 +28,14 @@ import click
 
 from simulator.errors import UserError
 from simulator.executors import DASK, EXECUTORS, LOCAL, make_executor
+from simulator.lazy import lazy_module
 from simulator.progress import ProgressReport
-from simulator.results import run_metadata, write_tables
-from simulator.resume import DONE, PARTS, discard_parts, finish
-from simulator.runner import run_scenario
-from simulator.scenario import load_scenario
-from simulator.units import OutOfMemory
+
+results = lazy_module("simulator.results")
+resume = lazy_module("simulator.resume")
+runner = lazy_module("simulator.runner")
+scenario_module = lazy_module("simulator.scenario")
+units = lazy_module("simulator.units")
 
 INTERRUPTED = "interrupted; run the same command again to resume"
 
@@ -83,13 +85,13 @@ class _Signals:
 def _kept_parts(run_dir: Path) -> str:
     """What a failed run leaves for resuming, for its error message; with no finished unit the
     part files are removed and the text is empty."""
-    finished = len(list((run_dir / PARTS / DONE).glob("*.json")))
+    finished = len(list((run_dir / resume.PARTS / resume.DONE).glob("*.json")))
     if finished == 0:
-        discard_parts(run_dir)
+        resume.discard_parts(run_dir)
         return ""
-    units = "unit is" if finished == 1 else "units are"
-    return (f"; {finished} finished {units} kept in {run_dir / PARTS} and the same command "
-            f"resumes from them (delete that directory to discard them)")
+    noun = "unit is" if finished == 1 else "units are"
+    return (f"; {finished} finished {noun} kept in {run_dir / resume.PARTS} and the same "
+            "command resumes from them (delete that directory to discard them)")
 
 
 @click.command("run")
@@ -130,7 +132,7 @@ def command(scenario: Path, out_dir: Path, seed: int | None, workers: int | None
 
 def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
          executor: str | None, scheduler: str | None, quiet: bool, signals: _Signals) -> None:
-    loaded = load_scenario(scenario)
+    loaded = scenario_module.load_scenario(scenario)
     if seed is not None:
         loaded = loaded.with_seed(seed)
     kind = executor or (DASK if scheduler is not None else LOCAL)
@@ -138,7 +140,8 @@ def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
     try:
         with make_executor(kind, workers, scheduler) as pool, \
                 ProgressReport(f"running {loaded.name}", enabled=not quiet) as progress:
-            tables = run_scenario(loaded, progress=progress, executor=pool, run_dir=run_dir)
+            tables = runner.run_scenario(loaded, progress=progress, executor=pool,
+                                         run_dir=run_dir)
     except BrokenProcessPool:
         if signals.received is not None:  # the signal reached the workers first
             raise Interrupted(signals.received) from None
@@ -146,7 +149,7 @@ def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
             "a worker process died (killed by the system, most often because memory ran "
             "out): run again with fewer --workers (e.g. --workers 1) or a smaller "
             f"batch.memory_mb{_kept_parts(run_dir)}") from None
-    except OutOfMemory as error:
+    except units.OutOfMemory as error:
         raise UserError(f"{error}: run again with fewer --workers (e.g. --workers 1) or a "
                         f"smaller batch.memory_mb{_kept_parts(run_dir)}") from None
     except MemoryError as error:
@@ -154,8 +157,9 @@ def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
         raise UserError(f"out of memory ({detail}): run again with fewer --workers or a "
                         f"smaller batch.memory_mb{_kept_parts(run_dir)}") from None
     with signals.held():  # the tables go in place whole; a signal now waits for them
-        written = write_tables(run_dir, tables, run_metadata(loaded.text, loaded.seed))
-        finish(run_dir, written)
+        metadata = results.run_metadata(loaded.text, loaded.seed)
+        written = results.write_tables(run_dir, tables, metadata)
+        resume.finish(run_dir, written)
     if not quiet:
         for path in written:
             click.echo(f"wrote {path} ({tables[path.stem].num_rows} rows)")

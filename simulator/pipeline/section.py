@@ -7,9 +7,9 @@ min_batch, arrival, window, dropout, delay, rounds, colluding_fraction, group_si
   epsilon of each released batch, computed for the batch's honest size;
 * ``delta``: the central delta of that epsilon (required with ``bound``).
 
-Without ``bound`` a released batch's epsilon is the best proven upper bound at ``delta`` (or, without
-``delta``, at the smallest delta of the scenario's ``[bounds]`` section), and without any delta the
-local budget at delta 0; the ``epsilon_reason`` column of ``batches.parquet`` says which
+Without ``bound`` a released batch's epsilon is the best proven upper bound at ``delta`` (or,
+without ``delta``, at the smallest delta of the scenario's ``[bounds]`` section), and without
+any delta the local budget at delta 0; the ``epsilon_reason`` column of ``batches.parquet`` says which
 (simulator/pipeline/unit.py). The section registers itself with the scenario loader
 (simulator.scenario imports this module).
 """

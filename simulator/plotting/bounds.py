@@ -133,8 +133,8 @@ def _bounds_axis(curves: pd.DataFrame) -> tuple[str | None, str]:
     if curves.groupby("panel_key").n.nunique().max() >= 2 or "overrides" not in curves:
         return None, "n (users shuffled together)"
     for key in c.numeric_swept_keys(curves.overrides):
-        parsed = {o: c.parse_overrides(o) for o in curves.overrides.unique()}
-        curves["x"] = curves.overrides.map(lambda o, k=key: parsed[o][k]).astype(float)
+        parsed = {o: c.parse_overrides(o)[key] for o in curves.overrides.unique()}
+        curves["x"] = curves.overrides.map(parsed).astype(float)
         curves["panel"], curves["panel_key"] = _panels_without(curves, key)
         return key, c.short_key(key)
     return None, "n (users shuffled together)"
