@@ -40,3 +40,25 @@ def test_clone_bounds_at_tiny_eps0_are_at_most_eps0(eps0):
     for fn in (clones.fmt21_numerical, clones.stronger_clone_numerical):
         res = fn(eps0, 100, 1e-6)
         assert 0.0 <= res.epsilon <= eps0
+
+
+# -- speed at the edges (issue 14: 70 s each before) ---------------------------------------------
+def test_exact_lower_hadamard_2_16_n_1e6_is_fast():
+    """Candidates after the first are screened against the current best with the engine told
+    the threshold (it stops refining once the comparison is decided)."""
+    import time
+    r = make_randomizer("hr", epsilon0=1.0, domain_size=1 << 16)
+    start = time.perf_counter()
+    res = optimal.exact_lower_epsilon(r, 10**6, 1e-6)
+    assert time.perf_counter() - start < 10.0
+    assert res.epsilon > 0
+
+
+@pytest.mark.slow
+def test_exact_lower_10rr_n_1e4_eps0_8_under_10s():
+    import time
+    r = make_randomizer("krr", epsilon0=8.0, domain_size=10)
+    start = time.perf_counter()
+    res = optimal.exact_lower_epsilon(r, 10**4, 1e-6)
+    assert time.perf_counter() - start < 10.0
+    assert res.epsilon > 0

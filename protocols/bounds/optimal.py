@@ -74,10 +74,13 @@ def _epsilon(directions: Sequence[RatioAtoms], n: int, delta: float, side: str,
 
 
 def _delta(directions: Sequence[RatioAtoms], n: int, epsilon: float, side: str,
-           method: str = "auto") -> _Value:
+           method: str = "auto", threshold: float | None = None) -> _Value:
     """max over directions of delta(eps): the bracket of the maximum is
-    [max of lowers, max of uppers]; the value is the requested side."""
-    ests = [engine.delta_of_epsilon([(atoms, n)], n, epsilon, side, method=method)
+    [max of lowers, max of uppers]; the value is the requested side. With ``threshold`` the
+    engine may stop refining once each bracket lies on one side of it (screening only needs
+    that comparison)."""
+    ests = [engine.delta_of_epsilon([(atoms, n)], n, epsilon, side, method=method,
+                                    threshold=threshold)
             for atoms in directions]
     lower = max(e.lower for e in ests)
     upper = max(e.upper for e in ests)
@@ -123,7 +126,7 @@ def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: s
             continue
         searched.update(engine.atoms_key(atoms) for atoms in directions)
         if math.isfinite(best.value):
-            at_best = _delta(directions, n, best.value, side, method)
+            at_best = _delta(directions, n, best.value, side, method, threshold=delta)
             if (at_best.value <= delta) if side == "upper" else not (at_best.value > delta):
                 continue
         value = _epsilon(directions, n, delta, side, method)
