@@ -155,7 +155,7 @@ def _register_clones(m) -> None:
         _generic(m.fmt21_closed_form)))
     register(BoundSpec(
         "fmt21_numerical", BoundKind.UPPER, "002 Thm 3.2 (clone reduction, numerical)",
-        BoundStatus.PROVEN, "any eps0 > 0, n >= 1", any_ldp, _generic(m.fmt21_numerical)))
+        BoundStatus.PROVEN, "0 < eps0 <= 700, n >= 1", any_ldp, _generic(m.fmt21_numerical)))
     register(BoundSpec(
         "fmt21_krr_closed", BoundKind.UPPER, "002 Thm 4.1 (k-RR specific)", BoundStatus.PROVEN,
         "k-RR; Thm 4.1's conditions on n and delta", _named("krr"), m.fmt21_krr_closed_form,
@@ -163,7 +163,7 @@ def _register_clones(m) -> None:
     register(BoundSpec(
         "stronger_clone_numerical", BoundKind.UPPER,
         "Feldman, McMillan, Talwar SODA 2023 stronger clone (as restated in 000 Sec. 3.3)",
-        BoundStatus.STRONGER_CLONE, "any eps0 > 0, n >= 1", any_ldp,
+        BoundStatus.STRONGER_CLONE, "0 < eps0 <= 700, n >= 1", any_ldp,
         _generic(m.stronger_clone_numerical)))
 
 
@@ -174,11 +174,11 @@ def _register_blanket_closed(m) -> None:
         scope="specific"))
     register(BoundSpec(
         "blanket_hoeffding_generic", BoundKind.UPPER, "004 Thm 5.3 (Hoeffding, generic)",
-        BoundStatus.PROVEN, "any eps0 > 0", any_ldp, _generic(m.blanket_hoeffding_generic)))
+        BoundStatus.PROVEN, "0 < eps0 <= 150", any_ldp, _generic(m.blanket_hoeffding_generic)))
     register(BoundSpec(
         "blanket_bennett_generic", BoundKind.UPPER,
         "004 Sec. 5.3 (Bennett, generic; corrected Lemma 5.6)", BoundStatus.PROVEN,
-        "any eps0 > 0", any_ldp, _generic(m.blanket_bennett_generic)))
+        "0 < eps0 <= 150", any_ldp, _generic(m.blanket_bennett_generic)))
     register(BoundSpec(
         "blanket_hoeffding", BoundKind.UPPER,
         "004 Lemmas 5.3, 5.5 with the randomizer's blanket (k-RR: Lemma 5.7)",
@@ -195,12 +195,14 @@ def _register_optimal(m) -> None:
     register(BoundSpec(
         "optimal-blanket", BoundKind.UPPER, m.REFERENCE_UPPER + " (optimal decomposition)",
         BoundStatus.PROVEN,
-        "every registered randomizer; proven when the candidate neighbour pairs are "
-        "exhaustive (the result states otherwise)", any_ldp, m.optimal_blanket_epsilon,
+        "every registered randomizer, eps0 <= 150 (continuous: 50); proven when the candidate "
+        "neighbour pairs are exhaustive (the result states otherwise)", any_ldp,
+        m.optimal_blanket_epsilon,
         scope="specific"))
     register(BoundSpec(
         "exact-lower", BoundKind.LOWER, m.REFERENCE_LOWER + " (exact for one neighbour pair)",
-        BoundStatus.PROVEN, "every registered randomizer", any_ldp, m.exact_lower_epsilon,
+        BoundStatus.PROVEN, "every registered randomizer, eps0 <= 150 (continuous: 50)", any_ldp,
+        m.exact_lower_epsilon,
         scope="specific"))
 
 
