@@ -1,0 +1,299 @@
+"""Aggregated outcomes of a pair in count form (pairs.py), over its high-probability region.
+
+An *aggregate* is a set of outcomes h (count vectors) given as its P0-mass p0, its P1-mass p1,
+its exact aggregate loss ell = ln(p0 / p1) and an interval [lo, hi] holding the loss
+ln(A(h) / B(h)) of every outcome in it. Aggregates are consumed by pld.py: an upper bound splits
+each aggregate into two outcomes at lo and hi keeping (p0, p1) (the aggregate is a
+post-processing of the split), a lower bound merges it into one outcome at ell (a
+post-processing of the aggregate). Both errors are second order in the width of [lo, hi], so the
+"weak" coordinates that change the loss only by dilution may be aggregated coarsely.
+
+Two enumerations (notation of pairs.py; h1, h2 informative, h3 neutral, rest null):
+
+* :func:`symmetric_aggregates` when the informative groups have equal weights and
+  a1 - b1 = -(a2 - b2) = g (blanket pairs of binary and k-ary RR, the clone pair, the merged
+  Thm 14 pair (x0, x1, x2) of k-RR). Then A - B = g D with D = h1 - h2, and
+  B = sbar S + beta D + r h3 with S = h1 + h2, sbar = (b1 + b2) / 2, beta = (b1 - b2) / 2.
+  D is enumerated exactly; S and h3 only through bins. Under M: S ~ Bin(n, 2w),
+  h1 | S ~ Bin(S, 1/2), h3 | S ~ Bin(n - S, rho), so with X[D, S] = P(S) P(h1 | S) and per-S bin
+  masses P_k(S), partial means M_k(S) = E[h3; bin k | S],
+      p1 = (sbar X (S P_k) + beta D X P_k + r X M_k) / n,   p0 = p1 + g D (X P_k) / n
+  (matrix products over the S of one S-bin). For fixed D the loss is monotone in B, which is
+  linear in (S, h3) with positive coefficients, so lo and hi are at the box corners.
+  P(h1 | S) is built from one accurate binomial pmf per S (Boost, via scipy.stats.binom.pmf)
+  and cumulative sums of log((S - h1) / (h1 + 1)) (relative error ~1e-14).
+* :func:`cell_aggregates` otherwise: (h1, h2) exact (h2 | h1 ~ Bin(n - h1, w2 / (1 - w1))), h3
+  in bins per cell.
+
+Both return, besides the aggregates, a bound on the P0- and P1-mass outside the region
+(the largest a (b) times the binomial tail masses left out, since A / n <= max a).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from protocols.accounting.pairs import CountModel
+
+#: Default tail mass left out of each binomial window.
+DEFAULT_TAIL = 1e-15
+#: Default relative width of the loss interval of an aggregate (weak coordinates).
+DEFAULT_WEAK_RTOL = 0.002
+#: Entries of X computed at once.
+_CHUNK = 1 << 21
+
+
+@dataclass
+class Aggregates:
+    """Arrays of equal length: p0, p1 (masses), ell (forward aggregate loss), lo, hi (forward
+    loss interval); outside0 / outside1 bound the masses not enumerated."""
+
+    p0: np.ndarray
+    p1: np.ndarray
+    ell: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    outside0: float
+    outside1: float
+    outcomes: int
+
+
+def window(trials, p: float, tail: float) -> tuple[np.ndarray, np.ndarray]:
+    """[lo, hi] holding all but ~tail on each side of Bin(trials, p) (upper end through the lower
+    quantile of trials - X, reliable for tiny tails)."""
+    trials = np.asarray(trials, dtype=float)
+    if p <= 0.0:
+        return np.zeros_like(trials), np.zeros_like(trials)
+    if p >= 1.0:
+        return trials.copy(), trials.copy()
+    lo = np.nan_to_num(stats.binom.ppf(tail, trials, p), nan=0.0)
+    hi = trials - np.nan_to_num(stats.binom.ppf(tail, trials, 1.0 - p), nan=0.0)
+    lo = np.clip(lo, 0.0, trials)
+    return lo, np.clip(np.maximum(hi, lo), 0.0, trials)
+
+
+def interval_mass(lo, hi, trials, p: float) -> np.ndarray:
+    """P[lo <= Bin(trials, p) <= hi] (0 when lo > hi), from the cdf below the mean and the sf
+    above it (no cancellation of numbers near 1)."""
+    lo, hi, trials = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (lo, hi, trials)))
+    if p <= 0.0:
+        return ((lo <= 0) & (0 <= hi)).astype(float)
+    if p >= 1.0:
+        return ((lo <= trials) & (trials <= hi)).astype(float)
+    upper_half = lo > trials * p
+    below = stats.binom.cdf(hi, trials, p) - stats.binom.cdf(lo - 1, trials, p)
+    above = stats.binom.sf(lo - 1, trials, p) - stats.binom.sf(hi, trials, p)
+    mass = np.where(upper_half, above, below)
+    return np.where(lo > hi, 0.0, np.clip(mass, 0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class NeutralBins:
+    """Bins of h3 | N (N = remaining draws) for N in [n_min, n_min + rows): ends (lo, hi),
+    P[bin], E[h3; bin]; two tail bins and equal-width inner bins cover {0..N}."""
+
+    n_min: int
+    lo: np.ndarray     # (rows, bins)
+    hi: np.ndarray
+    mass: np.ndarray
+    mean: np.ndarray
+
+
+def _typical_b(model: CountModel, n: int) -> float:
+    """n E[B / n]: the typical denominator (n for a valid 000 decomposition)."""
+    return n * (sum(w * b for w, b in zip(model.w, model.b, strict=True))
+                + model.r * model.w_neutral)
+
+
+def neutral_bins(model: CountModel, n: int, n_min: int, n_max: int, tail: float,
+                 rtol: float) -> NeutralBins:
+    """Bins of the neutral count for every number of remaining draws in [n_min, n_max]; the
+    inner bin width changes B by at most ``rtol`` times its typical value."""
+    N = np.arange(n_min, n_max + 1, dtype=float)
+    wsum = model.w_neutral + model.w_null
+    rho = 0.0 if model.w_neutral <= 0 or wsum <= 0 else min(1.0, model.w_neutral / wsum)
+    if rho in (0.0, 1.0) or model.r == 0.0:
+        value = (N * rho)[:, None]
+        return NeutralBins(n_min, value, value, np.ones_like(value), value.copy())
+    lo, hi = window(N, rho, tail)
+    width = max(1.0, math.floor(rtol * _typical_b(model, n) / model.r))
+    inner = max(1, int(math.ceil(float((hi - lo + 1).max()) / width)))
+    width = np.ceil((hi - lo + 1) / inner)
+    starts = lo[:, None] + width[:, None] * np.arange(inner)[None, :]
+    ends = np.minimum(starts + width[:, None] - 1, hi[:, None])
+    blo = np.concatenate([np.zeros((N.size, 1)), starts, hi[:, None] + 1], axis=1)
+    bhi = np.concatenate([lo[:, None] - 1, ends, N[:, None]], axis=1)
+    NN = np.broadcast_to(N[:, None], blo.shape)
+    mass = interval_mass(blo, bhi, NN, rho)
+    mean = NN * rho * interval_mass(blo - 1, bhi - 1, np.maximum(NN - 1, 0), rho)
+    empty = blo > bhi
+    return NeutralBins(n_min, np.where(empty, 0.0, blo), np.where(empty, 0.0, bhi),
+                       np.where(empty, 0.0, mass), np.where(empty, 0.0, mean))
+
+
+def _forward_loss(g_d, den):
+    """ln(1 + g D / B) where B > 0, else 0 (B = 0 only at h1 = h2 = h3 = 0, where D = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, np.log1p(g_d / np.where(den > 0, den, 1.0)), 0.0)
+
+
+def is_symmetric(model: CountModel) -> bool:
+    if len(model.w) != 2:
+        return False
+    (a1, a2), (b1, b2), (w1, w2) = model.a, model.b, model.w
+    close = lambda x, y: abs(x - y) <= 1e-12 * max(abs(x), abs(y))  # noqa: E731
+    return close(w1, w2) and close(a1 - b1, b2 - a2)
+
+
+def _half_binomial_log_pmf(S: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """log P[Bin(S, 1/2) = c + t], c = floor(S / 2), for offsets t (rows) and S (columns):
+    the pmf at c from Boost (scipy.stats.binom.pmf), the rest by cumulative log ratios."""
+    c = np.floor(S / 2.0)
+    log_c = np.log(stats.binom.pmf(c, S, 0.5))
+    out = np.full((t.size, S.size), -np.inf)
+    zero = int(np.searchsorted(t, 0))
+    up = t[zero:]
+    if up.size > 1:
+        i = up[:-1, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            steps = np.log((S - c - i) / (c + i + 1.0))
+        out[zero + 1:] = log_c + np.cumsum(np.nan_to_num(steps, nan=-np.inf), axis=0)
+    out[zero] = log_c
+    down = -t[:zero][::-1]  # 1, 2, ...
+    if down.size:
+        i = down[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            steps = np.log((c - i + 1.0) / (S - c + i))
+        out[:zero] = (log_c + np.cumsum(np.nan_to_num(steps, nan=-np.inf), axis=0))[::-1]
+    h1 = c + t[:, None]
+    return np.where((h1 >= 0) & (h1 <= S), out, -np.inf)
+
+
+def symmetric_aggregates(model: CountModel, n: int, *, tail: float = DEFAULT_TAIL,
+                         weak_rtol: float = DEFAULT_WEAK_RTOL) -> Aggregates:
+    """Aggregates of a symmetric pair (module docstring): D exact, (S, h3) in bins."""
+    (a1, a2), (b1, b2) = model.a, model.b
+    w = model.w[0]
+    g = a1 - b1
+    sbar, beta, r = 0.5 * (b1 + b2), 0.5 * (b1 - b2), model.r
+    s_lo, s_hi = (int(v[0]) for v in window(np.array([n]), min(1.0, 2 * w), tail))
+    tail_s = float(interval_mass(0, s_lo - 1, n, 2 * w) + interval_mass(s_hi + 1, n, n, 2 * w))
+    S_all = np.arange(s_lo, s_hi + 1, dtype=float)
+    h_lo, h_hi = window(S_all, 0.5, tail)
+    c_all = np.floor(S_all / 2.0)
+    t_min, t_max = int((h_lo - c_all).min()), int((h_hi - c_all).max())
+    tail_h = float(np.max(interval_mass(0, h_lo - 1, S_all, 0.5)
+                          + interval_mass(h_hi + 1, S_all, S_all, 0.5)))
+    t = np.arange(t_min, t_max + 1, dtype=float)
+    bins = neutral_bins(model, n, n - s_hi, n - s_lo, tail, weak_rtol)
+    p_s = stats.binom.pmf(S_all, n, min(1.0, 2 * w))
+    step = max(1, int(math.floor(weak_rtol * _typical_b(model, n) / max(sbar, 1e-300))))
+    cols = max(1, _CHUNK // t.size)
+    parts = []
+    for first in range(0, S_all.size, step):
+        block = np.arange(first, min(first + step, S_all.size))
+        for parity in (0, 1):
+            sel = block[(S_all[block] % 2) == parity]
+            if sel.size == 0:
+                continue
+            k = bins.mass.shape[1]
+            y_p = np.zeros((t.size, k))
+            y_sp = np.zeros((t.size, k))
+            y_m = np.zeros((t.size, k))
+            for c0 in range(0, sel.size, cols):
+                cs = sel[c0:c0 + cols]
+                S = S_all[cs]
+                X = np.exp(_half_binomial_log_pmf(S, t)) * p_s[cs][None, :]
+                rows = (n - S).astype(np.int64) - bins.n_min
+                pk, mk = bins.mass[rows], bins.mean[rows]
+                y_p += X @ pk
+                y_sp += X @ (S[:, None] * pk)
+                y_m += X @ mk
+            S = S_all[sel]
+            rows = (n - S).astype(np.int64) - bins.n_min
+            h3_lo = bins.lo[rows].min(axis=0)[None, :]
+            h3_hi = bins.hi[rows].max(axis=0)[None, :]
+            D = (2.0 * t - parity)[:, None]
+            p1 = (sbar * y_sp + beta * D * y_p + r * y_m) / n
+            gdy = g * D * y_p / n
+            p0 = p1 + gdy
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ell = np.where(p1 > 0, np.log1p(gdy / np.where(p1 > 0, p1, 1.0)), 0.0)
+            s_min = np.maximum(S.min(), np.abs(D))
+            den_min = sbar * s_min + beta * D + r * h3_lo
+            den_max = sbar * S.max() + beta * D + r * h3_hi
+            l1, l2 = _forward_loss(g * D, den_min), _forward_loss(g * D, den_max)
+            l1, l2 = np.broadcast_arrays(l1, l2)
+            keep = (p0 > 0) | (p1 > 0)
+            parts.append((p0[keep], p1[keep], ell[keep], np.minimum(l1, l2)[keep],
+                          np.maximum(l1, l2)[keep]))
+    outside = tail_s + tail_h
+    return _collect(parts, model, outside, int(S_all.size * t.size))
+
+
+def cell_aggregates(model: CountModel, n: int, *, tail: float = DEFAULT_TAIL,
+                    weak_rtol: float = DEFAULT_WEAK_RTOL) -> Aggregates:
+    """Aggregates with (h1, h2) exact and h3 in bins (any CountModel)."""
+    w1 = model.w[0]
+    w2 = model.w[1] if len(model.w) > 1 else 0.0
+    a1, b1 = model.a[0], model.b[0]
+    a2, b2 = (model.a[1], model.b[1]) if len(model.a) > 1 else (0.0, 0.0)
+    p2 = min(1.0, w2 / (1.0 - w1)) if (w2 > 0 and w1 < 1) else 0.0
+    lo1, hi1 = (int(v[0]) for v in window(np.array([n]), w1, tail))
+    h1 = np.arange(lo1, hi1 + 1, dtype=float)
+    lo2, hi2 = window(n - h1, p2, tail)
+    tail1 = float(interval_mass(0, lo1 - 1, n, w1) + interval_mass(hi1 + 1, n, n, w1))
+    tail2 = float(np.max(interval_mass(0, lo2 - 1, n - h1, p2)
+                         + interval_mass(hi2 + 1, n - h1, n - h1, p2)))
+    width = int((hi2 - lo2).max()) + 1
+    bins = neutral_bins(model, n, max(0, int(np.min(n - h1 - hi2))), int(np.max(n - h1 - lo2)),
+                        tail, weak_rtol)
+    pmf1 = stats.binom.pmf(h1, n, w1)
+    rows = max(1, _CHUNK // (width * bins.mass.shape[1]))
+    offsets = np.arange(width, dtype=float)
+    r = model.r
+    parts = []
+    count = 0
+    for start in range(0, h1.size, rows):
+        sl = slice(start, start + rows)
+        H2 = lo2[sl][:, None] + offsets[None, :]
+        valid = H2 <= hi2[sl][:, None]
+        H1 = np.broadcast_to(h1[sl][:, None], valid.shape)[valid]
+        P1m = np.broadcast_to(pmf1[sl][:, None], valid.shape)[valid]
+        H2 = H2[valid]
+        pm = P1m if p2 in (0.0, 1.0) else P1m * stats.binom.pmf(H2, n - H1, p2)
+        idx = (n - H1 - H2).astype(np.int64) - bins.n_min
+        e_lo, e_hi, bm, bmean = bins.lo[idx], bins.hi[idx], bins.mass[idx], bins.mean[idx]
+        b_i = (b1 * H1 + b2 * H2)[:, None]
+        diff = ((a1 - b1) * H1 + (a2 - b2) * H2)[:, None]
+        q = pm[:, None] * (b_i * bm + r * bmean) / n
+        gd = pm[:, None] * diff * bm / n
+        p0 = q + gd
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ell = np.where(q > 0, np.log1p(gd / np.where(q > 0, q, 1.0)), 0.0)
+        l1 = _forward_loss(diff, b_i + r * e_lo)
+        l2 = _forward_loss(diff, b_i + r * e_hi)
+        keep = (p0 > 0) | (q > 0)
+        count += keep.size
+        parts.append((p0[keep], q[keep], ell[keep], np.minimum(l1, l2)[keep],
+                      np.maximum(l1, l2)[keep]))
+    return _collect(parts, model, tail1 + tail2, count)
+
+
+def _collect(parts, model: CountModel, outside: float, outcomes: int) -> Aggregates:
+    arrays = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0) for i in range(5)]
+    p0, p1, ell, lo, hi = arrays
+    ell = np.clip(ell, lo, hi)
+    return Aggregates(p0, p1, ell, lo, hi, max(model.a) * outside, max(model.b) * outside,
+                      outcomes)
+
+
+def aggregates(model: CountModel, n: int, *, tail: float = DEFAULT_TAIL,
+               weak_rtol: float = DEFAULT_WEAK_RTOL) -> Aggregates:
+    """The aggregates of ``model`` with n users (symmetric enumeration when it applies)."""
+    fn = symmetric_aggregates if is_symmetric(model) else cell_aggregates
+    return fn(model, int(n), tail=tail, weak_rtol=weak_rtol)

@@ -1,0 +1,205 @@
+"""Privacy loss distribution of one round, discretised on the conservative side.
+
+Input: a pair in count form (:class:`~protocols.accounting.pairs.CountModel`) and n. Output: for
+each ordered direction, the law of the privacy loss under the first distribution (the "P side"
+that ``dp_accounting`` stores) on a grid of step ``interval``, as a :class:`RoundPLD`.
+
+The pair's outcomes come as aggregates (enumeration.py): sets of outcomes with their exact P-
+and Q-masses (p, q), aggregate loss ell = ln(p / q) and an interval [lo, hi] of the losses inside.
+
+Upper bounds (pessimistic). An aggregate is split into two outcomes at lo and hi with the same
+total P- and Q-mass (mass p f at hi, f = (1 - e^(lo - ell)) / (1 - e^(lo - hi))); each of these
+is split again between the two grid points e_i <= L <= e_{i+1} around it, keeping P- and
+Q-mass (the "connect-the-dots" split of Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022).
+Merging the pieces gives the aggregate back, so the discretised pair dominates the pair by
+post-processing, for every divergence with data processing (all hockey-stick divergences,
+Renyi), and hence under composition (dominating pairs compose: Zhu, Dong, Wang 2022, Thm 10).
+Unlike rounding up, splitting keeps E_P[e^-L] and adds only the variance of the split
+(<= (hi - lo)^2 / 4 + interval^2 / 4 per round). All losses are widened by 1e-13 |L| + 1e-14
+against rounding, and the share f is raised by 1e-12 relative (moving mass up is a first-order
+stochastic increase of the loss, which keeps domination).
+Masses from scipy's binomial functions carry a relative error <= :func:`mass_relative_error`
+(clones.py measures them); every mass is multiplied by (1 - that), hence below its true value.
+The P-mass outside the enumerated region (bounded in enumeration.py) goes to the infinite loss;
+the rest of 1 - sum(masses) (the shaved part) goes to the largest grid loss carrying mass, above
+every aggregate. Both are first-order stochastic increases of the loss distribution, which keep
+a dominating pair (hockey-stick larger for every eps in R, Q-side mass still <= 1).
+
+Lower bounds (optimistic). An aggregate is merged into one outcome at ell (a post-processing),
+ell is lowered by 1e-13 |ell| + 1e-14 and rounded *down* to the grid, masses are shaved, and
+everything not enumerated is dropped. The composed curve is then at most the true one: the
+composed loss is a sum of independent per-round losses, each stochastically smaller.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL, aggregates
+from protocols.accounting.pairs import CountModel
+from protocols.errors import require
+
+#: Largest grid the accumulator accepts.
+MAX_GRID = 1 << 26
+
+
+def mass_relative_error(n: int) -> float:
+    """Allowance for the relative error of an atom's mass: three binomial factors, each within
+    1e-11 + 1e-15 n (protocols.bounds.clones.pmf_relative_error, measured against mpmath),
+    and the arithmetic."""
+    return 4.0 * (1e-11 + 1e-15 * float(n)) + 1e-12
+
+
+@dataclass(frozen=True)
+class RoundPLD:
+    """One direction's discretised privacy loss distribution.
+
+    ``probs[i]`` is the P-mass at loss (lower_index + i) * interval; ``infinity`` the mass at
+    +inf (upper side: mass outside the window, whose true loss is at most ``loss_max``).
+    ``side``: "upper" (pessimistic) or "lower" (optimistic); ``atoms``: atoms enumerated;
+    ``shaved``: mass moved to the top for upper bounds (or dropped for lower bounds).
+    """
+
+    side: str
+    interval: float
+    lower_index: int
+    probs: np.ndarray
+    infinity: float
+    loss_max: float
+    atoms: int
+    shaved: float
+    label: str
+    seconds: float
+
+    def rounded_pmf(self) -> dict[int, float]:
+        """{grid index: mass}, the input of create_from_rounded_probability."""
+        nz = np.nonzero(self.probs)[0]
+        return dict(zip((nz + self.lower_index).tolist(), self.probs[nz].tolist(), strict=True))
+
+    def losses(self) -> np.ndarray:
+        return (np.arange(self.probs.size) + self.lower_index) * self.interval
+
+    def delta(self, epsilon: float) -> float:
+        """Hockey-stick divergence of this discretised PLD at eps (single round)."""
+        losses = self.losses()
+        above = losses > epsilon
+        return float(self.infinity + np.dot(-np.expm1(epsilon - losses[above]),
+                                            self.probs[above]))
+
+
+class _Accumulator:
+    """Sums masses on integer grid indices, growing its range as needed."""
+
+    def __init__(self) -> None:
+        self.low = 0
+        self.values = np.zeros(0)
+
+    def add(self, index: np.ndarray, weight: np.ndarray) -> None:
+        if index.size == 0:
+            return
+        lo, hi = int(index.min()), int(index.max())
+        if self.values.size == 0:
+            self.low, self.values = lo, np.zeros(hi - lo + 1)
+        elif lo < self.low or hi >= self.low + self.values.size:
+            new_low = min(lo, self.low)
+            new_high = max(hi, self.low + self.values.size - 1)
+            require(new_high - new_low < MAX_GRID, "interval", None,
+                    "discretisation grid too large; use a larger interval")
+            grown = np.zeros(new_high - new_low + 1)
+            grown[self.low - new_low:self.low - new_low + self.values.size] = self.values
+            self.low, self.values = new_low, grown
+        self.values += np.bincount(index - self.low, weights=weight, minlength=self.values.size)
+
+
+def _split_to_grid(acc: "_Accumulator", loss: np.ndarray, mass: np.ndarray,
+                   interval: float) -> None:
+    """Connect-the-dots split of outcomes (loss, mass) onto the two grid points around each
+    loss, keeping P-mass and Q-mass (share of the upper point raised by 1e-12 relative)."""
+    base = np.floor(loss / interval)
+    frac = np.expm1(-(loss - base * interval)) / math.expm1(-interval)
+    frac = np.clip(frac * (1 + 1e-12), 0.0, 1.0)
+    index = base.astype(np.int64)
+    acc.add(index, mass * (1.0 - frac))
+    acc.add(index + 1, mass * frac)
+
+
+def _widen(values: np.ndarray, up: bool) -> np.ndarray:
+    pad = 1e-13 * np.abs(values) + 1e-14
+    return values + pad if up else values - pad
+
+
+def _upper_direction(acc, mass, ell, lo, hi, interval) -> None:
+    lo, hi = _widen(lo, False), _widen(hi, True)
+    ell = np.clip(ell, lo, hi)
+    width = hi - lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(width > 0, np.expm1(lo - ell) / np.expm1(-np.where(width > 0, width, 1)),
+                         1.0)
+    share = np.clip(share * (1 + 1e-12), 0.0, 1.0)
+    _split_to_grid(acc, hi, mass * share, interval)
+    _split_to_grid(acc, lo, mass * (1.0 - share), interval)
+
+
+def _grid_interval(interval: float, loss_max: float) -> float:
+    require(isinstance(interval, float) and 0 < interval < math.inf, "interval", interval,
+            "must be a finite number > 0")
+    require(2 * loss_max / interval < MAX_GRID, "interval", interval,
+            f"too small for losses up to {loss_max:.3g}")
+    return interval
+
+
+def round_plds(model: CountModel, n: int, interval: float, side: str, *,
+               tail: float = DEFAULT_TAIL, weak_rtol: float = DEFAULT_WEAK_RTOL,
+               both: bool = True) -> list[RoundPLD]:
+    """The discretised PLDs of (P0, P1) and, if ``both``, of (P1, P0), for ``side`` "upper"
+    (split, pessimistic) or "lower" (merged and rounded down, optimistic); see the module
+    docstring. ``tail``: binomial tail mass left out per window; ``weak_rtol``: relative width
+    of the aggregates' loss intervals (enumeration.py)."""
+    require(side in ("upper", "lower"), "side", side, "must be 'upper' or 'lower'")
+    require(isinstance(n, (int, np.integer)) and n >= 1, "n", n, "must be an integer >= 1")
+    start = time.perf_counter()
+    interval = _grid_interval(float(interval), model.loss_max)
+    eta = mass_relative_error(n)
+    agg = aggregates(model, int(n), tail=tail, weak_rtol=weak_rtol)
+    upper = side == "upper"
+    out = []
+    for d in range(2 if both else 1):
+        acc = _Accumulator()
+        mass = (agg.p0 if d == 0 else agg.p1) * (1.0 - eta)
+        if d == 0:
+            ell, lo, hi = agg.ell, agg.lo, agg.hi
+        else:
+            ell, lo, hi = -agg.ell, -agg.hi, -agg.lo
+        keep = mass > 0
+        mass, ell, lo, hi = mass[keep], ell[keep], lo[keep], hi[keep]
+        total = float(mass.sum())
+        if upper:
+            _upper_direction(acc, mass, ell, lo, hi, interval)
+        else:
+            acc.add(np.floor(_widen(ell, False) / interval).astype(np.int64), mass)
+        probs = np.clip(acc.values, 0.0, None)
+        low = acc.low
+        rest = max(0.0, 1.0 - total)
+        if upper:
+            bound = (agg.outside0 if d == 0 else agg.outside1) * (1 + eta)
+            infinity = min(rest, bound)
+            shaved = rest - infinity
+            if shaved > 0:
+                top = np.nonzero(probs)[0]
+                if top.size:
+                    probs[top[-1]] += shaved
+                else:
+                    infinity = rest
+        else:
+            infinity, shaved = 0.0, rest
+        nz = np.nonzero(probs)[0]
+        if nz.size:
+            probs, low = probs[nz[0]:nz[-1] + 1], low + int(nz[0])
+        label = model.label if d == 0 else model.label + " (reversed)"
+        out.append(RoundPLD(side, interval, low, probs, float(infinity), model.loss_max,
+                            agg.outcomes, float(shaved), label, time.perf_counter() - start))
+    return out
