@@ -13,9 +13,9 @@ from simulator.audit.run import AuditSettings, Level
 from simulator.audit.tables import AUDIT_SCHEMA
 from simulator.cli import main
 from simulator.errors import ScenarioError
-from simulator.results import read_metadata
-from simulator.runner import run_scenario
-from simulator.scenario import load_scenario, parse_scenario
+from simulator.execution.runner import run_scenario
+from simulator.results.tables import read_metadata
+from simulator.scenario.loader import load_scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ["audit", "--randomizer", "krr", "--domain-size", "2", "--epsilon0", "2"]

@@ -15,19 +15,16 @@ import pytest
 from scipy import integrate, stats
 
 from protocols.randomizers import make_randomizer, randomizer_class, randomizer_names
-from simulator.batch import (
-    BatchSetup,
-    FrequencyTarget,
-    MeanTarget,
-    SumTarget,
-    run_unit,
-    sorted_values,
-    target_names,
-)
+from simulator.batch.metrics import FrequencyTarget, MeanTarget, SumTarget
+from simulator.batch.run import BatchSetup, run_unit, sorted_values
+from simulator.batch.targets import target_names
 from simulator.errors import ScenarioError
-from simulator.population import ConstantBudget, Zipf
-from simulator.runner import execute_unit, plan_units, run_scenario
-from simulator.scenario import BatchPath, ShuffleMode, parse_scenario
+from simulator.execution.runner import run_scenario
+from simulator.execution.simulation import execute_unit, plan_units
+from simulator.population.budgets import ConstantBudget
+from simulator.population.data import Zipf
+from simulator.scenario.loader import parse_scenario
+from simulator.scenario.model import BatchPath, ShuffleMode
 
 ALPHA = 1e-4
 SIGMAS = 6.0
@@ -345,7 +342,7 @@ def test_paths_are_exposed_as_enums():
 def test_memory_plan_is_measured_once_per_setup(monkeypatch):
     """The memory plan decides the random streams, so a setup's measurement is kept: a later
     build of the same setup (e.g. while a Dask client's thread allocates) reuses it."""
-    import simulator.batch as batch
+    import simulator.batch.run as batch
 
     monkeypatch.setattr(batch, "_MEASURED", {})
     calls = []

@@ -10,10 +10,12 @@ import pytest
 from scipy import stats
 
 from protocols.bounds.heterogeneous import BudgetProfile
-from simulator.budgets import (
+from simulator.errors import ScenarioError
+from simulator.population.base import budget_distribution_names
+from simulator.population.budgets import (
     PRESETS,
     ClippedNormalBudget,
-    FileBudget,
+    ConstantBudget,
     GroupBudget,
     PresetBudget,
     ThreeGroupBudget,
@@ -22,9 +24,8 @@ from simulator.budgets import (
     budget_profile,
     group_counts,
 )
-from simulator.errors import ScenarioError
-from simulator.population import ConstantBudget, budget_distribution_names
-from simulator.scenario import parse_scenario
+from simulator.population.files import FileBudget
+from simulator.scenario.loader import parse_scenario
 
 ALPHA = 1e-4
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from simulator.cli import main
-from simulator.results import UTILITY_SCHEMA, read_metadata
+from simulator.results.tables import UTILITY_SCHEMA, read_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,7 +109,7 @@ def test_failure_during_the_run_leaves_no_directory(small, tmp_path, monkeypatch
     def explode(*args, **kwargs):
         raise OSError(13, "Permission denied", str(tmp_path / "res"))
 
-    monkeypatch.setattr("simulator.runner.run_scenario", lambda *a, **k: explode())
+    monkeypatch.setattr("simulator.execution.runner.run_scenario", lambda *a, **k: explode())
     result = CliRunner().invoke(main, ["run", str(small), "--out", str(tmp_path / "res")])
     assert result.exit_code != 0
     assert not (tmp_path / "res").exists()

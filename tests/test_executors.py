@@ -13,19 +13,18 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from simulator import runner
 from simulator.cli import main
 from simulator.errors import ScenarioError, UserError
-from simulator.executors import (
+from simulator.execution.executors import (
     DaskExecutor,
     InlineExecutor,
     ProcessExecutor,
     make_executor,
 )
-from simulator.progress import ProgressReport, format_duration, format_rate
-from simulator.runner import run_scenario
-from simulator.scenario import parse_scenario
-from simulator.units import ProducerSpec
+from simulator.execution.producers import PRODUCERS, ProducerSpec
+from simulator.execution.progress import ProgressReport, format_duration, format_rate
+from simulator.execution.runner import run_scenario
+from simulator.scenario.loader import parse_scenario
 
 BATCH = """
 name = "same"
@@ -158,7 +157,7 @@ def test_a_user_error_in_a_worker_is_one_line_at_the_cli(tmp_path, monkeypatch, 
     """A ScenarioError raised inside a unit running in a worker process (it does not survive
     pickling as such) arrives as a one-line UserError; at the command line: exit code 2, one
     line, and no directory left behind."""
-    monkeypatch.setitem(runner._PRODUCERS, "invalid",
+    monkeypatch.setitem(PRODUCERS._items, "invalid",
                         ProducerSpec("invalid", invalid_value_producer, True))
     with pytest.raises(UserError) as info:
         run_scenario(parse_scenario(BATCH), executor=pool)

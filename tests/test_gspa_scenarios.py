@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from protocols.estimators import make_estimator
-from simulator.budgets import ThreeGroupBudget, budget_arrays
 from simulator.cli import main
-from simulator.scenario import load_scenario
+from simulator.population.budgets import ThreeGroupBudget, budget_arrays
+from simulator.scenario.loader import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 FREQUENCY = ROOT / "scenarios" / "gspa_frequency.toml"

@@ -13,9 +13,9 @@ import pytest
 
 from protocols.bounds import catalogue
 from protocols.bounds.result import BoundKind, BoundStatus
+from simulator.execution.runner import run_scenario
 from simulator.pipeline.unit import EXACT_UP_TO, GRID_STEPS, grid_size
-from simulator.runner import run_scenario
-from simulator.scenario import parse_scenario
+from simulator.scenario.loader import parse_scenario
 
 BASE = """
 name = "pipe-default"

@@ -18,11 +18,11 @@ from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from protocols.errors import ParameterError
 from simulator.cli import main
 from simulator.errors import ScenarioError
+from simulator.execution.runner import run_scenario
 from simulator.pipeline import ArrivalMode, PipelineConfig
 from simulator.pipeline.section import PipelineSection
 from simulator.pipeline.unit import BATCHES_TABLE_SCHEMA
-from simulator.runner import run_scenario
-from simulator.scenario import parse_scenario
+from simulator.scenario.loader import parse_scenario
 
 BASE = """
 name = "pipe"
@@ -207,7 +207,7 @@ def test_shipped_timeout_scenario_loads():
     path = Path(__file__).resolve().parents[1] / "scenarios" / "timeout_shuffler.toml"
     if not path.exists():
         pytest.fail("scenarios/timeout_shuffler.toml is missing")
-    from simulator.scenario import load_scenario
+    from simulator.scenario.loader import load_scenario
 
     scenario = load_scenario(path)
     assert all("pipeline" in p.settings.sections for p in scenario.points)

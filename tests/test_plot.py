@@ -19,7 +19,7 @@ from simulator.cli import main
 from simulator.errors import UserError
 from simulator.pipeline.unit import BATCHES_TABLE_SCHEMA
 from simulator.plotting import _utility_axis, bound_curves, find_runs, short_overrides
-from simulator.results import UTILITY_SCHEMA
+from simulator.results.tables import UTILITY_SCHEMA
 
 pytest.importorskip("matplotlib")
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -193,8 +193,8 @@ def _visible_axes(fig):
 
 
 def _personalized_bounds(sweep: str) -> pd.DataFrame:
-    from simulator import bounds_section
-    from simulator.scenario import parse_scenario
+    from simulator.scenario import bounds as bounds_section
+    from simulator.scenario.loader import parse_scenario
 
     scenario = parse_scenario(PERSONALIZED_N + sweep)
     return bounds_section.produce(scenario)["bounds"].to_pandas()
@@ -298,7 +298,7 @@ def test_every_figure_of_a_run_with_one_sweep_key(run_dir):
 
 
 def test_frequency_and_mean_tables_share_the_metric_names():
-    from simulator.batch import target_for
+    from simulator.batch.targets import target_for
 
     frequency = set(target_for("frequency").metric_names)
     for name in ("mean", "sum", "gspa_mean", "weighted_mean"):

@@ -14,16 +14,9 @@ import pytest
 from scipy import integrate, stats
 
 from simulator.errors import ScenarioError
-from simulator.population import (
+from simulator.population.base import (
     CATEGORICAL,
     NUMERIC,
-    ClippedNormal,
-    Constant,
-    ConstantBudget,
-    ContinuousUniform,
-    FileColumn,
-    Uniform,
-    Zipf,
     budget_distribution_class,
     budget_distribution_names,
     data_distribution_class,
@@ -31,6 +24,9 @@ from simulator.population import (
     describe_parameters,
     register_data_distribution,
 )
+from simulator.population.budgets import ConstantBudget
+from simulator.population.data import ClippedNormal, Constant, ContinuousUniform, Uniform, Zipf
+from simulator.population.files import FileColumn
 
 ALPHA = 1e-4
 

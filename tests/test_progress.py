@@ -8,9 +8,9 @@ import time
 
 from click.testing import CliRunner
 
-from simulator import progress
 from simulator.cli import main
-from simulator.progress import ProgressReport
+from simulator.execution import progress
+from simulator.execution.progress import ProgressReport
 
 
 class Clock:
@@ -86,8 +86,8 @@ def test_lazily_loaded_modules_behave_like_imported_ones():
     import subprocess
     import sys
 
-    code = ("from simulator.lazy import lazy_module; m = lazy_module('simulator.shuffling'); "
-            "import simulator, simulator.shuffling as s; "
+    code = ("from simulator.lazy import lazy_module; m = lazy_module('simulator.batch.shuffling'); "
+            "import simulator, simulator.batch.shuffling as s; "
             "assert simulator.shuffling is s is m; assert callable(s.shuffle_reports); "
             "import simulator.cli; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

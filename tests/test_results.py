@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from simulator import __version__
-from simulator import results as results_module
 from simulator.errors import UserError
-from simulator.results import (
+from simulator.results import tables as results_module
+from simulator.results.tables import (
     TABLE_SCHEMAS,
     UTILITY_SCHEMA,
     conform,
@@ -120,7 +120,7 @@ def test_conform_checks_columns_and_casts():
 
 
 def test_register_table_schema(monkeypatch):
-    monkeypatch.setitem(TABLE_SCHEMAS, "extra", pa.schema([("a", pa.int64())]))
+    monkeypatch.setitem(TABLE_SCHEMAS._items, "extra", pa.schema([("a", pa.int64())]))
     with pytest.raises(RuntimeError):
         register_table_schema("extra", pa.schema([("a", pa.int64())]))
     with pytest.raises(RuntimeError):

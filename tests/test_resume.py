@@ -18,15 +18,16 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from simulator import resume, runner
 from simulator.cli import main
 from simulator.errors import UserError
-from simulator.executors import Executor, InlineExecutor
-from simulator.results import run_metadata, write_tables
-from simulator.resume import DONE, PARTS, DirectoryParts, finish, run_fingerprint
-from simulator.runner import run_scenario
-from simulator.scenario import parse_scenario
-from simulator.units import plan_run
+from simulator.execution import resume, runner
+from simulator.execution.executors import Executor, InlineExecutor
+from simulator.execution.producers import PRODUCERS
+from simulator.execution.resume import DONE, PARTS, DirectoryParts, finish, run_fingerprint
+from simulator.execution.runner import run_scenario
+from simulator.execution.units import plan_run
+from simulator.results.tables import run_metadata, write_tables
+from simulator.scenario.loader import parse_scenario
 
 TEXT = """
 name = "resumable"
@@ -54,7 +55,7 @@ def unit_count(scenario) -> int:
     """Units of a run: here two points of four chunks, one audit per point, and one unit per
     point of any other per-point producer registered."""
     state = runner.RunState(scenario, tuple(runner.make_setup(p) for p in scenario.points),
-                            tuple(runner._PRODUCERS.values()))
+                            tuple(PRODUCERS.values()))
     return len(plan_run(state))
 
 
@@ -217,7 +218,7 @@ def test_a_failed_final_write_keeps_finished_tables_and_the_parts(tmp_path, scen
     run_dir = tmp_path / "resumable"
     write_run(scenario.with_seed(5), run_dir)  # an earlier finished run
     before = read_run(run_dir)
-    import simulator.results as results
+    import simulator.results.tables as results
 
     calls = []
 
@@ -265,12 +266,12 @@ def test_one_run_at_a_time_per_directory(tmp_path, scenario):
 
 
 def test_a_user_error_discards_the_parts_and_new_directories(tmp_path, scenario, monkeypatch):
-    from simulator.units import ProducerSpec
+    from simulator.execution.producers import ProducerSpec
 
     def bad(scenario, progress=None):
         raise UserError("bad value found while running")
 
-    monkeypatch.setitem(runner._PRODUCERS, "bad", ProducerSpec("bad", bad, False))
+    monkeypatch.setitem(PRODUCERS._items, "bad", ProducerSpec("bad", bad, False))
     with pytest.raises(UserError, match="bad value"):
         run_scenario(scenario, run_dir=tmp_path / "new" / "resumable")
     assert not (tmp_path / "new").exists()

@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from simulator.commands.run import INTERRUPTED
-from simulator.resume import DONE, PARTS
+from simulator.cli.commands.run import INTERRUPTED
+from simulator.execution.resume import DONE, PARTS
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="reads process trees from /proc (Linux)")
@@ -106,8 +106,8 @@ def start_and_wait_for_workers(tmp_path, reps, worker_units=0):
 @pytest.fixture(scope="module")
 def expected(tmp_path_factory):
     """The utility table of an uninterrupted run (in this process)."""
-    from simulator.runner import run_scenario
-    from simulator.scenario import parse_scenario
+    from simulator.execution.runner import run_scenario
+    from simulator.scenario.loader import parse_scenario
 
     return run_scenario(parse_scenario(TEXT.format(reps=REPS)))["utility"]
 
@@ -174,7 +174,7 @@ def test_a_worker_ends_when_its_parent_dies_without_the_death_signal(tmp_path):
     script = (
         "import os, subprocess, sys\n"
         "child = subprocess.Popen([sys.executable, '-c', 'import os, time; "
-        "from simulator.executors import _initialize_worker; "
+        "from simulator.execution.executors import _initialize_worker; "
         "_initialize_worker(os.getppid(), False); time.sleep(60)'])\n"
         "print(child.pid, flush=True)\n"
         "import time; time.sleep(1.0)\n"

@@ -6,17 +6,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from simulator import scenario as scenario_module
 from simulator.errors import ScenarioError, UserError
-from simulator.population import ClippedNormal, ConstantBudget, FileColumn, Zipf
-from simulator.scenario import (
-    BatchOptions,
-    BatchPath,
-    ShuffleMode,
-    load_scenario,
-    parse_dataclass,
-    parse_scenario,
-)
+from simulator.population.budgets import ConstantBudget
+from simulator.population.data import ClippedNormal, Zipf
+from simulator.population.files import FileColumn
+from simulator.scenario.convert import parse_dataclass
+from simulator.scenario.loader import load_scenario, parse_scenario
+from simulator.scenario.model import BatchOptions, BatchPath, ShuffleMode
+from simulator.scenario.sections import SECTIONS, register_section
 
 # The minimum schema quoted in the foundation issue, verbatim.
 MINIMUM = """
@@ -264,7 +261,7 @@ class _Bounds:
 
 def test_registered_sections_parse_sweep_and_report_errors(monkeypatch):
     monkeypatch.setitem(
-        scenario_module._SECTIONS, "bounds",
+        SECTIONS._items, "bounds",
         lambda table, context: parse_dataclass(_Bounds, table, "bounds", context),
     )
     text = _with("""
@@ -287,7 +284,7 @@ def test_registered_sections_parse_sweep_and_report_errors(monkeypatch):
     error = _error(text.replace('"clone"]', "3]"))
     assert error.key == "bounds.methods[1]"
     with pytest.raises(RuntimeError):
-        scenario_module.register_section("population", lambda t, c: None)
+        register_section("population", lambda t, c: None)
 
 
 def test_unregistered_section_is_an_error():

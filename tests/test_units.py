@@ -10,16 +10,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from simulator import runner
 from simulator.audit.section import produce as audit_produce
-from simulator.batch import BatchSetup
+from simulator.batch.run import BatchSetup
 from simulator.errors import ScenarioError, UserError
-from simulator.runner import execute_unit, make_setup, plan_units, run_scenario, utility_rows
-from simulator.scenario import parse_scenario
-from simulator.units import (
+from simulator.execution.producers import PRODUCERS, ProducerSpec, register_table_producer
+from simulator.execution.runner import run_scenario
+from simulator.execution.simulation import execute_unit, make_setup, plan_units, utility_rows
+from simulator.execution.units import (
     PRODUCE,
     SIMULATE,
-    ProducerSpec,
     RunState,
     UnitError,
     WorkUnit,
@@ -27,6 +26,7 @@ from simulator.units import (
     plan_run,
     run_work_unit,
 )
+from simulator.scenario.loader import parse_scenario
 
 BASE = """
 name = "units"
@@ -142,7 +142,7 @@ def test_a_simulation_unit_gives_the_rows_of_its_repetitions():
 
 def test_completion_order_does_not_change_the_tables():
     scenario = parse_scenario(BASE + AUDIT)
-    state = state_of(scenario, runner._PRODUCERS.values())
+    state = state_of(scenario, PRODUCERS.values())
     units, forward = run_all(state)
     order = np.random.default_rng(3).permutation(len(units))
     _, shuffled = run_all(state, order)
@@ -154,7 +154,7 @@ def test_completion_order_does_not_change_the_tables():
 def test_run_scenario_equals_the_assembled_units():
     scenario = parse_scenario(BASE + PIPELINE)
     tables = run_scenario(scenario)
-    _, assembled = run_all(state_of(scenario, runner._PRODUCERS.values()), order=None)
+    _, assembled = run_all(state_of(scenario, PRODUCERS.values()), order=None)
     assert set(tables) == {"utility", "batches"}
     for name in tables:
         assert tables[name].equals(assembled[name])
@@ -194,7 +194,7 @@ def test_producers_may_not_claim_the_utility_table_or_each_others():
 def test_run_state_and_units_survive_pickling():
     """Workers receive the state by pickle: scenarios hold MappingProxyType sections."""
     scenario = parse_scenario(BASE + AUDIT)
-    state = state_of(scenario, runner._PRODUCERS.values())
+    state = state_of(scenario, PRODUCERS.values())
     copy = pickle.loads(pickle.dumps(state))
     assert copy.scenario == scenario
     assert dict(copy.scenario.points[0].settings.sections) == dict(
@@ -216,11 +216,11 @@ def test_user_errors_inside_a_unit_cross_processes_as_one_line():
 
 
 def test_register_table_producer_rejects_duplicates(monkeypatch):
-    monkeypatch.setattr(runner, "_PRODUCERS", dict(runner._PRODUCERS))
-    runner.register_table_producer("extra", per_point_rows, per_point=True)
-    assert runner._PRODUCERS["extra"] == ProducerSpec("extra", per_point_rows, True)
+    monkeypatch.setattr(PRODUCERS, "_items", dict(PRODUCERS._items))
+    register_table_producer("extra", per_point_rows, per_point=True)
+    assert PRODUCERS.get("extra") == ProducerSpec("extra", per_point_rows, True)
     with pytest.raises(RuntimeError, match="twice"):
-        runner.register_table_producer("extra", per_point_rows)
+        register_table_producer("extra", per_point_rows)
 
 
 def test_producer_names_must_name_files():

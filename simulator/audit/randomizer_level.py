@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from protocols.bounds.decompositions import neighbour_candidates
 from protocols.errors import require
 from protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
 from simulator.audit.confidence import ErrorBudget
@@ -156,8 +157,6 @@ def audit_inputs(randomizer, max_inputs: int) -> list:
     domain = randomizer.input_domain
     if isinstance(domain, Categorical) and domain.size <= max_inputs:
         return list(range(domain.size))
-    from protocols.bounds.decompositions import neighbour_candidates
-
     cand = neighbour_candidates(randomizer)
     seen = []
     for x in itertools.chain.from_iterable(cand.pairs):

@@ -5,9 +5,8 @@ may be a number or an array). Every sweep point with the section is audited once
 ``population.n``, the scenario's randomizer and eps0, the ``[pipeline]`` options for the
 pipeline level, and randomness from ``SeedSequence(seed, spawn_key=(point, AUDIT_KEY))``; the
 rows go to ``audit.parquet`` (schema: simulator.audit.tables.AUDIT_SCHEMA). Importing this
-module registers the section and the table schema (simulator.scenario imports it);
-:mod:`simulator.audit.producer` registers :func:`produce` with the runner (simulator.runner
-imports it), which keeps the import order scenario -> section free of cycles.
+module registers the section, the table schema and :func:`produce` as a per-point table
+producer (simulator.plugins imports it).
 """
 
 from __future__ import annotations
@@ -21,8 +20,11 @@ import pyarrow as pa
 from simulator.audit.run import AUDIT_KEY, AuditSettings, run_audit
 from simulator.audit.tables import AUDIT_SCHEMA, to_table
 from simulator.errors import ScenarioError
-from simulator.results import TABLE_SCHEMAS, register_table_schema
-from simulator.scenario import ParseContext, Scenario, parse_dataclass, register_section
+from simulator.execution.producers import register_table_producer
+from simulator.results.tables import TABLE_SCHEMAS, register_table_schema
+from simulator.scenario.convert import ParseContext, parse_dataclass
+from simulator.scenario.model import Scenario
+from simulator.scenario.sections import register_section
 
 SECTION = "audit"
 TABLE = "audit"
@@ -62,3 +64,5 @@ def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
 register_section(SECTION, parse_section)
 if TABLE not in TABLE_SCHEMAS:
     register_table_schema(TABLE, AUDIT_SCHEMA)
+# per point: each point's audit is its own unit of work (own seed, spread over workers, resumable)
+register_table_producer(TABLE, produce, per_point=True)

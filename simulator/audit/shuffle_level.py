@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from protocols.bounds.decompositions import neighbour_candidates
 from protocols.bounds.optimal import epsilon_from_atoms, exact_lower_epsilon
 from protocols.bounds.result import BoundKind
 from protocols.errors import require
@@ -157,7 +158,6 @@ def default_triple(randomizer, n: int, delta: float) -> tuple:
                 return triple
         except (ValueError, SyntaxError):
             pass
-    from protocols.bounds.decompositions import neighbour_candidates
     return tuple(neighbour_candidates(randomizer).triples[0])
 
 

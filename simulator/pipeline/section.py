@@ -9,9 +9,10 @@ min_batch, arrival, window, dropout, delay, rounds, colluding_fraction, group_si
 
 Without ``bound`` a released batch's epsilon is the best proven upper bound at ``delta`` (or,
 without ``delta``, at the smallest delta of the scenario's ``[bounds]`` section), and without
-any delta the local budget at delta 0; the ``epsilon_reason`` column of ``batches.parquet`` says which
+any delta the local budget at delta 0; the ``epsilon_reason`` column of ``batches.parquet``
+says which
 (simulator/pipeline/unit.py). The section registers itself with the scenario loader
-(simulator.scenario imports this module).
+(simulator.plugins imports this module).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from protocols.bounds.catalogue import bound_names, get_bound
 from simulator.errors import ScenarioError
 from simulator.pipeline.config import SECTION, PipelineConfig
-from simulator.scenario import ParseContext, register_section
+from simulator.scenario.convert import ParseContext
+from simulator.scenario.sections import register_section
 
 
 @dataclass(frozen=True)
@@ -53,12 +56,6 @@ class PipelineSection:
 
 def check_bound_name(name: str) -> None:
     """The bound must exist in the catalogue."""
-    try:
-        from protocols.bounds.catalogue import bound_names, get_bound
-    except ImportError:
-        raise ScenarioError(
-            f"{SECTION}.bound", name, "no bound catalogue is installed (protocols.bounds.catalogue)"
-        ) from None
     names = list(bound_names())
     if name not in names:
         close = difflib.get_close_matches(name, names, n=1)

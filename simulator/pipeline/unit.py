@@ -46,16 +46,19 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from protocols.bounds.catalogue import applicable_bounds, evaluate, get_bound
+from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import ParameterError
-from simulator.batch import DataStats, Target, sorted_values, target_for
+from simulator.batch.run import sorted_values
+from simulator.batch.targets import DataStats, Target, target_for
 from simulator.errors import ScenarioError
 from simulator.pipeline.analyzer import BATCHES_SCHEMA
 from simulator.pipeline.config import SECTION, PipelineConfig
 from simulator.pipeline.run import run_pipeline
 from simulator.pipeline.section import PipelineSection
-from simulator.population import CATEGORICAL
-from simulator.results import register_table_schema
-from simulator.scenario import SweepPoint
+from simulator.population.base import CATEGORICAL
+from simulator.results.tables import register_table_schema
+from simulator.scenario.model import SweepPoint
 
 TABLE = "batches"
 PATH_LABEL = "pipeline"
@@ -132,8 +135,6 @@ class PipelineSetup:
         return setup
 
     def _check_bound_applies(self) -> None:
-        from protocols.bounds.catalogue import get_bound
-
         spec = get_bound(self.bound)
         if not spec.applies_to(self.randomizer):
             raise ScenarioError(
@@ -263,9 +264,6 @@ def best_proven_bound(randomizer, size: int, delta: float) -> tuple[float | None
     ``proven`` without caveat, and its name; (None, None) when none gives a finite value."""
     key = (repr(randomizer), float(delta), int(size))
     if key not in _BEST_CACHE:
-        from protocols.bounds.catalogue import applicable_bounds, evaluate
-        from protocols.bounds.result import BoundKind, BoundStatus
-
         best: tuple[float | None, str | None] = (None, None)
         for spec in applicable_bounds(randomizer):
             if spec.kind is not BoundKind.UPPER or spec.scope == "personalized" or spec.also:
@@ -314,8 +312,6 @@ class _BatchEpsilon:
             entry = (self.local, "local", self.bound,
                      f"pipeline.bound gives no value below {local} at this honest size")
             if honest_size >= 2:
-                from protocols.bounds.catalogue import evaluate
-
                 try:  # an evaluation without result: outside the bound's regime
                     result = evaluate(self.bound, self.randomizer, honest_size, self.delta).result
                 except ParameterError:

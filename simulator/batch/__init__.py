@@ -1,0 +1,2 @@
+"""The vectorized batch path: run (setups, units, the two paths), targets and metrics,
+shuffling (exact uniform permutations), threads, memory (plans and checks)."""

@@ -1,0 +1,83 @@
+"""The ``shufflesim`` command line (click).
+
+Sub-commands live in :mod:`simulator.cli.commands`, one module per command, each exposing a click
+command named ``command``; they are discovered automatically.
+
+Every failure the user can act on ends as exactly one line on stderr, ``error: ...``, and no
+traceback: user errors (a bad value, a missing file) and click's own usage errors (an unknown
+option, a value of the wrong type) exit with code 2; running out of memory exits with 2 and
+names the remedy; an interruption (Ctrl-C, SIGTERM) exits with 130 and says so. Commands
+report their own, more specific interruption messages (``run`` says how to resume).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import click
+
+from protocols.errors import ParameterError
+from simulator import __version__
+from simulator.cli import commands
+from simulator.errors import UserError
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"error: {_one_line(message)}", err=True)
+    sys.exit(code)
+
+
+class _Group(click.Group):
+    """A click group whose every failure is one line on stderr (module docstring)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (UserError, ParameterError) as error:
+            _fail(str(error), EXIT_USAGE)
+        except FileNotFoundError as error:
+            _fail(f"file not found: {error.filename or error}", EXIT_USAGE)
+        except KeyboardInterrupt:
+            _fail("interrupted", EXIT_INTERRUPTED)
+        except MemoryError as error:
+            detail = f" ({error})" if str(error) else ""
+            _fail(f"out of memory{detail}; reduce the problem size (n, the domain, the number "
+                  "of trials) or the memory it needs", EXIT_USAGE)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as error:
+            hint = ""
+            if error.ctx is not None:
+                hint = f" (see '{error.ctx.command_path} --help')"
+            _fail(error.format_message() + hint, error.exit_code)
+        except click.ClickException as error:
+            _fail(error.format_message(), error.exit_code)
+        except click.Abort:
+            _fail("interrupted", EXIT_INTERRUPTED)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="shufflesim")
+def main() -> None:
+    """Simulate, bound and audit the shuffle model of differential privacy."""
+
+
+for _module in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+    _loaded = importlib.import_module(f"{commands.__name__}.{_module.name}")
+    if hasattr(_loaded, "command"):
+        main.add_command(_loaded.command)

@@ -1,0 +1,99 @@
+"""``shufflesim calibrate``: the largest local budget eps0 (given n) or the smallest number of
+users n (given eps0) with which each upper bound certifies a target central (eps, delta)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from protocols.bounds.result import BoundKind
+from protocols.errors import ParameterError, require
+from simulator.cli.lazy import lazy_module
+from simulator.cli.options import (
+    build_randomizer,
+    catalogue,
+    check_setting,
+    flag_errors,
+    parse_params,
+    randomizer_options,
+    render_table,
+    resolve_methods,
+)
+from simulator.errors import UserError
+from simulator.execution.progress import ProgressReport
+
+calibration = lazy_module("protocols.bounds.calibration")
+
+COLUMNS = ("method", "parameter", "value", "epsilon", "status", "seconds")
+
+
+@click.command("calibrate")
+@randomizer_options
+@click.option("--target-epsilon", type=float, required=True, help="Target central epsilon.")
+@click.option("--delta", type=float, required=True, help="Central delta.")
+@click.option("--n", "n", type=int, default=None,
+              help="Number of users: find the largest eps0 (give --n or --epsilon0).")
+@click.option("--epsilon0", type=float, default=None,
+              help="Local budget: find the smallest n instead (give --n or --epsilon0).")
+@click.option("--method", "methods", multiple=True,
+              help="Upper bound name (repeatable); default: every applicable upper bound.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of records.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@flag_errors()
+def command(randomizer_name, domain_size, params, target_epsilon, delta, n, epsilon0, methods,
+            as_json, quiet):
+    """Calibrate eps0 (or n) per bound for a target central (eps, delta)."""
+    if (n is None) == (epsilon0 is None):
+        raise UserError("--n / --epsilon0: give exactly one (--n finds eps0, --epsilon0 finds n)")
+    check_setting(n, delta)
+    require(0 < target_epsilon < float("inf"), "target_epsilon", target_epsilon,
+            "must be a finite number > 0")
+    kwargs = parse_params(domain_size, params)
+    probe = build_randomizer(randomizer_name, 1.0 if epsilon0 is None else epsilon0, kwargs)
+    names = resolve_methods(methods)
+    if names is None:
+        names = [s.name for s in catalogue.applicable_bounds(probe) if s.kind is BoundKind.UPPER]
+    for name in names:
+        require(catalogue.get_bound(name).kind is BoundKind.UPPER, "method", name,
+                "calibration needs an upper bound (this one is a lower bound)")
+
+    records = []
+    report = ProgressReport("calibrating", enabled=not quiet, unit="bounds")
+    with report, report.heartbeat():
+        for i, name in enumerate(names):
+            report.doing(name)
+            report(i, len(names))
+            try:
+                if epsilon0 is None:
+                    result = calibration.largest_epsilon0(
+                        name, lambda e: build_randomizer(randomizer_name, e, kwargs), n,
+                        target_epsilon, delta)
+                else:
+                    result = calibration.smallest_n(name, probe, target_epsilon, delta)
+            except ParameterError as error:
+                if error.field != "target_epsilon":
+                    raise
+                records.append({"method": name, "parameter": "n" if n is None else "epsilon0",
+                                "value": None, "epsilon": None,
+                                "status": catalogue.get_bound(name).status_label, "seconds": 0.0,
+                                "error": str(error)})
+                continue
+            record = result.record()
+            record["error"] = ""
+            records.append(record)
+        report.doing(None)
+        report(len(names), len(names))
+    if as_json:
+        click.echo(json.dumps(records, indent=2))
+        return
+    setting = f"n = {n}" if epsilon0 is None else f"eps0 = {epsilon0:g}"
+    click.echo(f"{randomizer_name}, {setting}, target eps = {target_epsilon:g}, "
+               f"delta = {delta:g}")
+    rows = [[r["method"], r["parameter"], "-" if r["value"] is None else f"{r['value']:.6g}",
+             "-" if r["epsilon"] is None else f"{r['epsilon']:.6g}", r["status"],
+             f"{r['seconds']:.3f}"] for r in records]
+    click.echo(render_table(rows, COLUMNS))
+    for r in records:
+        if r["error"]:
+            click.echo(f"{r['method']}: {r['error']}")

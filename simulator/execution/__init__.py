@@ -1,0 +1,2 @@
+"""Running a scenario: its units of work, the executors that run them, resumable part files,
+the table producers and progress reports."""

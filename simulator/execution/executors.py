@@ -1,0 +1,376 @@
+"""Executors: where the units of a run (simulator.execution.units) are computed.
+
+Every executor applies ``function(shared, item)`` to a list of items and yields ``(index,
+result)`` pairs as the items finish, in any order; ``shared`` (the run's state) is sent to each
+worker once. Because every unit carries its own random stream, the order of completion never
+changes a result, so the assembled tables do not depend on the executor or the worker count.
+
+* :class:`InlineExecutor`: in this process, one item after the other.
+* :class:`ProcessExecutor` (the default, ``--workers N``): a
+  :class:`concurrent.futures.ProcessPoolExecutor` of at most N processes started with the
+  ``spawn`` method (no fork of a process that may hold threads or locks; workers import the
+  package afresh, so they must be able to import everything ``shared`` and ``function`` refer
+  to). Starting a worker costs seconds (it imports numpy, scipy, pyarrow and the package), so
+  the items that finish within ``inline_seconds`` run in this process first; if the rest, at
+  the rate measured so far, would take less than the pool could save (``start_seconds``, the
+  cost of starting the workers, times w / (w - 1) for w workers), it runs here too, otherwise
+  it goes to the pool. Short runs then never pay for the pool. ``inline_seconds = 0`` always
+  uses the pool.
+  Workers never outlive the process that started them: on Linux the kernel kills them when it
+  dies (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread in each worker ends it within
+  :data:`WATCHDOG_SECONDS` once its parent is gone (a SIGKILLed run leaves no idle workers
+  behind, and with them gone the multiprocessing resource tracker exits too). Workers ignore
+  SIGINT: a Ctrl-C reaches the whole process group, and the calling process, which handles it,
+  stops the workers itself (:meth:`ProcessExecutor.close` with ``terminate``). SIGTERM keeps
+  its default action (the pool terminates the other workers with it when one dies).
+* :class:`DaskExecutor` (``--executor dask``, optional ``dask`` extra): a Dask distributed
+  client, on a local cluster of N single-threaded worker processes or, with
+  ``--scheduler ADDRESS``, on an existing cluster (whose workers must have shufflesim
+  installed and see the same files). ``dask.distributed`` is imported only here, on use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import UserError
+
+Task = Callable[[Any, Any], Any]
+
+#: Default time (seconds) a process executor spends running items in the calling process before
+#: it decides whether to start worker processes.
+INLINE_SECONDS = 1.0
+#: Assumed time (seconds) to start the worker processes and import the package in them.
+START_SECONDS = 3.0
+LOCAL = "local"
+DASK = "dask"
+EXECUTORS = (LOCAL, DASK)
+
+
+def default_workers() -> int:
+    """The number of cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Executor(ABC):
+    """Runs ``function(shared, item)`` for every item (module docstring). Use as a context
+    manager, or call :meth:`close`."""
+
+    workers: int = 1
+
+    @abstractmethod
+    def map_unordered(self, function: Task, shared: Any, items: Sequence[Any]
+                      ) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index into items, result)`` as items finish. An exception raised by an item
+        propagates (the remaining items are cancelled)."""
+
+    def close(self) -> None:  # noqa: B027 (optional hook: most executors hold nothing)
+        """Release workers (idempotent)."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def describe(self) -> str:
+        return f"{type(self).__name__}(workers={self.workers})"
+
+
+class InlineExecutor(Executor):
+    """Every item in the calling process, in order."""
+
+    def map_unordered(self, function, shared, items):
+        for index, item in enumerate(items):
+            yield index, function(shared, item)
+
+
+# ---------------------------------------------------------------------------------------------
+# Local processes
+# ---------------------------------------------------------------------------------------------
+_WORKER_SHARED: dict[str, Any] = {}
+#: How often (seconds) a worker's watchdog checks that its parent is alive.
+WATCHDOG_SECONDS = 0.5
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _exit_with_parent_linux() -> bool:
+    """Ask the kernel to SIGKILL this process when the thread that started it ends (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(WATCHDOG_SECONDS)
+        if os.getppid() != parent:
+            os._exit(1)  # the parent died: nobody will read a result (no cleanup to do)
+
+
+def _initialize_worker(parent: int, death_signal: bool) -> None:
+    """Worker initializer: ignore SIGINT (the calling process handles it and stops the workers)
+    and end with the parent (module docstring). ``death_signal``: the pool is started by the
+    main thread, so PR_SET_PDEATHSIG (tied to the starting thread) is safe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if death_signal:
+        _exit_with_parent_linux()
+    if os.getppid() != parent:  # the parent died before the death signal was armed
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="shufflesim-parent-watchdog",
+                     daemon=True).start()
+
+
+@contextlib.contextmanager
+def _sigint_ignored_while_spawning():
+    """Workers start with SIGINT ignored (a disposition a child inherits through exec), so a
+    Ctrl-C during their start-up, before their initializer runs, does not print tracebacks.
+    Only in the main thread (signal handlers can only be set there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        # (A Ctrl-C during these few milliseconds is lost; the next one is handled.)
+
+
+def _call_with_shared(function: Task, token: str, path: str, item: Any) -> Any:
+    """Worker side: load the map's shared state from its file once per worker, then run."""
+    if token not in _WORKER_SHARED:
+        _WORKER_SHARED.clear()  # the state of an earlier map of this pool
+        with open(path, "rb") as stream:
+            _WORKER_SHARED[token] = pickle.load(stream)
+    return function(_WORKER_SHARED[token], item)
+
+
+class ProcessExecutor(Executor):
+    """Local worker processes (spawn); see the module docstring.
+
+    The pool is started on first need and kept until :meth:`close`, so several runs through
+    one executor pay for the workers once. Each map pickles its shared state once, to a
+    temporary file that every worker reads once (tasks carry only its name and the item).
+    An item that raises cancels the items not yet started; an interruption (or closing the
+    generator early) stops the workers.
+    """
+
+    def __init__(self, workers: int | None = None, inline_seconds: float = INLINE_SECONDS,
+                 start_seconds: float = START_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        workers = default_workers() if workers is None else workers
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise UserError(f"workers = {workers!r}: must be an integer >= 1")
+        if not inline_seconds >= 0:
+            raise UserError(f"inline_seconds = {inline_seconds!r}: must be >= 0")
+        self.workers = workers
+        self.inline_seconds = inline_seconds
+        self.start_seconds = start_seconds
+        self._clock = clock
+        self._pool: ProcessPoolExecutor | None = None
+        #: Items that ran in the calling process in the last map (for tests and reports).
+        self.inline_items = 0
+
+    def map_unordered(self, function, shared, items):
+        self.inline_items = 0
+        if self.workers == 1:
+            for index, result in InlineExecutor().map_unordered(function, shared, items):
+                self.inline_items = index + 1
+                yield index, result
+            return
+        start = self._clock()
+        next_index = 0
+        if self._pool is None:  # a running pool costs nothing more to use
+            while next_index < len(items) and self._clock() - start < self.inline_seconds:
+                yield next_index, function(shared, items[next_index])
+                next_index += 1
+                self.inline_items = next_index
+        if next_index and next_index < len(items):
+            serial = (self._clock() - start) / next_index * (len(items) - next_index)
+            if serial <= self.start_seconds * self.workers / (self.workers - 1):
+                for index in range(next_index, len(items)):
+                    yield index, function(shared, items[index])
+                    self.inline_items = index + 1
+                return
+        rest = list(range(next_index, len(items)))
+        if rest:
+            yield from self._pooled(function, shared, items, rest)
+
+    def _pooled(self, function, shared, items, indices):
+        if self._pool is None:
+            main_thread = threading.current_thread() is threading.main_thread()
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_initialize_worker, initargs=(os.getpid(), main_thread))
+        token = uuid.uuid4().hex
+        handle, path = tempfile.mkstemp(prefix="shufflesim-shared-", suffix=".pickle")
+        futures: dict = {}
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                pickle.dump(shared, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            with _sigint_ignored_while_spawning():  # submit starts the workers
+                futures = {self._pool.submit(_call_with_shared, function, token, path,
+                                             items[i]): i
+                           for i in indices}
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    yield futures[future], future.result()
+        except Exception:
+            for future in futures:
+                future.cancel()
+            raise
+        except BaseException:  # interrupted, or the consumer stopped early
+            self.close(terminate=True)
+            raise
+        finally:
+            Path(path).unlink(missing_ok=True)
+
+    def close(self, terminate: bool = False) -> None:
+        """Stop the pool: wait for the workers to exit, or with ``terminate`` (after an
+        interruption) stop them at once, running items included."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if not terminate:
+            pool.shutdown(wait=True, cancel_futures=True)
+            return
+        # The pool has no public way to stop running items; its worker processes are in
+        # ``_processes`` (CPython 3.8-3.13).
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+        deadline = time.monotonic() + 10.0
+        for process in processes:
+            # join() can return as the child closes its sentinel but before it can be reaped;
+            # wait until it is really gone (or the deadline passes).
+            while process.is_alive() and time.monotonic() < deadline:
+                process.join(timeout=0.05)
+
+    def describe(self) -> str:
+        return f"local processes (workers={self.workers})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Dask distributed
+# ---------------------------------------------------------------------------------------------
+def _dask_task(function: Task, shared: Any, item: Any) -> Any:
+    return function(shared, item)
+
+
+def _import_distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise UserError(
+            "--executor dask needs the optional dask extra: pip install 'shufflesim[dask]'"
+        ) from None
+    return distributed
+
+
+class DaskExecutor(Executor):
+    """A Dask distributed client (module docstring). ``processes=False`` runs the local
+    cluster's workers as threads of this process (for tests)."""
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None,
+                 processes: bool = True, timeout: float = 30.0) -> None:
+        self._distributed = _import_distributed()
+        self.workers = default_workers() if workers is None else workers
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise UserError(f"workers = {workers!r}: must be an integer >= 1")
+        self.scheduler = scheduler
+        self.processes = processes
+        self.timeout = timeout
+        self._cluster = None
+        self._client = None
+
+    def _connect(self):
+        """The client, started on first use: a run builds (and measures the memory plan of)
+        its setups before any unit is distributed, and the client's event-loop thread, which
+        allocates memory all the time, must not run during those measurements."""
+        if self._client is not None:
+            return self._client
+        distributed = self._distributed
+        try:
+            if self.scheduler is None:
+                self._cluster = distributed.LocalCluster(
+                    n_workers=self.workers, threads_per_worker=1, processes=self.processes,
+                    dashboard_address=None, silence_logs=logging.ERROR,
+                )
+                self._client = distributed.Client(self._cluster, set_as_default=False)
+            else:
+                self._client = distributed.Client(self.scheduler, timeout=self.timeout,
+                                                  set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as error:
+            self.close()
+            where = f"scheduler {self.scheduler}" if self.scheduler else "a local Dask cluster"
+            raise UserError(f"cannot connect to {where}: {error}") from None
+        return self._client
+
+    def map_unordered(self, function, shared, items):
+        client = self._connect()
+        [shared_future] = client.scatter([shared], broadcast=True, hash=False)
+        token = uuid.uuid4().hex
+        futures = [
+            client.submit(_dask_task, function, shared_future, item, pure=False,
+                          key=f"shufflesim-{token}-{index}")
+            for index, item in enumerate(items)
+        ]
+        position = {future.key: index for index, future in enumerate(futures)}
+        try:
+            for future in self._distributed.as_completed(futures, loop=client.loop):
+                yield position[future.key], future.result()
+        finally:
+            client.cancel(futures + [shared_future])
+
+    def close(self) -> None:
+        client = getattr(self, "_client", None)
+        if client is not None:
+            client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def describe(self) -> str:
+        where = self.scheduler or f"local cluster, {self.workers} worker processes"
+        return f"dask ({where})"
+
+
+def make_executor(kind: str = LOCAL, workers: int | None = None, scheduler: str | None = None,
+                  inline_seconds: float = INLINE_SECONDS) -> Executor:
+    """The executor of ``--executor``, ``--workers`` and ``--scheduler``."""
+    if scheduler is not None and kind != DASK:
+        raise UserError(f"--scheduler = {scheduler!r}: needs --executor dask")
+    if kind == LOCAL:
+        return ProcessExecutor(workers, inline_seconds=inline_seconds)
+    if kind == DASK:
+        return DaskExecutor(workers, scheduler=scheduler)
+    raise UserError(f"--executor = {kind!r}: must be one of {list(EXECUTORS)}")

@@ -1,0 +1,70 @@
+"""Run a scenario: its units of work (simulator.execution.units) on an executor, into result
+tables.
+
+Units are independent, so the rows do not depend on the order in which units run or on how
+many workers run them: the same scenario and seed always give the same rows (for a given numpy
+version). :func:`run_scenario` runs the units (simulation chunks, then the registered table
+producers' calls: simulator.execution.producers) on an executor (simulator.execution.executors;
+default: this process) and, given a run directory, keeps every finished unit's rows as part
+files there so that an interrupted run resumes where it stopped (simulator.execution.resume).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+
+import simulator.plugins  # noqa: F401  (the built-in table producers)
+from simulator.batch.memory import check_machine
+from simulator.execution.executors import Executor, InlineExecutor
+from simulator.execution.producers import PRODUCERS
+from simulator.execution.resume import DirectoryParts, MemoryParts, run_fingerprint
+from simulator.execution.simulation import make_setup
+from simulator.execution.units import RunState, assemble, plan_run, run_work_unit
+from simulator.scenario.model import Scenario
+
+Progress = Callable[[int, int], None]
+
+
+def run_scenario(
+    scenario: Scenario,
+    progress: Progress | None = None,
+    *,
+    executor: Executor | None = None,
+    run_dir: str | Path | None = None,
+) -> dict[str, pa.Table]:
+    """Run every unit; returns ``{"utility": table, ...}`` (plus pipeline and producers' tables).
+
+    All setups are built (and validated, their memory plans included: simulator.batch.memory)
+    before any work starts. ``executor`` runs the units (default: one after the other in this
+    process). With ``run_dir`` (the run's results directory) finished units are kept as part
+    files in ``run_dir/.parts`` and units finished by an earlier, interrupted run of the same
+    scenario are not run again (simulator.execution.resume); the caller writes the returned
+    tables and then calls :func:`simulator.execution.resume.finish`.
+    ``progress(done, total)`` is called with the number of finished units (resumed ones
+    included) before the first unit and after each.
+    """
+    setups = tuple(make_setup(point) for point in scenario.points)
+    # before any part file: a unit that cannot fit in the machine is refused
+    check_machine(scenario.points, setups)
+    state = RunState(scenario, setups, tuple(PRODUCERS.values()))
+    units = plan_run(state)
+    if run_dir is None:
+        store = MemoryParts()
+    else:
+        store = DirectoryParts.open(run_dir, run_fingerprint(scenario, units), units)
+    with store:
+        finished = store.done
+        missing = [unit for unit in units if unit.key not in finished]
+        done = len(units) - len(missing)
+        if progress is not None:
+            progress(done, len(units))
+        executor = InlineExecutor() if executor is None else executor
+        for index, tables in executor.map_unordered(run_work_unit, state, missing):
+            store.put(missing[index], tables)
+            done += 1
+            if progress is not None:
+                progress(done, len(units))
+        return assemble(units, store.get)

@@ -1,0 +1,33 @@
+"""Every built-in plug-in, imported in one place.
+
+Plug-ins register themselves beside their code, in registries that live in modules importing
+no plug-in (so no import comes back to its importer). Importing this module fills every
+registry; the entry points that read them import it: the scenario loader, the runner and the
+command line's ``list``. The registries are re-exported here for readers that need them filled.
+
+The order of the imports is the order of registration: scenario sections are parsed, and table
+producers' units run, in that order (the audit's units before the bounds').
+"""
+
+from __future__ import annotations
+
+# scenario sections with their tables: [audit] (per-point producer), [bounds], [pipeline]
+from simulator.audit import section as audit_section  # noqa: F401
+
+# estimator targets
+from simulator.batch import metrics  # noqa: F401
+
+# the registries, filled
+from simulator.batch.targets import TARGETS
+from simulator.execution.producers import PRODUCERS
+from simulator.pipeline import section as pipeline_section  # noqa: F401
+
+# data and budget distributions
+from simulator.population import budgets, data, files  # noqa: F401
+from simulator.population.base import BUDGET_DISTRIBUTIONS, DATA_DISTRIBUTIONS
+from simulator.results.tables import TABLE_SCHEMAS
+from simulator.scenario import bounds  # noqa: F401
+from simulator.scenario.sections import SECTIONS
+
+__all__ = ["BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "PRODUCERS", "SECTIONS", "TABLE_SCHEMAS",
+           "TARGETS"]

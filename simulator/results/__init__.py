@@ -1,0 +1,1 @@
+"""Result tables: their Parquet schemas (a registry), metadata and atomic writing."""

@@ -1,0 +1,36 @@
+"""The scenario's top-level keys: the core scalars and sections, and the registry of optional
+sections (``[bounds]``, ``[pipeline]``, ``[audit]``, ...) that plug-ins add."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from protocols.registry import Registry
+from simulator.scenario.convert import ParseContext
+
+TOP_LEVEL_SCALARS = ("name", "seed", "repetitions")
+CORE_SECTIONS = ("population", "randomizer", "estimator", "batch", "sweep")
+
+SectionParser = Callable[[Mapping[str, Any], ParseContext], Any]
+#: Optional sections by name, in registration order (the order they are parsed in).
+SECTIONS: Registry[SectionParser] = Registry("scenario section", field="section")
+
+
+def register_section(name: str, parser: SectionParser) -> None:
+    """Register an optional top-level section ``[name]``.
+
+    ``parser(table, context)`` receives the section's table and returns a frozen dataclass (it
+    may use :func:`~simulator.scenario.convert.parse_dataclass` and must raise ScenarioError with
+    keys ``name.<key>``). The result is available as ``settings.sections[name]`` for every sweep
+    point; the section is absent from ``sections`` when the file does not have it. Keys of the
+    section can be swept.
+    """
+    if name in TOP_LEVEL_SCALARS or name in CORE_SECTIONS:
+        raise RuntimeError(f"scenario section {name!r} registered twice")
+    SECTIONS.register(name, parser)
+
+
+def section_names() -> list[str]:
+    """All valid top-level section names, core and registered."""
+    return list(CORE_SECTIONS) + SECTIONS.names()
