@@ -1,4 +1,8 @@
-"""`protocols` is pure mathematics: it must never import the runner or its dependencies."""
+"""`protocols` is pure mathematics: it must never import the runner or its dependencies.
+
+Allowed beside the standard library: numpy, scipy and dp_accounting (Google's privacy loss
+distributions, used by protocols.accounting to compose rounds).
+"""
 
 import ast
 import pathlib

@@ -1,0 +1,311 @@
+"""Composition of shuffled rounds through privacy loss distributions (issue 16).
+
+A deployment is a list of :class:`Round` (randomizer, n users, repeat count). Every user's data
+passes through the shuffler once per round; the question is the (eps, delta) of the whole
+sequence for one user. :func:`compose_rounds` answers it with one of the methods of
+:data:`COMPOSED_METHODS` (:func:`composed_method_names`, :func:`get_composed_method`):
+
+* ``optimal-blanket`` (upper, proven): per round the 000 Thm 13 blanket pair, which dominates
+  the shuffled mechanism for every divergence with data processing, whatever the other users
+  hold (and however they choose it adaptively); its PLD (pld.py, pessimistic) is composed with
+  ``dp_accounting`` (``compose`` / ``self_compose``, pessimistic truncation). Dominating pairs
+  compose under adaptive composition (Zhu, Dong, Wang 2022, Thm 10), so the result is an upper
+  bound for T adaptively chosen rounds as long as each round's randomizer is the one given.
+* ``fmt21-clone`` (upper, proven): the same with the 002 Thm 3.2 clone pair (generic: uses only
+  eps0). The sound counterpart of Koskela, Heikkila and Honkela's numerical accountant.
+* ``exact-lower`` (lower, proven): the 000 Thm 14 pair (first candidate triple, every round), its
+  PLD rounded down and composed optimistically. For a fixed dataset pair the T-round output is
+  the product of the rounds' outputs, so this is a lower bound on the T-round mechanism's eps.
+* ``rdp-clone`` / ``rdp-blanket`` (upper, proven): Renyi DP of the pair per round (002 Sec. 6.1),
+  summed over rounds (Mironov 2017, Prop. 1) and converted with Canonne, Kamath, Steinke 2020,
+  Prop. 12; see rdp.py.
+* ``basic`` and ``advanced`` (upper, proven): composition theorems applied to the per-round
+  optimal-blanket (eps_t, delta_t); see baselines.py.
+
+Both directions (P0 vs P1 and P1 vs P0) are composed separately and the larger eps is reported.
+For the supported randomizers (pairs.SUPPORTED, input-symmetric) the two directions of a round
+have the same PLD, so a round dominates every ordered neighbouring pair, whichever way the
+user's data differ in each round.
+
+Numerics: dp_accounting composes by FFT; its floating-point noise (~1e-17 per entry) is covered
+by solving for eps at delta - slack (upper) or delta + slack (lower), slack = 1e-14 per pmf
+entry. dp_accounting's ``self_compose`` adds its truncated mass to infinity, which is only
+conservative for pessimistic PLDs; optimistic ones are composed by repeated squaring with
+``compose`` (which drops the left tail and moves the right tail down).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from dp_accounting.pld import privacy_loss_distribution as pld_module
+
+from protocols.accounting import pairs
+from protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
+from protocols.accounting.pld import RoundPLD, round_plds
+from protocols.bounds.result import BoundKind, BoundStatus
+from protocols.errors import ParameterError, require, require_int_at_least, \
+    require_probability_open
+
+#: Upper-bound grid: interval = (smallest per-round loss scale) / UPPER_RESOLUTION.
+UPPER_RESOLUTION = 200.0
+#: Lower-bound grid: interval = scale / max(4 LOWER_RESOLUTION, LOWER_RESOLUTION sqrt(T))
+#: (rounding down costs up to T * interval in the composed loss).
+LOWER_RESOLUTION = 100.0
+#: dp_accounting truncation of composed tails (pessimistic: to infinity).
+TAIL_TRUNCATION = 1e-15
+#: Floating-point slack of dp_accounting's FFT per pmf entry.
+FFT_SLACK = 1e-14
+
+
+@dataclass(frozen=True)
+class Round:
+    """``repeat`` identical rounds of ``randomizer`` shuffled among ``n`` users."""
+
+    randomizer: object
+    n: int
+    repeat: int = 1
+
+    def __post_init__(self) -> None:
+        require_int_at_least("n", self.n, 2)
+        require_int_at_least("repeat", self.repeat, 1)
+        require(getattr(self.randomizer, "epsilon0", None) is not None, "randomizer",
+                self.randomizer, "must be a local randomizer with an epsilon0")
+
+
+@dataclass(frozen=True)
+class ComposedResult:
+    """A composed bound: ``epsilon`` at ``delta`` after ``rounds`` rounds (conservative side of
+    its own numerics: upper bounds rounded up, lower bounds down). ``interval``: the PLD grid
+    step (None for methods without a PLD)."""
+
+    method: str
+    kind: BoundKind
+    epsilon: float
+    delta: float
+    rounds: int
+    status: BoundStatus
+    reference: str
+    seconds: float
+    interval: float | None = None
+    note: str = ""
+    per_round: list = field(default_factory=list)
+
+    def record(self) -> dict:
+        return {"method": self.method, "kind": self.kind.value, "epsilon": self.epsilon,
+                "delta": self.delta, "rounds": self.rounds, "status": self.status.value,
+                "reference": self.reference, "seconds": self.seconds,
+                "interval": self.interval, "note": self.note}
+
+
+@dataclass(frozen=True)
+class ComposedMethod:
+    """A registered composed method: name, kind, status, reference, what it needs, and
+    ``compute(rounds, delta, **options) -> ComposedResult``."""
+
+    name: str
+    kind: BoundKind
+    status: BoundStatus
+    reference: str
+    regime: str
+    compute: Callable[..., ComposedResult]
+
+
+def normalize_rounds(rounds) -> list[Round]:
+    """A list of :class:`Round` (consecutive identical rounds merged into one with a repeat)."""
+    if isinstance(rounds, Round):
+        rounds = [rounds]
+    rounds = list(rounds)
+    require(len(rounds) >= 1, "rounds", rounds, "needs at least one round")
+    out: list[Round] = []
+    for r in rounds:
+        require(isinstance(r, Round), "rounds", r, "every entry must be a Round")
+        if out and out[-1].randomizer == r.randomizer and out[-1].n == r.n:
+            out[-1] = Round(r.randomizer, r.n, out[-1].repeat + r.repeat)
+        else:
+            out.append(r)
+    return out
+
+
+def total_rounds(rounds: Sequence[Round]) -> int:
+    return sum(r.repeat for r in rounds)
+
+
+# ----------------------------------------------------------------------------------------------
+# PLD composition
+# ----------------------------------------------------------------------------------------------
+def _interval(models_n, side: str, t_total: int) -> float:
+    scales = [m.loss_scale(n) for m, n in models_n]
+    scale = min(s for s in scales if s > 0) if any(s > 0 for s in scales) else 1e-3
+    loss_max = max(m.loss_max for m, _ in models_n)
+    if side == "upper":
+        step = scale / UPPER_RESOLUTION
+    else:
+        step = scale / max(4 * LOWER_RESOLUTION, LOWER_RESOLUTION * math.sqrt(t_total))
+    return float(min(max(step, loss_max * 2e-7), loss_max / 50.0))
+
+
+def _to_dp(plds: Sequence[RoundPLD], symmetric: bool):
+    fwd = plds[0]
+    pessimistic = fwd.side == "upper"
+    if symmetric or len(plds) == 1:
+        return pld_module.PrivacyLossDistribution.create_from_rounded_probability(
+            fwd.rounded_pmf(), fwd.infinity, fwd.interval, pessimistic)
+    bwd = plds[1]
+    return pld_module.PrivacyLossDistribution.create_from_rounded_probability(
+        fwd.rounded_pmf(), fwd.infinity, fwd.interval, pessimistic,
+        bwd.rounded_pmf(), bwd.infinity, symmetric=False)
+
+
+def _power(pld, times: int, pessimistic: bool):
+    if times == 1:
+        return pld
+    if pessimistic:
+        # dp_accounting's Chernoff truncation bound overflows harmlessly for some orders.
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            return pld.self_compose(times, tail_mass_truncation=TAIL_TRUNCATION)
+    result, base = None, pld
+    while times:
+        if times & 1:
+            result = base if result is None else result.compose(base, TAIL_TRUNCATION)
+        times >>= 1
+        if times:
+            base = base.compose(base, TAIL_TRUNCATION)
+    return result
+
+
+def _pmf_size(pld) -> int:
+    sizes = [pld._pmf_remove.size]  # noqa: SLF001 - size of the stored pmf(s)
+    if not pld._symmetric:  # noqa: SLF001
+        sizes.append(pld._pmf_add.size)  # noqa: SLF001
+    return max(sizes)
+
+
+def compose_models(models: Sequence[tuple], delta: float, side: str, *, interval=None,
+                   tail: float = DEFAULT_TAIL, weak_rtol: float = DEFAULT_WEAK_RTOL):
+    """Compose per-round pairs: ``models`` is a list of (CountModel, n, repeat). Returns
+    (epsilon, interval, per-round RoundPLD lists). Upper side: pessimistic; lower: optimistic."""
+    t_total = sum(rep for _, _, rep in models)
+    if interval is None:
+        interval = _interval([(m, n) for m, n, _ in models], side, t_total)
+    composed, per_round = None, []
+    for model, n, repeat in models:
+        sym = model.is_swap_symmetric()
+        plds = round_plds(model, n, interval, side, tail=tail, weak_rtol=weak_rtol,
+                          both=not sym)
+        per_round.append(plds)
+        piece = _power(_to_dp(plds, sym), repeat, side == "upper")
+        composed = piece if composed is None else composed.compose(piece, TAIL_TRUNCATION)
+    slack = FFT_SLACK * _pmf_size(composed)
+    if side == "upper":
+        target = delta - slack
+        require(target > 0, "delta", delta, "too small for the floating-point slack of the "
+                f"composition ({slack:.2g})")
+        eps = composed.get_epsilon_for_delta(target)
+    else:
+        eps = composed.get_epsilon_for_delta(min(delta + slack, 1.0))
+    return float(max(eps, 0.0)), float(interval), per_round
+
+
+def _pld_method(name: str, model_of: Callable, side: str, reference: str, note: str):
+    def compute(rounds, delta, *, interval=None, tail=DEFAULT_TAIL,
+                weak_rtol=DEFAULT_WEAK_RTOL) -> ComposedResult:
+        start = time.perf_counter()
+        rounds = normalize_rounds(rounds)
+        require_probability_open("delta", delta)
+        models = [(model_of(r.randomizer), int(r.n), r.repeat) for r in rounds]
+        eps, step, per_round = compose_models(models, delta, side, interval=interval,
+                                              tail=tail, weak_rtol=weak_rtol)
+        kind = BoundKind.UPPER if side == "upper" else BoundKind.LOWER
+        return ComposedResult(name, kind, eps, float(delta), total_rounds(rounds),
+                              BoundStatus.PROVEN, reference, time.perf_counter() - start,
+                              step, f"{note}; PLD grid interval {step:.3g}", per_round)
+    return compute
+
+
+def _clone_of(randomizer):
+    return pairs.clone_model(float(randomizer.epsilon0))
+
+
+def _exact_of(randomizer):
+    return pairs.exact_models(randomizer)[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Registry
+# ----------------------------------------------------------------------------------------------
+COMPOSED_METHODS: dict[str, ComposedMethod] = {}
+
+
+def _register(method: ComposedMethod) -> None:
+    COMPOSED_METHODS[method.name] = method
+
+
+_register(ComposedMethod(
+    "optimal-blanket", BoundKind.UPPER, BoundStatus.PROVEN,
+    "000 Thm 13 blanket pair as a dominating pair; PLD composition (dp_accounting)",
+    f"randomizers {', '.join(pairs.SUPPORTED)}; adaptive rounds",
+    _pld_method("optimal-blanket", pairs.blanket_model, "upper",
+                "000 Thm 13 (dominating pair) + Zhu-Dong-Wang 2022 Thm 10 (composition)",
+                "blanket pair of each round, pessimistic PLD")))
+_register(ComposedMethod(
+    "fmt21-clone", BoundKind.UPPER, BoundStatus.PROVEN,
+    "002 Thm 3.2 clone pair as a dominating pair; PLD composition (dp_accounting)",
+    "any eps0-LDP randomizer with eps0 <= 50; adaptive rounds",
+    _pld_method("fmt21-clone", _clone_of, "upper",
+                "002 Thm 3.2 (clone pair) + Zhu-Dong-Wang 2022 Thm 10 (composition)",
+                "clone pair of each round, pessimistic PLD")))
+_register(ComposedMethod(
+    "exact-lower", BoundKind.LOWER, BoundStatus.PROVEN,
+    "000 Thm 14 exact pair, composed (lower bound for X0 = (x0, x2, ..), X1 = (x1, x2, ..) "
+    "in every round)",
+    f"randomizers {', '.join(pairs.SUPPORTED)}",
+    _pld_method("exact-lower", _exact_of, "lower", "000 Thm 14, composed exactly",
+                "exact pair of each round (first candidate triple), optimistic PLD")))
+
+
+def _late_register() -> None:
+    from protocols.accounting import baselines, rdp
+    for method in (*baselines.METHODS, *rdp.METHODS):
+        if method.name not in COMPOSED_METHODS:
+            _register(method)
+
+
+def composed_method_names() -> list[str]:
+    _late_register()
+    return sorted(COMPOSED_METHODS)
+
+
+def get_composed_method(name: str) -> ComposedMethod:
+    _late_register()
+    try:
+        return COMPOSED_METHODS[name]
+    except KeyError:
+        raise ParameterError("method", name, "unknown composed method; choose one of "
+                             f"{composed_method_names()}") from None
+
+
+def compose_rounds(rounds, delta: float, method: str = "optimal-blanket",
+                   **options) -> ComposedResult:
+    """The (eps, delta) of the whole sequence of ``rounds`` by ``method`` (see the module
+    docstring); ``rounds``: a Round or a list of Rounds."""
+    return get_composed_method(method).compute(rounds, delta, **options)
+
+
+#: Catalogue bounds (protocols.bounds.catalogue) that compose, and the composed method.
+COMPOSING_BOUNDS = {"optimal-blanket": "optimal-blanket", "exact-lower": "exact-lower",
+                    "fmt21_numerical": "fmt21-clone"}
+
+
+def composition_support(bound_name: str) -> tuple[str | None, str]:
+    """(composed method, "") for a catalogue bound that composes, else (None, why not)."""
+    if bound_name in COMPOSING_BOUNDS:
+        return COMPOSING_BOUNDS[bound_name], ""
+    return None, ("gives only an (eps, delta) value, not a dominating pair or a privacy loss "
+                  "distribution; over T rounds use 'basic' or 'advanced' composition of "
+                  "'optimal-blanket', or the composed methods "
+                  f"{', '.join(sorted(set(COMPOSING_BOUNDS.values())))}")
