@@ -184,8 +184,13 @@ def blanket_model(randomizer) -> CountModel:
 
 def exact_models(randomizer) -> list[CountModel]:
     """The 000 Thm 14 exact pairs of ``randomizer``, one per candidate triple (x0, x1, x2)
-    (groups merged where needed, see :func:`model_from_atoms`)."""
-    check_supported(randomizer)
+    (groups merged where needed, see :func:`model_from_atoms`; any randomizer with finite
+    output groups: merging keeps a valid, possibly weaker, lower bound)."""
+    from protocols.bounds.decompositions import is_continuous
+    if is_continuous(randomizer):
+        raise ParameterError("randomizer", _name(randomizer),
+                             "composition needs finite output groups (continuous outputs are "
+                             "not supported)")
     out = []
     for t in neighbour_candidates(randomizer).triples:
         out.append(model_from_atoms(exact_pair_atoms(randomizer, *t), kind="lower",
