@@ -11,6 +11,11 @@ producers' units run, in that order (the audit's units before the bounds').
 
 from __future__ import annotations
 
+# First: the command line binds protocols.randomizers with simulator.cli.lazy; a submodule
+# imported before its lazy package has run would run twice (two Randomizer classes). Reading a
+# name of the package runs it.
+from protocols.randomizers import Randomizer  # noqa: F401
+
 # scenario sections with their tables: [audit] (per-point producer), [bounds], [pipeline]
 from simulator.audit import section as audit_section  # noqa: F401
 

@@ -20,6 +20,8 @@ from simulator.cli import main
 from simulator.errors import ScenarioError
 from simulator.execution.runner import run_scenario
 from simulator.pipeline import ArrivalMode, PipelineConfig
+from simulator.pipeline import section as pipeline_section_module
+from simulator.pipeline import unit as pipeline_unit_module
 from simulator.pipeline.section import PipelineSection
 from simulator.pipeline.unit import BATCHES_TABLE_SCHEMA
 from simulator.scenario.loader import parse_scenario
@@ -154,6 +156,9 @@ def fake_catalogue(monkeypatch):
 
     module.evaluate = evaluate
     monkeypatch.setitem(sys.modules, "protocols.bounds.catalogue", module)
+    # the pipeline's modules hold the catalogue module imported at their top
+    monkeypatch.setattr(pipeline_section_module, "catalogue", module)
+    monkeypatch.setattr(pipeline_unit_module, "catalogue", module)
     return calls
 
 

@@ -86,9 +86,10 @@ def test_lazily_loaded_modules_behave_like_imported_ones():
     import subprocess
     import sys
 
-    code = ("from simulator.lazy import lazy_module; m = lazy_module('simulator.batch.shuffling'); "
+    code = ("from simulator.cli.lazy import lazy_module; "
+            "m = lazy_module('simulator.batch.shuffling'); "
             "import simulator, simulator.batch.shuffling as s; "
-            "assert simulator.shuffling is s is m; assert callable(s.shuffle_reports); "
+            "assert simulator.batch.shuffling is s is m; assert callable(s.shuffle_reports); "
             "import simulator.cli; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=False)

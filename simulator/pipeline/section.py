@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.bounds.catalogue import bound_names, get_bound
+from protocols.bounds import catalogue
 from simulator.errors import ScenarioError
 from simulator.pipeline.config import SECTION, PipelineConfig
 from simulator.scenario.convert import ParseContext
@@ -56,12 +56,12 @@ class PipelineSection:
 
 def check_bound_name(name: str) -> None:
     """The bound must exist in the catalogue."""
-    names = list(bound_names())
+    names = list(catalogue.bound_names())
     if name not in names:
         close = difflib.get_close_matches(name, names, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise ScenarioError(f"{SECTION}.bound", name, f"unknown bound; {hint}choose one of {names}")
-    kind = getattr(get_bound(name).kind, "value", None)
+    kind = getattr(catalogue.get_bound(name).kind, "value", None)
     if kind != "upper":
         raise ScenarioError(
             f"{SECTION}.bound", name, f"is a {kind} bound; a batch's epsilon needs an upper bound"

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from protocols.bounds.catalogue import applicable_bounds, evaluate, get_bound
+from protocols.bounds import catalogue
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import ParameterError
 from simulator.batch.run import sorted_values
@@ -135,7 +135,7 @@ class PipelineSetup:
         return setup
 
     def _check_bound_applies(self) -> None:
-        spec = get_bound(self.bound)
+        spec = catalogue.get_bound(self.bound)
         if not spec.applies_to(self.randomizer):
             raise ScenarioError(
                 f"{SECTION}.bound", self.bound,
@@ -265,13 +265,13 @@ def best_proven_bound(randomizer, size: int, delta: float) -> tuple[float | None
     key = (repr(randomizer), float(delta), int(size))
     if key not in _BEST_CACHE:
         best: tuple[float | None, str | None] = (None, None)
-        for spec in applicable_bounds(randomizer):
+        for spec in catalogue.applicable_bounds(randomizer):
             if spec.kind is not BoundKind.UPPER or spec.scope == "personalized" or spec.also:
                 continue
             if spec.status is not BoundStatus.PROVEN:
                 continue
             try:
-                evaluation = evaluate(spec.name, randomizer, int(size), float(delta))
+                evaluation = catalogue.evaluate(spec.name, randomizer, int(size), float(delta))
             except ParameterError:
                 continue
             result = evaluation.result
@@ -313,7 +313,8 @@ class _BatchEpsilon:
                      f"pipeline.bound gives no value below {local} at this honest size")
             if honest_size >= 2:
                 try:  # an evaluation without result: outside the bound's regime
-                    result = evaluate(self.bound, self.randomizer, honest_size, self.delta).result
+                    result = catalogue.evaluate(self.bound, self.randomizer, honest_size,
+                                                self.delta).result
                 except ParameterError:
                     result = None
                 eps = None if result is None else result.epsilon

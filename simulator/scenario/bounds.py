@@ -29,7 +29,6 @@ import numpy as np
 import pyarrow as pa
 
 from protocols.bounds import catalogue
-from protocols.bounds.catalogue import bound_names
 from protocols.bounds.heterogeneous import PERSONALIZED_SPECS, PersonalizedUsers
 from protocols.registry import closest
 from simulator.errors import ScenarioError
@@ -79,7 +78,7 @@ class BoundsSection:
             if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0 < d < 1:
                 raise ScenarioError(f"delta[{i}]", d, "must lie in the open interval (0, 1)")
         if self.methods is not None:
-            names = bound_names()
+            names = catalogue.bound_names()
             for i, name in enumerate(self.methods):
                 if name not in names:
                     close = closest(name, names)
