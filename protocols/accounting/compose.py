@@ -22,6 +22,7 @@ sequence for one user. :func:`compose_rounds` answers it with one of the methods
 * ``basic`` and ``advanced`` (upper, proven): composition theorems applied to the per-round
   optimal-blanket (eps_t, delta_t); see baselines.py.
 
+Upper bounds are capped at sum_t eps0_t (pure DP of each round, composed).
 Both directions (P0 vs P1 and P1 vs P0) are composed separately and the larger eps is reported.
 For the supported randomizers (pairs.SUPPORTED, input-symmetric) the two directions of a round
 have the same PLD, so a round dominates every ordered neighbouring pair, whichever way the
@@ -135,6 +136,12 @@ def total_rounds(rounds: Sequence[Round]) -> int:
     return sum(r.repeat for r in rounds)
 
 
+def pure_cap(rounds: Sequence[Round]) -> float:
+    """sum_t eps0_t: each shuffled round is a post-processing of eps0-LDP reports, hence
+    (eps0, 0)-DP, and pure DP composes additively; every upper bound is capped by it."""
+    return float(sum(float(r.randomizer.epsilon0) * r.repeat for r in rounds))
+
+
 # ----------------------------------------------------------------------------------------------
 # PLD composition
 # ----------------------------------------------------------------------------------------------
@@ -220,6 +227,8 @@ def _pld_method(name: str, model_of: Callable, side: str, reference: str, note: 
         models = [(model_of(r.randomizer), int(r.n), r.repeat) for r in rounds]
         eps, step, per_round = compose_models(models, delta, side, interval=interval,
                                               tail=tail, weak_rtol=weak_rtol)
+        if side == "upper":
+            eps = min(eps, pure_cap(rounds))
         kind = BoundKind.UPPER if side == "upper" else BoundKind.LOWER
         return ComposedResult(name, kind, eps, float(delta), total_rounds(rounds),
                               BoundStatus.PROVEN, reference, time.perf_counter() - start,

@@ -28,7 +28,7 @@ from scipy.special import logsumexp
 
 from protocols.accounting import pairs
 from protocols.accounting.compose import ComposedMethod, ComposedResult, normalize_rounds, \
-    total_rounds
+    pure_cap, total_rounds
 from protocols.accounting.enumeration import DEFAULT_WEAK_RTOL, aggregates
 from protocols.accounting.pld import _Accumulator, _upper_direction, mass_relative_error
 from protocols.bounds.result import BoundKind, BoundStatus
@@ -89,6 +89,7 @@ def _rdp_method(name: str, model_of, reference: str):
         for model, n, repeat in models:
             rho += repeat * renyi_curve(model, n, tail=tail, weak_rtol=weak_rtol)
         eps, alpha = epsilon_from_rdp(rho, delta)
+        eps = min(eps, pure_cap(rounds))
         return ComposedResult(name, BoundKind.UPPER, eps, float(delta), total_rounds(rounds),
                               BoundStatus.PROVEN, reference, time.perf_counter() - start, None,
                               f"best Renyi order {alpha:.4g}")
