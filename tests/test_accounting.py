@@ -174,15 +174,15 @@ def test_calibration_over_rounds_returns_a_certified_eps0():
 
     def factory(e):
         return _r("krr", e, 10)
-    cal = largest_epsilon0(factory, 0.5, DELTA, n=2000, rounds=10, rtol=3e-2)
+    cal = largest_epsilon0(factory, 0.5, DELTA, n=2000, rounds=10, rtol=5e-2)
     assert cal.result.epsilon <= 0.5
     low, high = cal.bracket
-    assert low == cal.value and high is not None and high <= low * 1.0301
+    assert low == cal.value and high is not None and high <= low * 1.0501
     above = compose_rounds([Round(factory(high), 2000, 10)], DELTA, "optimal-blanket")
     assert above.epsilon > 0.5
-    longer = largest_epsilon0(factory, 0.5, DELTA, n=2000, rounds=100, rtol=3e-2)
+    longer = largest_epsilon0(factory, 0.5, DELTA, n=2000, rounds=30, rtol=5e-2)
     assert longer.value < cal.value
     with pytest.raises(ParameterError, match="target_epsilon"):
-        largest_epsilon0(factory, 1e-6, DELTA, n=1000, rounds=10, rtol=3e-2)
+        largest_epsilon0(factory, 1e-6, DELTA, n=1000, rounds=10, rtol=5e-2)
     with pytest.raises(ParameterError, match="lower bound"):
         largest_epsilon0(factory, 0.5, DELTA, n=1000, rounds=10, method="exact-lower")
