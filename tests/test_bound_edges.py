@@ -62,3 +62,61 @@ def test_exact_lower_10rr_n_1e4_eps0_8_under_10s():
     res = optimal.exact_lower_epsilon(r, 10**4, 1e-6)
     assert time.perf_counter() - start < 10.0
     assert res.epsilon > 0
+
+
+# -- Laplace, eps0 = 4, n = 10^6, delta = 1e-12 (issue 14: exact-lower did not finish in 300 s) --
+LAPLACE_EXACT_LOWER_BEFORE = 0.035029143966527156    # commit 88f3b01, 75 s on this machine
+LAPLACE_OPTIMAL_BEFORE = 0.05197330401192944         # commit 88f3b01, 24 s
+
+
+def _count_convolutions(monkeypatch):
+    from protocols.bounds import engine_fft
+    work = {"convolutions": 0, "points": 0}
+    original = engine_fft._convolve
+
+    def counted(laws, h, length, *args):
+        work["convolutions"] += 1
+        work["points"] += length
+        return original(laws, h, length, *args)
+    monkeypatch.setattr(engine_fft, "_convolve", counted)
+    return work
+
+
+def test_laplace_n_1e6_exact_lower_work_and_value(monkeypatch):
+    """Deterministic work measure instead of a wall clock: FFT convolutions and grid points.
+    Before: 150 convolutions (~1e9 points; the first triple's mirror image (0, 1, 1) searched
+    again, every direction searched in full, two useless plain-rounding passes per evaluation,
+    a 24-sd window). Now the mirror images share their atoms bitwise (the engine computes them
+    once), the other direction is screened out with one evaluation, the polish starts from the
+    coarse certificates and the window is 14 sd. The value may only move up (tighter)."""
+    work = _count_convolutions(monkeypatch)
+    r = make_randomizer("laplace", epsilon0=4.0)
+    res = optimal.exact_lower_epsilon(r, 10**6, 1e-12)
+    assert work["convolutions"] <= 14
+    assert work["points"] <= 6e7
+    assert LAPLACE_EXACT_LOWER_BEFORE <= res.epsilon <= LAPLACE_EXACT_LOWER_BEFORE * (1 + 1e-5)
+
+
+def test_laplace_n_1e6_optimal_blanket_work_and_value(monkeypatch):
+    """Before: 16 convolutions (both directions of the (0, 1) pair searched; they are mirror
+    images). The value may only move down (tighter)."""
+    work = _count_convolutions(monkeypatch)
+    r = make_randomizer("laplace", epsilon0=4.0)
+    res = optimal.optimal_blanket_epsilon(r, 10**6, 1e-12)
+    assert work["convolutions"] <= 8
+    assert LAPLACE_OPTIMAL_BEFORE * (1 - 1e-5) <= res.epsilon <= LAPLACE_OPTIMAL_BEFORE
+
+
+@pytest.mark.slow
+def test_laplace_n_1e6_every_bound_under_10s():
+    """The whole `bound` command's bounds at the issue's point, each under 10 s (wall clock:
+    slow-marked, it depends on the machine's load)."""
+    import time
+
+    from protocols.bounds import catalogue
+    r = make_randomizer("laplace", epsilon0=4.0)
+    specs = catalogue.applicable_bounds(r)
+    assert any(spec.name == "exact-lower" for spec in specs)
+    for spec in specs:
+        evaluation = catalogue.evaluate(spec.name, r, 10**6, 1e-12)
+        assert evaluation.seconds < 10.0, (spec.name, evaluation.seconds)

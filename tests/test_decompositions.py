@@ -460,3 +460,21 @@ def test_laplace_pair_grid_orbits():
     all_pairs = {frozenset({round(u, 9), round(v, 9)})
                  for u, v in itertools.combinations(np.linspace(0, 1, 6), 2)}
     assert canon | mirrored == all_pairs and len(pairs) == 9
+
+
+def test_laplace_mirror_configurations_have_bitwise_equal_atoms():
+    """Reflection y -> 1 - y maps Laplace's (x0, x1, x2) to (1 - x0, 1 - x1, 1 - x2); on the
+    dyadic grid the cell weights L e^{max f} exprel(-|df|) are symmetric in the two cell ends,
+    so the mirror images have equal atom multisets and the engine computes them once (the
+    weight L e^{f(u)} exprel(f(v) - f(u)) differed in the last bits)."""
+    from protocols.bounds.atoms import Rounding
+    from protocols.bounds.decompositions import blanket_atoms, exact_pair_atoms
+    from protocols.bounds.engine import atoms_key
+    from protocols.randomizers import make_randomizer
+    r = make_randomizer("laplace", epsilon0=4.0)
+    for x2 in (0.0, 0.25, 0.5):
+        for rounding in (Rounding.UP, Rounding.DOWN):
+            forward = exact_pair_atoms(r, 0.0, 1.0, x2, rounding=rounding)
+            mirror = exact_pair_atoms(r, 1.0, 0.0, 1.0 - x2, rounding=rounding)
+            assert atoms_key(forward) == atoms_key(mirror)
+    assert atoms_key(blanket_atoms(r, 0.0, 1.0)) == atoms_key(blanket_atoms(r, 1.0, 0.0))

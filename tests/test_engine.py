@@ -477,3 +477,33 @@ def test_integer_power_is_within_the_fft_error_budget(n):
     rel = np.abs(got[kept] - reference[kept]) / np.abs(reference[kept])
     unit = np.finfo(float).eps / 2
     assert float(rel.max()) <= 2 * np.sqrt(2) * max(n - 1, 0) * unit + 4 * unit
+
+
+def test_fft_near_zero_indices_match_the_full_mask():
+    """engine_fft._near_zero finds |value| < r without a pass over the window: the same
+    indices, in the same order, as the boolean mask it replaces (so every sum is unchanged)."""
+    from protocols.bounds import engine_fft
+    from protocols.bounds.atoms import Rounding
+    from protocols.bounds.decompositions import exact_pair_atoms
+    from protocols.bounds.engine_common import categories
+    from protocols.randomizers import make_randomizer
+    atoms = exact_pair_atoms(make_randomizer("laplace", epsilon0=4.0), 0.0, 1.0, 0.0,
+                             rounding=Rounding.DOWN)
+    laws = engine_fft._spread_laws([categories(atoms, 10**4, 0.2)], 0.01)
+    conv = engine_fft._convolve(laws, 0.01, 1 << 16, 10.0, 6.0)
+    for radius in (0.0, 0.05, 1.0, 7.3, 50.0, 1e9):
+        mask = np.abs(conv.lattice * conv.h) < radius
+        assert np.array_equal(np.flatnonzero(mask), engine_fft._near_zero(conv, radius))
+
+
+def test_fft_window_narrows_only_for_near_gaussian_sums():
+    """window_sd: 7 sd for 10^6 users of a bounded GPARV, the full 12 sd for a few users."""
+    from protocols.bounds import engine_fft
+    from protocols.bounds.atoms import Rounding
+    from protocols.bounds.decompositions import exact_pair_atoms
+    from protocols.bounds.engine_common import categories
+    from protocols.randomizers import make_randomizer
+    atoms = exact_pair_atoms(make_randomizer("laplace", epsilon0=4.0), 0.0, 1.0, 0.0,
+                             rounding=Rounding.DOWN)
+    assert engine_fft.window_sd([categories(atoms, 10**6, 0.035)], 5e-3) == 7.0
+    assert engine_fft.window_sd([categories(atoms, 10, 2.5)], 5e-3) == engine_fft.K_WINDOW

@@ -269,7 +269,10 @@ def _log_linear_atoms(
 
     Middle [min kink, max kink]: ``cells`` uniform cells plus the kinks; on a cell log a and log b
     are linear, so their extremes are at the ends; UP takes (max a, min b), DOWN (min a, max b).
-    Weight = exact reference mass of the cell: L e^{f(u)} exprel(f(v) - f(u)). Tails: all three
+    Weight = exact reference mass of the cell, int_u^v e^f = L e^{max f} exprel(-|f(v) - f(u)|)
+    (L = v - u; symmetric in the two ends, so a cell and its mirror image get bitwise equal
+    weights, and mirror-image configurations, e.g. Laplace's (0, 1, x2) and (1, 0, 1 - x2) on
+    the dyadic grid, give equal atom multisets that the engine computes once). Tails: all three
     log densities have the same slope beyond the outer kinks (verified), so the ratios are
     constant: one exact atom each, with mass e^{f(edge)} / |slope|.
     """
@@ -296,7 +299,9 @@ def _log_linear_atoms(
         pick_b = np.minimum if up else np.maximum
         a_parts.append(np.exp(pick_a(l0[:-1], l0[1:])))
         b_parts.append(np.exp(pick_b(l1[:-1], l1[1:])))
-        w_parts.append(np.diff(grid) * np.exp(f[2][:-1]) * exprel(np.diff(f[2])))
+        f_ref = f[2]
+        w_parts.append(np.diff(grid) * np.exp(np.maximum(f_ref[:-1], f_ref[1:]))
+                       * exprel(-np.abs(np.diff(f_ref))))
     for edge, direction in ((lo, -1.0), (hi, 1.0)):
         slopes = [_tail_slope(fn, edge, direction) for fn in funcs]
         if not slopes[2] < 0 or max(abs(s - slopes[2]) for s in slopes) > 1e-9:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import optimize, stats
@@ -252,6 +252,9 @@ class EpsilonEstimate:
     error: float
     saturated: bool
     evaluations: int
+    #: the estimates behind ``lower`` and ``upper`` ((eps, Estimate) pairs), for a follow-up
+    #: search that starts from this bracket without evaluating its ends again
+    ends: tuple = field(default=(), compare=False, repr=False)
 
 
 def _root_coordinate(x: float, delta: float) -> float:
@@ -267,7 +270,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
                      eps_max: float = 20.0, xtol: float = 1e-10, rtol: float = 1e-5,
                      max_evaluations: int = 60, guess: float | None = None,
                      bracket: tuple[float, float] | None = None,
-                     resolution_stop: float = 0.05) -> EpsilonEstimate:
+                     resolution_stop: float = 0.05,
+                     known: dict[float, Estimate] | None = None) -> EpsilonEstimate:
     """Smallest eps in [0, eps_max] with delta(eps) <= delta, bracketed.
 
     ``delta_fn(eps)`` returns an :class:`Estimate` of a non-increasing function delta(eps).
@@ -284,7 +288,9 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     saves the first steps, a bad one costs one evaluation. ``bracket`` = (a, b) (optional):
     start from [a, b] instead of [0, eps_max] if the side's estimate is > delta at a and
     <= delta at b (two evaluations); otherwise the search starts afresh. Where the estimate is
-    0 (the root coordinate is infinite), the step is geometric towards the lower end. The
+    0 (the root coordinate is infinite), the step is geometric towards the lower end.
+    ``known`` maps eps to estimates of the same function computed earlier (valid brackets,
+    e.g. a coarser search's certified ends): they are used instead of evaluating there. The
     search also stops once its bracket is narrower than ``resolution_stop`` times the eps-width
     that the estimates' own brackets blur (noisy estimates must not drive it into tiny steps).
 
@@ -307,9 +313,12 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     def evaluate(eps: float) -> float:
         """Record the certificates at eps; return the side's estimate there."""
         nonlocal above, below, evaluations
-        est = delta_fn(eps)
+        if known is not None and eps in known:
+            est = known[eps]
+        else:
+            est = delta_fn(eps)
+            evaluations += 1
         seen[eps] = est
-        evaluations += 1
         if est.upper <= delta:
             below = min(below, eps)
         if est.lower > delta:
@@ -318,7 +327,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
 
     def result(saturated: bool) -> EpsilonEstimate:
         value = below if side == "upper" else above
-        return EpsilonEstimate(value, above, below, below - above, saturated, evaluations)
+        ends = tuple((e, seen[e]) for e in (above, below) if e in seen)
+        return EpsilonEstimate(value, above, below, below - above, saturated, evaluations, ends)
 
     lo = hi = None
     if bracket is not None and 0 < bracket[0] < bracket[1] < eps_max:
@@ -423,15 +433,25 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
                                 method=method, fft_step=fft_step)
 
     width = coarse.upper - coarse.lower
-    a = max(coarse.lower - 0.1 * width, 0.5 * coarse.lower)
-    b = min(coarse.upper + 0.1 * width, eps_max)
+    known = dict(coarse.ends)
+    if coarse.lower > 0 and coarse.lower in known and coarse.upper in known:
+        # The coarse certificates are valid brackets of the same function: the lower end has a
+        # lower estimate > delta, the upper end an upper estimate <= delta, so the side's
+        # estimate is > delta at a and <= delta at b, as the bracket requires; no evaluation.
+        a, b = coarse.lower, coarse.upper
+    else:
+        known = None
+        a = max(coarse.lower - 0.1 * width, 0.5 * coarse.lower)
+        b = min(coarse.upper + 0.1 * width, eps_max)
     polished = epsilon_of_delta(fine, delta, side, eps_max=eps_max, rtol=rtol,
-                                bracket=(a, b) if a > 0 else None, max_evaluations=30)
+                                bracket=(a, b) if a > 0 else None, max_evaluations=30,
+                                known=known)
     lower = max(coarse.lower, polished.lower)
     upper = min(coarse.upper, polished.upper)
     value = upper if side == "upper" else lower
+    ends = tuple((e, est) for e, est in (*coarse.ends, *polished.ends) if e in (lower, upper))
     return EpsilonEstimate(value, lower, upper, upper - lower, False,
-                           coarse.evaluations + polished.evaluations)
+                           coarse.evaluations + polished.evaluations, ends)
 
 
 def gaussian_guess(atoms: RatioAtoms, n: int, delta: float, eps_max: float) -> float | None:

@@ -50,6 +50,10 @@ from protocols.errors import require, require_int_at_least, require_probability_
 
 REFERENCE_UPPER = "000 Thm 13 + Alg. 7"
 REFERENCE_LOWER = "000 Thm 14"
+#: precision asked of the engine when a direction is screened against the best eps (the
+#: searches' own coarse precision); an undecided screen is searched in full, so this only
+#: trades a cheaper evaluation against the chance of a needless search
+SCREEN_RTOL = 5e-3
 
 
 # ----------------------------------------------------------------------------------------------
@@ -98,36 +102,87 @@ class _Candidate:
     build: Callable[[], list[RatioAtoms]]
 
 
+def _bracket(value: _Value, side: str) -> tuple[float, float]:
+    """(lower, upper) of an eps search result: the value is its ``side`` end."""
+    if side == "upper":
+        return (value.value - value.error if math.isfinite(value.error) else 0.0), value.value
+    return value.value, value.value + value.error
+
+
+def _guess_order(directions: Sequence[RatioAtoms], n: int, delta: float) -> list[RatioAtoms]:
+    """Directions sorted by the normal approximation's eps (largest first; no guess first):
+    only an order, so the first full search is likely to be the maximum and the others are
+    screened against it."""
+    def key(atoms):
+        guess = engine.gaussian_guess(atoms, n, delta, engine.default_eps_max(atoms))
+        return -math.inf if guess is None else -guess
+    return sorted(directions, key=key)
+
+
+def _can_exceed(atoms: RatioAtoms, n: int, delta: float, best: _Value, method: str) -> bool:
+    """False only when this direction provably cannot beat ``best``: its certified upper
+    estimate of delta(best) is <= delta, so its crossing eps* <= best (delta(eps) is
+    non-increasing), and both its upper and lower search values would be <= best. Exact for
+    either side: skipping it changes no number."""
+    est = engine.delta_of_epsilon([(atoms, n)], n, best.value, "upper", method=method,
+                                  threshold=delta, rtol=SCREEN_RTOL)
+    return est.upper > delta
+
+
 def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: str,
                  method: str = "auto"):
     """The maximum over candidates of eps(delta), on the engine's ``side``; returns
     (value, label of the maximising candidate).
 
-    The first (canonical) candidate gets a full eps search; every other candidate is first
-    screened with one delta evaluation at the current best eps and searched only if it can beat
-    it. Upper side: a candidate with certified delta_c(best) <= delta has eps_c <= best since
-    delta_c is non-increasing, so skipping it is exact. Lower side: a candidate whose certified
-    lower estimate at best is <= delta is skipped; that can only cost tightness, never validity
-    (every candidate's value is a valid lower bound).
+    The directions of the first (canonical) candidate are ordered by the normal approximation;
+    the first gets a full eps search and each other one a full search only if it can beat the
+    current best (:func:`_can_exceed`: certified delta(best) <= delta rules it out exactly);
+    the best is the maximum of the searched brackets, [max of lowers, max of uppers].
+    Every other candidate is first screened with one delta evaluation per direction at the
+    current best eps and searched only if it can beat it. Upper side: a candidate with
+    certified delta_c(best) <= delta has eps_c <= best since delta_c is non-increasing, so
+    skipping it is exact. Lower side: a candidate whose certified lower estimates at best are
+    all <= delta is skipped; that can only cost tightness, never validity (every candidate's
+    value is a valid lower bound); of a candidate that passes, the directions that provably
+    cannot beat best are dropped (exact).
 
     A direction whose atom multiset was already searched (or screened out) for an earlier
     candidate is not searched again: its eps is at most best. This drops mirror images exactly,
     e.g. the other users at x0 against at x1 for a randomizer symmetric in the two values, whose
     forward and backward atoms are the earlier candidate's backward and forward ones.
     """
-    first = candidates[0]
-    directions = first.build()
-    best = _epsilon(directions, n, delta, side, method)
-    label = first.label
-    searched = {engine.atoms_key(atoms) for atoms in directions}
-    for cand in candidates[1:]:
-        directions = [atoms for atoms in cand.build() if engine.atoms_key(atoms) not in searched]
+    best: _Value | None = None
+    label = candidates[0].label
+    searched: set = set()
+    for cand in candidates:
+        directions = []
+        for atoms in cand.build():
+            key = engine.atoms_key(atoms)
+            if key not in searched:
+                searched.add(key)
+                directions.append(atoms)
         if not directions:
             continue
-        searched.update(engine.atoms_key(atoms) for atoms in directions)
+        if best is None:
+            directions = _guess_order(directions, n, delta)
+            best = _epsilon(directions[:1], n, delta, side, method)
+            lower, upper = _bracket(best, side)
+            for atoms in directions[1:]:
+                if math.isfinite(best.value) and not _can_exceed(atoms, n, delta, best, method):
+                    continue
+                lo_d, up_d = _bracket(_epsilon([atoms], n, delta, side, method), side)
+                lower, upper = max(lower, lo_d), max(upper, up_d)
+                value = upper if side == "upper" else lower
+                best = _Value(value, upper - lower if math.isfinite(upper) else math.inf)
+            continue
         if math.isfinite(best.value):
-            at_best = _delta(directions, n, best.value, side, method, threshold=delta)
-            if (at_best.value <= delta) if side == "upper" else not (at_best.value > delta):
+            ests = [engine.delta_of_epsilon([(atoms, n)], n, best.value, side, method=method,
+                                            threshold=delta) for atoms in directions]
+            if side == "lower" and all(not (e.lower > delta) for e in ests):
+                continue
+            directions = [atoms for atoms, e in zip(directions, ests, strict=True)
+                          if e.upper > delta]
+            if not directions:
                 continue
         value = _epsilon(directions, n, delta, side, method)
         if value.value > best.value:
