@@ -287,3 +287,51 @@ def test_continuous_randomizer_is_labelled_when_worst_pair_unproven():
     res = bc.blanket_bennett(make_randomizer("laplace", epsilon0=1.0), 10_000, 1e-6)
     assert res.status is BoundStatus.APPROXIMATE and "not proven" in res.note
     assert 0 < res.epsilon < 1.0
+
+
+# -- tiny eps0 (issue 14): closed forms without cancellation, checked against mpmath ----------
+import mpmath as _mp  # noqa: E402
+
+
+@pytest.mark.parametrize("eps0", [1e-300, 1e-12, 1e-6])
+@pytest.mark.parametrize("eps_frac", [0.0, 0.5])
+def test_generic_parv_bounds_tiny_eps0_against_mpmath(eps0, eps_frac):
+    """004 Lemmas 5.2/5.4 generic constants: e0 - e/e0 was 0 at eps0 = 1e-300 (so
+    blanket_bennett_generic returned eps = 0) and ~1e-10 relative off at 1e-6. Each constant is
+    an upper bound (or a gap) that must be within 1e-13 relative of the exact value."""
+    from protocols.bounds.blanket_closed import generic_parv_bounds
+    eps = eps_frac * eps0
+    params = generic_parv_bounds(eps, eps0)
+    _mp.mp.dps = 400
+    e, e0 = _mp.exp(_mp.mpf(eps)), _mp.exp(_mp.mpf(eps0))
+    exact = {"upper": e0 - e / e0, "width": (e + 1) * (e0 - 1 / e0),
+             "second_moment": e0 * (e * e + 1) - 2 * e / e0**3}
+    for name, value in exact.items():
+        got = float(getattr(params, name)[0])
+        assert abs(got - value) <= 1e-13 * value, (name, got, value)
+
+
+@pytest.mark.parametrize("eps0", [1e-300, 1e-12, 1e-6])
+@pytest.mark.parametrize("k", [2, 10])
+def test_krr_parv_bounds_tiny_eps0_against_mpmath(eps0, k):
+    """004 Lemma 5.7 (k-RR): 1 - gamma was 0 at eps0 = 1e-300 (max L <= 0, delta = 0)."""
+    from protocols.bounds.blanket_closed import krr_parv_bounds
+    eps = 0.5 * eps0
+    params = krr_parv_bounds(eps, eps0, k)
+    _mp.mp.dps = 400
+    e, e0 = _mp.exp(_mp.mpf(eps)), _mp.exp(_mp.mpf(eps0))
+    g = k / (e0 + k - 1)
+    upper = g * (1 - e) + (1 - g) * k
+    assert upper > 0
+    assert float(params.upper[0]) >= float(upper) * (1 - 1e-15)
+    assert float(params.upper[0]) <= float(upper) * (1 + 1e-12)
+    width = (1 - g) * k * (e + 1)
+    assert abs(float(params.width[0]) - width) <= 1e-13 * width
+
+
+@pytest.mark.parametrize("eps0", [1e-300, 1e-6])
+def test_blanket_bennett_generic_tiny_eps0_is_not_zero(eps0):
+    """At eps0 = 1e-300 the bound returned eps = 0 (no privacy loss at all): false."""
+    from protocols.bounds.blanket_closed import blanket_bennett_generic
+    res = blanket_bennett_generic(eps0, 1000, 1e-6)
+    assert 0.0 < res.epsilon <= eps0 * (1 + 1e-9)

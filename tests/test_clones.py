@@ -378,3 +378,22 @@ TABLE4_001 = [
 def test_stronger_clone_matches_001_table4(eps0, n, printed):
     res = clones.stronger_clone_numerical(eps0, n, 0.01 / n, tol=1e-12)
     assert 0.99 * printed <= res.epsilon <= printed
+
+
+# -- tiny eps0 (issue 14): (e^eps0 - 1)/(e^eps0 + 1) = tanh(eps0/2) ----------------------------
+@pytest.mark.parametrize("eps0", [1e-300, 1e-12, 1e-6, 1e-3, 1.0])
+def test_fmt21_closed_form_tiny_eps0_against_mpmath(eps0):
+    """002 Thm 3.1 eq. (1) evaluated in 400-digit arithmetic: the returned value must be at
+    least the exact one (upper bound) and within 1e-11 relative of it. With the quotient as
+    printed, eps0 = 1e-300 gave 0 and eps0 = 1e-6 fell below the exact value."""
+    import mpmath as mp
+
+    from protocols.bounds.clones import fmt21_closed_form
+    n, delta = 10**6, 1e-15
+    mp.mp.dps = 400        # e^eps0 - 1 at eps0 = 1e-300 needs ~300 digits
+    e0 = mp.exp(mp.mpf(eps0))
+    inner = 8 * mp.sqrt(e0 * mp.log(4 / mp.mpf(delta))) / mp.sqrt(n) + 8 * e0 / n
+    exact = mp.log1p((e0 - 1) / (e0 + 1) * inner)
+    got = fmt21_closed_form(eps0, n, delta).epsilon
+    assert got >= exact
+    assert got <= exact * (1 + 1e-11)

@@ -62,6 +62,7 @@ from protocols.errors import ParameterError, require
 BBGN19 = "Balle, Bell, Gascon, Nissim, The privacy blanket of the shuffle model (004)"
 #: Relative safety margin on every floating-point delta returned here.
 _REL_ERR = 1e-12
+_U = float(np.finfo(float).eps) / 2      # unit roundoff
 #: Largest (#ordered input pairs) x (#outputs) enumerated for a per-randomizer bound.
 MAX_PAIR_OUTPUTS = 20_000_000
 #: Largest eps0 of the concentration bounds: their range and second moment grow like e^(2 eps0)
@@ -119,7 +120,7 @@ def blanket_krr_epsilon_for_gamma(gamma: float, n: int, delta: float, domain_siz
 
 def krr_blanket_gamma(epsilon0: float, domain_size: int) -> float:
     """Total variation similarity of eps0-LDP k-RR (004 Lemma 5.1): k / (e^eps0 + k - 1)."""
-    return domain_size / (math.exp(epsilon0) + domain_size - 1)
+    return domain_size / (math.expm1(epsilon0) + domain_size)
 
 
 def _krr_fields(randomizer) -> tuple[float, int]:
@@ -179,12 +180,17 @@ def generic_parv_bounds(epsilon: float, epsilon0: float) -> PARVBounds:
     E[L^2] <= gamma (e^eps0 (1 + e^2eps) - 2 e^eps); each is below the constant above.
     """
     e, e0 = math.exp(epsilon), math.exp(epsilon0)
+    # Written without cancellation (tiny eps0: e0 - e / e0 was 0 at eps0 = 1e-300, so the
+    # Bennett term vanished and the bound returned eps = 0):
+    #   e0 - e/e0 = e^(eps - eps0) expm1(2 eps0 - eps),   e0 - 1/e0 = 2 sinh(eps0),
+    #   e0 (e^2 + 1) - 2 e / e0^3 = e0 expm1(eps)^2 + 2 e e0^-3 expm1(4 eps0).
     return PARVBounds(
         gamma=np.array([math.exp(-epsilon0)]),
         mean_gap=np.array([math.expm1(epsilon)]),
-        upper=np.array([e0 - e / e0]),
-        width=np.array([(e + 1.0) * (e0 - 1.0 / e0)]),
-        second_moment=np.array([e0 * (e * e + 1.0) - 2.0 * e / e0**3]),
+        upper=np.array([math.exp(epsilon - epsilon0) * math.expm1(2.0 * epsilon0 - epsilon)]),
+        width=np.array([(e + 1.0) * 2.0 * math.sinh(epsilon0)]),
+        second_moment=np.array([e0 * math.expm1(epsilon) ** 2
+                                + 2.0 * e / e0**3 * math.expm1(4.0 * epsilon0)]),
     )
 
 
@@ -195,13 +201,18 @@ def krr_parv_bounds(epsilon: float, epsilon0: float, domain_size: int) -> PARVBo
     E[L^2] = gamma (2 - gamma)(e^eps - 1)^2 + (1 - gamma)^2 k (e^2eps + 1)."""
     k = domain_size
     g = krr_blanket_gamma(epsilon0, k)
-    e = math.exp(epsilon)
+    # 1 - gamma = expm1(eps0) / (expm1(eps0) + k) and e^eps - 1 = expm1(eps): 1.0 - g was 0 at
+    # eps0 = 1e-300 (max L <= 0, delta = 0, eps = 0) and lost ~1e-10 relative at eps0 = 1e-6.
+    one_minus_g = math.expm1(epsilon0) / (math.expm1(epsilon0) + k)
+    e, em1 = math.exp(epsilon), math.expm1(epsilon)
+    keep, drop = one_minus_g * k, g * em1
     return PARVBounds(
         gamma=np.array([g]),
-        mean_gap=np.array([math.expm1(epsilon)]),
-        upper=np.array([g * (1.0 - e) + (1.0 - g) * k]),
-        width=np.array([(1.0 - g) * k * (e + 1.0)]),
-        second_moment=np.array([g * (2.0 - g) * (e - 1.0) ** 2 + (1.0 - g) ** 2 * k * (e * e + 1)]),
+        mean_gap=np.array([em1]),
+        # a difference of two accurate terms: its rounding (<= 2u of their sum) added
+        upper=np.array([keep - drop + 4 * _U * (keep + drop)]),
+        width=np.array([one_minus_g * k * (e + 1.0)]),
+        second_moment=np.array([g * (2.0 - g) * em1 ** 2 + one_minus_g ** 2 * k * (e * e + 1)]),
     )
 
 

@@ -336,10 +336,12 @@ def fmt21_max_epsilon0(n: int, delta: float) -> float:
 
 
 def _fmt21_closed_value(epsilon0: float, n: int, delta: float) -> float:
-    """Eq. (1) of 002 Thm 3.1."""
+    """Eq. (1) of 002 Thm 3.1. The factor (e^eps0 - 1)/(e^eps0 + 1) is tanh(eps0/2): the
+    quotient as printed loses every digit at tiny eps0 (e^eps0 - 1 = 0 at eps0 = 1e-300, which
+    made the bound 0) and ~1e-10 relative at eps0 = 1e-6, more than round_up's margin."""
     e0 = math.exp(epsilon0)
     inner = 8.0 * math.sqrt(e0 * math.log(4.0 / delta)) / math.sqrt(n) + 8.0 * e0 / n
-    return math.log1p((e0 - 1.0) / (e0 + 1.0) * inner)
+    return math.log1p(math.tanh(epsilon0 / 2.0) * inner)
 
 
 def _check_fmt21_regime(epsilon0: float, n: int, delta: float, theorem: str) -> None:
