@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from protocols.randomizers.base import Interval, Randomizer
 from protocols.randomizers.registry import register
@@ -52,10 +53,22 @@ class Duchi(Randomizer):
         """B = (e^eps0 + 1) / (e^eps0 - 1)."""
         return float(1.0 / _beta(self.epsilon0))
 
-    def plus_probability(self, x, epsilon=None):
-        """P[+B | x] = (1 + x beta) / 2."""
+    def _sign_probabilities(self, x, epsilon=None):
+        """(P[-B | x], P[+B | x]) = ((1 - x beta) / 2, (1 + x beta) / 2), each with full relative
+        precision: the less likely sign has probability (1 - |x|)/2 + |x| / (e^eps + 1) (as
+        1 - beta = 2 expit(-eps)), which 1/2 - tanh(eps/2)/2 loses at large eps (all digits
+        beyond eps ~ 37); the other is (1 + |x|)/2 - |x| expit(-eps) >= 1/2."""
         eps = self.epsilon0 if epsilon is None else epsilon
-        return 0.5 * (1.0 + np.asarray(x, dtype=float) * _beta(eps))
+        x = np.asarray(x, dtype=float)
+        ax = np.abs(x)
+        tail = special.expit(-np.asarray(eps, dtype=float))
+        small = 0.5 * (1.0 - ax) + ax * tail
+        large = 0.5 * (1.0 + ax) - ax * tail
+        return np.where(x >= 0, small, large), np.where(x >= 0, large, small)
+
+    def plus_probability(self, x, epsilon=None):
+        """P[+B | x] = (1 + x beta) / 2 (see ``_sign_probabilities``)."""
+        return self._sign_probabilities(x, epsilon)[1]
 
     def randomize(self, values, rng, epsilon=None):
         values = self.check_values(values).astype(float)
@@ -70,8 +83,8 @@ class Duchi(Randomizer):
 
     def log_prob(self, x, y):
         """log P[y | x]; a report is identified by its sign (see ``output_index``)."""
-        p_plus = self.plus_probability(x)
-        return np.log(np.where(np.asarray(y) > 0, p_plus, 1.0 - p_plus))
+        p_minus, p_plus = self._sign_probabilities(x)
+        return np.log(np.where(np.asarray(y) > 0, p_plus, p_minus))
 
     def output_index(self, outputs):
         return (np.asarray(outputs) > 0).astype(np.int64)
@@ -85,8 +98,8 @@ class Duchi(Randomizer):
         anchors of ``output_groups`` index them: 0 -> x = -1, 1 -> x = 1."""
         if inputs is None:
             inputs = np.array([-1.0, 1.0])
-        p_plus = self.plus_probability(np.asarray(inputs, dtype=float).reshape(-1))
-        return np.stack([1.0 - p_plus, p_plus], axis=-1)
+        p_minus, p_plus = self._sign_probabilities(np.asarray(inputs, dtype=float).reshape(-1))
+        return np.stack([p_minus, p_plus], axis=-1)
 
     # -- moments used by the mean and sum estimators ---------------------------------------
     @property
