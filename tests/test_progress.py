@@ -81,16 +81,21 @@ def test_bound_prints_progress_lines_when_stderr_is_not_a_terminal(monkeypatch):
     assert quiet.exit_code == 0 and quiet.stderr == ""
 
 
-def test_lazily_loaded_modules_behave_like_imported_ones():
-    """A module loaded by simulator.lazy is the package's attribute, like an imported one."""
+def test_lazily_bound_modules_import_once_and_forward_attributes():
+    """A module bound by simulator.cli.lazy is imported on first use, once, by the ordinary
+    import system: a package's submodule imported directly first does not run twice."""
     import subprocess
     import sys
 
-    code = ("from simulator.cli.lazy import lazy_module; "
-            "m = lazy_module('simulator.batch.shuffling'); "
-            "import simulator, simulator.batch.shuffling as s; "
-            "assert simulator.batch.shuffling is s is m; assert callable(s.shuffle_reports); "
-            "import simulator.cli; print('ok')")
+    code = ("import sys; from simulator.cli.lazy import lazy_module; "
+            "r = lazy_module('protocols.randomizers'); "
+            "assert 'protocols.randomizers' not in sys.modules; "
+            "from protocols.randomizers.base import Randomizer; "
+            "k = r.make_randomizer('krr', epsilon0=1.0, domain_size=3); "
+            "assert isinstance(k, Randomizer); "
+            "s = lazy_module('simulator.batch.shuffling'); "
+            "import simulator.batch.shuffling as real; "
+            "assert s.shuffle_reports is real.shuffle_reports; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.stdout.strip() == "ok", done.stderr
