@@ -329,6 +329,9 @@ CASES: list[Case] = [
     Case("bound-unknown-param", (*BOUND, "--param", "hash_rnge=4"), ("hash_rnge",)),
     Case("bound-domain-for-brr", (*with_flag(BOUND, "--randomizer", "brr"),),
          ("--domain-size", "brr")),
+    Case("bound-rounds-zero", (*BOUND, "--rounds", "0"), ("--rounds", "0")),
+    Case("bound-rounds-unknown-method", with_flag(BOUND, "--method", "basik") + ("--rounds", "3"),
+         ("--method", "basik")),
     # -- calibrate -----------------------------------------------------------------------------
     Case("calibrate-krr-without-domain", with_flag(CALIBRATE, "--domain-size", None),
          ("--domain-size",)),
@@ -345,6 +348,12 @@ CASES: list[Case] = [
          ("--method", "exact-lower")),
     Case("calibrate-unknown-method", with_flag(CALIBRATE, "--method", "nope"),
          ("--method", "nope")),
+    Case("calibrate-rounds-with-epsilon0",
+         (*with_flag(with_flag(CALIBRATE, "--n", None), "--epsilon0", "1"), "--rounds", "3"),
+         ("--rounds", "--n")),
+    Case("calibrate-rounds-lower-method",
+         (*with_flag(CALIBRATE, "--method", "exact-lower"), "--rounds", "3"),
+         ("--method", "exact-lower")),
     # -- audit ---------------------------------------------------------------------------------
     Case("audit-krr-without-domain", with_flag(AUDIT, "--domain-size", None),
          ("--domain-size",)),

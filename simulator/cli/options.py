@@ -20,6 +20,7 @@ from simulator.errors import UserError
 
 randomizers = lazy_module("protocols.randomizers")
 catalogue = lazy_module("protocols.bounds.catalogue")
+accounting = lazy_module("protocols.accounting.compose")
 
 #: Randomizer parameters that have a flag of their own; the others are given with --param.
 _RANDOMIZER_FLAGS = {"name": "--randomizer", "domain_size": "--domain-size",
@@ -78,16 +79,23 @@ def check_setting(n: int | None, delta: float | None) -> None:
         require_probability_open("delta", delta)
 
 
-def resolve_methods(methods: tuple[str, ...], field: str = "method") -> list[str] | None:
-    """Validated bound names, without repeats (None: every applicable bound)."""
+def resolve_methods(methods: tuple[str, ...], field: str = "method",
+                    composed: bool = False) -> list[str] | None:
+    """Validated bound names, without repeats (None: every applicable bound); ``composed``
+    also accepts the composed methods over rounds (protocols.accounting)."""
     if not methods:
         return None
     names: list[str] = []
+    extra = set(accounting.composed_method_names()) if composed else set()
     for name in methods:
         try:
-            catalogue.get_bound(name)
+            if name not in extra:
+                catalogue.get_bound(name)
         except ParameterError as error:
-            raise ParameterError(field, name, error.requirement) from None
+            requirement = error.requirement
+            if composed:
+                requirement += f"; composed methods: {sorted(extra)}"
+            raise ParameterError(field, name, requirement) from None
         if name not in names:
             names.append(name)
     return names

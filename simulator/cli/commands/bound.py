@@ -24,6 +24,7 @@ from simulator.cli.options import (
     render_table,
     resolve_methods,
 )
+from simulator.cli.rounds import composed_records
 from simulator.execution.progress import ProgressReport
 
 #: The default table (within 100 columns); --wide adds delta, the full statuses and references.
@@ -35,13 +36,18 @@ SHORT_STATUS = {BoundStatus.PROVEN.value: "proven", BoundStatus.APPROXIMATE.valu
 STATUS_LEGEND = ("status: approx = approximate (asymptotic constant dropped); clone-red = "
                  "relies-on-stronger-clone-reduction (000 Sec. 3.3)")
 BELOW = "BELOW-LB"
+NOT_COMPOSED = "does not compose over rounds:"
 
 
 def records_with_checks(evaluations: list) -> list[dict]:
     """Each evaluation's record, with ``best_proven_lower`` (the largest lower bound of status
     ``proven`` computed at this point, or None) and ``below_proven_lower`` (an upper bound
     strictly below it)."""
-    records = [ev.record() for ev in evaluations]
+    return check_against_proven_lower([ev.record() for ev in evaluations])
+
+
+def check_against_proven_lower(records: list[dict]) -> list[dict]:
+    """Add ``best_proven_lower`` and ``below_proven_lower`` to bound records (in place)."""
     lowers = [r["epsilon"] for r in records
               if r["kind"] == BoundKind.LOWER.value and r["epsilon"] is not None
               and r["statuses"] == [BoundStatus.PROVEN.value]]
@@ -61,6 +67,8 @@ def _number(value) -> str:
 def table_rows(records: list[dict], wide: bool) -> list[list[str]]:
     rows = []
     for r in records:
+        if r["error"].startswith(NOT_COMPOSED):
+            continue  # listed once under the table, with the reason
         check = BELOW if r["below_proven_lower"] else ""
         if wide:
             rows.append([r["method"], r["kind"], _number(r["epsilon"]), f"{r['delta']:.3g}",
@@ -74,7 +82,14 @@ def table_rows(records: list[dict], wide: bool) -> list[list[str]]:
 
 
 def notes(records: list[dict]) -> list[str]:
-    lines = [f"{r['method']}: not computed: {r['error']}" for r in records if r["error"]]
+    lines, grouped = [], {}
+    for r in records:
+        if r["error"].startswith(NOT_COMPOSED):
+            grouped.setdefault(r["error"][len(NOT_COMPOSED):].strip(), []).append(r["method"])
+        elif r["error"]:
+            lines.append(f"{r['method']}: not computed: {r['error']}")
+    for why, methods in grouped.items():
+        lines.append(f"not composed over rounds: {', '.join(methods)}: {why}")
     below = [r for r in records if r["below_proven_lower"]]
     for r in below:
         lines.append(f"{r['method']}: {BELOW}: {r['epsilon']:.6g} is below the proven lower "
@@ -115,23 +130,36 @@ def run_evaluations(randomizer, n: int, delta: float, names: list[str] | None,
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of records.")
 @click.option("--wide", is_flag=True,
               help="Also show delta, the full statuses and the references.")
+@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Rounds T the same users are shuffled in: bounds that compose are reported "
+                   "for all T rounds (privacy loss distributions, docs/composition.md), with "
+                   "basic, advanced and Renyi composition beside them; the others say why not.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @flag_errors()
 def command(randomizer_name, domain_size, params, epsilon0, n, delta, methods, as_json, wide,
-            quiet):
+            rounds, quiet):
     """Amplification bounds (upper and lower) for one shuffled randomizer.
 
     An upper bound below the best proven lower bound is marked BELOW-LB (JSON:
     below_proven_lower)."""
     check_setting(n, delta)
     randomizer = build_randomizer(randomizer_name, epsilon0, parse_params(domain_size, params))
-    names = resolve_methods(methods)
-    evaluations = run_evaluations(randomizer, n, delta, names, quiet=quiet)
-    records = records_with_checks(evaluations)
+    if rounds == 1:
+        names = resolve_methods(methods)
+        records = records_with_checks(run_evaluations(randomizer, n, delta, names, quiet=quiet))
+        for record in records:
+            record["rounds"] = 1
+    else:
+        names = resolve_methods(methods, composed=True)
+        report = ProgressReport("bounds", enabled=not quiet, unit="bounds")
+        with report, report.heartbeat():
+            records = check_against_proven_lower(
+                composed_records(randomizer, n, delta, rounds, names, report))
     if as_json:
         click.echo(json.dumps(records, indent=2))
         return
-    click.echo(f"{randomizer!r}, n = {n}, delta = {delta:g}")
+    over = f", rounds = {rounds}" if rounds > 1 else ""
+    click.echo(f"{randomizer!r}, n = {n}, delta = {delta:g}{over}")
     click.echo(render_table(table_rows(records, wide), WIDE_COLUMNS if wide else COLUMNS))
     if not wide:
         click.echo(STATUS_LEGEND)
