@@ -170,12 +170,21 @@ def test_proven_bounds_against_the_oracle_fast(name, d, eps0, n, delta):
 @pytest.mark.slow
 def test_proven_bounds_against_the_oracle_full_grid():
     """The whole edge grid; counts are printed (run with -s) and, with
-    SHUFFLESIM_EDGE_LOG=path, appended to a file point by point."""
+    SHUFFLESIM_EDGE_LOG=path, appended to a file point by point.
+    SHUFFLESIM_EDGE_RESUME=path1,path2 skips the points already recorded in earlier logs (a
+    line is written only once its point is complete), so an interrupted run can be continued;
+    the printed totals then cover the new points only."""
     log = os.environ.get("SHUFFLESIM_EDGE_LOG")
     only = os.environ.get("SHUFFLESIM_EDGE_CONFIGS")
+    done = set()
+    for path in filter(None, os.environ.get("SHUFFLESIM_EDGE_RESUME", "").split(",")):
+        with open(path) as fh:
+            done |= {line.split(")", 1)[0] + ")" for line in fh if line.startswith("(")}
     totals = {"points": 0, "upper": 0, "lower": 0, "failures": []}
     for point in grid_points():
         if only and f"{point[0]}{point[1] or ''}" not in only.split(","):
+            continue
+        if repr(point) in done:
             continue
         out = check_point(*point)
         totals["points"] += 1
