@@ -37,20 +37,25 @@ conservative for pessimistic PLDs; optimistic ones are composed by repeated squa
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld_module
 
-from protocols.accounting import pairs
+from protocols.accounting import baselines, pairs, rdp
 from protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
 from protocols.accounting.pld import RoundPLD, round_plds
+from protocols.accounting.rounds import ComposedMethod, ComposedResult, Round, \
+    normalize_rounds, pure_cap, total_rounds
 from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import ParameterError, require, require_int_at_least, \
-    require_probability_open
+from protocols.errors import ParameterError, require, require_probability_open
+
+__all__ = ["COMPOSED_METHODS", "COMPOSING_BOUNDS", "ComposedMethod", "ComposedResult", "Round",
+           "compose_models", "compose_rounds", "composed_method_names", "composition_support",
+           "get_composed_method", "normalize_rounds", "pure_cap", "total_rounds"]
 
 #: Upper-bound grid: interval = (smallest per-round loss scale) / UPPER_RESOLUTION.
 UPPER_RESOLUTION = 200.0
@@ -61,85 +66,6 @@ LOWER_RESOLUTION = 100.0
 TAIL_TRUNCATION = 1e-15
 #: Floating-point slack of dp_accounting's FFT per pmf entry.
 FFT_SLACK = 1e-14
-
-
-@dataclass(frozen=True)
-class Round:
-    """``repeat`` identical rounds of ``randomizer`` shuffled among ``n`` users."""
-
-    randomizer: object
-    n: int
-    repeat: int = 1
-
-    def __post_init__(self) -> None:
-        require_int_at_least("n", self.n, 2)
-        require_int_at_least("repeat", self.repeat, 1)
-        require(getattr(self.randomizer, "epsilon0", None) is not None, "randomizer",
-                self.randomizer, "must be a local randomizer with an epsilon0")
-
-
-@dataclass(frozen=True)
-class ComposedResult:
-    """A composed bound: ``epsilon`` at ``delta`` after ``rounds`` rounds (conservative side of
-    its own numerics: upper bounds rounded up, lower bounds down). ``interval``: the PLD grid
-    step (None for methods without a PLD)."""
-
-    method: str
-    kind: BoundKind
-    epsilon: float
-    delta: float
-    rounds: int
-    status: BoundStatus
-    reference: str
-    seconds: float
-    interval: float | None = None
-    note: str = ""
-    per_round: list = field(default_factory=list)
-
-    def record(self) -> dict:
-        return {"method": self.method, "kind": self.kind.value, "epsilon": self.epsilon,
-                "delta": self.delta, "rounds": self.rounds, "status": self.status.value,
-                "reference": self.reference, "seconds": self.seconds,
-                "interval": self.interval, "note": self.note}
-
-
-@dataclass(frozen=True)
-class ComposedMethod:
-    """A registered composed method: name, kind, status, reference, what it needs, and
-    ``compute(rounds, delta, **options) -> ComposedResult``."""
-
-    name: str
-    kind: BoundKind
-    status: BoundStatus
-    reference: str
-    regime: str
-    compute: Callable[..., ComposedResult]
-
-
-def normalize_rounds(rounds) -> list[Round]:
-    """A list of :class:`Round` (consecutive identical rounds merged into one with a repeat)."""
-    if isinstance(rounds, Round):
-        rounds = [rounds]
-    rounds = list(rounds)
-    require(len(rounds) >= 1, "rounds", rounds, "needs at least one round")
-    out: list[Round] = []
-    for r in rounds:
-        require(isinstance(r, Round), "rounds", r, "every entry must be a Round")
-        if out and out[-1].randomizer == r.randomizer and out[-1].n == r.n:
-            out[-1] = Round(r.randomizer, r.n, out[-1].repeat + r.repeat)
-        else:
-            out.append(r)
-    return out
-
-
-def total_rounds(rounds: Sequence[Round]) -> int:
-    return sum(r.repeat for r in rounds)
-
-
-def pure_cap(rounds: Sequence[Round]) -> float:
-    """sum_t eps0_t: each shuffled round is a post-processing of eps0-LDP reports, hence
-    (eps0, 0)-DP, and pure DP composes additively; every upper bound is capped by it."""
-    return float(sum(float(r.randomizer.epsilon0) * r.repeat for r in rounds))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -192,6 +118,25 @@ def _pmf_size(pld) -> int:
     return max(sizes)
 
 
+@functools.lru_cache(maxsize=128)
+def _round_dp(model, n: int, interval: float, side: str, tail: float, weak_rtol: float):
+    """(RoundPLDs, dp_accounting PLD) of one round; cached: a pure function of its arguments
+    (``model`` is a frozen CountModel), so a cached value is the value a new call computes.
+    Callers that compose many schedules on one grid (per-user lifetime accounting) reuse it."""
+    sym = model.is_swap_symmetric()
+    plds = round_plds(model, n, interval, side, tail=tail, weak_rtol=weak_rtol, both=not sym)
+    return plds, _to_dp(plds, sym)
+
+
+@functools.lru_cache(maxsize=64)
+def _round_power(model, n: int, interval: float, side: str, tail: float, weak_rtol: float,
+                 repeat: int):
+    """(RoundPLDs, the round's PLD composed ``repeat`` times); cached like :func:`_round_dp`
+    (dp_accounting's compose and self_compose return new objects, never change their inputs)."""
+    plds, pld = _round_dp(model, n, interval, side, tail, weak_rtol)
+    return plds, _power(pld, repeat, side == "upper")
+
+
 def compose_models(models: Sequence[tuple], delta: float, side: str, *, interval=None,
                    tail: float = DEFAULT_TAIL, weak_rtol: float = DEFAULT_WEAK_RTOL):
     """Compose per-round pairs: ``models`` is a list of (CountModel, n, repeat). Returns
@@ -201,11 +146,9 @@ def compose_models(models: Sequence[tuple], delta: float, side: str, *, interval
         interval = _interval([(m, n) for m, n, _ in models], side, t_total)
     composed, per_round = None, []
     for model, n, repeat in models:
-        sym = model.is_swap_symmetric()
-        plds = round_plds(model, n, interval, side, tail=tail, weak_rtol=weak_rtol,
-                          both=not sym)
+        plds, piece = _round_power(model, int(n), float(interval), side, float(tail),
+                                   float(weak_rtol), int(repeat))
         per_round.append(plds)
-        piece = _power(_to_dp(plds, sym), repeat, side == "upper")
         composed = piece if composed is None else composed.compose(piece, TAIL_TRUNCATION)
     slack = FFT_SLACK * _pmf_size(composed)
     if side == "upper":
@@ -277,20 +220,15 @@ _register(ComposedMethod(
                 "exact pair of each round (first candidate triple), optimistic PLD")))
 
 
-def _late_register() -> None:
-    from protocols.accounting import baselines, rdp
-    for method in (*baselines.METHODS, *rdp.METHODS):
-        if method.name not in COMPOSED_METHODS:
-            _register(method)
+for _method in (*baselines.METHODS, *rdp.METHODS):
+    _register(_method)
 
 
 def composed_method_names() -> list[str]:
-    _late_register()
     return sorted(COMPOSED_METHODS)
 
 
 def get_composed_method(name: str) -> ComposedMethod:
-    _late_register()
     try:
         return COMPOSED_METHODS[name]
     except KeyError:
