@@ -23,8 +23,12 @@ from __future__ import annotations
 import math
 import time
 
-from protocols.accounting.rounds import ComposedMethod, ComposedResult, normalize_rounds, \
-    total_rounds
+from protocols.accounting.rounds import (
+    ComposedMethod,
+    ComposedResult,
+    normalize_rounds,
+    total_rounds,
+)
 from protocols.bounds.optimal import optimal_blanket_epsilon
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import require_probability_open

@@ -48,8 +48,14 @@ from dp_accounting.pld import privacy_loss_distribution as pld_module
 from protocols.accounting import baselines, pairs, rdp
 from protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
 from protocols.accounting.pld import RoundPLD, round_plds
-from protocols.accounting.rounds import ComposedMethod, ComposedResult, Round, \
-    normalize_rounds, pure_cap, total_rounds
+from protocols.accounting.rounds import (
+    ComposedMethod,
+    ComposedResult,
+    Round,
+    normalize_rounds,
+    pure_cap,
+    total_rounds,
+)
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import ParameterError, require, require_probability_open
 

@@ -27,10 +27,15 @@ import numpy as np
 from scipy.special import logsumexp
 
 from protocols.accounting import pairs
-from protocols.accounting.rounds import ComposedMethod, ComposedResult, normalize_rounds, \
-    pure_cap, total_rounds
 from protocols.accounting.enumeration import DEFAULT_WEAK_RTOL, aggregates
 from protocols.accounting.pld import _Accumulator, _upper_direction, mass_relative_error
+from protocols.accounting.rounds import (
+    ComposedMethod,
+    ComposedResult,
+    normalize_rounds,
+    pure_cap,
+    total_rounds,
+)
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import require_probability_open
 
