@@ -1,8 +1,10 @@
 """The scenario section ``[bounds]`` and the ``bounds`` table of a run.
 
-Keys: ``delta`` (a number or an array of central deltas, each in (0, 1)) and ``methods`` (an
-array of bound names from protocols.bounds.catalogue; default: every bound that applies).
-Every sweep point with the section gets one row per (delta, bound):
+Keys: ``delta`` (a number or an array of central deltas, each in (0, 1)), ``methods`` (an
+array of bound names from protocols.bounds.catalogue or composed methods of
+protocols.accounting.compose; default: every bound that applies) and ``rounds`` (an integer
+>= 1 or an array of them: the number T of identical rounds of the deployment; default 1).
+Every sweep point with the section gets one row per (delta, rounds, bound):
 
 * constant budget: the catalogue's bounds for the scenario's randomizer with n users
   (``catalogue.evaluate_many``);
@@ -11,6 +13,21 @@ Every sweep point with the section gets one row per (delta, bound):
   profile of :func:`simulator.population.budgets.budget_profile` (exact group sizes, or the quantile
   multiset of a continuous distribution). The homogeneous bounds assume one eps0 and do not
   apply there.
+
+Rounds (issue 16). With T = 1 the rows are the single-round bounds above. With T > 1 each
+catalogue bound that composes (``composition_support``: optimal-blanket, exact-lower,
+fmt21_numerical as fmt21-clone) is reported, under its catalogue name, as its composed value
+over T identical rounds of n users (``compose_rounds([Round(randomizer, n, T)], delta, ...)``),
+and every other one with the reason in ``error``. The composed-only methods (basic, advanced,
+rdp-blanket, rdp-clone; fmt21-clone when named) are added when named in ``methods``, or by
+default whenever ``rounds`` is given in the section (also at T = 1, so a rounds sweep has
+every line from T = 1); a scenario without ``rounds`` gets exactly the single-round rows.
+Per-user budgets: nothing composes (the personalized bounds give (eps, delta) values, not
+privacy loss distributions); with T > 1 every row says so in ``error``. Every row has
+``naive_epsilon``: T x the single-round optimal-blanket eps at delta
+(protocols.accounting.baselines.naive_epsilon), the number a user would write down without a
+composition theorem; it is *not* a guarantee at delta (its delta is T x delta), only a
+reference line.
 
 A bound that does not apply, or whose regime excludes the setting, gives a row with an empty
 ``epsilon`` and the reason in ``error`` (never silently dropped). Rows carry no timings, so a
@@ -28,8 +45,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from protocols.accounting import baselines as accounting_baselines
+from protocols.accounting import compose as accounting
 from protocols.bounds import catalogue
 from protocols.bounds.heterogeneous import PERSONALIZED_SPECS, PersonalizedUsers
+from protocols.errors import ParameterError
 from protocols.registry import closest
 from simulator.errors import ScenarioError
 from simulator.execution.producers import register_table_producer
@@ -51,11 +71,13 @@ BOUNDS_SCHEMA = pa.schema([
     pa.field("epsilon0", pa.float64(), nullable=False),
     pa.field("budget", pa.string(), nullable=False),
     pa.field("delta", pa.float64(), nullable=False),
+    pa.field("rounds", pa.int64(), nullable=False),
     pa.field("method", pa.string(), nullable=False),
     pa.field("kind", pa.string(), nullable=False),
     pa.field("mechanism", pa.string(), nullable=False),
     pa.field("epsilon", pa.float64(), nullable=True),
     pa.field("epsilon_error", pa.float64(), nullable=True),
+    pa.field("naive_epsilon", pa.float64(), nullable=True),
     pa.field("status", pa.string(), nullable=False),
     pa.field("statuses", pa.string(), nullable=False),
     pa.field("reference", pa.string(), nullable=False),
@@ -70,6 +92,12 @@ class BoundsSection:
 
     delta: tuple[float, ...]
     methods: tuple[str, ...] | None = None
+    #: None: not given (T = 1, single-round rows only); else the rounds T of each row group.
+    rounds: tuple[int, ...] | None = None
+
+    @property
+    def round_counts(self) -> tuple[int, ...]:
+        return (1,) if self.rounds is None else self.rounds
 
     def __post_init__(self) -> None:
         if len(self.delta) == 0:
@@ -77,8 +105,14 @@ class BoundsSection:
         for i, d in enumerate(self.delta):
             if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0 < d < 1:
                 raise ScenarioError(f"delta[{i}]", d, "must lie in the open interval (0, 1)")
+        if self.rounds is not None:
+            if len(self.rounds) == 0:
+                raise ScenarioError("rounds", list(self.rounds), "needs at least one value")
+            for i, t in enumerate(self.rounds):
+                check_rounds(t, f"rounds[{i}]")
         if self.methods is not None:
-            names = catalogue.bound_names()
+            names = catalogue.bound_names() + [m for m in accounting.composed_method_names()
+                                               if m not in catalogue.bound_names()]
             for i, name in enumerate(self.methods):
                 if name not in names:
                     close = closest(name, names)
@@ -87,11 +121,29 @@ class BoundsSection:
                                         f"unknown bound; {hint}choose one of {names}")
 
 
+#: Most rounds of one row (a deployment of a million rounds is beyond any use here).
+MAX_ROUNDS = 1_000_000
+
+
+def check_rounds(value, key: str) -> None:
+    """A number of rounds: an integer in [1, MAX_ROUNDS] (ScenarioError keyed ``key``)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScenarioError(key, value, "must be an integer >= 1 (the number of rounds)")
+    if not 1 <= value <= MAX_ROUNDS:
+        raise ScenarioError(key, value, f"must be an integer in [1, {MAX_ROUNDS}]")
+
+
 def parse_section(table: Mapping[str, Any], context: ParseContext) -> BoundsSection:
     """Parse ``[bounds]`` (errors keyed ``bounds.<key>``)."""
     table = dict(table)
     if isinstance(table.get("delta"), (int, float)) and not isinstance(table["delta"], bool):
         table["delta"] = [table["delta"]]
+    if "rounds" in table and not isinstance(table["rounds"], (list, tuple)):
+        try:
+            check_rounds(table["rounds"], "rounds")
+        except ScenarioError as error:
+            raise ScenarioError(f"{SECTION}.rounds", table["rounds"], error.requirement) from None
+        table["rounds"] = [table["rounds"]]
     return parse_dataclass(BoundsSection, table, SECTION, context)
 
 
@@ -111,6 +163,7 @@ def _profile_label(profile) -> str:
 
 
 def _records(settings, delta: float, methods) -> list[dict]:
+    """The single-round rows of one (setting, delta): catalogue bounds only (cached)."""
     n = settings.population.n
     budget = settings.population.budget
     profile = budget_profile(budget, n)
@@ -141,6 +194,120 @@ def _records(settings, delta: float, methods) -> list[dict]:
     return _CACHE[key]
 
 
+#: Composed methods that are not catalogue bounds, added by default when ``rounds`` is given
+#: (fmt21-clone only when named: it is the composed fmt21_numerical row).
+DEFAULT_COMPOSED_ONLY = ("basic", "advanced", "rdp-blanket", "rdp-clone")
+_PERSONALIZED_MECHANISMS = {spec.name: spec.mechanism for spec in PERSONALIZED_SPECS}
+
+
+def _catalogue_names(settings, methods) -> list[str]:
+    """The catalogue bounds of the rows: the named ones, or every applicable one."""
+    if methods is not None:
+        names = set(catalogue.bound_names())
+        return list(dict.fromkeys(m for m in methods if m in names))
+    subject = settings.randomizer
+    if not settings.population.budget.is_constant:
+        profile = budget_profile(settings.population.budget, settings.population.n)
+        subject = PersonalizedUsers(settings.randomizer, profile)
+    return [spec.name for spec in catalogue.applicable_bounds(subject)]
+
+
+def _composed_only(methods, explicit_rounds: bool) -> list[str]:
+    catalogue_names = set(catalogue.bound_names())
+    if methods is not None:
+        return list(dict.fromkeys(m for m in methods if m not in catalogue_names))
+    return list(DEFAULT_COMPOSED_ONLY) if explicit_rounds else []
+
+
+def _composed(settings, method: str, delta: float, rounds: int):
+    """compose_rounds over ``rounds`` identical rounds (cached): a ComposedResult or the
+    reason (str) it has no value."""
+    key = ("composed", settings.randomizer_name, settings.randomizer_params,
+           float(settings.epsilon0), settings.population.n, float(delta), int(rounds), method)
+    if key not in _CACHE:
+        try:
+            _CACHE[key] = accounting.compose_rounds(
+                [accounting.Round(settings.randomizer, settings.population.n, int(rounds))],
+                float(delta), method)
+        except ParameterError as error:
+            _CACHE[key] = str(error)
+    return _CACHE[key]
+
+
+def _naive(settings, delta: float, rounds: int) -> float | None:
+    """T x the single-round optimal-blanket eps at delta (not a guarantee at delta)."""
+    if not settings.population.budget.is_constant:
+        return None
+    key = ("naive", settings.randomizer_name, settings.randomizer_params,
+           float(settings.epsilon0), settings.population.n, float(delta))
+    if key not in _CACHE:
+        try:
+            _CACHE[key] = accounting_baselines.naive_epsilon(
+                [accounting.Round(settings.randomizer, settings.population.n, 1)], float(delta))
+        except ParameterError:
+            _CACHE[key] = None
+    one = _CACHE[key]
+    return None if one is None else float(one) * int(rounds)
+
+
+def _composed_row(settings, name: str, method: str | None, why: str, delta: float,
+                  rounds: int, budget: str) -> dict:
+    """A row of a composed value: ``name`` (a catalogue bound or a composed method) through
+    ``method``; without a method, the reason ``why`` in ``error``."""
+    row = {"budget": budget, "method": name, "mechanism": HOMOGENEOUS, "epsilon": None,
+           "epsilon_error": None, "note": "", "error": ""}
+    if method is None:
+        spec = catalogue.get_bound(name)
+        return {**row, "kind": spec.kind.value, "status": spec.status.value,
+                "statuses": spec.status_label, "reference": spec.reference,
+                "mechanism": _PERSONALIZED_MECHANISMS.get(name, HOMOGENEOUS),
+                "error": f"does not compose over {rounds} rounds: {why}"}
+    spec = accounting.get_composed_method(method)
+    row.update(kind=spec.kind.value, status=spec.status.value, statuses=spec.status.value,
+               reference=spec.reference)
+    result = _composed(settings, method, delta, rounds)
+    if isinstance(result, str):
+        row["error"] = f"composed over {rounds} rounds as {method}: {result}"
+        return row
+    via = f"composed over {rounds} rounds" + (f" as {method}" if method != name else "")
+    row.update(epsilon=float(result.epsilon), reference=result.reference or spec.reference,
+               note=f"{via}; {result.note}" if result.note else via)
+    return row
+
+
+def _round_records(settings, delta: float, rounds: int, section) -> list[dict]:
+    """The rows of one (setting, delta, rounds); see the module docstring."""
+    methods = section.methods
+    explicit = section.rounds is not None
+    constant = settings.population.budget.is_constant
+    label = _profile_label(budget_profile(settings.population.budget, settings.population.n))
+    composed_only = _composed_only(methods, explicit)
+    if rounds == 1:
+        names = _catalogue_names(settings, methods)
+        rows = list(_records(settings, delta, tuple(names) if methods is not None else None)) \
+            if names or methods is None else []
+        extra = [_composed_row(settings, m, m, "", delta, 1, label) for m in composed_only] \
+            if constant else []
+    else:
+        rows = []
+        for name in _catalogue_names(settings, methods):
+            if not constant:
+                rows.append(_composed_row(
+                    settings, name, None, "per-user budgets: the personalized bounds give an "
+                    "(eps, delta) value, not a privacy loss distribution", delta, rounds, label))
+                continue
+            method, why = accounting.composition_support(name)
+            rows.append(_composed_row(settings, name, method, why, delta, rounds, label))
+        extra = [_composed_row(settings, m, m, "", delta, rounds, label) for m in composed_only] \
+            if constant else []
+    if not constant and composed_only:
+        extra = [{**_composed_row(settings, m, m, "", delta, rounds, label), "epsilon": None,
+                  "note": "", "error": "per-user budgets: composition over rounds needs one "
+                  "eps0 (a constant budget)"} for m in composed_only]
+    naive = _naive(settings, delta, rounds)
+    return [{**row, "rounds": int(rounds), "naive_epsilon": naive} for row in rows + extra]
+
+
 def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
     """The ``bounds`` table of a run (empty dict when no point has a ``[bounds]`` section)."""
     rows: list[dict] = []
@@ -150,16 +317,18 @@ def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
         if section is None:
             continue
         for delta in section.delta:
-            for record in _records(settings, delta, section.methods):
-                rows.append({
-                    "point": point.index, "overrides": point.overrides_json(),
-                    "randomizer": settings.randomizer_name, "n": settings.population.n,
-                    "epsilon0": float(settings.epsilon0), "delta": float(delta), **record,
-                })
+            for rounds in section.round_counts:
+                for record in _round_records(settings, delta, rounds, section):
+                    rows.append({
+                        "point": point.index, "overrides": point.overrides_json(),
+                        "randomizer": settings.randomizer_name, "n": settings.population.n,
+                        "epsilon0": float(settings.epsilon0), "delta": float(delta),
+                        **record,
+                    })
     if not rows:
         return {}
     columns = {field.name: [row[field.name] for row in rows] for field in BOUNDS_SCHEMA}
-    for name in ("epsilon", "epsilon_error"):  # inf (no certified eps) stays inf; NaN -> null
+    for name in ("epsilon", "epsilon_error", "naive_epsilon"):  # inf (no certified eps) stays inf; NaN -> null
         columns[name] = [None if v is None or math.isnan(v) else float(v) for v in columns[name]]
     columns["point"] = np.asarray(columns["point"], dtype=np.int32)
     return {TABLE: pa.table(columns, schema=BOUNDS_SCHEMA)}
