@@ -235,13 +235,23 @@ class CountLaw:
         return self.offset + np.arange(self.pmf.size)
 
 
-def _binomial_window(n: int, p: float) -> CountLaw:
-    """Bin(n, p) on a window holding all but TAIL_MASS on each side (tails from scipy)."""
+def _binomial_window(n: int, p: float, pc: float | None = None) -> CountLaw:
+    """Bin(n, p) on a window holding all but TAIL_MASS on each side (tails from scipy).
+
+    ``pc`` is 1 - p computed directly (default: the float 1 - p). For p > 1/2 the law is
+    n - Bin(n, pc): a p near 1 (a blanket mass gamma at tiny eps) carries its information in
+    the complement, which the float p has lost (1 - gamma ~ eps / k)."""
+    if pc is None:
+        pc = 1.0 - p
+    if p > 0.5 and 0.0 < pc < p:
+        law = _binomial_window(n, pc, p)
+        return CountLaw(law.pmf[::-1].copy(), n - (law.offset + law.pmf.size - 1),
+                        law.rel_err, law.dropped)
     if p <= 0.0 or n == 0:
         return CountLaw(np.ones(1), 0, 0.0, 0.0)
-    if p >= 1.0:
+    if pc <= 0.0:
         return CountLaw(np.ones(1), n, 0.0, 0.0)
-    sd = math.sqrt(n * p * (1 - p))
+    sd = math.sqrt(n * p * pc)
     width = 40.0 * sd + 60.0
     lo = max(0, int(math.floor(n * p - width)))
     hi = min(n, int(math.ceil(n * p + width)))
@@ -280,10 +290,10 @@ def _convolve(a: CountLaw, b: CountLaw) -> CountLaw:
     return _trim(CountLaw(pmf, a.offset + b.offset, rel, dropped))
 
 
-def _bernoulli_sum(p: np.ndarray) -> CountLaw:
+def _bernoulli_sum(p: np.ndarray, pc: np.ndarray | None = None) -> CountLaw:
     """Law of a sum of independent Bernoulli(p_i): pairwise products of the generating
     polynomials, vectorized over pairs at each level of a binary tree (a loop over the degree)."""
-    polys = np.stack([1.0 - p, p], axis=1)
+    polys = np.stack([1.0 - p if pc is None else pc, p], axis=1)
     levels = 0
     while polys.shape[0] > 1:
         if polys.shape[0] % 2:
@@ -301,20 +311,27 @@ def _bernoulli_sum(p: np.ndarray) -> CountLaw:
     return _trim(CountLaw(polys[0], 0, rel, 0.0))
 
 
-def poisson_binomial(probabilities, counts) -> CountLaw:
-    """Law of sum_g Bin(counts_g, probabilities_g) (independent), with its error bounds."""
+def poisson_binomial(probabilities, counts, complements=None) -> CountLaw:
+    """Law of sum_g Bin(counts_g, probabilities_g) (independent), with its error bounds.
+
+    ``complements`` (optional) are the 1 - probabilities computed without cancellation; pass
+    them when a probability may be close to 1 (the entry-wise relative error bound assumes
+    both are accurate to a few ulps)."""
     p = np.asarray(probabilities, dtype=float).reshape(-1)
     c = np.asarray(counts, dtype=np.int64).reshape(-1)
-    require(p.shape == c.shape, "counts", c.tolist()[:5], "need one count per probability")
+    pc = 1.0 - p if complements is None else np.asarray(complements, dtype=float).reshape(-1)
+    require(p.shape == c.shape == pc.shape, "counts", c.tolist()[:5],
+            "need one count (and complement) per probability")
     keep = c > 0
-    p, c = p[keep], c[keep]
+    p, c, pc = p[keep], c[keep], pc[keep]
     singles = p[c == 1]
     require(singles.size <= MAX_DISTINCT_USERS, "budgets", singles.size,
             f"at most {MAX_DISTINCT_USERS} users with distinct budgets (group the budgets)")
-    parts = [_binomial_window(int(ci), float(pi)) for pi, ci in zip(p[c > 1], c[c > 1],
-                                                                     strict=True)]
+    many = c > 1
+    parts = [_binomial_window(int(ci), float(pi), float(qi))
+             for pi, qi, ci in zip(p[many], pc[many], c[many], strict=True)]
     if singles.size:
-        parts.append(_bernoulli_sum(singles))
+        parts.append(_bernoulli_sum(singles, pc[c == 1]))
     law = CountLaw(np.ones(1), 0, 0.0, 0.0)
     for part in sorted(parts, key=lambda x: x.pmf.size):  # a loop over budget groups
         law = _convolve(law, part)
@@ -327,7 +344,14 @@ def poisson_binomial(probabilities, counts) -> CountLaw:
 @dataclass(frozen=True)
 class _KRRFamily:
     """k-ary RR at any budget: gamma = k / (e^eps + k - 1), p = e^eps / (e^eps + k - 1),
-    q = 1 / (e^eps + k - 1) (brr: k = 2)."""
+    q = 1 / (e^eps + k - 1) (brr: k = 2; Kairouz et al., 000 App. A and Table 2).
+
+    Every quantity is computed in a form without cancellation (issue 14), in terms of
+    s = e^-eps (no overflow up to any finite eps):
+    p - q = 1 - gamma = (1 - s) / (1 + (k - 1) s) with 1 - s = -expm1(-eps) (as a plain
+    difference it kept only ~eps / ulp correct digits at tiny eps: 0 at eps = 1e-300);
+    q - e^eps' p = -q expm1(eps' + eps) and p - e^eps' q = -p expm1(eps' - eps) (the exact
+    pair's alpha terms); 1 - e^eps' = -expm1(eps')."""
 
     randomizer: object
     k: int
@@ -350,10 +374,20 @@ class _KRRFamily:
         small = np.exp(-eps)
         return self.k * small / (1.0 + (self.k - 1) * small)
 
+    def blanket_complement(self, epsilon) -> np.ndarray:
+        """1 - gamma(eps) = p - q = (1 - e^-eps) / (1 + (k - 1) e^-eps), with expm1."""
+        eps = np.asarray(epsilon, dtype=float)
+        small = np.exp(-eps)
+        return -np.expm1(-eps) / (1.0 + (self.k - 1) * small)
+
     def pq(self, epsilon: float) -> tuple[float, float]:
         small = math.exp(-epsilon)
         q = small / (1.0 + (self.k - 1) * small)
         return 1.0 / (1.0 + (self.k - 1) * small), q
+
+    def gap(self, epsilon: float) -> float:
+        """p - q without cancellation (= 1 - gamma)."""
+        return float(self.blanket_complement(float(epsilon)))
 
     def l_atoms(self, epsilon: float) -> RatioAtoms:
         """Atoms of L = (A_0(y) - e^eps A_1(y)) / U(y), y ~ U, for the pair (0, 1) at budget
@@ -365,9 +399,10 @@ class _KRRFamily:
         w = [1.0 / k, 1.0 / k] + ([(k - 2) / k] if k > 2 else [])
         return RatioAtoms(np.array(a), np.array(b), np.array(w))
 
-    def others_law(self, values: np.ndarray, counts: np.ndarray, scale: float = 1.0) -> CountLaw:
-        """Law of the number of others that draw from the blanket (scale: a factor on gamma)."""
-        return poisson_binomial(self.gamma(values) * scale, counts)
+    def others_law(self, values: np.ndarray, counts: np.ndarray) -> CountLaw:
+        """Law of the number of others that draw from the blanket (Poisson-binomial of the
+        gamma_i, with the complements 1 - gamma_i computed directly)."""
+        return poisson_binomial(self.gamma(values), counts, self.blanket_complement(values))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -395,9 +430,11 @@ def f_values(family: _KRRFamily, target_epsilon: float, ms, epsilon: float,
     ms = np.asarray(ms, dtype=float).reshape(-1)
     require(bool((ms >= 1).all()), "m", ms.min(initial=1.0), "must be >= 1")
     p, q = family.pq(target_epsilon)
+    gap = family.gap(target_epsilon)           # p - q, without cancellation
     k = family.k
     growth = math.exp(epsilon)
-    beta = (p - q) * (1 + growth)
+    drop = -math.expm1(epsilon)                # 1 - e^eps, without cancellation
+    beta = gap * (1 + growth)
     if k == 2:
         t = ms[:, None]
         weight = np.ones_like(t)
@@ -418,10 +455,10 @@ def f_values(family: _KRRFamily, target_epsilon: float, ms, epsilon: float,
         part = (stats.binom.cdf(lo_edge - 2, mm1, rho) + stats.binom.sf(hi_edge - 1, mm1, rho))
         tail = 0.5 * beta * ms * rho * np.where(lo_edge > 0, part, stats.binom.sf(
             hi_edge - 1, mm1, rho))
-    c = q * (1 - growth) * ms[:, None] - (p - q) * growth * t
+    c = q * drop * ms[:, None] - gap * growth * t
     leaf, leaf_err = leaf_positive_part(t, c / beta, 0.0, 1.0, 0.5)
     # Rounding of c / beta (E[(v + A)_+] is 1-Lipschitz in v) and of the weights (REL_SPECIAL).
-    c_err = 8 * U * (q * abs(1 - growth) * ms[:, None] + (p - q) * growth * t) / beta
+    c_err = 8 * U * (q * abs(drop) * ms[:, None] + gap * growth * t) / beta
     value = (weight * leaf).sum(axis=1) * beta
     err = (weight * (leaf_err + REL_SPECIAL * leaf + c_err)).sum(axis=1) * beta + tail
     return k * value / ms, k * err / ms * (1 + 8 * U)
@@ -532,7 +569,9 @@ class _ExactPair:
         # everyone at x2): its window, and its left-out mass.
         values = np.append(np.asarray(others_values, dtype=float), target_epsilon)
         counts = np.append(np.asarray(others_counts, dtype=np.int64), 1)
-        y = poisson_binomial(family.gamma(values) * (k - 1) / k, counts)
+        # 1 - gamma (k - 1) / k = e^eps / (e^eps + k - 1) = p (computed directly)
+        y = poisson_binomial(family.gamma(values) * (k - 1) / k, counts,
+                             1.0 / (1.0 + (k - 1) * np.exp(-values)))
         c2 = (n - y.support)[::-1]
         outside = (y.dropped + 0.0) * math.exp(target_epsilon) * (1 + y.rel_err)
         m = pi.support.astype(float)
@@ -556,21 +595,27 @@ class _ExactPair:
     def delta(self, epsilon: float) -> Estimate:
         """delta(eps) for the pair, bracketed (lower and upper)."""
         growth = math.exp(epsilon)
+        drop = -math.expm1(epsilon)                        # 1 - e^eps
         p, q = self.family.pq(self.target_epsilon)
+        gap = self.family.gap(self.target_epsilon)         # p - q
         k = self.family.k
         n_rest = (self.n - self.c2).astype(float)
         ea = np.exp(self.log_a)
         eb = np.exp(self.log_b)
         r = 1.0 / (k - 1)
         if self.pattern == "x2-other":
-            value, err = self._other_value(ea, eb, n_rest, p, q, growth, r)
+            value, err = self._other_value(ea, eb, n_rest, q, gap, growth, drop, r)
         else:
             if self.pattern == "x2=x1":
-                alpha_a, alpha_b = ea * (1 - growth) * q * n_rest, eb * (q - growth * p)
-                beta, rho, shift = ea * (p - q), r, 0.0
+                # q - e^eps p = -q expm1(eps + eps_t)
+                alpha_a = ea * drop * q * n_rest
+                alpha_b = eb * (-q * math.expm1(epsilon + self.target_epsilon))
+                beta, rho, shift = ea * gap, r, 0.0
             else:  # x2 = x0: alpha - beta X with X ~ Bin(N', r) = alpha - beta N' + beta X'
-                alpha_a, alpha_b = ea * (1 - growth) * q * n_rest, eb * (p - growth * q)
-                beta, rho, shift = ea * growth * (p - q), 1.0 - r, 1.0
+                # p - e^eps q = -p expm1(eps - eps_t)
+                alpha_a = ea * drop * q * n_rest
+                alpha_b = eb * (-p * math.expm1(epsilon - self.target_epsilon))
+                beta, rho, shift = ea * growth * gap, 1.0 - r, 1.0
             alpha = alpha_a + alpha_b - shift * beta * n_rest
             pos = beta > 0
             safe = np.where(pos, beta, 1.0)
@@ -588,13 +633,13 @@ class _ExactPair:
         upper = total + slack + (1 + growth) * self.pi_dropped + self.outside
         return Estimate(lower, lower, upper, "heterogeneous-exact")
 
-    def _other_value(self, ea, eb, n_rest, p, q, growth, r):
+    def _other_value(self, ea, eb, n_rest, q, gap, growth, drop, r):
         """x2 outside {x0, x1}: (X, Y) ~ trinomial(N'; r, r), S = X + Y ~ Bin(N', 2r),
         X | S ~ Bin(S, 1/2); integrand alpha - kappa e S + kappa (1 + e) X."""
-        alpha_a = (1 - growth) * q * ea * n_rest
-        alpha_b = (1 - growth) * q * eb
+        alpha_a = drop * q * ea * n_rest
+        alpha_b = drop * q * eb
         alpha = alpha_a + alpha_b
-        kappa = ea * (p - q)
+        kappa = ea * gap
         two_r = 2.0 * r
         mean = n_rest * two_r
         sd = np.sqrt(np.maximum(n_rest * two_r * (1 - two_r), 0.0))
@@ -625,7 +670,7 @@ class _ExactPair:
         nm1 = np.maximum(n_rest - 1, 0)
         tail_s = n_rest * two_r * (stats.binom.cdf(lo_edge - 2, nm1, two_r)
                                    + stats.binom.sf(hi_edge - 1, nm1, two_r))
-        err = err + (ea * q * n_rest + eb * q) * tail_p + ea * (p - q) * 0.5 * tail_s
+        err = err + (ea * q * n_rest + eb * q) * tail_p + ea * gap * 0.5 * tail_s
         return value, err
 
 
@@ -674,13 +719,22 @@ def _search(case: _Case, delta: float, side: str, rtol: float, extra: int = 8):
     """eps(delta) for one case with the engine's bracketing (engine.epsilon_of_delta), then a
     few bisection steps on [certified above, certified below] to narrow the reported error: a
     midpoint is certified above when its lower estimate exceeds delta, below when its upper
-    estimate is at most delta; when it is neither, the delta bracket is the limit."""
-    est = engine.epsilon_of_delta(case.delta_fn, delta, side,
-                                  eps_max=_eps_max(case.target_epsilon), rtol=rtol)
+    estimate is at most delta; when it is neither, the delta bracket is the limit.
+
+    Absolute tolerances scale with the target's budget (a fixed 1e-9 could not resolve a bound
+    at eps_t = 1e-12). Upper side: the result is at most eps_t, the safe answer wherever the
+    float search cannot certify a crossing (it returned inf at eps_t = 20, where the certified
+    bracket of the exact delta near eps_t is e^eps_t REL_LOG wide, and at eps_t = 1e-300): the
+    pairs of this case differ in the report of one eps_t-LDP user, and the shuffled output is
+    a post-processing of that report given the others, so their D_{e^eps_t} is 0 (issue 14)."""
+    eps_t = case.target_epsilon
+    xtol = min(1e-10, 1e-6 * eps_t)
+    est = engine.epsilon_of_delta(case.delta_fn, delta, side, eps_max=_eps_max(eps_t),
+                                  rtol=rtol, xtol=xtol)
     lower, upper = est.lower, est.upper
     steps = 0
     while (steps < extra and math.isfinite(upper)
-           and upper - lower > max(1e-9, rtol * upper)):
+           and upper - lower > max(10 * xtol, rtol * upper)):
         mid = 0.5 * (lower + upper)
         at = case.delta_fn(mid)
         steps += 1
@@ -690,6 +744,9 @@ def _search(case: _Case, delta: float, side: str, rtol: float, extra: int = 8):
             upper = mid
         else:
             break
+    if side == "upper" and not upper <= eps_t:
+        upper = eps_t
+        lower = min(lower, eps_t)
     value = upper if side == "upper" else lower
     return engine.EpsilonEstimate(value, lower, upper, upper - lower, est.saturated,
                                   est.evaluations + steps)
