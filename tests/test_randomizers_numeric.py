@@ -390,8 +390,8 @@ def test_duchi_output_pmf_against_mpmath(eps0):
     r = make_randomizer("duchi", epsilon0=eps0)
     xs = np.array([-1.0, -0.75, -0.1, 0.0, 0.3, 1.0])
     pmf = r.output_pmf(xs)
-    logp = np.stack([r.log_prob(xs, np.full(xs.shape, -1.0)), r.log_prob(xs, np.full(xs.shape, 1.0))],
-                    axis=-1)
+    logp = np.stack([r.log_prob(xs, np.full(xs.shape, -1.0)),
+                     r.log_prob(xs, np.full(xs.shape, 1.0))], axis=-1)
     mp.mp.dps = 60
     beta = mp.tanh(mp.mpf(eps0) / 2)
     for i, x in enumerate(xs):
@@ -399,3 +399,67 @@ def test_duchi_output_pmf_against_mpmath(eps0):
             exact = (1 + sign * mp.mpf(float(x)) * beta) / 2
             assert abs(pmf[i, j] - exact) <= 1e-12 * exact, (x, sign, pmf[i, j], exact)
             assert abs(logp[i, j] - mp.log(exact)) <= 1e-12 * max(1.0, abs(mp.log(exact)))
+
+
+PIECEWISE_EPS0 = [1e-6, 0.01, 8.0, 12.0, 16.0, 20.0, 50.0]
+
+
+def _mp_piecewise(eps0):
+    """(s, C - 1, hi, lo) of Wang et al. (ICDE 2019) in 400-digit arithmetic."""
+    import mpmath as mp
+
+    mp.mp.dps = 400
+    s = mp.exp(mp.mpf(eps0) / 2)
+    gap = 2 / (s - 1)
+    hi = s * (s - 1) / (2 * (s + 1))
+    lo = (s - 1) / (2 * s * (s + 1))
+    return s, gap, hi, lo
+
+
+@pytest.mark.parametrize("eps0", PIECEWISE_EPS0)
+def test_piecewise_geometry_against_mpmath(eps0):
+    """C - 1, the masses s / (s + 1) and 1 / (s + 1), log_prob inside and outside the high
+    interval, and the interval ends against 400-digit arithmetic: relative error <= 1e-12 (the
+    ends: a few ulps of the coordinate). The old code had only ``output_bound - 1`` for C - 1
+    (1e-5 relative at eps0 = 50) and (C + 1) x / 2 - (C - 1) / 2 for the ends."""
+    import mpmath as mp
+
+    r = Piecewise(eps0)
+    s, gap, hi, lo = _mp_piecewise(eps0)
+    assert abs(float(r.high_interval_length()) - gap) <= 1e-12 * gap
+    assert abs(float(r.high_mass()) - s / (s + 1)) <= 1e-12 * s / (s + 1)
+    assert abs(float(r.low_mass()) - 1 / (s + 1)) <= 1e-12 / (s + 1)
+    xs = np.array([-1.0, -0.4, 0.0, 0.3, 1.0])
+    left, right = r.high_interval(xs)
+    for x, lf, rt in zip(xs, left, right, strict=True):
+        exact_l = mp.mpf(float(x)) + gap * (mp.mpf(float(x)) - 1) / 2
+        exact_r = exact_l + gap
+        for got, exact in ((lf, exact_l), (rt, exact_r)):
+            assert abs(got - exact) <= 4 * np.spacing(max(abs(got), 1.0)), (x, got, exact)
+    assert left[-1] == 1.0 and right[0] == -1.0
+    # log density in the middle of the high interval and at -C for x = 1
+    mid = 0.5 * (left + right)
+    lp_hi = r.log_prob(xs, mid)
+    lp_lo = r.log_prob(np.ones(1), np.array([-float(r.output_bound)]))
+    for v in lp_hi:
+        assert abs(v - mp.log(hi)) <= 1e-12 * max(1.0, abs(mp.log(hi)))
+    assert abs(lp_lo[0] - mp.log(lo)) <= 1e-12 * max(1.0, abs(mp.log(lo)))
+
+
+@pytest.mark.parametrize("eps0", [1e-6, 0.01, 8.0])
+def test_piecewise_cdf_against_mpmath(eps0):
+    """P[R(x) <= t] in the middle of the high interval: lo (t + C) + (hi - lo)(t - l(x)) in
+    400 digits; relative error <= 1e-12. The old code formed
+    hi - lo as a difference (1e-10 relative at eps0 = 1e-6)."""
+    import mpmath as mp
+
+    r = Piecewise(eps0)
+    s, gap, hi, lo = _mp_piecewise(eps0)
+    c = (s + 1) / (s - 1)
+    xs = np.array([-0.4, 0.0, 0.3])
+    for x in xs:
+        exact_l = mp.mpf(float(x)) + gap * (mp.mpf(float(x)) - 1) / 2
+        t = float(exact_l + gap / 2)   # inside the high interval (its width is >= 2e-11)
+        got = float(r.cdf(np.array([x]), np.array([t]))[0])
+        exact = lo * (mp.mpf(t) + c) + (hi - lo) * (mp.mpf(t) - exact_l)
+        assert abs(got - exact) <= 1e-12 * exact, (x, got, exact)

@@ -16,6 +16,15 @@ Derivation checks (also verified numerically in the tests):
 * privacy: the density ratio is at most hi / lo = e^eps, attained (x = 1, x' = -1, y in [1, C]),
   so the mechanism is exactly eps-LDP; TV(R(-1), R(1)) = (hi - lo)(C - 1) = 1 - e^{-eps/2}
   (001 Table 1, beta).
+
+Numerics (issue 14). Every small quantity is computed directly, never as a difference of
+numbers near each other: C - 1 = 2 / (s - 1) with s - 1 = expm1(eps/2) (the high interval's
+length, ~4 e^{-eps/2} at large eps: as ``output_bound - 1`` it kept only ~e^{-eps/2} / ulp
+digits, 1e-5 relative at eps = 50); the masses s / (s + 1) = expit(eps/2) and
+1 / (s + 1) = expit(-eps/2); hi - lo = hi (1 - e^-eps) = -hi expm1(-eps) (cancelled at tiny
+eps: 1e-10 relative at eps = 1e-6); the interval ends l(x) = x + (C - 1)(x - 1)/2 and
+r(x) = x + (C - 1)(x + 1)/2 (no (C + 1) x / 2 - (C - 1) / 2 cancellation; l(1) = 1 and
+r(-1) = -1 exactly).
 """
 
 from __future__ import annotations
@@ -23,13 +32,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from protocols.randomizers.base import Interval, Randomizer
 from protocols.randomizers.registry import register
 
 
 def _shape_parameters(eps):
-    """(s, C, hi, lo) for budget(s) ``eps`` (arrays broadcast)."""
+    """(s, C, hi, lo) for budget(s) ``eps`` (arrays broadcast); products and quotients only."""
     eps = np.asarray(eps, dtype=float)
     s = np.exp(eps / 2.0)
     sm1 = np.expm1(eps / 2.0)
@@ -37,6 +47,11 @@ def _shape_parameters(eps):
     hi = s * sm1 / (2.0 * (s + 1.0))
     lo = sm1 / (2.0 * s * (s + 1.0))
     return s, c, hi, lo
+
+
+def _gap(eps):
+    """C - 1 = 2 / (e^{eps/2} - 1), computed directly (module docstring)."""
+    return 2.0 / np.expm1(np.asarray(eps, dtype=float) / 2.0)
 
 
 @register
@@ -65,20 +80,42 @@ class Piecewise(Randomizer):
         return Interval(-c, c)
 
     @staticmethod
-    def _interval(x, c):
-        left = (c + 1.0) * x / 2.0 - (c - 1.0) / 2.0
-        return left, left + c - 1.0
+    def _interval(x, c, gap=None):
+        """(l(x), r(x)) = (x + (C - 1)(x - 1)/2, x + (C - 1)(x + 1)/2) (module docstring);
+        ``gap`` = C - 1 computed directly (default: from ``c``)."""
+        g = c - 1.0 if gap is None else gap
+        return x + g * (x - 1.0) / 2.0, x + g * (x + 1.0) / 2.0
+
+    def high_interval(self, x, epsilon=None):
+        """(l(x), r(x)): the high-density interval of input(s) ``x``."""
+        eps = self.epsilon0 if epsilon is None else epsilon
+        x = np.asarray(x, dtype=float)
+        return self._interval(x, None, _gap(eps))
+
+    def high_interval_length(self, epsilon=None):
+        """C - 1 = 2 / (e^{eps/2} - 1), with full relative precision at any eps."""
+        return _gap(self.epsilon0 if epsilon is None else epsilon)
+
+    def high_mass(self, epsilon=None):
+        """P[report in [l(x), r(x)]] = hi (C - 1) = s / (s + 1) = expit(eps/2)."""
+        return special.expit(np.asarray(self.epsilon0 if epsilon is None else epsilon) / 2.0)
+
+    def low_mass(self, epsilon=None):
+        """P[report outside [l(x), r(x)]] = lo (C + 1) = 1 / (s + 1) = expit(-eps/2), computed
+        directly (not 1 - high_mass: ~e^{-eps/2} / ulp digits at large eps)."""
+        return special.expit(-np.asarray(self.epsilon0 if epsilon is None else epsilon) / 2.0)
 
     def randomize(self, values, rng, epsilon=None):
         values = self.check_values(values).astype(float)
         eps = self._epsilon_array(values, epsilon)
-        s, c, _, _ = _shape_parameters(eps)
-        left, right = self._interval(values, c)
+        _, c, _, _ = _shape_parameters(eps)
+        gap = _gap(eps)
+        left, right = self._interval(values, c, gap)
         # The high-density interval [l, r] (length C - 1) has mass s / (s + 1); the rest of
         # [-C, C] (length C + 1) is uniform: place u in [0, C + 1) and skip over [l, r].
-        in_high = rng.random(values.shape) < s / (s + 1.0)
+        in_high = rng.random(values.shape) < special.expit(eps / 2.0)
         u = rng.random(values.shape)
-        high = left + u * (c - 1.0)
+        high = left + u * gap
         v = u * (c + 1.0)
         low = np.where(v < left + c, v - c, right + (v - (left + c)))
         return np.where(in_high, high, low)
@@ -92,18 +129,20 @@ class Piecewise(Randomizer):
         x = np.asarray(x, dtype=float)
         y = np.asarray(y, dtype=float)
         _, c, hi, lo = _shape_parameters(self.epsilon0)
-        left, right = self._interval(x, c)
+        left, right = self._interval(x, c, _gap(self.epsilon0))
         inside = (y >= left) & (y <= right)
         log_density = np.where(inside, np.log(hi), np.log(lo))
         return np.where(np.abs(y) <= c, log_density, -np.inf)
 
     def cdf(self, x, t):
-        """P[R(x) <= t] = lo (t + C) + (hi - lo)(clip(t, l, r) - l) for t clipped to [-C, C]."""
+        """P[R(x) <= t] = lo (t + C) + (hi - lo)(clip(t, l, r) - l) for t clipped to [-C, C],
+        with hi - lo = -hi expm1(-eps) (no cancellation at tiny eps)."""
         x = np.asarray(x, dtype=float)
         _, c, hi, lo = _shape_parameters(self.epsilon0)
         t = np.clip(np.asarray(t, dtype=float), -c, c)
-        left, right = self._interval(x, c)
-        value = lo * (t + c) + (hi - lo) * (np.clip(t, left, right) - left)
+        left, right = self._interval(x, c, _gap(self.epsilon0))
+        jump = -hi * np.expm1(-float(self.epsilon0))
+        value = lo * (t + c) + jump * (np.clip(t, left, right) - left)
         return np.clip(value, 0.0, 1.0)
 
     # -- moments used by the mean and sum estimators ---------------------------------------
