@@ -134,7 +134,7 @@ def _round_dp(model, n: int, interval: float, side: str, tail: float, weak_rtol:
     return plds, _to_dp(plds, sym)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)
 def _round_power(model, n: int, interval: float, side: str, tail: float, weak_rtol: float,
                  repeat: int):
     """(RoundPLDs, the round's PLD composed ``repeat`` times); cached like :func:`_round_dp`

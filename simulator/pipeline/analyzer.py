@@ -71,8 +71,13 @@ class Analyzer:
         rounds: int,
         batch_epsilon: BatchEpsilon | None = None,
         keep_outputs: bool = False,
+        track_clients: int | None = None,
     ) -> None:
         self.randomizer = randomizer
+        #: with ``track_clients = n``: member_sizes[r, i] = honest size of the released batch
+        #: that held client i's message in round r (0: none; per-user lifetime accounting).
+        self.member_sizes = (None if track_clients is None
+                             else np.zeros((rounds, track_clients), dtype=np.int64))
         self.epsilon = EpsilonCache(batch_epsilon)
         self.keep_outputs = keep_outputs
         self.rows: list[tuple] = []
@@ -99,6 +104,8 @@ class Analyzer:
             self.aggregates[batch.round] = statistic if current is None else current + statistic
             self.released[batch.round] += batch.size
             epsilon = self.epsilon(batch.honest_size)
+            if self.member_sizes is not None:
+                self.member_sizes[batch.round, batch.clients] = batch.honest_size
             if self.keep_outputs:
                 self.outputs.append(batch)
         self.rows.append((

@@ -68,6 +68,9 @@ class PipelineResult:
     colluding: np.ndarray
     outputs: list[Batch] = field(default_factory=list)
     streams: list[RoundStream] = field(default_factory=list)
+    #: with ``track_clients``: (rounds, n) honest size of the released batch that held each
+    #: client's message in each round, 0 when none (dropped out, or its batch was dropped).
+    member_sizes: np.ndarray | None = None
 
     @property
     def rounds_table(self) -> pd.DataFrame:
@@ -85,6 +88,7 @@ def run_pipeline(
     batch_epsilon: BatchEpsilon | None = None,
     keep_outputs: bool = False,
     permutation: Permutation = uniform_permutation,
+    track_clients: bool = False,
 ) -> PipelineResult:
     """Simulate ``config.rounds`` collection rounds of the clients holding ``values``.
 
@@ -93,6 +97,9 @@ def run_pipeline(
     estimator: object with ``estimate(aggregate, n)`` (e.g. protocols.estimators.make_estimator).
     batch_epsilon: ``honest_size -> central eps or None`` for the batches table.
     permutation: the shuffler's permutation; replace it only to inject faults in audits.
+    track_clients: record which released batch held each client's message in every round
+        (``PipelineResult.member_sizes``; simulator/pipeline/lifetime.py). A multi-message
+        client is recorded with the last of its batches in a round.
     """
     values = np.asarray(values)
     if values.ndim != 1:
@@ -109,7 +116,8 @@ def run_pipeline(
 
     env = simpy.Environment()
     batches = simpy.Store(env)
-    analyzer = Analyzer(randomizer, config.rounds, batch_epsilon, keep_outputs)
+    analyzer = Analyzer(randomizer, config.rounds, batch_epsilon, keep_outputs,
+                        track_clients=n if track_clients else None)
     drawn: list[tuple[int, int, int, float, float]] = []  # clients, dropouts, messages, span
     streams: list[RoundStream] = []
 
@@ -153,4 +161,5 @@ def run_pipeline(
         colluding=colluding,
         outputs=analyzer.outputs,
         streams=streams,
+        member_sizes=analyzer.member_sizes,
     )

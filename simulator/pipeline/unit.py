@@ -53,7 +53,10 @@ from simulator.batch.run import sorted_values
 from simulator.batch.targets import DataStats, Target, target_for
 from simulator.errors import ScenarioError
 from simulator.pipeline.analyzer import BATCHES_SCHEMA
+from simulator.pipeline.clients import messages_per_client
 from simulator.pipeline.config import SECTION, PipelineConfig
+from simulator.pipeline.lifetime import TABLE as USERS_TABLE
+from simulator.pipeline.lifetime import USERS_SCHEMA, lifetime_columns, users_table
 from simulator.pipeline.run import run_pipeline
 from simulator.pipeline.section import PipelineSection
 from simulator.population.base import CATEGORICAL
@@ -81,6 +84,7 @@ BATCHES_TABLE_SCHEMA = pa.schema(
     ]
 )
 register_table_schema(TABLE, BATCHES_TABLE_SCHEMA)
+register_table_schema(USERS_TABLE, USERS_SCHEMA)
 
 
 def has_pipeline(point: SweepPoint) -> bool:
@@ -152,7 +156,8 @@ class PipelineSetup:
         if not self.budget.is_constant:
             budgets = self.budget.sample_budgets(values.shape, rng)
         epsilon_functions: dict[float, Callable] = {}
-        estimates, tables = [], []
+        estimates, tables, users = [], [], []
+        lifetime = self.accounts_users
         for i, child in enumerate(rng.spawn(repetitions)):  # one SimPy run per repetition
             eps = None if budgets is None else budgets[i]
             local = self.randomizer.epsilon0 if eps is None else float(eps.max())
@@ -161,13 +166,30 @@ class PipelineSetup:
             result = run_pipeline(
                 self.randomizer, values[i], self.config, child, epsilons=eps,
                 estimator=self.estimator, batch_epsilon=epsilon_functions[local].value,
+                track_clients=lifetime,
             )
             estimates.append(result.estimate)
             tables.append(
                 self._rows(result.batches, first_repetition + i, epsilon_functions[local])
             )
+            if lifetime:
+                columns = lifetime_columns(
+                    result.member_sizes, result.colluding, epsilon_functions[local].randomizer,
+                    local, self.delta,
+                    multi_message=messages_per_client(self.randomizer) > 1)
+                users.append(users_table(self.point, self.overrides, first_repetition + i,
+                                         columns))
         metrics = self._metrics(estimates, stats)
-        return metrics, {TABLE: pa.concat_tables(tables)}
+        out = {TABLE: pa.concat_tables(tables)}
+        if lifetime:
+            out[USERS_TABLE] = pa.concat_tables(users)
+        return metrics, out
+
+    @property
+    def accounts_users(self) -> bool:
+        """Whether units write users.parquet rows: runs with ``pipeline.rounds`` > 1
+        (simulator/pipeline/lifetime.py)."""
+        return self.config.rounds > 1
 
     # -- pieces ---------------------------------------------------------------------------
     def _sample_data(self, repetitions: int, rng) -> tuple[np.ndarray, DataStats]:
