@@ -28,6 +28,12 @@ state, no display). Which figures a run gets depends on its tables (docs/results
   bound evaluated; a red cross marks an upper bound judged ``violated``.
 * ``batches_epsilon.png`` (batches table of pipeline runs, batches.py): the per-batch central
   eps of every released batch per sweep point (all repetitions), and versus its honest size.
+* ``bounds_eps_vs_rounds.png`` (bounds table with several ``rounds``, lifetime.py): lifetime
+  eps versus the number of rounds T per bound, with the naive T x eps line as a reference
+  (not a guarantee) and the pipeline users' median lifetime eps when the run has a users table.
+* ``lifetime_users.png`` (users table of pipeline runs with rounds, lifetime.py): the
+  distribution (ECDF) of the users' lifetime eps per sweep point, and lifetime eps versus the
+  number of rounds a user took part in.
 """
 
 from __future__ import annotations
@@ -41,18 +47,21 @@ from .audit import plot_audit_sandwich
 from .batches import plot_batches
 from .bounds import bound_curves, plot_bounds_vs_n
 from .common import DPI, MAX_PANELS, find_runs, load_tables, require_matplotlib, short_overrides
+from .lifetime import plot_bounds_vs_rounds, plot_lifetime_users
 from .utility import _utility_axis, plot_utility, plot_utility_vs_keys
 
 __all__ = [
     "DPI", "MAX_PANELS", "bound_curves", "find_runs", "load_tables", "plot_audit_sandwich",
-    "plot_batches", "plot_bounds_vs_n", "plot_run", "plot_utility", "plot_utility_vs_keys",
+    "plot_batches", "plot_bounds_vs_n", "plot_bounds_vs_rounds", "plot_lifetime_users",
+    "plot_run", "plot_utility", "plot_utility_vs_keys",
     "require_matplotlib", "short_overrides", "_utility_axis",
 ]
 
 #: Every figure function: ``(tables, matplotlib.figure) -> [(name, Figure), ...]``.
 PLOTTERS: list[tuple[str, Callable]] = [
     ("utility", plot_utility), ("utility", plot_utility_vs_keys),
-    ("bounds", plot_bounds_vs_n), ("audit", plot_audit_sandwich), ("batches", plot_batches),
+    ("bounds", plot_bounds_vs_n), ("bounds", plot_bounds_vs_rounds),
+    ("audit", plot_audit_sandwich), ("batches", plot_batches), ("users", plot_lifetime_users),
 ]
 
 

@@ -19,7 +19,8 @@ import pandas as pd
 from . import common as c
 
 #: Setting columns carried along with bound values (for panel keys, labels and the x axis).
-CONTEXT = ("point", "overrides", "randomizer", "epsilon0", "budget", "delta", "mechanism")
+CONTEXT = ("point", "overrides", "randomizer", "epsilon0", "budget", "delta", "mechanism",
+           "rounds")
 #: Mechanisms of the bounds table that are *not* the scenario's mechanism.
 OTHER_PROTOCOL = "other protocol"
 TAGGED = "tagged"
@@ -116,10 +117,16 @@ def _panels_without(frame: pd.DataFrame, axis_key: str | None) -> tuple[list[str
             if rest:
                 parts.append(rest)
         parts.append(f"delta={row['delta']:g}")
+        rounds = ""
+        if "rounds" in frame and not (axis_key or "").endswith("rounds"):
+            rounds = f" T={int(row['rounds'])}"
+            if int(row["rounds"]) != 1:
+                parts.append(f"over T={int(row['rounds'])} rounds")
         labels.append(textwrap.fill(", ".join(parts), 60))
         if "overrides" in frame:
             key_drop = ("n", "estimator.name") + ((axis_key,) if axis_key else ())
-            keys.append(f"{c.without(row['overrides'], key_drop)} delta={row['delta']!r}")
+            keys.append(f"{c.without(row['overrides'], key_drop)} delta={row['delta']!r}"
+                        + rounds)
         else:
             keys.append(labels[-1])
     return labels, keys
@@ -170,6 +177,9 @@ def plot_bounds_vs_n(tables, figure_module):
     curves = curves[curves.epsilon > 0].copy()
     if curves.empty:
         return []
+    if "rounds" in curves and curves.rounds.nunique() > 1 \
+            and curves.groupby("panel_key").n.nunique().max() < 2:
+        return []  # n does not vary: bounds_eps_vs_rounds.png (lifetime.py) shows these rows
     key, x_label = _bounds_axis(curves)
     # sweep points that differ only in keys left out of the panel (e.g. the estimator) repeat
     # the same bound values: one value per (panel, bound, x)
