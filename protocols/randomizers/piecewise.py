@@ -29,11 +29,18 @@ r(-1) = -1 exactly).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
+from protocols.randomizers.analysis import (
+    PIECEWISE_CONSTANT,
+    NeighbourCandidates,
+    VariationRatioRow,
+    ldp_row,
+)
 from protocols.randomizers.base import Interval, Randomizer
 from protocols.randomizers.registry import register
 
@@ -64,6 +71,7 @@ class Piecewise(Randomizer):
     name = "piecewise"
     output_kind = "continuous"
     supports_personalized = True
+    decomposition = PIECEWISE_CONSTANT
 
     @property
     def input_domain(self) -> Interval:
@@ -144,6 +152,38 @@ class Piecewise(Randomizer):
         jump = -hi * np.expm1(-float(self.epsilon0))
         value = lo * (t + c) + jump * (np.clip(t, left, right) - left)
         return np.clip(value, 0.0, 1.0)
+
+    # -- its own analysis -----------------------------------------------------------------
+    def blanket_inputs(self) -> np.ndarray:
+        """inf_x R(x)(y) = min(R(-1)(y), R(1)(y)): the high intervals [-C, -1] and [1, C] of
+        the two extreme inputs are disjoint, and every density is >= lo."""
+        return np.array([-1.0, 1.0])
+
+    def density_breakpoints(self, inputs) -> np.ndarray:
+        """Where the densities R(x), x in ``inputs``, jump: +-C and the ends l(x), r(x) of
+        the high-density intervals (clipped to [-C, C])."""
+        c = self.output_bound
+        edges = [(c + 1.0) * x / 2.0 - (c - 1.0) / 2.0 for x in inputs]
+        points = np.array([-c, c] + edges + [e + c - 1.0 for e in edges])
+        return np.clip(points, -c, c)
+
+    def neighbour_candidates(self, pair_grid: int | None = None) -> NeighbourCandidates:
+        """With s(x0, x1) = overlap length of the two high-density intervals, going from s to
+        s - t moves blanket mass t*lo from the (e^eps0, e^eps0) and (1, 1) atoms to the
+        (e^eps0, 1) and (1, e^eps0) atoms. Both pairs of values have the same sum
+        (1 + e^eps0)(1 - e^eps) and the new pair brackets the old one, so the GPARV at overlap
+        s - t is a mean-preserving spread of the one at s (convex order), which survives i.i.d.
+        sums and the convex map (.)_+: the smaller the overlap, the larger delta. (-1, 1) has
+        overlap 0 and is worst (also inside joint compositions)."""
+        triples = tuple((-1.0, 1.0, float(x2)) for x2 in np.linspace(-1.0, 1.0, 9))
+        return NeighbourCandidates(((-1.0, 1.0),), triples, (-1.0,), True, "piecewise",
+                                   "piecewise: smaller overlap of the high-density intervals is "
+                                   "a mean-preserving spread of the GPARV; (-1, 1) has none")
+
+    def variation_ratio_parameters(self) -> VariationRatioRow:
+        """001 Table 1, piecewise mechanism: beta = 1 - e^{-eps0/2}."""
+        return ldp_row(self.epsilon0, -math.expm1(-self.epsilon0 / 2.0),
+                       "001 Table 1, piecewise mechanism")
 
     # -- moments used by the mean and sum estimators ---------------------------------------
     @property
