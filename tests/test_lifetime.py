@@ -204,3 +204,18 @@ def test_without_delta_users_get_k_eps0_pure_dp():
     assert set(cols["method"].to_pylist()) == {"local"}
     assert set(np.asarray(cols["delta"])) == {0.0}
     assert isinstance(cols["note"], pa.Array)
+
+
+def test_lifetime_figures():
+    pytest.importorskip("matplotlib")
+    from simulator.plotting import figures
+
+    tables = run_scenario(parse_scenario(PIPELINE.replace("repetitions = 3", "repetitions = 1")
+                                         + "[bounds]\ndelta = 1e-6\nrounds = [1, 6]\n"
+                                         'methods = ["optimal-blanket", "blanket_hoeffding", '
+                                         '"basic"]\n'),
+                          executor=InlineExecutor())
+    frames = {name: table.to_pandas() for name, table in tables.items()}
+    names = [name for name, _ in figures(frames)]
+    assert "lifetime_users" in names and "bounds_eps_vs_rounds" in names
+    assert not any(name.startswith("bounds_eps_vs_n") for name in names)
