@@ -408,13 +408,14 @@ class PairSet:
 def randomizer_blanket_atoms(randomizer) -> PairSet:
     """Blanket atoms of every neighbour pair that can be worst for ``randomizer``.
 
-    Randomizers known to protocols.bounds.decompositions: its candidate pairs, both directions,
+    Randomizers with a decomposition (declared, or the discrete default) and neighbour
+    candidates (protocols.randomizers.analysis): its candidate pairs, both directions,
     with its blanket atoms (rounded up for continuous outputs); exhaustive as argued there.
     Other randomizers with a categorical input domain and an enumerable output space: every
     ordered pair (x, x'), x != x', one atom per output (exhaustive by construction). Otherwise
     pass ``atoms=`` explicitly."""
     name = getattr(randomizer, "name", None)
-    if name in decompositions.supported_randomizers():
+    if decompositions.has_decomposition(randomizer):
         cand = decompositions.neighbour_candidates(randomizer)
         atoms = []
         for x0, x1 in cand.pairs:

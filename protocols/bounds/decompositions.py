@@ -15,14 +15,21 @@ Checks (000 Property 2): a valid decomposition has sum w a = sum w b = 1, i.e.
 E[G_eps] = 1 - e^eps for every eps; the blanket atoms satisfy 1 <= a, b <= e^eps0 and the exact
 pair atoms e^-eps0 <= a, b <= e^eps0.
 
-Output spaces
--------------
-* Categorical randomizers: from ``output_groups`` (groups share their ratio triple by contract).
-* Discrete outputs over interval inputs (``duchi``, ``summation``): from ``output_pmf`` at the
-  extreme inputs, whose pointwise minimum is the blanket (every R(x) is a mixture of them).
-* ``piecewise``: the density is piecewise constant in y with jumps at the ends of the
-  high-density intervals, so the groups are finite and exact (:func:`_piecewise_constant_atoms`).
-* ``laplace`` / ``laplace_binary``: the log densities are piecewise linear in y, so the ratios
+Decomposition families
+----------------------
+Each randomizer declares its family in its class variable ``decomposition``
+(protocols.randomizers.analysis; none declared: :data:`DISCRETE_PMF` for a finite enumerable
+output space); this module dispatches on the family, never on a randomizer's name:
+
+* ``OUTPUT_GROUPS`` (krr, brr, subset, rappor, oue, blh, olh, hr): from ``output_groups``
+  (groups share their ratio triple by contract).
+* ``DISCRETE_PMF`` (duchi, summation, and the default): from ``output_pmf`` rows, with the
+  pointwise minimum over ``blanket_inputs()`` as the blanket (every R(x) is a mixture of them;
+  every categorical input by default).
+* ``PIECEWISE_CONSTANT`` (piecewise): the density is constant between the randomizer's
+  ``density_breakpoints``, so the groups are finite and exact (:func:`_piecewise_constant_atoms`).
+* ``LOG_LINEAR`` (laplace, laplace_binary): the log densities are linear between the
+  randomizer's ``log_density_kinks`` (and ``blanket_kinks``), so the ratios
   vary continuously inside [min kink, max kink] and are constant in the two tails. The middle is
   cut into ``cells`` cells; on each cell the atom takes the extreme ratios at the cell ends:
   Rounding.UP sets a to its maximum and b to its minimum (so a - e^eps b >= the true value for
@@ -34,7 +41,9 @@ Output spaces
 Which neighbour pairs (see :func:`neighbour_candidates`)
 -------------------------------------------------------
 The bound must hold for every neighbour pair; 000 Sec. 8 notes that input symmetry makes one pair
-enough. Per randomizer:
+enough. Each randomizer declares its candidates (``Randomizer.neighbour_candidates``: the
+default takes (0, 1) for ``input_symmetry = "permutation"`` and enumerates every pair of a small
+categorical domain otherwise). The arguments for the built-in randomizers:
 
 * ``krr``, ``brr``, ``subset``, ``rappor``, ``oue``, ``blh``, ``olh``: symmetric under every
   permutation of the domain (permuting inputs permutes outputs and leaves inf_x R(x)(y)
@@ -71,13 +80,26 @@ enough. Per randomizer:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import exprel
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
 from protocols.errors import ParameterError, require
+from protocols.randomizers.analysis import (
+    DISCRETE_PMF,
+    LOG_LINEAR,
+    OUTPUT_GROUPS,
+    PIECEWISE_CONSTANT,
+    DecompositionFamily,
+    NeighbourCandidates,  # noqa: F401  (re-exported: defined beside the randomizers)
+)
+from protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical, Randomizer
+from protocols.randomizers.laplace import (  # noqa: F401  (re-exported)
+    LAPLACE_PAIR_GRID,
+    laplace_pair_grid,
+)
+from protocols.randomizers.registry import randomizer_class, randomizer_names
 
 #: Default number of cells for discretizing continuous ratios (Laplace).
 DEFAULT_CELLS = 2048
@@ -326,109 +348,9 @@ def _min_logpdf(randomizer, xs) -> Callable:
 
 
 # ----------------------------------------------------------------------------------------------
-# Per-randomizer specifications
+# Decomposition families: each randomizer declares its own (protocols.randomizers.analysis)
 # ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class NeighbourCandidates:
-    """Neighbour pairs for the blanket bound and triples for 000 Thm 14.
-
-    ``pairs``: ordered pairs (x0, x1); bounds take both directions of each. The first pair is the
-    canonical one. ``exhaustive``: the maximum over ``pairs`` (both directions) is the maximum
-    over all neighbour pairs (argued in ``argument``). ``triples``: (x0, x1, x2) candidates for the
-    exact lower bound (any triple gives a valid lower bound; both directions are taken).
-    ``same``: inputs x whose "same pair" (x, x) covers the unchanged coordinates of a joint
-    composition. ``symmetry``: a label; compositions of components with one shared label inherit
-    ``exhaustive``.
-    """
-
-    pairs: tuple
-    triples: tuple
-    same: tuple
-    exhaustive: bool
-    symmetry: str
-    argument: str
-
-
-_PERMUTATION = "permutation"
-_ARG_PERMUTATION = ("input-symmetric: invariant under permutations of the domain, so every pair "
-                    "has the GPARV of (0, 1)")
-
-
-def _permutation_candidates(r) -> NeighbourCandidates:
-    d = r.input_domain.size
-    triples = ((0, 1, 2),) if d >= 3 else ()
-    return NeighbourCandidates(((0, 1),), triples + ((0, 1, 1), (0, 1, 0)), (0,), True,
-                               _PERMUTATION, _ARG_PERMUTATION)
-
-
-def _hadamard_candidates(r) -> NeighbourCandidates:
-    d = r.input_domain.size
-    triples = tuple((0, 1, x2) for x2 in range(min(d, 4)))
-    return NeighbourCandidates(((0, 1),), triples, (0,), True, "hadamard",
-                               "Hadamard response: the pair atoms do not depend on the rows "
-                               "(000 App. A.4; module docstring)")
-
-
-def _vertex_candidates(r, vertices, x2_grid, label: str) -> NeighbourCandidates:
-    x0, x1 = float(vertices[0]), float(vertices[-1])
-    triples = tuple((x0, x1, float(x2)) for x2 in x2_grid)
-    return NeighbourCandidates(((x0, x1),), triples, (x0,), True, label,
-                               "R(x) is a mixture of the extreme inputs' distributions: extreme "
-                               "pairs are worst by joint convexity (module docstring)")
-
-
-def _duchi_candidates(r) -> NeighbourCandidates:
-    return _vertex_candidates(r, (-1.0, 1.0), np.linspace(-1.0, 1.0, 9), "vertex:duchi")
-
-
-def _summation_candidates(r) -> NeighbourCandidates:
-    k = r.precision
-    x2 = np.union1d(np.linspace(0.0, 1.0, 5), [1.0 / k, 0.5 / k])
-    # The label carries k: mixtures of summation randomizers with different grids do not share
-    # their extreme points, so the vertex argument does not transfer to them.
-    return _vertex_candidates(r, (0.0, 1.0), x2, f"vertex:summation:{k}")
-
-
-def _piecewise_candidates(r) -> NeighbourCandidates:
-    triples = tuple((-1.0, 1.0, float(x2)) for x2 in np.linspace(-1.0, 1.0, 9))
-    return NeighbourCandidates(((-1.0, 1.0),), triples, (-1.0,), True, "piecewise",
-                               "piecewise: smaller overlap of the high-density intervals is a "
-                               "mean-preserving spread of the GPARV; (-1, 1) has none")
-
-
-def _laplace_binary_candidates(r) -> NeighbourCandidates:
-    return NeighbourCandidates(((0, 1),), ((0, 1, 1), (0, 1, 0)), (0,), True, "laplace_binary",
-                               "two inputs, exchanged by the reflection y -> 1 - y")
-
-
-def laplace_pair_grid(points: int) -> tuple:
-    """Pairs (u, v), u < v, from ``points`` equally spaced inputs of [0, 1], one per orbit of the
-    reflection x -> 1 - x (which maps {u, v} to {1 - v, 1 - u}); (0, 1) first."""
-    require(isinstance(points, int) and points >= 2, "pair_grid", points,
-            "must be an integer >= 2")
-    grid = np.linspace(0.0, 1.0, points)
-    pairs = []
-    for i in range(points):
-        for j in range(i + 1, points):
-            mirror = (points - 1 - j, points - 1 - i)
-            if (i, j) <= mirror:
-                pairs.append((float(grid[i]), float(grid[j])))
-    pairs.sort(key=lambda p: (-(p[1] - p[0]), p[0]))
-    return tuple(pairs)
-
-
-#: Default number of grid points per axis for the Laplace-on-[0, 1] pair search.
-LAPLACE_PAIR_GRID = 6
-
-
-def _laplace_candidates(r, pair_grid: int | None = None) -> NeighbourCandidates:
-    pairs = laplace_pair_grid(pair_grid or LAPLACE_PAIR_GRID)
-    triples = tuple((0.0, 1.0, float(x2)) for x2 in np.linspace(0.0, 1.0, 5))
-    return NeighbourCandidates(pairs, triples, (0.0,), False, "laplace",
-                               "worst pair unknown (000 Sec. 8): grid of pairs")
-
-
-# -- blanket / exact builders ------------------------------------------------------------------
+# -- blanket / exact builders per decomposition family -----------------------------------------
 def _categorical_blanket(r, x0, x1, cells, rounding):
     mass, mass_min = _categorical_masses(r, (x0, x1))
     return atoms_from_masses(mass[0], mass[1], mass_min)
@@ -439,108 +361,127 @@ def _categorical_exact(r, x0, x1, x2, cells, rounding):
     return atoms_from_masses(mass[0], mass[1], mass[2])
 
 
-def _vertices(r) -> np.ndarray:
-    if r.name == "summation":
-        return np.asarray(r.grid_inputs(), dtype=float)
-    domain = r.input_domain
-    return np.array([domain.low, domain.high], dtype=float)
+def _input_array(r, xs) -> np.ndarray:
+    """Inputs as an array for ``output_pmf``: integers on a categorical domain, else floats."""
+    if isinstance(r.input_domain, Categorical):
+        return np.array([int(x) for x in xs])
+    return np.array(xs, dtype=float)
 
 
 def _discrete_blanket(r, x0, x1, cells, rounding):
-    rows = np.asarray(r.output_pmf(np.array([x0, x1], dtype=float)))
-    return atoms_from_masses(rows[0], rows[1], _min_rows(r, _vertices(r)))
+    rows = np.asarray(r.output_pmf(_input_array(r, (x0, x1))))
+    return atoms_from_masses(rows[0], rows[1], _min_rows(r, np.asarray(r.blanket_inputs())))
 
 
 def _discrete_exact(r, x0, x1, x2, cells, rounding):
-    rows = np.asarray(r.output_pmf(np.array([x0, x1, x2], dtype=float)))
+    rows = np.asarray(r.output_pmf(_input_array(r, (x0, x1, x2))))
     return atoms_from_masses(rows[0], rows[1], rows[2])
 
 
-def _piecewise_breaks(r, xs) -> np.ndarray:
-    c = r.output_bound
-    edges = [(c + 1.0) * x / 2.0 - (c - 1.0) / 2.0 for x in xs]
-    points = np.array([-c, c] + edges + [e + c - 1.0 for e in edges])
-    return np.clip(points, -c, c)
+def _float_inputs(r) -> tuple:
+    return tuple(float(x) for x in np.asarray(r.blanket_inputs()).reshape(-1))
 
 
 def _piecewise_blanket(r, x0, x1, cells, rounding):
-    # inf_x R(x)(y) = min(R(-1)(y), R(1)(y)): the high intervals [-C, -1] and [1, C] of the two
-    # extreme inputs are disjoint, and every density is >= lo.
-    breaks = _piecewise_breaks(r, (x0, x1, -1.0, 1.0))
+    # inf_x R(x)(y) = min over the blanket inputs (piecewise: R(-1), R(1), whose high intervals
+    # are disjoint; every density is >= lo).
+    vertices = _float_inputs(r)
+    breaks = r.density_breakpoints((x0, x1, *vertices))
     return _piecewise_constant_atoms((_logpdf(r, x0), _logpdf(r, x1)),
-                                     _min_logpdf(r, (-1.0, 1.0)), breaks)
+                                     _min_logpdf(r, vertices), breaks)
 
 
 def _piecewise_exact(r, x0, x1, x2, cells, rounding):
-    breaks = _piecewise_breaks(r, (x0, x1, x2))
+    breaks = r.density_breakpoints((x0, x1, x2))
     return _piecewise_constant_atoms((_logpdf(r, x0), _logpdf(r, x1)), _logpdf(r, x2), breaks)
 
 
-def _laplace_blanket(r, x0, x1, cells, rounding):
-    # Location family with density decreasing in |y - x|: inf over x in [0, 1] is attained at
-    # the endpoint farthest from y, i.e. min(R(0)(y), R(1)(y)) (000 App. B), kink at 1/2.
-    kinks = (0.0, 0.5, 1.0, float(x0), float(x1))
-    return _log_linear_atoms(_logpdf(r, x0), _logpdf(r, x1), _min_logpdf(r, (0.0, 1.0)),
+def _log_linear_blanket(r, x0, x1, cells, rounding):
+    # Laplace: a location family with density decreasing in |y - x|, so inf over x in [0, 1] is
+    # attained at the endpoint farthest from y, min(R(0)(y), R(1)(y)) (000 App. B), kink at 1/2.
+    kinks = (*r.blanket_kinks(), *r.log_density_kinks((float(x0), float(x1))))
+    return _log_linear_atoms(_logpdf(r, x0), _logpdf(r, x1), _min_logpdf(r, _float_inputs(r)),
                              kinks, cells, rounding)
 
 
-def _laplace_exact(r, x0, x1, x2, cells, rounding):
-    kinks = (float(x0), float(x1), float(x2))
+def _log_linear_exact(r, x0, x1, x2, cells, rounding):
+    kinks = r.log_density_kinks((float(x0), float(x1), float(x2)))
     return _log_linear_atoms(_logpdf(r, x0), _logpdf(r, x1), _logpdf(r, x2), kinks, cells,
                              rounding)
 
 
-@dataclass(frozen=True)
-class _Spec:
-    candidates: Callable
-    blanket: Callable
-    exact: Callable
-    continuous: bool = False
-
-
-_SPECS: dict[str, _Spec] = {
-    **{name: _Spec(_permutation_candidates, _categorical_blanket, _categorical_exact)
-       for name in ("krr", "brr", "subset", "rappor", "oue", "blh", "olh")},
-    "hr": _Spec(_hadamard_candidates, _categorical_blanket, _categorical_exact),
-    "duchi": _Spec(_duchi_candidates, _discrete_blanket, _discrete_exact),
-    "summation": _Spec(_summation_candidates, _discrete_blanket, _discrete_exact),
-    "piecewise": _Spec(_piecewise_candidates, _piecewise_blanket, _piecewise_exact),
-    "laplace_binary": _Spec(_laplace_binary_candidates, _laplace_blanket, _laplace_exact, True),
-    "laplace": _Spec(_laplace_candidates, _laplace_blanket, _laplace_exact, True),
+#: Atom builders (blanket, exact pair) of every generic decomposition family. A new family is a
+#: new DecompositionFamily in protocols.randomizers.analysis and its two builders here; a new
+#: randomizer only declares its family.
+_BUILDERS: dict[DecompositionFamily, tuple[Callable, Callable]] = {
+    OUTPUT_GROUPS: (_categorical_blanket, _categorical_exact),
+    DISCRETE_PMF: (_discrete_blanket, _discrete_exact),
+    PIECEWISE_CONSTANT: (_piecewise_blanket, _piecewise_exact),
+    LOG_LINEAR: (_log_linear_blanket, _log_linear_exact),
 }
 
 
-def supported_randomizers() -> list[str]:
-    """Registry names for which a decomposition is implemented."""
-    return sorted(_SPECS)
-
-
-def _spec(randomizer) -> _Spec:
+def decomposition_family(randomizer) -> DecompositionFamily:
+    """The family ``randomizer`` declares (``decomposition``), or :data:`DISCRETE_PMF` for a
+    randomizer with a finite enumerable output space that declares none; ParameterError
+    "<name> declares no decomposition" otherwise."""
     name = getattr(randomizer, "name", None)
-    if name not in _SPECS:
+    family = getattr(randomizer, "decomposition", None)
+    if family is None and isinstance(randomizer, Randomizer):
+        size = randomizer.output_size
+        if randomizer.output_kind == "discrete" and size is not None \
+                and size <= MAX_ENUMERABLE_OUTPUTS:
+            family = DISCRETE_PMF
+    if family is None:
         raise ParameterError("randomizer.name", name,
-                             f"no decomposition implemented; supported: {supported_randomizers()}")
-    return _SPECS[name]
+                             f"{name} declares no decomposition (a DecompositionFamily in its "
+                             "class variable 'decomposition', or a finite enumerable output "
+                             "space for the discrete default)")
+    if family not in _BUILDERS:
+        raise ParameterError("randomizer.name", name,
+                             f"{name} declares an unknown decomposition family {family!r}")
+    return family
+
+
+def has_decomposition(randomizer) -> bool:
+    """True when ``randomizer`` has a decomposition and neighbour candidates."""
+    try:
+        decomposition_family(randomizer)
+        randomizer.neighbour_candidates()
+    except ParameterError:
+        return False
+    return True
+
+
+def supported_randomizers() -> list[str]:
+    """Registry names whose randomizer declares (or defaults to) a decomposition."""
+    names = []
+    for name in randomizer_names():
+        family = getattr(randomizer_class(name), "decomposition", None)
+        if family is not None and family in _BUILDERS:
+            names.append(name)
+        elif family is None and getattr(randomizer_class(name), "output_kind", "") == "discrete":
+            names.append(name)  # the discrete default, when its output space is enumerable
+    return names
 
 
 def is_continuous(randomizer) -> bool:
     """True when the decomposition discretizes continuous ratios (rounded atoms)."""
-    return _spec(randomizer).continuous
+    return decomposition_family(randomizer).continuous
 
 
 def neighbour_candidates(randomizer, pair_grid: int | None = None) -> NeighbourCandidates:
-    """Candidate neighbour pairs / triples for ``randomizer`` (see the module docstring).
+    """Candidate neighbour pairs / triples for ``randomizer``, as it declares them
+    (``Randomizer.neighbour_candidates``; module docstring for the arguments per randomizer).
 
     ``pair_grid``: grid points per axis for randomizers whose worst pair is unknown (laplace).
     """
-    spec = _spec(randomizer)
-    if randomizer.name == "laplace":
-        return spec.candidates(randomizer, pair_grid)
-    return spec.candidates(randomizer)
+    decomposition_family(randomizer)
+    return randomizer.neighbour_candidates(pair_grid)
 
 
 def _default_rounding(randomizer, rounding: Rounding | None, default: Rounding) -> Rounding:
-    if not _spec(randomizer).continuous:
+    if not decomposition_family(randomizer).continuous:
         require(rounding in (None, Rounding.EXACT), "rounding", rounding,
                 f"{randomizer.name} has exact (finite) groups: use Rounding.EXACT")
         return Rounding.EXACT
@@ -576,7 +517,7 @@ def check_epsilon0_range(randomizer) -> None:
     """ParameterError when eps0 exceeds :data:`EPSILON0_MAX` (or, for continuous randomizers,
     :data:`EPSILON0_MAX_CONTINUOUS`)."""
     eps0 = float(randomizer.epsilon0)
-    top = EPSILON0_MAX_CONTINUOUS if _spec(randomizer).continuous else EPSILON0_MAX
+    top = EPSILON0_MAX_CONTINUOUS if decomposition_family(randomizer).continuous else EPSILON0_MAX
     require(eps0 <= top, "epsilon0", randomizer.epsilon0,
             f"decomposition-based bounds for {randomizer.name} handle eps0 <= {top:g} (the "
             f"GPARV reaches e^eps0 and its square must be a finite float); eps0 itself is a "
@@ -624,7 +565,8 @@ def blanket_atoms(
     check_epsilon0_range(randomizer)
     rounding = _default_rounding(randomizer, rounding, Rounding.UP)
     with _edge_errors(randomizer):
-        atoms = _spec(randomizer).blanket(randomizer, x0, x1, cells, rounding)
+        build = _BUILDERS[decomposition_family(randomizer)][0]
+        atoms = build(randomizer, x0, x1, cells, rounding)
         if check:
             check_decomposition(atoms, randomizer.epsilon0, "blanket")
     return atoms
@@ -643,7 +585,8 @@ def exact_pair_atoms(
     check_epsilon0_range(randomizer)
     rounding = _default_rounding(randomizer, rounding, Rounding.DOWN)
     with _edge_errors(randomizer):
-        atoms = _spec(randomizer).exact(randomizer, x0, x1, x2, cells, rounding)
+        build = _BUILDERS[decomposition_family(randomizer)][1]
+        atoms = build(randomizer, x0, x1, x2, cells, rounding)
         if check:
             check_decomposition(atoms, randomizer.epsilon0, "exact")
     return atoms

@@ -58,6 +58,8 @@ from protocols.bounds.engine import EpsilonEstimate
 from protocols.bounds.engine_common import Estimate
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from protocols.errors import require, require_int_at_least, require_probability_open
+from protocols.randomizers.base import Randomizer
+from protocols.randomizers.registry import randomizer_class, randomizer_names
 
 #: Relative error allowed for each betainc / binomial pmf value (generous: they are accurate to
 #: a few ulps); the upper (lower) estimate adds (subtracts) this times the sum of |terms|.
@@ -137,116 +139,31 @@ def generic_parameters(epsilon0: float) -> VariationRatioParameters:
     return VariationRatioParameters(e, math.tanh(epsilon0 / 2.0), e, "001 Table 1, general")
 
 
-def _grr_beta(eps: float, size: int) -> float:
-    """(e^eps - 1)/(e^eps + size - 1): TV of k-ary randomized response (001 Table 1, GRR)."""
-    return math.expm1(eps) / (math.exp(eps) + size - 1)
-
-
-def _beta_krr(r) -> tuple[float, str]:
-    return _grr_beta(r.epsilon0, r.domain_size), "001 Table 1, general RR on d options"
-
-
-def _beta_brr(r) -> tuple[float, str]:
-    return _grr_beta(r.epsilon0, 2), "001 Table 1, RR on {0,1}"
-
-
-def _beta_rappor(r) -> tuple[float, str]:
-    return math.tanh(r.epsilon0 / 4.0), "001 Table 1, binary RR (RAPPOR)"
-
-
-def _beta_oue(r) -> tuple[float, str]:
-    # Bits (x0, x1) are the only ones whose law differs: (1/2, q*) vs (q*, 1/2), q* = 1/(e+1);
-    # TV = (1 - 2 q*)/2. Not a row of 001; derived from the definition (001 App. G).
-    return math.tanh(r.epsilon0 / 2.0) / 2.0, "TV of OUE derived from the definition (001 App. G)"
-
-
-def _beta_subset(r) -> tuple[float, str]:
-    d, k, e = r.domain_size, r.subset_size, math.exp(r.epsilon0)
-    top = math.comb(d - 1, k - 1) - (math.comb(d - 2, k - 2) if k >= 2 else 0)
-    return ((e - 1.0) * top / (e * math.comb(d - 1, k - 1) + math.comb(d - 1, k)),
-            "001 Table 1, k-subset")
-
-
-def _beta_local_hash(r) -> tuple[float, str]:
-    # 001 Table 1 gives (e^eps - 1)/(e^eps + l - 1) for a hash that separates x0 and x1; with the
-    # declared uniformly random hash the two hash values differ w.p. 1 - 1/l, so the exact TV of
-    # the declared distribution is (1 - 1/l) times that (the table value is an upper bound).
-    g = _hash_range(r)
-    return (1.0 - 1.0 / g) * _grr_beta(r.epsilon0, g), "001 Table 1, local hash (random hash)"
-
-
-def _hash_range(r) -> int:
-    for field in ("hash_range", "g"):
-        if hasattr(r, field) and getattr(r, field) is not None:
-            return int(getattr(r, field))
-    return 2
-
-
-def _beta_hr(r) -> tuple[float, str]:
-    # Two distinct Hadamard rows disagree on D/2 outputs, half of each sign:
-    # TV = (D/4)(e^eps - 1) * 2 / (D (e^eps + 1)) = (e^eps - 1)/(2 (e^eps + 1)),
-    # 001 Table 1 Hadamard response with K = D, s = D/2.
-    return math.tanh(r.epsilon0 / 2.0) / 2.0, "001 Table 1, Hadamard response (K=D, s=D/2)"
-
-
-def _beta_laplace(r) -> tuple[float, str]:
-    return -math.expm1(-r.epsilon0 / 2.0), "001 Table 1, Laplace mechanism"
-
-
-def _beta_piecewise(r) -> tuple[float, str]:
-    return -math.expm1(-r.epsilon0 / 2.0), "001 Table 1, piecewise mechanism"
-
-
-def _beta_duchi(r) -> tuple[float, str]:
-    return math.tanh(r.epsilon0 / 2.0), "001 Table 5, Duchi et al."
-
-
-def _beta_summation(r) -> tuple[float, str]:
-    # Randomized response over the k + 1 fixed-point values; real inputs are mixtures of two
-    # neighbouring grid points, so the extreme pair (0, 1) is the worst: GRR on k + 1 values.
-    return _grr_beta(r.epsilon0, r.precision + 1), "001 Table 1, general RR on k+1 options"
-
-
-#: Per-randomizer total variation bounds; p = q = e^eps0 for all of them (eps0-LDP, 001 Sec. 4.1).
-_BETA_TABLE: dict[str, Callable] = {
-    "krr": _beta_krr,
-    "brr": _beta_brr,
-    "rappor": _beta_rappor,
-    "oue": _beta_oue,
-    "subset": _beta_subset,
-    "blh": _beta_local_hash,
-    "olh": _beta_local_hash,
-    "hr": _beta_hr,
-    "laplace": _beta_laplace,
-    "laplace_binary": _beta_laplace,
-    "piecewise": _beta_piecewise,
-    "duchi": _beta_duchi,
-    "summation": _beta_summation,
-}
-
-
 def specific_parameter_names() -> list[str]:
-    """Randomizer names with a randomizer-specific beta (others use the generic row)."""
-    return sorted(_BETA_TABLE)
+    """Registered randomizer names that declare a specific row
+    (``variation_ratio_parameters``); the others use the generic row."""
+    return [name for name in randomizer_names()
+            if randomizer_class(name).variation_ratio_parameters
+            is not Randomizer.variation_ratio_parameters]
 
 
 def parameters_for(randomizer) -> VariationRatioParameters:
-    """The tightest (p, beta, q) this module knows for ``randomizer`` (001 Tables 1, 5).
+    """The tightest (p, beta, q) known for ``randomizer`` (001 Tables 1, 5): the row it declares
+    (``variation_ratio_parameters``), else the generic row, valid for every eps0-LDP randomizer.
 
-    p = q = e^eps0 (identical eps0-LDP users, 001 Sec. 4) and beta the worst-case total
-    variation between two output distributions; randomizers without an entry get the generic
-    row, valid for every eps0-LDP randomizer.
+    The built-in rows have p = q = e^eps0 (identical eps0-LDP users, 001 Sec. 4) and beta the
+    worst-case total variation between two output distributions.
     """
     check_epsilon0(randomizer)
     generic = generic_parameters(randomizer.epsilon0)
-    rule = _BETA_TABLE.get(getattr(randomizer, "name", ""))
-    if rule is None:
+    declared = getattr(randomizer, "variation_ratio_parameters", None)
+    row = declared() if callable(declared) else None
+    if row is None:
         return generic
-    beta, source = rule(randomizer)
     # Round the closed form up by far more than its floating-point error (the bounds are
     # non-decreasing in beta), never beyond the generic row.
-    beta = min(beta * (1.0 + 1e-12), generic.beta)
-    return VariationRatioParameters(generic.p, beta, generic.q, source)
+    beta = min(row.beta * (1.0 + 1e-12), generic.beta)
+    return VariationRatioParameters(row.p, beta, row.q, row.source)
 
 
 def parallel_parameters(epsilon0: float, betas, probabilities) -> VariationRatioParameters:

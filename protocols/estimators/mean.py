@@ -30,9 +30,15 @@ import numpy as np
 
 from protocols.errors import ParameterError, require
 from protocols.randomizers.base import Randomizer
+from protocols.randomizers.registry import randomizer_class, randomizer_names
 
-#: Registry names of the randomizers the numeric estimators accept (for error messages).
-NUMERIC_RANDOMIZERS = ("laplace", "laplace_binary", "piecewise", "duchi", "summation")
+
+def numeric_randomizer_names() -> list[str]:
+    """Registered randomizers the numeric estimators accept (for error messages): those that
+    declare ``report_affine`` and ``report_variance``."""
+    return [name for name in randomizer_names()
+            if hasattr(randomizer_class(name), "report_affine")
+            and hasattr(randomizer_class(name), "report_variance")]
 
 
 def check_numeric_randomizer(estimator_name: str, randomizer: object) -> None:
@@ -45,7 +51,7 @@ def check_numeric_randomizer(estimator_name: str, randomizer: object) -> None:
         raise ParameterError(
             "estimator.name", estimator_name,
             f"does not fit randomizer {label!r}; it needs a numeric randomizer, one of "
-            f"{list(NUMERIC_RANDOMIZERS)}",
+            f"{numeric_randomizer_names()}",
         )
 
 

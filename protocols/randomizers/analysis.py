@@ -77,9 +77,9 @@ OUTPUT_GROUPS = DecompositionFamily(
 DISCRETE_PMF = DecompositionFamily(
     "discrete-pmf", False, "output_pmf(inputs) and blanket_inputs()")
 #: Densities constant between ``density_breakpoints(inputs)``; blanket = min over
-#: ``blanket_inputs()``.
+#: ``blanket_inputs()``. Finitely many groups: exact atoms.
 PIECEWISE_CONSTANT = DecompositionFamily(
-    "piecewise-constant", True, "log_prob, density_breakpoints(inputs) and blanket_inputs()")
+    "piecewise-constant", False, "log_prob, density_breakpoints(inputs) and blanket_inputs()")
 #: Log densities linear between ``log_density_kinks(inputs)``, with equal slopes in the tails
 #: (Laplace-type); blanket = min over ``blanket_inputs()``, whose extra kinks are
 #: ``blanket_kinks()``. Rounded atoms on ``cells`` cells.

@@ -18,6 +18,14 @@ Conventions
   (support counts for frequency oracles, sums for numeric mechanisms).
 * Where the statistic can be sampled exactly without per-user reports,
   ``sample_aggregate(input_counts, rng)`` does so (``has_aggregate_sampler`` is True).
+
+Its own analysis
+----------------
+A randomizer also declares what the bounds, estimators and auditor need to know about it: its
+decomposition family and neighbour pairs, its variation-ratio row, its per-budget support
+probabilities, whether it takes per-user budgets, its bytes per user. The declarations, their
+defaults and their "not supported" answers are listed in protocols.randomizers.analysis; no
+table elsewhere is keyed by a randomizer's name.
 """
 
 from __future__ import annotations
@@ -29,6 +37,15 @@ from typing import ClassVar
 import numpy as np
 
 from protocols.errors import ParameterError, require, require_positive_finite
+from protocols.randomizers.analysis import (
+    MAX_ENUMERATED_INPUTS,
+    PERMUTATION,
+    DecompositionFamily,
+    NeighbourCandidates,
+    VariationRatioRow,
+    enumerated_candidates,
+    permutation_candidates,
+)
 
 #: Largest output space for which ``output_pmf`` materialises the full matrix.
 MAX_ENUMERABLE_OUTPUTS = 1 << 20
@@ -82,6 +99,14 @@ class Randomizer(ABC):
     supports_personalized: ClassVar[bool] = False
     #: True when ``sample_aggregate`` is implemented.
     has_aggregate_sampler: ClassVar[bool] = False
+    #: How the bound engine decomposes it (protocols.randomizers.analysis); None: the discrete
+    #: default when the output space is finite and enumerable, else "declares no decomposition".
+    decomposition: ClassVar[DecompositionFamily | None] = None
+    #: "permutation" when R is symmetric under every permutation of a categorical domain
+    #: (permuting inputs permutes outputs): one neighbour pair is then enough (000 Sec. 8).
+    input_symmetry: ClassVar[str | None] = None
+    #: dtype of one report element; None: int64 for discrete, float64 for continuous outputs.
+    report_dtype: ClassVar[type | None] = None
 
     epsilon0: float
 
@@ -174,6 +199,65 @@ class Randomizer(ABC):
             mass[a] = np.bincount(inverse, weights=rows[a], minlength=n_groups)
         mass_min = np.bincount(inverse, weights=row_min, minlength=n_groups)
         return OutputGroups(anchors=anchors, mass=mass, mass_min=mass_min)
+
+    # -- its own analysis (protocols.randomizers.analysis) ----------------------------------
+    def neighbour_candidates(self, pair_grid: int | None = None) -> NeighbourCandidates:
+        """Neighbour pairs / triples the bounds maximise over (000 Sec. 8).
+
+        Default: ``input_symmetry == "permutation"`` gives the pair (0, 1); other categorical
+        domains of at most MAX_ENUMERATED_INPUTS inputs enumerate every pair; otherwise a
+        ParameterError says the randomizer declares none. ``pair_grid`` is for randomizers whose
+        worst pair is unknown (a grid of pairs); others ignore it.
+        """
+        domain = self.input_domain
+        if isinstance(domain, Categorical):
+            if self.input_symmetry == PERMUTATION:
+                return permutation_candidates(domain.size)
+            if domain.size <= MAX_ENUMERATED_INPUTS:
+                return enumerated_candidates(domain.size)
+        raise ParameterError(
+            "randomizer.name", self.name,
+            f"{self.name} declares no neighbour candidates (set input_symmetry or override "
+            "neighbour_candidates)")
+
+    def blanket_inputs(self) -> np.ndarray:
+        """Inputs whose output distributions' pointwise minimum is the blanket inf_x R(x)(y)
+        (every R(x) is a mixture of them). Default: every categorical input."""
+        return np.arange(self._categorical_input_size())
+
+    def variation_ratio_parameters(self) -> VariationRatioRow | None:
+        """(p, beta, q) of 001 Sec. 4 (Tables 1, 2, 5) for this randomizer; None: no specific
+        row, the generic eps0-LDP row applies (001 Table 1, "general mechanisms")."""
+        return None
+
+    def support_arrays(self, epsilon) -> tuple[np.ndarray, np.ndarray] | None:
+        """(p, q) support probabilities of a frequency oracle at every budget in ``epsilon``
+        (arrays of its shape): a report supports its own value w.p. p and any other value w.p. q
+        (Wang et al. 2017). None: not a frequency oracle with per-budget support probabilities
+        (the personalized frequency estimators refuse it)."""
+        return None
+
+    def weighted_support(self, reports: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """sum_i scale_i s_i(v) for every value v, s_i(v) = 1 when report i supports v
+        (users on the axis after the leading batch axes; result (..., d)). Needed by the tagged
+        personalized weightings; not supported unless overridden."""
+        raise NotImplementedError(f"{self.name} does not expose its reports' support sets")
+
+    @property
+    def has_weighted_support(self) -> bool:
+        """True when :meth:`weighted_support` is implemented."""
+        return type(self).weighted_support is not Randomizer.weighted_support
+
+    @property
+    def bytes_per_user(self) -> int:
+        """Bytes of one user's report as ``randomize`` returns it (``report_dtype`` times the
+        elements of ``output_shape``). The batch path's memory plan still measures its working
+        memory per user (reports plus temporaries) under tracemalloc: see
+        simulator.batch.run.measure_bytes_per_user."""
+        dtype = self.report_dtype
+        if dtype is None:
+            dtype = np.float64 if self.output_kind == "continuous" else np.int64
+        return int(np.dtype(dtype).itemsize * int(np.prod(self.output_shape, dtype=np.int64)))
 
     # -- helpers --------------------------------------------------------------------------
     def _categorical_input_size(self) -> int:

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from protocols.randomizers.analysis import (
+    OUTPUT_GROUPS,
+    PERMUTATION,
+    VariationRatioRow,
+    grr_total_variation,
+    ldp_row,
+)
 from protocols.randomizers.base import Categorical, Randomizer
+from protocols.randomizers.krr import weighted_histogram
 from protocols.randomizers.registry import register
 
 
@@ -26,6 +34,8 @@ class BinaryRR(Randomizer):
     name = "brr"
     supports_personalized = True
     has_aggregate_sampler = True
+    decomposition = OUTPUT_GROUPS
+    input_symmetry = PERMUTATION
 
     @property
     def input_domain(self) -> Categorical:
@@ -48,6 +58,20 @@ class BinaryRR(Randomizer):
     def support_pair_probabilities(self, epsilon: float | None = None) -> tuple[float, float]:
         """P[one report supports two distinct values]: 0 (the supports are disjoint)."""
         return 0.0, 0.0
+
+    def support_arrays(self, epsilon):
+        """(p*, q*) at every budget in ``epsilon`` (vectorized ``support_probabilities``)."""
+        p = np.asarray(self.keep_probability(np.asarray(epsilon, dtype=float)), dtype=float)
+        return p, (1.0 - p) / (2 - 1)
+
+    def weighted_support(self, reports, scale):
+        """Weighted histogram of the one-hot supports: sum_i scale_i 1[y_i = v]."""
+        return weighted_histogram(reports, scale, 2)
+
+    def variation_ratio_parameters(self) -> VariationRatioRow:
+        """001 Table 1, RR on {0,1}: beta = (e^eps0 - 1)/(e^eps0 + 1)."""
+        return ldp_row(self.epsilon0, grr_total_variation(self.epsilon0, 2),
+                       "001 Table 1, RR on {0,1}")
 
     def randomize(self, values, rng, epsilon=None):
         values = self.check_values(values)

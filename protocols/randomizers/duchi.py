@@ -16,11 +16,19 @@ B depends on the user's budget); the output index is 0 for -B and 1 for +B.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
+from protocols.randomizers.analysis import (
+    DISCRETE_PMF,
+    NeighbourCandidates,
+    VariationRatioRow,
+    ldp_row,
+    vertex_candidates,
+)
 from protocols.randomizers.base import Interval, Randomizer
 from protocols.randomizers.registry import register
 
@@ -39,6 +47,8 @@ class Duchi(Randomizer):
 
     name = "duchi"
     supports_personalized = True
+    decomposition = DISCRETE_PMF
+    report_dtype = np.float64
 
     @property
     def input_domain(self) -> Interval:
@@ -100,6 +110,20 @@ class Duchi(Randomizer):
             inputs = np.array([-1.0, 1.0])
         p_minus, p_plus = self._sign_probabilities(np.asarray(inputs, dtype=float).reshape(-1))
         return np.stack([p_minus, p_plus], axis=-1)
+
+    # -- its own analysis -----------------------------------------------------------------
+    def blanket_inputs(self) -> np.ndarray:
+        """P[+B | x] is affine in x: every R(x) is a mixture of R(-1) and R(1)."""
+        domain = self.input_domain
+        return np.array([domain.low, domain.high], dtype=float)
+
+    def neighbour_candidates(self, pair_grid: int | None = None) -> NeighbourCandidates:
+        """The extreme pair (-1, 1) (vertex argument); x2 on a grid of 9 inputs."""
+        return vertex_candidates((-1.0, 1.0), np.linspace(-1.0, 1.0, 9), "vertex:duchi")
+
+    def variation_ratio_parameters(self) -> VariationRatioRow:
+        """001 Table 5, Duchi et al.: beta = tanh(eps0 / 2)."""
+        return ldp_row(self.epsilon0, math.tanh(self.epsilon0 / 2.0), "001 Table 5, Duchi et al.")
 
     # -- moments used by the mean and sum estimators ---------------------------------------
     @property

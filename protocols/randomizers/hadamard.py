@@ -29,6 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.errors import require_int_at_least
+from protocols.randomizers.analysis import (
+    OUTPUT_GROUPS,
+    NeighbourCandidates,
+    VariationRatioRow,
+    ldp_row,
+)
 from protocols.randomizers.base import Categorical, OutputGroups, Randomizer
 from protocols.randomizers.rappor import bit_patterns, unique_anchors
 from protocols.randomizers.registry import register
@@ -68,6 +74,7 @@ class HadamardResponse(Randomizer):
     name = "hr"
     supports_personalized = True
     has_aggregate_sampler = True
+    decomposition = OUTPUT_GROUPS
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -102,6 +109,33 @@ class HadamardResponse(Randomizer):
     def support_probabilities(self, epsilon: float | None = None) -> tuple[float, float]:
         """(p*, q*) = (e^eps / (e^eps + 1), 1/2)."""
         return float(self.positive_probability(epsilon)), 0.5
+
+    def support_arrays(self, epsilon):
+        """(p*, q*) at every budget in ``epsilon`` (vectorized ``support_probabilities``)."""
+        eps = np.asarray(epsilon, dtype=float)
+        return (np.asarray(self.positive_probability(eps), dtype=float),
+                np.full(eps.shape, 0.5))
+
+    # -- its own analysis -----------------------------------------------------------------
+    def neighbour_candidates(self, pair_grid: int | None = None) -> NeighbourCandidates:
+        """The outputs are linear functionals y of the row index (000 App. A.4). For distinct
+        nonzero rows the map y -> (x0.y, x1.y) is onto F_2^2, so every pattern holds D/4 outputs
+        and the atoms do not depend on the pair; the blanket mass is the same for every y != 0 as
+        long as the used rows span F_2^r (rows 1..d with d >= D/2 contain 1, 2, 4, ...). For
+        000 Thm 14 the third row matters only through its linear relation with (x0, x1)
+        (x2 = x0 ^ x1, independent, or equal to one of them), so x2 runs over the first four
+        inputs."""
+        triples = tuple((0, 1, x2) for x2 in range(min(self.domain_size, 4)))
+        return NeighbourCandidates(((0, 1),), triples, (0,), True, "hadamard",
+                                   "Hadamard response: the pair atoms do not depend on the rows "
+                                   "(000 App. A.4; module docstring)")
+
+    def variation_ratio_parameters(self) -> VariationRatioRow:
+        """Two distinct Hadamard rows disagree on D/2 outputs, half of each sign:
+        TV = (D/4)(e^eps - 1) * 2 / (D (e^eps + 1)) = (e^eps - 1)/(2 (e^eps + 1)),
+        001 Table 1 Hadamard response with K = D, s = D/2."""
+        return ldp_row(self.epsilon0, math.tanh(self.epsilon0 / 2.0) / 2.0,
+                       "001 Table 1, Hadamard response (K=D, s=D/2)")
 
     def support_pair_probabilities(self, epsilon: float | None = None) -> tuple[float, float]:
         """P[H[u, y] = H[v, y] = +1] for u != v: p*/2 if the input is u or v, 1/4 otherwise,

@@ -11,9 +11,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.errors import require_int_at_least
+from protocols.randomizers.analysis import (
+    OUTPUT_GROUPS,
+    PERMUTATION,
+    VariationRatioRow,
+    grr_total_variation,
+    ldp_row,
+)
 from protocols.randomizers.base import Categorical, OutputGroups, Randomizer
 from protocols.randomizers.rappor import unique_anchors
 from protocols.randomizers.registry import register
+
+
+def weighted_histogram(reports, scale, domain_size: int) -> np.ndarray:
+    """sum_i scale_i 1[reports_i = v] for v in [0, domain_size), per leading batch row (users on
+    the last axis): the weighted support counts of one-hot (value-naming) reports."""
+    reports = np.asarray(reports)
+    d = domain_size
+    flat = reports.reshape(-1, reports.shape[-1]).astype(np.int64)
+    offsets = (np.arange(flat.shape[0]) * d)[:, None]
+    weights = np.asarray(scale).reshape(flat.shape).ravel()
+    hist = np.bincount((flat + offsets).ravel(), weights=weights, minlength=flat.shape[0] * d)
+    return hist.reshape(reports.shape[:-1] + (d,))
 
 
 @register
@@ -27,6 +46,8 @@ class KRR(Randomizer):
     name = "krr"
     supports_personalized = True
     has_aggregate_sampler = True
+    decomposition = OUTPUT_GROUPS
+    input_symmetry = PERMUTATION
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -75,6 +96,20 @@ class KRR(Randomizer):
     def support_pair_probabilities(self, epsilon: float | None = None) -> tuple[float, float]:
         """P[one report supports two distinct values]: 0 (a report names one value)."""
         return 0.0, 0.0
+
+    def support_arrays(self, epsilon):
+        """(p*, q*) at every budget in ``epsilon`` (vectorized ``support_probabilities``)."""
+        p = np.asarray(self.keep_probability(np.asarray(epsilon, dtype=float)), dtype=float)
+        return p, (1.0 - p) / (self.domain_size - 1)
+
+    def weighted_support(self, reports, scale):
+        """Weighted histogram of the one-hot supports: sum_i scale_i 1[y_i = v]."""
+        return weighted_histogram(reports, scale, self.domain_size)
+
+    def variation_ratio_parameters(self) -> VariationRatioRow:
+        """001 Table 1, general RR on d options: beta = (e^eps0 - 1)/(e^eps0 + d - 1)."""
+        return ldp_row(self.epsilon0, grr_total_variation(self.epsilon0, self.domain_size),
+                       "001 Table 1, general RR on d options")
 
     def sample_aggregate(self, input_counts, rng):
         """Output histogram = sum over x of Multinomial(c_x, R(x)); sampled as kept counts

@@ -16,11 +16,19 @@ the blanket mass int min_x R(x)(y) dy is e^{-eps0/2} (000 App. B, gamma).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
+from protocols.errors import require
+from protocols.randomizers.analysis import (
+    LOG_LINEAR,
+    NeighbourCandidates,
+    VariationRatioRow,
+    ldp_row,
+)
 from protocols.randomizers.base import Categorical, Interval, Randomizer
 from protocols.randomizers.registry import register
 
@@ -30,6 +38,7 @@ class _LaplaceNoise(Randomizer):
 
     output_kind = "continuous"
     supports_personalized = True
+    decomposition = LOG_LINEAR
 
     @property
     def output_domain(self) -> Interval:
@@ -56,6 +65,25 @@ class _LaplaceNoise(Randomizer):
             np.asarray(t, dtype=float), loc=np.asarray(x, dtype=float), scale=1.0 / self.epsilon0
         )
 
+    # -- its own analysis -----------------------------------------------------------------
+    def blanket_inputs(self) -> np.ndarray:
+        """A location family with density decreasing in |y - x|: inf over x in [0, 1] is
+        attained at the endpoint farthest from y, min(R(0)(y), R(1)(y)) (000 App. B)."""
+        return np.array([0.0, 1.0])
+
+    def blanket_kinks(self) -> tuple:
+        """Kinks of log min(R(0), R(1)): 0, 1 and the crossing 1/2."""
+        return (0.0, 0.5, 1.0)
+
+    def log_density_kinks(self, inputs) -> tuple:
+        """log R(x)(y) = log(eps0/2) - eps0 |y - x| has its one kink at y = x."""
+        return tuple(float(x) for x in inputs)
+
+    def variation_ratio_parameters(self) -> VariationRatioRow:
+        """001 Table 1, Laplace mechanism: beta = 1 - e^{-eps0/2}."""
+        return ldp_row(self.epsilon0, -math.expm1(-self.epsilon0 / 2.0),
+                       "001 Table 1, Laplace mechanism")
+
     # -- moments used by the mean and sum estimators ---------------------------------------
     @property
     def report_affine(self) -> tuple[float, float]:
@@ -81,6 +109,15 @@ class Laplace(_LaplaceNoise):
     def input_domain(self) -> Interval:
         return Interval(0.0, 1.0)
 
+    def neighbour_candidates(self, pair_grid: int | None = None) -> NeighbourCandidates:
+        """The worst pair is unknown (000 Sec. 8): a grid of ``pair_grid`` points per axis
+        (default LAPLACE_PAIR_GRID), reduced by the reflection x -> 1 - x, y -> 1 - y; the bound
+        built on it is labelled as such (optimal.py can add the cover slack)."""
+        pairs = laplace_pair_grid(pair_grid or LAPLACE_PAIR_GRID)
+        triples = tuple((0.0, 1.0, float(x2)) for x2 in np.linspace(0.0, 1.0, 5))
+        return NeighbourCandidates(pairs, triples, (0.0,), False, "laplace",
+                                   "worst pair unknown (000 Sec. 8): grid of pairs")
+
 
 @register
 @dataclass(frozen=True)
@@ -94,3 +131,29 @@ class LaplaceBinary(_LaplaceNoise):
     @property
     def input_domain(self) -> Categorical:
         return Categorical(2)
+
+    def neighbour_candidates(self, pair_grid: int | None = None) -> NeighbourCandidates:
+        """Pairs (0, 1) and (1, 0): the reflection y -> 1 - y maps one to the other."""
+        return NeighbourCandidates(((0, 1),), ((0, 1, 1), (0, 1, 0)), (0,), True,
+                                   "laplace_binary",
+                                   "two inputs, exchanged by the reflection y -> 1 - y")
+
+
+#: Default number of grid points per axis for the Laplace-on-[0, 1] pair search.
+LAPLACE_PAIR_GRID = 6
+
+
+def laplace_pair_grid(points: int) -> tuple:
+    """Pairs (u, v), u < v, from ``points`` equally spaced inputs of [0, 1], one per orbit of the
+    reflection x -> 1 - x (which maps {u, v} to {1 - v, 1 - u}); (0, 1) first."""
+    require(isinstance(points, int) and points >= 2, "pair_grid", points,
+            "must be an integer >= 2")
+    grid = np.linspace(0.0, 1.0, points)
+    pairs = []
+    for i in range(points):
+        for j in range(i + 1, points):
+            mirror = (points - 1 - j, points - 1 - i)
+            if (i, j) <= mirror:
+                pairs.append((float(grid[i]), float(grid[j])))
+    pairs.sort(key=lambda p: (-(p[1] - p[0]), p[0]))
+    return tuple(pairs)

@@ -33,6 +33,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.errors import require, require_int_at_least
+from protocols.randomizers.analysis import (
+    OUTPUT_GROUPS,
+    PERMUTATION,
+    VariationRatioRow,
+    grr_total_variation,
+    ldp_row,
+)
 from protocols.randomizers.base import (
     MAX_ENUMERABLE_OUTPUTS,
     Categorical,
@@ -82,6 +89,8 @@ class LocalHash(Randomizer):
 
     supports_personalized = True
     has_aggregate_sampler = True
+    decomposition = OUTPUT_GROUPS
+    input_symmetry = PERMUTATION
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -141,6 +150,21 @@ class LocalHash(Randomizer):
     def support_probabilities(self, epsilon: float | None = None) -> tuple[float, float]:
         """(p*, q*) = (e^eps / (e^eps + g - 1), 1/g) under a uniformly random hash."""
         return float(self.keep_probability(epsilon)), 1.0 / self.buckets
+
+    def support_arrays(self, epsilon):
+        """(p*, q*) at every budget in ``epsilon`` (vectorized ``support_probabilities``)."""
+        eps = np.asarray(epsilon, dtype=float)
+        return (np.asarray(self.keep_probability(eps), dtype=float),
+                np.full(eps.shape, 1.0 / self.buckets))
+
+    def variation_ratio_parameters(self) -> VariationRatioRow:
+        """001 Table 1 gives (e^eps - 1)/(e^eps + l - 1) for a hash that separates x0 and x1;
+        with the declared uniformly random hash the two hash values differ w.p. 1 - 1/l, so the
+        exact TV of the declared distribution is (1 - 1/l) times that (the table value is an
+        upper bound)."""
+        g = int(self.buckets)
+        return ldp_row(self.epsilon0, (1.0 - 1.0 / g) * grr_total_variation(self.epsilon0, g),
+                       "001 Table 1, local hash (random hash)")
 
     def support_pair_probabilities(self, epsilon: float | None = None) -> tuple[float, float]:
         """P[h(u) = h(v) = b] for u != v: p*/g if the input is u or v, 1/g^2 otherwise

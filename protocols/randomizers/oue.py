@@ -11,10 +11,12 @@ machinery (sampling, declared distribution, grouping) is :class:`UnaryEncoding`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from protocols.randomizers.analysis import VariationRatioRow, ldp_row
 from protocols.randomizers.rappor import UnaryEncoding
 from protocols.randomizers.registry import register
 
@@ -26,6 +28,13 @@ class OUE(UnaryEncoding):
 
     name = "oue"
     supports_personalized = True
+
+    def variation_ratio_parameters(self) -> VariationRatioRow:
+        """Bits (x0, x1) are the only ones whose law differs: (1/2, q*) vs (q*, 1/2),
+        q* = 1/(e+1); TV = (1 - 2 q*)/2. Not a row of 001; derived from the definition
+        (001 App. G)."""
+        return ldp_row(self.epsilon0, math.tanh(self.epsilon0 / 2.0) / 2.0,
+                       "TV of OUE derived from the definition (001 App. G)")
 
     def log_bit_probabilities(self, epsilon=None):
         """a = 1/2, b = 1 / (e^eps + 1)."""

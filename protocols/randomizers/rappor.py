@@ -23,9 +23,14 @@ from abc import abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from protocols.errors import ParameterError, require_int_at_least
+from protocols.randomizers.analysis import (
+    OUTPUT_GROUPS,
+    PERMUTATION,
+    VariationRatioRow,
+    ldp_row,
+)
 from protocols.randomizers.base import Categorical, OutputGroups, Randomizer
 from protocols.randomizers.registry import register
 
@@ -67,6 +72,9 @@ class UnaryEncoding(Randomizer):
     domain_size: int
 
     has_aggregate_sampler = True
+    decomposition = OUTPUT_GROUPS
+    input_symmetry = PERMUTATION
+    report_dtype = np.bool_
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -100,6 +108,16 @@ class UnaryEncoding(Randomizer):
         """(p*, q*) = (a, b): bit v of a report is the support of v."""
         a, b = self.bit_probabilities(epsilon)
         return float(a), float(b)
+
+    def support_arrays(self, epsilon):
+        """(p*, q*) = (a, b) at every budget in ``epsilon`` (vectorized)."""
+        eps = np.asarray(epsilon, dtype=float)
+        a, b = self.bit_probabilities(eps)
+        return np.broadcast_to(a, eps.shape).astype(float), np.broadcast_to(b, eps.shape) + 0.0
+
+    def weighted_support(self, reports, scale):
+        """sum_i scale_i y_i: bit v of a report is its support of v."""
+        return np.einsum("...n,...nd->...d", scale, np.asarray(reports).astype(float))
 
     def support_pair_probabilities(self, epsilon: float | None = None) -> tuple[float, float]:
         """P[bits u and v both set] for u != v: a b if the input is u or v, b^2 otherwise
@@ -222,6 +240,11 @@ class RAPPOR(UnaryEncoding):
     """Basic one-time RAPPOR / symmetric unary encoding: each one-hot bit through eps0/2 RR."""
 
     name = "rappor"
+
+    def variation_ratio_parameters(self) -> VariationRatioRow:
+        """001 Table 1, binary RR (RAPPOR): beta = tanh(eps0 / 4)."""
+        return ldp_row(self.epsilon0, math.tanh(self.epsilon0 / 4.0),
+                       "001 Table 1, binary RR (RAPPOR)")
 
     def log_bit_probabilities(self, epsilon=None):
         """a = e^{eps/2} / (1 + e^{eps/2}), b = 1 - a (000 App. A.2)."""

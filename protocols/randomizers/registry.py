@@ -18,6 +18,14 @@ def register(cls: type) -> type:
     return cls
 
 
+def unregister(name: str) -> type:
+    """Remove the randomizer registered as ``name`` and return its class (for tests that
+    register a randomizer of their own and must leave the registry as they found it)."""
+    if name not in _REGISTRY:
+        raise KeyError(f"randomizer {name!r} is not registered")
+    return _REGISTRY.pop(name)
+
+
 def randomizer_names() -> list[str]:
     return sorted(_REGISTRY)
 

@@ -25,6 +25,12 @@ from scipy import stats
 from scipy.special import gammaln
 
 from protocols.errors import require, require_int_at_least
+from protocols.randomizers.analysis import (
+    OUTPUT_GROUPS,
+    PERMUTATION,
+    VariationRatioRow,
+    ldp_row,
+)
 from protocols.randomizers.base import Categorical, OutputGroups, Randomizer
 from protocols.randomizers.rappor import bit_patterns, unique_anchors
 from protocols.randomizers.registry import register
@@ -58,6 +64,8 @@ class SubsetSelection(Randomizer):
     subset_size: int | None = None
 
     name = "subset"
+    decomposition = OUTPUT_GROUPS
+    input_symmetry = PERMUTATION
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -102,6 +110,14 @@ class SubsetSelection(Randomizer):
         d, k = self.domain_size, self.subset_size
         p = self.inclusion_probability()
         return p, (p * (k - 1) + (1.0 - p) * k) / (d - 1)
+
+    def variation_ratio_parameters(self) -> VariationRatioRow:
+        """001 Table 1, k-subset."""
+        d, k, e = self.domain_size, self.subset_size, math.exp(self.epsilon0)
+        top = math.comb(d - 1, k - 1) - (math.comb(d - 2, k - 2) if k >= 2 else 0)
+        return ldp_row(self.epsilon0,
+                       (e - 1.0) * top / (e * math.comb(d - 1, k - 1) + math.comb(d - 1, k)),
+                       "001 Table 1, k-subset")
 
     def support_pair_probabilities(self) -> tuple[float, float]:
         """P[u, v both in S] for u != v: p* (k-1)/(d-1) if the input is u or v; otherwise

@@ -37,6 +37,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.errors import ParameterError, require, require_int_at_least, require_probability_open
+from protocols.randomizers.analysis import (
+    DISCRETE_PMF,
+    NeighbourCandidates,
+    VariationRatioRow,
+    grr_total_variation,
+    ldp_row,
+    vertex_candidates,
+)
 from protocols.randomizers.base import Interval, Randomizer
 from protocols.randomizers.registry import register
 
@@ -72,6 +80,7 @@ class Summation(Randomizer):
     gamma: float | None = None
 
     name = "summation"
+    decomposition = DISCRETE_PMF
 
     def __post_init__(self) -> None:
         require_int_at_least("precision", self.precision, 1)
@@ -169,6 +178,27 @@ class Summation(Randomizer):
         return np.exp(self.log_prob(inputs, np.arange(self.precision + 1)[None, :]))
 
     # -- moments used by the mean and sum estimators ---------------------------------------
+    # -- its own analysis -----------------------------------------------------------------
+    def blanket_inputs(self) -> np.ndarray:
+        """Randomized rounding: every R(x) is a mixture of the grid inputs' R(j/k)."""
+        return np.asarray(self.grid_inputs(), dtype=float)
+
+    def neighbour_candidates(self, pair_grid: int | None = None) -> NeighbourCandidates:
+        """The RR over {0..k} is permutation symmetric, so every pair of distinct grid points
+        is equivalent to the extreme pair (0, 1) (vertex argument); x2 on a grid. The label
+        carries k: mixtures of summation randomizers with different grids do not share their
+        extreme points, so the vertex argument does not transfer to them."""
+        k = self.precision
+        x2 = np.union1d(np.linspace(0.0, 1.0, 5), [1.0 / k, 0.5 / k])
+        return vertex_candidates((0.0, 1.0), x2, f"vertex:summation:{k}")
+
+    def variation_ratio_parameters(self) -> VariationRatioRow:
+        """Randomized response over the k + 1 fixed-point values; real inputs are mixtures of
+        two neighbouring grid points, so the extreme pair (0, 1) is the worst: 001 Table 1,
+        general RR on k + 1 options."""
+        return ldp_row(self.epsilon0, grr_total_variation(self.epsilon0, self.precision + 1),
+                       "001 Table 1, general RR on k+1 options")
+
     @property
     def report_affine(self) -> tuple[float, float]:
         """(a, b) with E[y | x] = a + b x: a = gamma k / 2, b = (1 - gamma) k."""
