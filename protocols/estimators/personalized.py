@@ -66,35 +66,22 @@ from protocols.estimators.mean import check_numeric_randomizer
 from protocols.randomizers.base import Categorical, Randomizer
 
 WEIGHTINGS = ("gspa", "uniform", "inverse_variance")
-#: Frequency oracles with vectorized per-budget support probabilities.
-FREQUENCY_ORACLES = ("brr", "krr", "oue", "rappor", "blh", "olh", "hr")
-#: Oracles whose per-user support indicators are available from the report (tagged weights).
-TAGGED_ORACLES = ("brr", "krr", "oue", "rappor")
 #: Working elements of one chunk in :meth:`design_mse` of numeric estimators.
 _CHUNK = 1 << 22
 
 
 def support_arrays(randomizer: Randomizer, epsilon) -> tuple[np.ndarray, np.ndarray]:
-    """(p, q) support probabilities at every budget in ``epsilon`` (arrays of its shape): the
-    vectorized counterpart of ``randomizer.support_probabilities(eps)``."""
-    name = getattr(randomizer, "name", None)
-    eps = np.asarray(epsilon, dtype=float)
-    if name in ("brr", "krr"):
-        p = np.asarray(randomizer.keep_probability(eps), dtype=float)
-        k = randomizer.input_domain.size
-        return p, (1.0 - p) / (k - 1)
-    if name in ("oue", "rappor"):
-        a, b = randomizer.bit_probabilities(eps)
-        return np.broadcast_to(a, eps.shape).astype(float), np.broadcast_to(b, eps.shape) + 0.0
-    if name in ("blh", "olh"):
-        p = np.asarray(randomizer.keep_probability(eps), dtype=float)
-        return p, np.full(eps.shape, 1.0 / randomizer.buckets)
-    if name == "hr":
-        return (np.asarray(randomizer.positive_probability(eps), dtype=float),
-                np.full(eps.shape, 0.5))
-    raise ParameterError("estimator.name", "personalized frequency",
-                         f"does not fit randomizer {name!r}; it needs one of "
-                         f"{list(FREQUENCY_ORACLES)}")
+    """(p, q) support probabilities at every budget in ``epsilon`` (arrays of its shape), as the
+    randomizer declares them (``Randomizer.support_arrays``: the vectorized counterpart of
+    ``support_probabilities(eps)``); ParameterError when it declares none."""
+    declared = (randomizer.support_arrays(np.asarray(epsilon, dtype=float))
+                if isinstance(randomizer, Randomizer) else None)
+    if declared is None:
+        label = getattr(randomizer, "name", type(randomizer).__name__)
+        raise ParameterError("estimator.name", "personalized frequency",
+                             f"does not fit randomizer {label!r}; it needs a frequency oracle "
+                             "that declares per-budget support probabilities (support_arrays)")
+    return declared
 
 
 def _check_weighting(weighting: str) -> None:
@@ -142,14 +129,17 @@ class PersonalizedFrequencyEstimator:
     def __post_init__(self) -> None:
         _check_weighting(self.weighting)
         label = getattr(self.randomizer, "name", type(self.randomizer).__name__)
-        if not (isinstance(self.randomizer, Randomizer) and label in FREQUENCY_ORACLES):
+        oracle = isinstance(self.randomizer, Randomizer) and self.randomizer.support_arrays(
+            np.asarray(float(self.randomizer.epsilon0))) is not None
+        if not oracle:
             raise ParameterError("estimator.name", self.name,
                                  f"does not fit randomizer {label!r}; it needs a frequency oracle "
-                                 f"with per-budget support probabilities {list(FREQUENCY_ORACLES)}")
-        if self.tagged and label not in TAGGED_ORACLES:
+                                 "that declares per-budget support probabilities "
+                                 "(support_arrays)")
+        if self.tagged and not self.randomizer.has_weighted_support:
             raise ParameterError("estimator.name", self.name,
-                                 f"weighting {self.weighting!r} needs each report's support set; "
-                                 f"available for {list(TAGGED_ORACLES)}, not {label!r}")
+                                 f"weighting {self.weighting!r} needs each report's support set "
+                                 f"(weighted_support), which {label!r} does not declare")
         f0 = self.reference_frequency
         require(f0 is None or (isinstance(f0, (int, float)) and 0 <= f0 <= 1),
                 "reference_frequency", f0, "must be a number in [0, 1]")
@@ -203,16 +193,10 @@ class PersonalizedFrequencyEstimator:
                                raw.sum(axis=-1)[..., None]], axis=-1)
 
     def _weighted_support(self, reports: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        """sum_i scale_i s_i(v) for every v: a weighted histogram (one-hot reports) or a
-        weighted sum of bit vectors (unary encodings)."""
-        d = self.domain_size
-        if self.randomizer.name in ("brr", "krr"):
-            flat = reports.reshape(-1, reports.shape[-1]).astype(np.int64)
-            offsets = (np.arange(flat.shape[0]) * d)[:, None]
-            hist = np.bincount((flat + offsets).ravel(), weights=scale.reshape(flat.shape).ravel(),
-                               minlength=flat.shape[0] * d)
-            return hist.reshape(reports.shape[:-1] + (d,))
-        return np.einsum("...n,...nd->...d", scale, reports.astype(float))
+        """sum_i scale_i s_i(v) for every v, as the randomizer declares it
+        (``Randomizer.weighted_support``: a weighted histogram of one-hot reports, a weighted sum
+        of bit vectors for unary encodings)."""
+        return self.randomizer.weighted_support(reports, scale)
 
     def estimate(self, statistic, n=None) -> np.ndarray:
         """Frequency estimates (..., d) from :meth:`aggregate`'s statistic (``n`` unused: the
