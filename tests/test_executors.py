@@ -5,8 +5,10 @@ as one line; the CLI options."""
 from __future__ import annotations
 
 import io
+import multiprocessing
 import sys
 import textwrap
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -96,6 +98,11 @@ def square(shared, item):
     return shared * item * item
 
 
+def slow_square(shared, item):
+    time.sleep(0.2)
+    return square(shared, item)
+
+
 def fail_on_three(shared, item):
     if item == 3:
         raise ValueError("item three")
@@ -128,6 +135,33 @@ def test_process_executor_yields_every_item_once(pool):
     results = dict(pool.map_unordered(square, 3, list(range(7))))
     assert results == {i: 3 * i * i for i in range(7)}
     assert dict(pool.map_unordered(square, 2, [5])) == {0: 50}  # a new shared state
+
+
+class CountedState:
+    """A shared state that counts how often this process pickles it."""
+
+    pickled = 0
+
+    def __init__(self, factor: int) -> None:
+        self.factor = factor
+
+    def __getstate__(self):
+        type(self).pickled += 1
+        return self.__dict__
+
+
+def scaled(shared, item):
+    return shared.factor * item
+
+
+def test_the_shared_state_is_pickled_once_per_worker_not_per_item(pool):
+    """The state travels in the pool's initargs: at most one pickle per worker process."""
+    state = CountedState(5)
+    assert dict(pool.map_unordered(scaled, state, list(range(20)))) == {
+        i: 5 * i for i in range(20)}
+    assert 1 <= CountedState.pickled <= pool.workers
+    assert dict(pool.map_unordered(scaled, state, [3])) == {0: 15}  # the same pool
+    assert CountedState.pickled <= pool.workers
 
 
 def test_short_work_stays_in_this_process():
@@ -281,9 +315,9 @@ def test_dask_connects_on_first_use():
 
 def test_an_interrupted_map_stops_the_workers(pool):
     """(Last in the module: it stops the shared pool.)"""
-    results = pool.map_unordered(square, 1, list(range(50)))
+    results = pool.map_unordered(slow_square, 1, list(range(50)))
     next(results)
-    processes = list(pool._pool._processes.values())
+    processes = multiprocessing.active_children()  # the pool's workers
     results.close()  # the consumer stops early (as after KeyboardInterrupt)
     assert pool._pool is None
     assert processes and all(not p.is_alive() for p in processes)

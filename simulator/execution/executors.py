@@ -21,8 +21,10 @@ changes a result, so the assembled tables do not depend on the executor or the w
   :data:`WATCHDOG_SECONDS` once its parent is gone (a SIGKILLed run leaves no idle workers
   behind, and with them gone the multiprocessing resource tracker exits too). Workers ignore
   SIGINT: a Ctrl-C reaches the whole process group, and the calling process, which handles it,
-  stops the workers itself (:meth:`ProcessExecutor.close` with ``terminate``). SIGTERM keeps
-  its default action (the pool terminates the other workers with it when one dies).
+  stops the workers itself (:meth:`ProcessExecutor.close` with ``terminate``: it sets the
+  pool's stop event, on which the same watchdog waits, and the pool, seeing a worker end,
+  terminates the others). SIGTERM keeps its default action (the pool terminates the other
+  workers with it when one dies).
 * :class:`DaskExecutor` (``--executor dask``, optional ``dask`` extra): a Dask distributed
   client, on a local cluster of N single-threaded worker processes or, with
   ``--scheduler ADDRESS``, on an existing cluster (whose workers must have shufflesim
@@ -36,17 +38,14 @@ import ctypes
 import logging
 import multiprocessing
 import os
-import pickle
 import signal
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from pathlib import Path
 from typing import Any
 
 from simulator.errors import UserError
@@ -107,6 +106,7 @@ class InlineExecutor(Executor):
 # ---------------------------------------------------------------------------------------------
 # Local processes
 # ---------------------------------------------------------------------------------------------
+#: The run's shared state in a worker process (set once by the pool's initializer).
 _WORKER_SHARED: dict[str, Any] = {}
 #: How often (seconds) a worker's watchdog checks that its parent is alive.
 WATCHDOG_SECONDS = 0.5
@@ -124,24 +124,37 @@ def _exit_with_parent_linux() -> bool:
         return False
 
 
-def _watch_parent(parent: int) -> None:
+def _watch_parent(parent: int, stop: Any = None) -> None:
+    """End this process when its parent is gone or, at once, when ``stop`` (a multiprocessing
+    Event of the pool) is set."""
     while True:
-        time.sleep(WATCHDOG_SECONDS)
+        if stop is not None:
+            if stop.wait(WATCHDOG_SECONDS):
+                os._exit(1)  # the pool is stopped: its running items are abandoned
+        else:
+            time.sleep(WATCHDOG_SECONDS)
         if os.getppid() != parent:
             os._exit(1)  # the parent died: nobody will read a result (no cleanup to do)
 
 
-def _initialize_worker(parent: int, death_signal: bool) -> None:
-    """Worker initializer: ignore SIGINT (the calling process handles it and stops the workers)
-    and end with the parent (module docstring). ``death_signal``: the pool is started by the
-    main thread, so PR_SET_PDEATHSIG (tied to the starting thread) is safe."""
+def _initialize_worker(parent: int, death_signal: bool, stop: Any = None) -> None:
+    """Ignore SIGINT (the calling process handles it and stops the workers) and end with the
+    parent, or when ``stop`` is set (module docstring). ``death_signal``: the pool is started
+    by the main thread, so PR_SET_PDEATHSIG (tied to the starting thread) is safe."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if death_signal:
         _exit_with_parent_linux()
     if os.getppid() != parent:  # the parent died before the death signal was armed
         os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent,), name="shufflesim-parent-watchdog",
-                     daemon=True).start()
+    threading.Thread(target=_watch_parent, args=(parent, stop),
+                     name="shufflesim-parent-watchdog", daemon=True).start()
+
+
+def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: Any) -> None:
+    """The pool's initializer: :func:`_initialize_worker`, and keep the run's shared state
+    (unpickled once per worker, from the pool's ``initargs``)."""
+    _initialize_worker(parent, death_signal, stop)
+    _WORKER_SHARED["state"] = shared
 
 
 @contextlib.contextmanager
@@ -160,23 +173,19 @@ def _sigint_ignored_while_spawning():
         # (A Ctrl-C during these few milliseconds is lost; the next one is handled.)
 
 
-def _call_with_shared(function: Task, token: str, path: str, item: Any) -> Any:
-    """Worker side: load the map's shared state from its file once per worker, then run."""
-    if token not in _WORKER_SHARED:
-        _WORKER_SHARED.clear()  # the state of an earlier map of this pool
-        with open(path, "rb") as stream:
-            _WORKER_SHARED[token] = pickle.load(stream)
-    return function(_WORKER_SHARED[token], item)
+def _call_with_shared(function: Task, item: Any) -> Any:
+    """Worker side: run one item with the state the initializer kept."""
+    return function(_WORKER_SHARED["state"], item)
 
 
 class ProcessExecutor(Executor):
     """Local worker processes (spawn); see the module docstring.
 
-    The pool is started on first need and kept until :meth:`close`, so several runs through
-    one executor pay for the workers once. Each map pickles its shared state once, to a
-    temporary file that every worker reads once (tasks carry only its name and the item).
-    An item that raises cancels the items not yet started; an interruption (or closing the
-    generator early) stops the workers.
+    The pool is started on first need and kept until :meth:`close`, so several maps with the
+    same shared state (the same object) pay for the workers once. The state goes to the
+    workers as the pool's ``initargs``, pickled once per worker; tasks carry only the function
+    and the item. A map with another state starts a new pool. An item that raises cancels the
+    items not yet started; an interruption (or closing the generator early) stops the workers.
     """
 
     def __init__(self, workers: int | None = None, inline_seconds: float = INLINE_SECONDS,
@@ -192,6 +201,8 @@ class ProcessExecutor(Executor):
         self.start_seconds = start_seconds
         self._clock = clock
         self._pool: ProcessPoolExecutor | None = None
+        self._shared: Any = None  # the state the pool's workers hold
+        self._stop: Any = None  # the pool's stop event (close with terminate)
         #: Items that ran in the calling process in the last map (for tests and reports).
         self.inline_items = 0
 
@@ -204,7 +215,7 @@ class ProcessExecutor(Executor):
             return
         start = self._clock()
         next_index = 0
-        if self._pool is None:  # a running pool costs nothing more to use
+        if self._pool is None or self._shared is not shared:  # a running pool costs nothing
             while next_index < len(items) and self._clock() - start < self.inline_seconds:
                 yield next_index, function(shared, items[next_index])
                 next_index += 1
@@ -220,22 +231,31 @@ class ProcessExecutor(Executor):
         if rest:
             yield from self._pooled(function, shared, items, rest)
 
-    def _pooled(self, function, shared, items, indices):
+    def _start_pool(self, shared: Any) -> ProcessPoolExecutor:
+        if self._pool is not None and self._shared is not shared:
+            self.close()  # its workers hold another state
         if self._pool is None:
             main_thread = threading.current_thread() is threading.main_thread()
+            context = multiprocessing.get_context("spawn")
+            self._stop = context.Event()
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_initialize_worker, initargs=(os.getpid(), main_thread))
-        token = uuid.uuid4().hex
-        handle, path = tempfile.mkstemp(prefix="shufflesim-shared-", suffix=".pickle")
+                max_workers=self.workers, mp_context=context,
+                initializer=_initialize_pool_worker,
+                initargs=(os.getpid(), main_thread, self._stop, shared))
+            self._shared = shared
+        return self._pool
+
+    def _pooled(self, function, shared, items, indices):
+        pool = self._start_pool(shared)
         futures: dict = {}
         try:
-            with os.fdopen(handle, "wb") as stream:
-                pickle.dump(shared, stream, protocol=pickle.HIGHEST_PROTOCOL)
-            with _sigint_ignored_while_spawning():  # submit starts the workers
-                futures = {self._pool.submit(_call_with_shared, function, token, path,
-                                             items[i]): i
-                           for i in indices}
+            try:
+                with _sigint_ignored_while_spawning():  # submit starts the workers
+                    for i in indices:
+                        futures[pool.submit(_call_with_shared, function, items[i])] = i
+            except Exception:  # e.g. the state does not pickle: the pool is of no use
+                self.close(terminate=True)
+                raise
             pending = set(futures)
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -248,31 +268,19 @@ class ProcessExecutor(Executor):
         except BaseException:  # interrupted, or the consumer stopped early
             self.close(terminate=True)
             raise
-        finally:
-            Path(path).unlink(missing_ok=True)
 
     def close(self, terminate: bool = False) -> None:
         """Stop the pool: wait for the workers to exit, or with ``terminate`` (after an
-        interruption) stop them at once, running items included."""
-        pool, self._pool = self._pool, None
+        interruption) stop them at once, running items included: the stop event ends every
+        worker's watchdog with ``os._exit``, and the pool, seeing a worker end, terminates and
+        joins the others."""
+        pool, stop = self._pool, self._stop
+        self._pool = self._shared = self._stop = None
         if pool is None:
             return
-        if not terminate:
-            pool.shutdown(wait=True, cancel_futures=True)
-            return
-        # The pool has no public way to stop running items; its worker processes are in
-        # ``_processes`` (CPython 3.8-3.13).
-        processes = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            if process.is_alive():
-                process.terminate()
-        deadline = time.monotonic() + 10.0
-        for process in processes:
-            # join() can return as the child closes its sentinel but before it can be reaped;
-            # wait until it is really gone (or the deadline passes).
-            while process.is_alive() and time.monotonic() < deadline:
-                process.join(timeout=0.05)
+        if terminate:
+            stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
 
     def describe(self) -> str:
         return f"local processes (workers={self.workers})"
