@@ -16,8 +16,12 @@ from __future__ import annotations
 # name of the package runs it.
 from protocols.randomizers import Randomizer  # noqa: F401
 
+# audit attacks (registration order: the order of the audit's rows)
+from simulator.audit import attacks, pipeline_level  # noqa: F401
+
 # scenario sections with their tables: [audit] (per-point producer), [bounds], [pipeline]
 from simulator.audit import section as audit_section  # noqa: F401
+from simulator.audit.levels import ATTACKS
 
 # estimator targets
 from simulator.batch import metrics  # noqa: F401
@@ -34,5 +38,5 @@ from simulator.results.tables import TABLE_SCHEMAS
 from simulator.scenario import bounds  # noqa: F401
 from simulator.scenario.sections import SECTIONS
 
-__all__ = ["BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "PRODUCERS", "SECTIONS", "TABLE_SCHEMAS",
-           "TARGETS"]
+__all__ = ["ATTACKS", "BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "PRODUCERS", "SECTIONS",
+           "TABLE_SCHEMAS", "TARGETS"]

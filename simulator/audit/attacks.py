@@ -24,19 +24,24 @@ so that tail events {bin >= t} and {bin <= t} are the candidate rejection region
   ``resolution`` equal bins. Merging close LR values into one bin only coarsens the candidate
   events; every event stays valid.
 * :class:`CountAttack`: the count of one output group (a simple count-threshold test).
+
+Each attack class is registered beside its definition (simulator.audit.levels.register_attack)
+and builds its instances for one pair (:meth:`Attack.build`); :func:`build_attacks` builds the
+requested attacks of a level in registration order.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
 from protocols.bounds.decompositions import atoms_from_masses, exact_pair_atoms, is_continuous
 from protocols.errors import ParameterError, require
-from simulator.audit.levels import ATTACK_NAMES
+from simulator.audit.levels import ATTACKS, Level, attack_names, register_attack
 
 #: Default number of bins of the log-likelihood ratio with more than two groups.
 LR_RESOLUTION = 4096
@@ -151,10 +156,16 @@ class HistogramChunk:
 
 
 class Attack(ABC):
-    """A statistic of the group histogram, binned (see the module docstring)."""
+    """A statistic of the attacked outputs (here the group histogram), binned (see the module
+    docstring). A subclass registered with ``register_attack`` is an attack of the audit."""
 
     name: str
     bins: int
+
+    @classmethod
+    def build(cls, setting: AttackSetting) -> list[Attack]:
+        """The instances of this attack for ``setting`` (none when it has nothing to add)."""
+        return [cls(setting.model)]
 
     @abstractmethod
     def bin(self, chunk: HistogramChunk) -> np.ndarray:
@@ -166,27 +177,30 @@ class Attack(ABC):
         return f"{self.name} bin {op} {threshold}"
 
 
-class CountAttack(Attack):
-    """The count of reports in output group j (bins 0..n)."""
+@dataclass(frozen=True)
+class AttackSetting:
+    """What attacks are built for: the attacked pair, the attacks requested and the options.
+    ``outputs``: at the pipeline level, the pair's output groups (pipeline_level.OutputGroups).
+    """
 
-    def __init__(self, model: PairModel, group: int, name: str | None = None) -> None:
-        require(0 <= group < model.groups, "group", group, f"must lie in [0, {model.groups})")
-        self.group = group
-        self.bins = model.n + 1
-        self.name = name or f"count[g{group}]"
-
-    def bin(self, chunk: HistogramChunk) -> np.ndarray:
-        return chunk.column(self.group)
-
-    def describe(self, side: str, threshold: int) -> str:
-        op = ">=" if side == "upper" else "<="
-        return f"{self.name} {op} {threshold}"
+    model: PairModel
+    names: tuple[str, ...]
+    resolution: int = LR_RESOLUTION
+    max_counts: int = MAX_COUNT_ATTACKS
+    outputs: Any = None
 
 
+@register_attack("lr", levels=(Level.SHUFFLE, Level.PIPELINE),
+                 description="the likelihood ratio of the shuffled histogram, thresholded: the "
+                             "optimal test")
 class LikelihoodRatioAttack(Attack):
     """The log-likelihood ratio ln(P0(h) / P1(h)) of the group histogram, binned."""
 
     name = "lr"
+
+    @classmethod
+    def build(cls, setting: AttackSetting) -> list[Attack]:
+        return [cls(setting.model, setting.resolution)]
 
     def __init__(self, model: PairModel, resolution: int = LR_RESOLUTION) -> None:
         require(isinstance(resolution, int) and resolution >= 2, "resolution", resolution,
@@ -221,26 +235,53 @@ class LikelihoodRatioAttack(Attack):
         return f"log LR {op} {edge:.6g}"
 
 
+@register_attack("count", levels=(Level.SHUFFLE, Level.PIPELINE),
+                 description="the count of one output group in the shuffled histogram, "
+                             "thresholded")
+class CountAttack(Attack):
+    """The count of reports in output group j (bins 0..n)."""
 
-
-def build_attacks(model: PairModel, names=ATTACK_NAMES, resolution: int = LR_RESOLUTION,
-                  max_counts: int = MAX_COUNT_ATTACKS) -> list[Attack]:
-    """The requested histogram attacks for ``model``.
-
-    "count" gives one count attack per informative group (a != b), at most ``max_counts``, the
-    most informative first; with two groups it is the likelihood-ratio test itself and is left
-    out when "lr" is also requested (the same statistic twice would only split the confidence).
-    """
-    names = tuple(names)
-    for name in names:
-        require(name in ATTACK_NAMES, "attacks", name, f"unknown attack; choose from "
-                f"{list(ATTACK_NAMES)}")
-    attacks: list[Attack] = []
-    if "lr" in names:
-        attacks.append(LikelihoodRatioAttack(model, resolution))
-    if "count" in names and not (model.groups == 2 and "lr" in names):
+    @classmethod
+    def build(cls, setting: AttackSetting) -> list[Attack]:
+        """One count attack per informative group (a != b), at most ``max_counts``, the most
+        informative first; none with two groups when "lr" is also requested (the count is then
+        the likelihood-ratio test itself, and the same statistic twice would only split the
+        confidence)."""
+        model = setting.model
+        if model.groups == 2 and "lr" in setting.names:
+            return []
         info = np.abs(model.log_ratio)
         order = [int(j) for j in np.argsort(-info, kind="stable") if info[j] > 1e-12]
-        attacks += [CountAttack(model, j) for j in order[:max_counts]]
+        return [cls(model, j) for j in order[: setting.max_counts]]
+
+    def __init__(self, model: PairModel, group: int, name: str | None = None) -> None:
+        require(0 <= group < model.groups, "group", group, f"must lie in [0, {model.groups})")
+        self.group = group
+        self.bins = model.n + 1
+        self.name = name or f"count[g{group}]"
+
+    def bin(self, chunk: HistogramChunk) -> np.ndarray:
+        return chunk.column(self.group)
+
+    def describe(self, side: str, threshold: int) -> str:
+        op = ">=" if side == "upper" else "<="
+        return f"{self.name} {op} {threshold}"
+
+
+def build_attacks(model: PairModel, names=None, resolution: int = LR_RESOLUTION,
+                  max_counts: int = MAX_COUNT_ATTACKS, *, level: Level | str = Level.SHUFFLE,
+                  outputs: Any = None) -> list[Attack]:
+    """The requested attacks of ``level`` for ``model`` (default: every one that applies), in
+    registration order, each built by its class (:meth:`Attack.build`)."""
+    allowed = attack_names(level)
+    names = allowed if names is None else tuple(names)
+    for name in names:
+        require(name in allowed, "attacks", name, f"unknown attack; choose from "
+                f"{list(allowed)}")
+    setting = AttackSetting(model, names, resolution, max_counts, outputs)
+    attacks: list[Attack] = []
+    for spec in ATTACKS.values():
+        if spec.name in names:
+            attacks += spec.attack.build(setting)
     require(len(attacks) >= 1, "attacks", list(names), "no informative statistic for this pair")
     return attacks

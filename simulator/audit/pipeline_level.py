@@ -37,8 +37,14 @@ import numpy as np
 from protocols.bounds.atoms import RatioAtoms
 from protocols.errors import require
 from protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS
-from simulator.audit.attacks import HistogramChunk, PairModel, build_attacks
-from simulator.audit.levels import ORDER
+from simulator.audit.attacks import (
+    Attack,
+    AttackSetting,
+    HistogramChunk,
+    PairModel,
+    build_attacks,
+)
+from simulator.audit.levels import Level, register_attack
 from simulator.audit.sampling import child, chunk_sizes
 from simulator.audit.shuffle_level import (
     AttackAudit,
@@ -105,6 +111,39 @@ def output_groups(randomizer, n: int, x0, x1, x2) -> OutputGroups:
     return OutputGroups(group, order_bin, missing, int(levels.size), model)
 
 
+class RoundChunk(HistogramChunk):
+    """The statistics of a chunk of pipeline rounds: the group histograms of the released
+    reports, and ``order``, the bin of the report at user 1's arrival position per round."""
+
+    def __init__(self, n: int, counts: np.ndarray, order: np.ndarray) -> None:
+        super().__init__(n, counts)
+        self.order = order
+
+
+@register_attack("order", levels=(Level.PIPELINE,),
+                 description="the report at user 1's arrival position in the released batches",
+                 note="catches a shuffler that does not permute")
+class OrderAttack(Attack):
+    """The released report at user 1's arrival position, binned by its single-report ratio
+    (module docstring)."""
+
+    name = "order"
+
+    @classmethod
+    def build(cls, setting: AttackSetting) -> list[Attack]:
+        return [cls(setting.outputs)]
+
+    def __init__(self, outputs: OutputGroups) -> None:
+        self.bins = outputs.order_bins
+
+    def bin(self, chunk: RoundChunk) -> np.ndarray:
+        return chunk.order
+
+    def describe(self, side: str, threshold: int) -> str:
+        op = ">=" if side == "upper" else "<="
+        return f"report at user 1's arrival position: ratio rank {op} {threshold}"
+
+
 def _round_statistics(result, groups: OutputGroups, randomizer, rounds: int):
     """(group histograms (rounds, G), order-attack bins (rounds,)) of one pipeline run."""
     g = groups.model.groups
@@ -155,19 +194,16 @@ def audit_pipeline(
                         "per client")
     config = config or PipelineConfig()
     groups = output_groups(randomizer, n, x0, x1, x2)
-    histogram_names = tuple(a for a in options.attacks if a != ORDER)
-    attacks = build_attacks(groups.model, histogram_names, options.resolution) \
-        if histogram_names else []
+    attacks = build_attacks(groups.model, options.attacks, options.resolution,
+                            level=Level.PIPELINE, outputs=groups)
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     values = [np.full(n, x2), np.full(n, x2)]
     values[0][0], values[1][0] = x0, x1
     total = 2 * options.trials
     done = 0
-    names = [a.name for a in attacks] + ([ORDER] if ORDER in options.attacks else [])
-    bins = {a.name: a.bins for a in attacks}
-    bins[ORDER] = groups.order_bins
-    counts = {(name, w, phase): np.zeros(bins[name], dtype=np.int64)
-              for name in names for w in (0, 1) for phase in (0, 1)}
+    names = [a.name for a in attacks]
+    counts = {(a.name, w, phase): np.zeros(a.bins, dtype=np.int64)
+              for a in attacks for w in (0, 1) for phase in (0, 1)}
     per_run = min(options.chunk, ROUNDS_PER_RUN)
     for phase, size in ((0, options.selection_trials), (1, options.evaluation_trials)):
         for w in (0, 1):
@@ -177,12 +213,10 @@ def audit_pipeline(
                                       dataclasses.replace(config, rounds=rounds), rng,
                                       keep_outputs=True, permutation=permutation)
                 hist, order = _round_statistics(result, groups, randomizer, rounds)
-                chunk = HistogramChunk(n, hist)
+                chunk = RoundChunk(n, hist, order)
                 for a in attacks:
                     counts[(a.name, w, phase)] += np.bincount(
                         np.clip(a.bin(chunk), 0, a.bins - 1), minlength=a.bins)
-                if ORDER in names:
-                    counts[(ORDER, w, phase)] += np.bincount(order, minlength=bins[ORDER])
                 done += rounds
                 if progress is not None:
                     progress(done, total)
@@ -190,7 +224,6 @@ def audit_pipeline(
     per_bin = {name: ((counts[(name, 0, 0)], counts[(name, 1, 0)]) if holdout else (None, None),
                       (counts[(name, 0, 1)], counts[(name, 1, 1)])) for name in names}
     describe = {a.name: a.describe for a in attacks}
-    describe[ORDER] = _order_description
     shuffled = shuffled_size(n, config)
     exact = ({d: exact_by_direction(groups.model, d, shuffled) for d in deltas}
              if with_exact else None)
@@ -199,11 +232,6 @@ def audit_pipeline(
     return AttackAudit("pipeline", randomizer.name, float(randomizer.epsilon0), n,
                        groups.model.label, options, tuple(rows), time.perf_counter() - start,
                        summary)
-
-
-def _order_description(side: str, threshold: int) -> str:
-    op = ">=" if side == "upper" else "<="
-    return f"report at user 1's arrival position: ratio rank {op} {threshold}"
 
 
 def shuffled_size(n: int, config: PipelineConfig | None) -> int:

@@ -16,10 +16,9 @@ import numpy as np
 
 from protocols.errors import ParameterError, require
 from protocols.randomizers.base import Categorical
-from simulator.audit.attacks import ATTACK_NAMES, LR_RESOLUTION, require_finite_groups
-from simulator.audit.levels import Level
+from simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
+from simulator.audit.levels import Level, attack_names
 from simulator.audit.pipeline_level import (
-    ORDER,
     audit_pipeline,
     identity_permutation,
     shuffled_size,
@@ -85,7 +84,9 @@ class AuditSettings:
         for d in delta:
             require(isinstance(d, (int, float)) and not isinstance(d, bool) and 0 < d < 1,
                     "delta", d, "must lie in the open interval (0, 1)")
-        allowed = ATTACK_NAMES + ((ORDER,) if level is Level.PIPELINE else ())
+        # (the randomizer level has no attacks of its own and ignores the key; it accepts the
+        # shuffle level's names)
+        allowed = attack_names(Level.SHUFFLE if level is Level.RANDOMIZER else level)
         for a in self.attacks or ():
             require(a in allowed, "attacks", a, f"unknown attack at the {level.value} level; "
                     f"choose from {list(allowed)}")
@@ -105,8 +106,7 @@ class AuditSettings:
                 kwargs["shortlist"] = self.shortlist
             return RandomizerAuditOptions(self.trials, self.confidence, chunk=self.chunk,
                                           **kwargs)
-        attacks = self.attacks or (ATTACK_NAMES + ((ORDER,) if self.level is Level.PIPELINE
-                                                   else ()))
+        attacks = self.attacks or attack_names(self.level)
         kwargs = {} if self.holdout_fraction is None else {
             "holdout_fraction": self.holdout_fraction}
         if self.shortlist is not None:

@@ -31,7 +31,6 @@ from protocols.bounds.optimal import epsilon_from_atoms, exact_lower_epsilon
 from protocols.bounds.result import BoundKind
 from protocols.errors import require
 from simulator.audit.attacks import (
-    ATTACK_NAMES,
     LR_RESOLUTION,
     PairModel,
     build_attacks,
@@ -39,6 +38,7 @@ from simulator.audit.attacks import (
 )
 from simulator.audit.confidence import ErrorBudget
 from simulator.audit.events import EventBound, evaluate_all, evaluate_events, select_events
+from simulator.audit.levels import Level, attack_names
 from simulator.audit.sampling import DEFAULT_CHUNK, HistogramSampler, child, tabulate
 
 DIRECTIONS = ("X0 vs X1", "X1 vs X0")
@@ -51,7 +51,7 @@ class AuditOptions:
     trials: trials per world in total (selection + evaluation); confidence: of the maximum over
     rows; holdout_fraction: share of each world's trials used to choose the events (0: the
     ``split`` strategy over every tail event); shortlist: events evaluated per row;
-    attacks: histogram attacks (attacks.ATTACK_NAMES; the pipeline level adds "order");
+    attacks: registered attacks of the level (default: the shuffle level's, levels.ATTACKS);
     resolution: LR bins with more than two groups; chunk: trials per random stream chunk.
     """
 
@@ -59,7 +59,7 @@ class AuditOptions:
     confidence: float = 0.95
     holdout_fraction: float = 0.1
     shortlist: int = 3
-    attacks: tuple[str, ...] = ATTACK_NAMES
+    attacks: tuple[str, ...] = field(default_factory=lambda: attack_names(Level.SHUFFLE))
     resolution: int = LR_RESOLUTION
     chunk: int = DEFAULT_CHUNK
 

@@ -12,7 +12,7 @@ from dataclasses import MISSING, fields
 
 import click
 
-from simulator.audit.levels import ATTACK_NAMES, ORDER, Level
+from simulator.audit.levels import Level
 from simulator.cli.lazy import lazy_module
 
 catalogue_module = lazy_module("protocols.bounds.catalogue")
@@ -21,15 +21,6 @@ randomizers = lazy_module("protocols.randomizers")
 plugins = lazy_module("simulator.plugins")
 population = lazy_module("simulator.population.base")
 
-#: What each audit attack looks at (simulator/audit/attacks.py, pipeline_level.py).
-ATTACK_DESCRIPTIONS = {
-    "lr": "the likelihood ratio of the shuffled histogram, thresholded: the optimal test "
-          "(shuffle, pipeline levels)",
-    "count": "the count of one output group in the shuffled histogram, thresholded (shuffle, "
-             "pipeline levels)",
-    ORDER: "the report at user 1's arrival position in the released batches (pipeline level: "
-           "catches a shuffler that does not permute)",
-}
 LEVEL_DESCRIPTIONS = {
     Level.RANDOMIZER.value: "one user's randomizer: goodness of fit and an eps0 lower bound",
     Level.SHUFFLE.value: "the shuffled histogram of n reports: an eps lower bound per delta",
@@ -77,8 +68,7 @@ def catalogue() -> dict:
         "bounds": bounds,
         "audit": {
             "levels": dict(LEVEL_DESCRIPTIONS),
-            "attacks": {name: ATTACK_DESCRIPTIONS[name]
-                        for name in (*ATTACK_NAMES, ORDER)},
+            "attacks": {spec.name: spec.summary for spec in plugins.ATTACKS.values()},
         },
     }
 
