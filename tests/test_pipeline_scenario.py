@@ -123,7 +123,8 @@ def test_cli_run_writes_batches_beside_utility(tmp_path):
     result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "out"), "-q"])
     assert result.exit_code == 0, result.output
     written = sorted(p.name for p in (tmp_path / "out" / "pipe").iterdir())
-    assert written == ["batches.parquet", "utility.parquet"]
+    # rounds = 2: every user's lifetime eps too (simulator/pipeline/lifetime.py)
+    assert written == ["batches.parquet", "users.parquet", "utility.parquet"]
     table = pq.read_table(tmp_path / "out" / "pipe" / "batches.parquet")
     assert table.schema.names == BATCHES_TABLE_SCHEMA.names
     assert b"shufflesim.scenario" in table.schema.metadata
