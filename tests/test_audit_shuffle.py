@@ -172,6 +172,39 @@ def test_attack_set():
         build_attacks(pair_model(r, 10, 0, 1, 2), ("bogus",))
 
 
+def test_an_attack_is_one_registered_class(monkeypatch):
+    """A class registered with register_attack is built by build_attacks at its levels,
+    accepted by the audit's settings and listed with its description."""
+    from simulator.audit.attacks import Attack
+    from simulator.audit.levels import ATTACKS, Level, attack_names, register_attack
+    from simulator.audit.run import AuditSettings
+    from simulator.cli.commands.list import catalogue
+
+    assert attack_names(Level.SHUFFLE) == ("lr", "count")
+    assert attack_names(Level.PIPELINE) == ("lr", "count", "order")
+    monkeypatch.setattr(ATTACKS, "_items", dict(ATTACKS._items))  # undone after the test
+
+    @register_attack("parity", levels=(Level.SHUFFLE,), description="the parity of g0")
+    class ParityAttack(Attack):
+        name = "parity"
+        bins = 2
+
+        def __init__(self, model):  # Attack.build makes one instance from the pair's model
+            self.groups = model.groups
+
+        def bin(self, chunk):
+            return chunk.column(0) % 2
+
+    r = make_randomizer("krr", epsilon0=1.0, domain_size=4)
+    built = build_attacks(pair_model(r, 10, 0, 1, 2), ("lr", "parity"))
+    assert [a.name for a in built] == ["lr", "parity"]
+    assert AuditSettings(trials=100, delta=1e-3, attacks=("parity",)).options().attacks == (
+        "parity",)
+    with pytest.raises(ParameterError, match="unknown attack at the pipeline level"):
+        AuditSettings(trials=100, delta=1e-3, level="pipeline", attacks=("parity",))
+    assert catalogue()["audit"]["attacks"]["parity"] == "the parity of g0 (shuffle level)"
+
+
 def test_options_are_validated():
     for bad in (dict(trials=1), dict(trials=100, confidence=1.0),
                 dict(trials=100, holdout_fraction=1.0), dict(trials=10, holdout_fraction=0.01),
