@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from simulator.audit.levels import ATTACKS
 from simulator.audit.run import AUDIT_KEY, AuditSettings, run_audit
 from simulator.audit.tables import AUDIT_SCHEMA, to_table
 from simulator.errors import ScenarioError
 from simulator.execution.producers import register_table_producer
 from simulator.results.tables import TABLE_SCHEMAS, register_table_schema
-from simulator.scenario.convert import ParseContext, parse_dataclass
+from simulator.scenario.convert import ParseContext, dataclass_schema, parse_dataclass
 from simulator.scenario.model import Scenario
 from simulator.scenario.sections import register_section
 
@@ -36,6 +37,16 @@ def parse_section(table: Mapping[str, Any], context: ParseContext) -> AuditSetti
     if isinstance(table.get("delta"), (int, float)) and not isinstance(table["delta"], bool):
         table["delta"] = [table["delta"]]
     return parse_dataclass(AuditSettings, table, SECTION, context)
+
+
+def section_schema() -> dict[str, Any]:
+    """The JSON Schema of ``[audit]``: AuditSettings' fields, ``delta`` also as one number,
+    ``attacks`` by registered name."""
+    schema = dataclass_schema(AuditSettings)
+    properties = schema["properties"]
+    properties["delta"] = {"anyOf": [properties["delta"]["items"], properties["delta"]]}
+    properties["attacks"]["items"] = {"enum": ATTACKS.names()}
+    return schema
 
 
 def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
@@ -61,7 +72,7 @@ def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
     return {TABLE: to_table(records)} if records else {}
 
 
-register_section(SECTION, parse_section)
+register_section(SECTION, parse_section, schema=section_schema)
 if TABLE not in TABLE_SCHEMAS:
     register_table_schema(TABLE, AUDIT_SCHEMA)
 # per point: each point's audit is its own unit of work (own seed, spread over workers, resumable)

@@ -25,8 +25,8 @@ from typing import Any
 
 from protocols.bounds import catalogue
 from simulator.errors import ScenarioError
-from simulator.pipeline.config import SECTION, PipelineConfig
-from simulator.scenario.convert import ParseContext
+from simulator.pipeline.config import SECTION, DelayDistribution, PipelineConfig
+from simulator.scenario.convert import ParseContext, dataclass_schema
 from simulator.scenario.sections import register_section
 
 
@@ -83,4 +83,18 @@ def parse_section(table: Mapping[str, Any], context: ParseContext | None = None)
     )
 
 
-register_section(SECTION, parse_section)
+def section_schema() -> dict[str, Any]:
+    """The JSON Schema of ``[pipeline]``: PipelineConfig's fields (``delay`` a table or a
+    distribution's name), ``bound`` an upper bound of the catalogue, ``delta`` in (0, 1)."""
+    schema = dataclass_schema(PipelineConfig)
+    properties = schema["properties"]
+    properties["delay"] = {"anyOf": [properties["delay"],
+                                     {"enum": [d.value for d in DelayDistribution]}]}
+    properties["bound"] = {"enum": sorted(
+        spec.name for spec in catalogue.all_bounds()
+        if getattr(spec.kind, "value", None) == "upper")}
+    properties["delta"] = {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}
+    return schema
+
+
+register_section(SECTION, parse_section, schema=section_schema)

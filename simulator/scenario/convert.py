@@ -152,3 +152,50 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         return value
     return value
 
+
+
+# ---------------------------------------------------------------------------------------------
+# The same rules as JSON Schema (simulator.scenario.schema assembles the scenario's schema)
+# ---------------------------------------------------------------------------------------------
+def annotation_schema(annotation: Any) -> dict[str, Any]:
+    """The JSON Schema of the values :func:`_coerce` accepts for ``annotation`` (a TOML
+    integer is a JSON integer, an array a JSON array; ``X | None`` is X, since TOML has no
+    null)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, UnionType):
+        arms = [annotation_schema(a) for a in typing.get_args(annotation)
+                if a is not type(None)]
+        return arms[0] if len(arms) == 1 else {"anyOf": arms}
+    if origin is tuple:
+        return {"type": "array", "items": annotation_schema(typing.get_args(annotation)[0])}
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return {"enum": [m.value for m in annotation]}
+    simple = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if annotation in simple:
+        return {"type": simple[annotation]}
+    if dataclasses.is_dataclass(annotation):
+        return dataclass_schema(annotation)
+    return {}  # Any, or a type the converter passes through unchecked
+
+
+def dataclass_schema(cls: type, exclude: tuple[str, ...] = (),
+                     optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The JSON Schema of the table :func:`parse_dataclass` turns into ``cls``: an object with
+    a property per init field (``exclude``: fields not written in the table), the fields without
+    default required (except those in ``optional``, filled in by the caller), no other key. A
+    field's ``metadata["schema"]`` (e.g. ``{"minimum": 16}``) is added to its schema."""
+    hints = typing.get_type_hints(cls)
+    properties: dict[str, Any] = {}
+    required = []
+    for f in dataclasses.fields(cls):
+        if not f.init or f.name.startswith("_") or f.name in exclude:
+            continue
+        properties[f.name] = {**annotation_schema(hints[f.name]), **f.metadata.get("schema", {})}
+        if (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+                and f.name not in optional):
+            required.append(f.name)
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    return schema

@@ -15,9 +15,14 @@ CORE_SECTIONS = ("population", "randomizer", "estimator", "batch", "sweep")
 SectionParser = Callable[[Mapping[str, Any], ParseContext], Any]
 #: Optional sections by name, in registration order (the order they are parsed in).
 SECTIONS: Registry[SectionParser] = Registry("scenario section", field="section")
+#: The JSON Schema of a section's table, for the sections registered with one (a function
+#: returning it; simulator.scenario.schema derives the others from their parser's dataclass).
+SECTION_SCHEMAS: Registry[Callable[[], dict]] = Registry("scenario section schema",
+                                                         field="section")
 
 
-def register_section(name: str, parser: SectionParser) -> None:
+def register_section(name: str, parser: SectionParser,
+                     schema: Callable[[], dict] | None = None) -> None:
     """Register an optional top-level section ``[name]``.
 
     ``parser(table, context)`` receives the section's table and returns a frozen dataclass (it
@@ -25,10 +30,16 @@ def register_section(name: str, parser: SectionParser) -> None:
     keys ``name.<key>``). The result is available as ``settings.sections[name]`` for every sweep
     point; the section is absent from ``sections`` when the file does not have it. Keys of the
     section can be swept.
+
+    ``schema()`` returns the JSON Schema of the section's table (docs/scenario.schema.json);
+    without it, the schema is derived from the dataclass the parser returns (its return
+    annotation), where an array may also be written as one value.
     """
     if name in TOP_LEVEL_SCALARS or name in CORE_SECTIONS:
         raise RuntimeError(f"scenario section {name!r} registered twice")
     SECTIONS.register(name, parser)
+    if schema is not None:
+        SECTION_SCHEMAS.register(name, schema)
 
 
 def section_names() -> list[str]:
