@@ -9,27 +9,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from conftest import SWEEP_EPS, scenario_text, zipf
 
 from simulator.cli import main
 from simulator.results.tables import UTILITY_SCHEMA, read_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SMALL = """
-name = "small"
-seed = 7
-repetitions = 6
-[population]
-n = 300
-data = { distribution = "zipf", domain_size = 5, exponent = 0.7 }
-budget = { distribution = "constant", epsilon0 = 1.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-[sweep]
-"population.budget.epsilon0" = [0.5, 2.0]
-"""
+SMALL = scenario_text(name="small", seed=7, repetitions=6, n=300, data=zipf(5),
+                      sections=SWEEP_EPS)
 
 
 @pytest.fixture

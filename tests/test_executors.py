@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from conftest import SWEEP_EPS, scenario_text
 
 from simulator.cli import main
 from simulator.errors import ScenarioError, UserError
@@ -28,46 +29,23 @@ from simulator.execution.progress import ProgressReport, format_duration, format
 from simulator.execution.runner import run_scenario
 from simulator.scenario.loader import parse_scenario
 
-BATCH = """
-name = "same"
-seed = 3
-repetitions = 9
-[population]
-n = 150
-data = { distribution = "zipf", domain_size = 4, exponent = 0.7 }
-budget = { distribution = "constant", epsilon0 = 1.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-[batch]
-chunk_repetitions = 2
-[audit]
-level = "randomizer"
-trials = 20000
-[sweep]
-"population.budget.epsilon0" = [0.5, 2.0]
-"""
+BATCH = scenario_text(name="same", seed=3, repetitions=9, n=150, sections="""
+    [batch]
+    chunk_repetitions = 2
+    [audit]
+    level = "randomizer"
+    trials = 20000
+    """ + SWEEP_EPS)
 
-PIPELINE = """
-name = "same_pipeline"
-seed = 4
-repetitions = 4
-[population]
-n = 200
-data = { distribution = "uniform", domain_size = 3 }
-budget = { distribution = "constant", epsilon0 = 1.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-[batch]
-chunk_repetitions = 1
-[pipeline]
-batch_size = 50
-timeout = 0.05
-arrival = "poisson"
-"""
+PIPELINE = scenario_text(name="same_pipeline", seed=4, repetitions=4, n=200,
+                         data='{ distribution = "uniform", domain_size = 3 }', sections="""
+    [batch]
+    chunk_repetitions = 1
+    [pipeline]
+    batch_size = 50
+    timeout = 0.05
+    arrival = "poisson"
+    """)
 
 
 def comparable(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from conftest import SWEEP_EPS, scenario_text, zipf
 
 from simulator.cli import main
 from simulator.errors import UserError
@@ -29,26 +30,14 @@ from simulator.execution.units import plan_run
 from simulator.results.tables import run_metadata, write_tables
 from simulator.scenario.loader import parse_scenario
 
-TEXT = """
-name = "resumable"
-seed = 21
-repetitions = 12
-[population]
-n = 200
-data = { distribution = "zipf", domain_size = 5, exponent = 0.7 }
-budget = { distribution = "constant", epsilon0 = 1.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-[batch]
-chunk_repetitions = 3
-[audit]
-level = "randomizer"
-trials = 20000
-[sweep]
-"population.budget.epsilon0" = [0.5, 2.0]
-"""
+TEXT = scenario_text(name="resumable", seed=21, repetitions=12, n=200, data=zipf(5),
+                     sections="""
+                     [batch]
+                     chunk_repetitions = 3
+                     [audit]
+                     level = "randomizer"
+                     trials = 20000
+                     """ + SWEEP_EPS)
 
 
 def unit_count(scenario) -> int:

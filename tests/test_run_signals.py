@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import scenario_text, zipf
 
 from simulator.cli.commands.run import INTERRUPTED
 from simulator.execution.resume import DONE, PARTS
@@ -20,22 +21,10 @@ from simulator.execution.resume import DONE, PARTS
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="reads process trees from /proc (Linux)")
 
-# About 60 ms per unit.
-TEXT = """
-name = "long"
-seed = 3
-repetitions = {reps}
-[population]
-n = 2000000
-data = {{ distribution = "zipf", domain_size = 10, exponent = 0.7 }}
-budget = {{ distribution = "constant", epsilon0 = 1.0 }}
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-[batch]
-chunk_repetitions = 1
-"""
+def long_text(reps: int) -> str:
+    """About 60 ms per unit."""
+    return scenario_text(name="long", seed=3, repetitions=reps, n=2000000, data=zipf(10),
+                         sections="[batch]\nchunk_repetitions = 1\n")
 
 
 def command(path, out):
@@ -75,7 +64,7 @@ def alive(pid: int) -> bool:
 def start_and_wait_for_workers(tmp_path, reps, worker_units=0):
     """Start a run; return once its workers exist and have finished ``worker_units`` units."""
     path = tmp_path / "long.toml"
-    path.write_text(TEXT.format(reps=reps))
+    path.write_text(long_text(reps))
     out = tmp_path / "out"
     process = subprocess.Popen(command(path, out), stderr=subprocess.PIPE,
                                stdout=subprocess.DEVNULL, start_new_session=True)
@@ -109,10 +98,13 @@ def expected(tmp_path_factory):
     from simulator.execution.runner import run_scenario
     from simulator.scenario.loader import parse_scenario
 
-    return run_scenario(parse_scenario(TEXT.format(reps=REPS)))["utility"]
+    return run_scenario(parse_scenario(long_text(REPS)))["utility"]
 
 
-REPS = 120
+#: Enough units that the run always starts its workers: it keeps work in its own process when
+#: the rest would take less than about 6 s (executors.py), which 120 units of ~50 ms on an idle
+#: machine do not.
+REPS = 240
 
 
 def test_sigkill_leaves_no_process_of_the_run(tmp_path):

@@ -9,6 +9,7 @@ import pickle
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import SWEEP_EPS, scenario_text
 
 from simulator.audit.section import produce as audit_produce
 from simulator.batch.run import BatchSetup
@@ -28,23 +29,8 @@ from simulator.execution.units import (
 )
 from simulator.scenario.loader import parse_scenario
 
-BASE = """
-name = "units"
-seed = 11
-repetitions = 10
-[population]
-n = 120
-data = { distribution = "zipf", domain_size = 4, exponent = 0.7 }
-budget = { distribution = "constant", epsilon0 = 1.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-[batch]
-chunk_repetitions = 4
-[sweep]
-"population.budget.epsilon0" = [0.5, 2.0]
-"""
+BASE = scenario_text(name="units", seed=11, repetitions=10, n=120,
+                     sections="[batch]\nchunk_repetitions = 4\n" + SWEEP_EPS)
 
 #: A cheap audit (the randomizer level evaluates no amplification bound).
 AUDIT = """
