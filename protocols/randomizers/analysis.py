@@ -1,4 +1,5 @@
-"""What a randomizer declares about its own analysis (design.md Sec. 7, "one home per idea").
+"""What a randomizer declares about its own analysis (docs/architecture.md, "What a randomizer
+declares").
 
 The bound engine, the variation-ratio bounds, the estimators, the personalized path and the
 auditor learn everything randomizer-specific from the randomizer itself, never from a table keyed

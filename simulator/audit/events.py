@@ -1,5 +1,5 @@
 """Rejection events: tails of a binned statistic, chosen on held-out trials, evaluated on fresh
-ones with Clopper-Pearson limits (design.md Sec. 3).
+ones with Clopper-Pearson limits (docs/architecture.md, "The auditor").
 
 For a statistic with bins 0..B-1 the candidate events are the upper tails {bin >= t} and the
 lower tails {bin <= t}. Counts per bin in each world are all that is kept, so a candidate's

@@ -1,5 +1,5 @@
 """Pipeline-level audit: the shuffle-level attacks, and an order-aware one, on outputs of the whole
-SimPy pipeline (clients -> shuffler -> analyzer; design.md Sec. 3, level 3).
+SimPy pipeline (clients -> shuffler -> analyzer; docs/architecture.md, "The auditor", level 3).
 
 A trial is one collection round of :func:`simulator.pipeline.run_pipeline` with the clients
 holding X0 = (x0, x2, ..., x2) or X1 = (x1, x2, ..., x2) (client 0 is user 1). A pipeline run

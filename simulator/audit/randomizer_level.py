@@ -1,5 +1,6 @@
 """Randomizer-level audit: black-box samples of a randomizer implementation against its declared
-output distribution, and an empirical lower bound on its local eps0 (design.md Sec. 3, level 1).
+output distribution, and an empirical lower bound on its local eps0 (docs/architecture.md, "The
+auditor", level 1).
 
 Samples come from ``randomizer.randomize`` (the implementation); the declared distribution is
 ``output_pmf`` / ``cdf`` of the same object. A subclass that samples with another budget than it

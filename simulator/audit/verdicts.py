@@ -1,7 +1,7 @@
 """Verdicts: every registered bound beside the exact and the empirical lower bounds.
 
 For one setting (randomizer, n, delta), each applicable bound of the catalogue
-(protocols.bounds.catalogue) is evaluated and judged (design.md Sec. 3):
+(protocols.bounds.catalogue) is evaluated and judged (docs/architecture.md, "The auditor"):
 
 * an upper bound U is ``violated`` when the exact lower bound of 000 Thm 14 (the catalogue's
   ``exact-lower``, maximised over neighbour triples) or the empirical lower bound (at its stated

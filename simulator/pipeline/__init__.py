@@ -1,4 +1,5 @@
-"""The SimPy shuffle pipeline: clients -> shuffler -> analyzer (design.md section 4)."""
+"""The SimPy shuffle pipeline: clients -> shuffler -> analyzer (docs/architecture.md, "The SimPy
+pipeline")."""
 
 from simulator.pipeline.analyzer import BATCHES_SCHEMA
 from simulator.pipeline.config import ArrivalMode, DelayConfig, DelayDistribution, PipelineConfig
