@@ -11,8 +11,8 @@ accurate to a few ulps; every limit is moved outward by a relative ``NUDGE`` so 
 the conservative side of that error.
 
 The attack bound (docs/architecture.md, "The auditor"; the hockey-stick divergence
-characterisation of (eps, delta)-DP): for any event S and neighbouring inputs with output laws P0, P1,
-P0(S) <= e^eps P1(S) + delta, hence
+characterisation of (eps, delta)-DP): for any event S and neighbouring inputs with output laws
+P0, P1, P0(S) <= e^eps P1(S) + delta, hence
 
     eps >= eps_lb(S) = ln((P0(S) - delta) / P1(S)).
 
