@@ -8,10 +8,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from protocols.bounds import catalogue
 from protocols.bounds.catalogue import BoundEvaluation, BoundSpec, evaluate_many, get_bound
 from protocols.bounds.optimal import exact_lower_epsilon
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.bounds.spec import BOUNDS, any_ldp
 from protocols.randomizers import make_randomizer
 from simulator.audit.run import AuditSettings, run_audit
 from simulator.audit.shuffle_level import AuditOptions, audit_shuffle
@@ -35,10 +35,9 @@ def _half_exact(randomizer, n, delta):
 
 @pytest.fixture
 def planted_bound(monkeypatch):
-    catalogue.bound_names()  # load the catalogue before adding to it
     spec = BoundSpec(PLANTED, BoundKind.UPPER, "test double: half the exact lower bound",
-                     BoundStatus.PROVEN, "any", catalogue.any_ldp, _half_exact)
-    monkeypatch.setitem(catalogue._REGISTRY, PLANTED, spec)
+                     BoundStatus.PROVEN, "any", any_ldp, _half_exact)
+    monkeypatch.setitem(BOUNDS._items, PLANTED, spec)
     return spec
 
 

@@ -42,7 +42,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.decompositions import blanket_atoms, exact_pair_atoms, neighbour_candidates
+from protocols.bounds.decompositions import (
+    blanket_atoms,
+    exact_pair_atoms,
+    is_continuous,
+    neighbour_candidates,
+)
 from protocols.errors import ParameterError, require
 
 #: Ratios a, b equal to this relative precision make a group neutral.
@@ -186,7 +191,6 @@ def exact_models(randomizer) -> list[CountModel]:
     """The 000 Thm 14 exact pairs of ``randomizer``, one per candidate triple (x0, x1, x2)
     (groups merged where needed, see :func:`model_from_atoms`; any randomizer with finite
     output groups: merging keeps a valid, possibly weaker, lower bound)."""
-    from protocols.bounds.decompositions import is_continuous
     if is_continuous(randomizer):
         raise ParameterError("randomizer", _name(randomizer),
                              "composition needs finite output groups (continuous outputs are "

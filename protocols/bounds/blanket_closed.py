@@ -57,6 +57,7 @@ from protocols.bounds.clones import (
     smallest_epsilon,
 )
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.bounds.spec import BoundSpec, any_ldp, discrete_output, generic, named, register
 from protocols.errors import ParameterError, require
 
 BBGN19 = "Balle, Bell, Gascon, Nissim, The privacy blanket of the shuffle model (004)"
@@ -521,3 +522,29 @@ def blanket_hoeffding_randomizer_delta(epsilon: float, randomizer, n: int,
     if epsilon >= pairs.trivial_epsilon():
         return 0.0
     return hoeffding_delta(n, atoms_parv_bounds(epsilon, pairs))
+
+
+# ------------------------------------------------------------------------------------------
+# Catalogue entries
+# ------------------------------------------------------------------------------------------
+register(BoundSpec(
+    "blanket_krr_thm31", BoundKind.UPPER, "004 (Balle et al.) Thm 3.1, shuffled k-RR",
+    BoundStatus.PROVEN, "k-RR; resulting eps <= 1", named("krr"), blanket_krr_theorem31,
+    scope="specific"))
+register(BoundSpec(
+    "blanket_hoeffding_generic", BoundKind.UPPER, "004 Thm 5.3 (Hoeffding, generic)",
+    BoundStatus.PROVEN, "0 < eps0 <= 150", any_ldp, generic(blanket_hoeffding_generic)))
+register(BoundSpec(
+    "blanket_bennett_generic", BoundKind.UPPER,
+    "004 Sec. 5.3 (Bennett, generic; corrected Lemma 5.6)", BoundStatus.PROVEN,
+    "0 < eps0 <= 150", any_ldp, generic(blanket_bennett_generic)))
+register(BoundSpec(
+    "blanket_hoeffding", BoundKind.UPPER,
+    "004 Lemmas 5.3, 5.5 with the randomizer's blanket (k-RR: Lemma 5.7)",
+    BoundStatus.PROVEN, "discrete outputs with an enumerable output space (or k-RR)",
+    discrete_output, blanket_hoeffding, scope="specific"))
+register(BoundSpec(
+    "blanket_bennett", BoundKind.UPPER,
+    "004 Lemmas 5.3, 5.6 (corrected) with the randomizer's blanket (k-RR: Lemma 5.7)",
+    BoundStatus.PROVEN, "discrete outputs with an enumerable output space (or k-RR)",
+    discrete_output, blanket_bennett, scope="specific"))

@@ -50,6 +50,7 @@ import numpy as np
 from scipy import stats
 
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.bounds.spec import BoundSpec, any_ldp, generic, named, register
 from protocols.errors import ParameterError, require
 
 #: Relative rounding allowance of closed-form expressions.
@@ -505,3 +506,24 @@ def fmt21_krr_closed_form(randomizer, n: int, delta: float) -> BoundResult:
         reference=f"{FMT21}, Thm 4.1 eq. (10) / Cor. 4.2 eq. (11)",
         seconds=time.perf_counter() - start, note=f"k = {k}, p = {p:.6g}, q = {q:.6g}",
     )
+
+
+# ------------------------------------------------------------------------------------------
+# Catalogue entries
+# ------------------------------------------------------------------------------------------
+register(BoundSpec(
+    "fmt21_closed", BoundKind.UPPER, "002 (Feldman, McMillan, Talwar 2021) Thm 3.1",
+    BoundStatus.PROVEN, "eps0 <= log(n / (16 log(2/delta)))", any_ldp,
+    generic(fmt21_closed_form)))
+register(BoundSpec(
+    "fmt21_numerical", BoundKind.UPPER, "002 Thm 3.2 (clone reduction, numerical)",
+    BoundStatus.PROVEN, "0 < eps0 <= 700, n >= 1", any_ldp, generic(fmt21_numerical)))
+register(BoundSpec(
+    "fmt21_krr_closed", BoundKind.UPPER, "002 Thm 4.1 (k-RR specific)", BoundStatus.PROVEN,
+    "k-RR; Thm 4.1's conditions on n and delta", named("krr"), fmt21_krr_closed_form,
+    scope="specific"))
+register(BoundSpec(
+    "stronger_clone_numerical", BoundKind.UPPER,
+    "Feldman, McMillan, Talwar SODA 2023 stronger clone (as restated in 000 Sec. 3.3)",
+    BoundStatus.STRONGER_CLONE, "0 < eps0 <= 700, n >= 1", any_ldp,
+    generic(stronger_clone_numerical)))

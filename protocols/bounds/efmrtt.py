@@ -25,6 +25,7 @@ from protocols.bounds.clones import (
     round_up,
 )
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.bounds.spec import BoundSpec, any_ldp, generic, register
 from protocols.errors import ParameterError
 
 EFMRTT19 = (
@@ -74,3 +75,12 @@ def efmrtt19_delta(epsilon: float, epsilon0: float, n: int) -> float:
             f"EFMRTT19 gives delta = {delta:.3g} > {MAX_DELTA} here (outside its regime)",
         )
     return round_up(delta)
+
+
+# ------------------------------------------------------------------------------------------
+# Catalogue entries
+# ------------------------------------------------------------------------------------------
+register(BoundSpec(
+    "efmrtt19", BoundKind.UPPER, "Erlingsson et al. SODA 2019 (cited in 001 Sec. 2, 004 "
+    "Thm 5.1): eps = 12 eps0 sqrt(log(1/delta)/n)", BoundStatus.PROVEN,
+    "eps0 <= 1/2, n >= 1000, delta <= 0.01", any_ldp, generic(efmrtt19_epsilon)))

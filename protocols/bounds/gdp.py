@@ -30,6 +30,7 @@ from scipy import special
 from protocols.bounds.engine import EpsilonEstimate
 from protocols.bounds.engine_common import Estimate
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.bounds.spec import BoundSpec, any_ldp, register
 from protocols.bounds.variation_ratio import invert
 from protocols.errors import require, require_int_at_least, require_probability_open
 
@@ -148,3 +149,12 @@ def gdp_personalized_bound(epsilons, delta: float, deltas=None) -> BoundResult:
     if deltas is not None and np.any(np.asarray(deltas, dtype=float) > 0):
         cap = math.inf  # (eps_i, delta_i)-LDP: the local budget alone bounds only (eps, delta_i)
     return _result(mu, n, delta, started, f", n = {n} personalized budgets", cap)
+
+
+# ------------------------------------------------------------------------------------------
+# Catalogue entries
+# ------------------------------------------------------------------------------------------
+register(BoundSpec(
+    METHOD, BoundKind.UPPER, REFERENCE, STATUSES[0],
+    "any eps0 > 0, n >= 2; asymptotic in n (Berry-Esseen term dropped)", any_ldp,
+    gdp_bound, also=STATUSES[1:]))

@@ -95,10 +95,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from protocols.bounds import engine
+from protocols.bounds import engine, gdp, optimal
 from protocols.bounds.atoms import RatioAtoms
 from protocols.bounds.engine_common import REL_SPECIAL, Estimate, U, leaf_positive_part
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.bounds.spec import BoundSpec, register
 from protocols.errors import ParameterError, require, require_probability_open
 
 #: Largest number of distinct budgets for which every budget value is tried as the target's.
@@ -869,8 +870,6 @@ def gspa_gdp_personalized(profile: BudgetProfile, delta: float) -> BoundResult:
     """003 Thm 2 with every user's (eps_i, delta_i): mu = sqrt(2 / (sum q_i - max q_i)),
     q_i = (1 - delta_i) / (1 + e^eps_i), converted with 003 Fact 3 (protocols.bounds.gdp).
     Approximate (Berry-Esseen term dropped) and reliant on the stronger-clone reduction."""
-    from protocols.bounds import gdp
-
     _check_profile(profile, delta)
     eps, deltas = profile.expanded()
     result = gdp.gdp_personalized_bound(eps, delta, deltas)
@@ -879,8 +878,6 @@ def gspa_gdp_personalized(profile: BudgetProfile, delta: float) -> BoundResult:
 
 
 def _optimal(randomizer, epsilon: float, n: int, delta: float) -> BoundResult:
-    from protocols.bounds import optimal
-
     return optimal.optimal_blanket_epsilon(dataclasses.replace(randomizer, epsilon0=float(epsilon)),
                                            int(n), delta)
 
@@ -1030,3 +1027,13 @@ def personalized_spec(name: str) -> PersonalizedSpec:
             return spec
     raise ParameterError("method", name, f"unknown personalized bound; choose one of "
                                          f"{[s.name for s in PERSONALIZED_SPECS]}")
+
+
+# ------------------------------------------------------------------------------------------
+# Catalogue entries
+# ------------------------------------------------------------------------------------------
+# Personalized budgets: these bounds apply to PersonalizedUsers (a randomizer and a
+# BudgetProfile), never to a plain randomizer.
+for _spec in PERSONALIZED_SPECS:
+    register(BoundSpec(_spec.name, _spec.kind, _spec.reference, _spec.status, _spec.regime,
+                       _spec.applies_to, _spec.compute, scope="personalized", also=_spec.also))

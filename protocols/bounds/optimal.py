@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.bounds import engine
+from protocols.bounds import variation_ratio as vr
 from protocols.bounds.atoms import RatioAtoms, Rounding
 from protocols.bounds.composition import (
     hamming_patterns,
@@ -46,6 +47,7 @@ from protocols.bounds.decompositions import (
     neighbour_candidates,
 )
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.bounds.spec import BoundSpec, any_ldp, register
 from protocols.errors import require, require_int_at_least, require_probability_open
 
 REFERENCE_UPPER = "000 Thm 13 + Alg. 7"
@@ -358,7 +360,6 @@ def _post_processed_lower(randomizer, n: int, delta: float, triples):
     works with binomial tails and keeps its digits at large eps0, where the engine's bracket
     includes a rounding slack of ~4u (a + e^eps b) per user and collapses (brr at eps0 = 50:
     0 against 49.99995). Returns (value, label) or None (n < 2, non-categorical inputs)."""
-    from protocols.bounds import variation_ratio as vr  # deferred: it imports the engine
 
     candidates, labels = [], []
     for triple in triples:
@@ -576,3 +577,18 @@ def exact_lower_epsilon_subsampled(
     best, label = _max_epsilon(items, n, delta, "lower", engine_method)
     return _result("exact-lower-subsampled", BoundKind.LOWER, best, delta, BoundStatus.PROVEN,
                    start, f"rate {rate:g}; (x0, x1, x2) = {label}")
+
+
+# ------------------------------------------------------------------------------------------
+# Catalogue entries
+# ------------------------------------------------------------------------------------------
+register(BoundSpec(
+    "optimal-blanket", BoundKind.UPPER, REFERENCE_UPPER + " (optimal decomposition)",
+    BoundStatus.PROVEN,
+    "every registered randomizer, eps0 <= 150 (continuous: 50); proven when the candidate "
+    "neighbour pairs are exhaustive (the result states otherwise)", any_ldp,
+    optimal_blanket_epsilon, scope="specific"))
+register(BoundSpec(
+    "exact-lower", BoundKind.LOWER, REFERENCE_LOWER + " (exact for one neighbour pair)",
+    BoundStatus.PROVEN, "every registered randomizer, eps0 <= 150 (continuous: 50)", any_ldp,
+    exact_lower_epsilon, scope="specific"))

@@ -57,6 +57,7 @@ from protocols.bounds import engine
 from protocols.bounds.engine import EpsilonEstimate
 from protocols.bounds.engine_common import Estimate
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.bounds.spec import BoundSpec, any_ldp, discrete_output, register
 from protocols.errors import require, require_int_at_least, require_probability_open
 from protocols.randomizers.base import Randomizer
 from protocols.randomizers.registry import randomizer_class, randomizer_names
@@ -697,3 +698,31 @@ def lower_bound(randomizer, n: int, delta: float) -> BoundResult:
                        epsilon_error=float(search.error), status=BoundStatus.PROVEN,
                        reference=REFERENCE_LOWER, seconds=time.perf_counter() - started,
                        note=note)
+
+
+# ------------------------------------------------------------------------------------------
+# Catalogue entries
+# ------------------------------------------------------------------------------------------
+register(BoundSpec(
+    "variation-ratio", BoundKind.UPPER,
+    REFERENCE_NUMERICAL + " with the randomizer's (p, beta, q) (Tables 1, 5)",
+    BoundStatus.STRONGER_CLONE,
+    "any eps0 > 0, n >= 2; randomizers without a table row use the generic row",
+    any_ldp, numerical_bound, scope="specific"))
+register(BoundSpec(
+    "variation-ratio-generic", BoundKind.UPPER,
+    REFERENCE_NUMERICAL + " with the generic row p = q = e^eps0, beta = tanh(eps0/2)",
+    BoundStatus.STRONGER_CLONE, "any eps0 > 0, n >= 2", any_ldp,
+    lambda r, n, delta: numerical_bound(r, n, delta, generic=True)))
+register(BoundSpec(
+    "variation-ratio-thm4.7", BoundKind.UPPER, REFERENCE_THM47 + " (analytic)",
+    BoundStatus.STRONGER_CLONE,
+    "(p+1) alpha/2 >= (1-alpha-alpha p) r/(1-2r) and Omega beyond the turning point of F "
+    "(large enough n)", any_ldp, analytic_bound, scope="specific"))
+register(BoundSpec(
+    "variation-ratio-thm4.8", BoundKind.UPPER, REFERENCE_THM48 + " (asymptotic)",
+    BoundStatus.STRONGER_CLONE, "n >= 8 log(2/delta) / r, r = p beta / ((p - 1) q)", any_ldp,
+    asymptotic_bound, scope="specific"))
+register(BoundSpec(
+    "variation-ratio-lower", BoundKind.LOWER, REFERENCE_LOWER, BoundStatus.PROVEN,
+    "finite output domain", discrete_output, lower_bound, scope="specific"))

@@ -1,0 +1,134 @@
+"""What a bound is (:class:`BoundSpec`), the outcome of evaluating one (:class:`BoundEvaluation`)
+and the registry every bound module adds its bounds to (:data:`BOUNDS`).
+
+A bound module defines its functions and, below them, registers each bound::
+
+    register(BoundSpec("efmrtt19", BoundKind.UPPER, "reference", BoundStatus.PROVEN,
+                       "regime in words", any_ldp, generic(efmrtt19_epsilon)))
+
+protocols.bounds.plugins imports every built-in bound module (so that they register);
+protocols.bounds.catalogue is the public API over the registry. This module is light on
+purpose (standard library, the result types and the registry), so that every bound module can
+import it.
+
+Statuses (design.md Sec. 2): ``proven``, ``approximate`` (an asymptotic constant dropped) and
+``relies-on-stronger-clone-reduction`` (000 Sec. 3.3); a bound with more than one caveat lists
+the others in ``also`` (003's mu-GDP bound is both approximate and reliant on the
+stronger-clone reduction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.registry import Registry
+
+
+@dataclass(frozen=True)
+class BoundSpec:
+    """One registered bound.
+
+    name: the method name (also ``BoundResult.method``); kind: upper or lower; reference: paper
+    and theorem; status: the primary status, ``also``: further caveats; regime: where the bound
+    is valid, in words (the compute function raises ParameterError outside it); scope: "generic"
+    (any eps0-LDP randomizer), "specific" (uses the randomizer's structure) or "personalized"
+    (users with per-user budgets).
+    """
+
+    name: str
+    kind: BoundKind
+    reference: str
+    status: BoundStatus
+    regime: str
+    applies_to: Callable[[object], bool]
+    compute: Callable[[object, int, float], BoundResult]
+    scope: str = "generic"
+    also: tuple[BoundStatus, ...] = ()
+
+    @property
+    def statuses(self) -> tuple[BoundStatus, ...]:
+        return (self.status, *self.also)
+
+    @property
+    def status_label(self) -> str:
+        return ", ".join(s.value for s in self.statuses)
+
+
+@dataclass(frozen=True)
+class BoundEvaluation:
+    """The outcome of one bound at one setting: a result, or the reason there is none."""
+
+    spec: BoundSpec
+    n: int
+    delta: float
+    result: BoundResult | None = None
+    error: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+    @property
+    def status_label(self) -> str:
+        """The statuses that apply: the result's own status (a bound may downgrade itself, e.g.
+        a maximum over a grid of candidate pairs) and the spec's further caveats."""
+        primary = self.result.status if self.result is not None else self.spec.status
+        rest = [s for s in self.spec.statuses if s is not primary]
+        return ", ".join(s.value for s in (primary, *rest))
+
+    def record(self) -> dict:
+        """A flat JSON-ready record (keys: method, kind, epsilon, delta, epsilon_error, status,
+        statuses, reference, seconds, note, error)."""
+        r = self.result
+        return {
+            "method": self.spec.name,
+            "kind": self.spec.kind.value,
+            "epsilon": None if r is None else float(r.epsilon),
+            "delta": float(self.delta),
+            "epsilon_error": None if r is None else float(r.epsilon_error),
+            "status": (r.status if r is not None else self.spec.status).value,
+            "statuses": self.status_label.split(", "),
+            "reference": r.reference if r is not None and r.reference else self.spec.reference,
+            "seconds": float(self.seconds),
+            "note": "" if r is None else r.note,
+            "error": self.error,
+        }
+
+
+#: Every registered bound by name (an unknown name is a ParameterError on the field "method").
+BOUNDS: Registry[BoundSpec] = Registry("bound", field="method")
+
+
+def register(spec: BoundSpec) -> BoundSpec:
+    """Add ``spec`` to :data:`BOUNDS` (a name registered twice is a RuntimeError)."""
+    return BOUNDS.register(spec)
+
+
+# ------------------------------------------------------------------------------------------
+# Applicability predicates and adapters
+# ------------------------------------------------------------------------------------------
+def any_ldp(randomizer) -> bool:
+    """Generic bounds: every randomizer is eps0-LDP with eps0 = randomizer.epsilon0."""
+    return getattr(randomizer, "epsilon0", None) is not None
+
+
+def named(*names: str) -> Callable[[object], bool]:
+    """The predicate "the randomizer is one of ``names``"."""
+    def predicate(randomizer) -> bool:
+        return getattr(randomizer, "name", None) in names
+    predicate.__doc__ = f"randomizer is one of {names}"
+    return predicate
+
+
+def discrete_output(randomizer) -> bool:
+    return getattr(randomizer, "output_kind", "discrete") == "discrete"
+
+
+def generic(function: Callable[[float, int, float], BoundResult]):
+    """Adapt f(epsilon0, n, delta) to compute(randomizer, n, delta)."""
+    def compute(randomizer, n: int, delta: float) -> BoundResult:
+        return function(float(randomizer.epsilon0), n, delta)
+    return compute
