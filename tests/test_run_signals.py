@@ -84,8 +84,10 @@ def start_and_wait_for_workers(tmp_path, reps, worker_units=0):
             break
         time.sleep(0.02)
     if process.poll() is not None:
+        stderr = process.stderr.read().decode(errors="replace")
         process.stderr.close()
-        pytest.fail("the run ended before the test could interrupt it")
+        pytest.fail(f"the run ended (exit {process.returncode}) before the test could "
+                    f"interrupt it; its stderr: {stderr.strip()[-2000:]!r}")
     time.sleep(0.3)
     seen |= children(process.pid)
     assert len(seen) >= 3
