@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols.bounds import engine
-from protocols.bounds.optimal import exact_lower_epsilon
+from protocols.bounds.engine import core as engine
+from protocols.bounds.numerical.optimal import exact_lower_epsilon
 from protocols.errors import ParameterError
 from protocols.randomizers import make_randomizer
 from simulator.audit.attacks import (

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from protocols.bounds.catalogue import BoundEvaluation, BoundSpec, evaluate_many, get_bound
-from protocols.bounds.optimal import exact_lower_epsilon
+from protocols.bounds.numerical.optimal import exact_lower_epsilon
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from protocols.bounds.spec import BOUNDS, any_ldp
 from protocols.randomizers import make_randomizer

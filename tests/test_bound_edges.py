@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.bounds import clones, optimal
+from protocols.bounds.numerical import clones, optimal
 from protocols.errors import ParameterError
 from protocols.randomizers import make_randomizer
 
@@ -70,7 +70,7 @@ LAPLACE_OPTIMAL_BEFORE = 0.05197330401192944         # commit 88f3b01, 24 s
 
 
 def _count_convolutions(monkeypatch):
-    from protocols.bounds import engine_fft
+    from protocols.bounds.engine import fft as engine_fft
     work = {"convolutions": 0, "points": 0}
     original = engine_fft._convolve
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.composition import (
+from protocols.bounds.numerical.composition import (
     combined_rounding,
     hamming_patterns,
     joint_atoms,
@@ -24,7 +24,7 @@ from protocols.bounds.composition import (
     subsampled_blanket_atoms,
     subsampled_exact_atoms,
 )
-from protocols.bounds.decompositions import (
+from protocols.bounds.numerical.decompositions import (
     atoms_from_masses,
     blanket_atoms,
     check_decomposition,

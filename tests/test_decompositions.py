@@ -14,7 +14,7 @@ import pytest
 from scipy import integrate
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.decompositions import (
+from protocols.bounds.numerical.decompositions import (
     DecompositionError,
     atoms_from_masses,
     blanket_atoms,
@@ -468,8 +468,8 @@ def test_laplace_mirror_configurations_have_bitwise_equal_atoms():
     so the mirror images have equal atom multisets and the engine computes them once (the
     weight L e^{f(u)} exprel(f(v) - f(u)) differed in the last bits)."""
     from protocols.bounds.atoms import Rounding
-    from protocols.bounds.decompositions import blanket_atoms, exact_pair_atoms
-    from protocols.bounds.engine import atoms_key
+    from protocols.bounds.engine.core import atoms_key
+    from protocols.bounds.numerical.decompositions import blanket_atoms, exact_pair_atoms
     from protocols.randomizers import make_randomizer
     r = make_randomizer("laplace", epsilon0=4.0)
     for x2 in (0.0, 0.25, 0.5):

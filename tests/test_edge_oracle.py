@@ -18,13 +18,13 @@ import itertools
 import math
 import os
 
+import edge_oracle as eo
 import mpmath as mp
 import numpy as np
 import pytest
 
-import edge_oracle as eo
 from protocols.bounds import catalogue as cat
-from protocols.bounds import clones
+from protocols.bounds.numerical import clones
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.randomizers import make_randomizer
 

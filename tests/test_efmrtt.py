@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_clones import exact_epsilon, hockey_stick, krr_pmf, shuffled_pair
 
-from protocols.bounds import efmrtt
+from protocols.bounds.closed_form import efmrtt
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import ParameterError
 

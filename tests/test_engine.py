@@ -1,4 +1,4 @@
-"""The hockey-stick engine (protocols/bounds/engine*.py) and its exact oracle (enumeration.py).
+"""The hockey-stick engine (protocols/bounds/engine/) and its exact oracle (engine/oracle.py).
 
 Arbiters, from the most to the least elementary:
 1. brute force over every outcome sequence of the users (tiny n) -> checks the oracle;
@@ -19,7 +19,8 @@ import pytest
 from scipy import stats
 
 from protocols.bounds.atoms import RatioAtoms
-from protocols.bounds.engine import (
+from protocols.bounds.engine.common import categories, chernoff_upper
+from protocols.bounds.engine.core import (
     EpsilonEstimate,
     Estimate,
     default_eps_max,
@@ -28,8 +29,7 @@ from protocols.bounds.engine import (
     epsilon_of_delta,
     hockey_stick,
 )
-from protocols.bounds.engine_common import categories, chernoff_upper
-from protocols.bounds.enumeration import enumeration_size, exact_delta, exact_hockey_stick
+from protocols.bounds.engine.oracle import enumeration_size, exact_delta, exact_hockey_stick
 from protocols.errors import ParameterError
 
 # ---------------------------------------------------------------------------------------------
@@ -464,7 +464,7 @@ def test_integer_power_is_within_the_fft_error_budget(n):
     """Binary powering of characteristic-function values (|z| <= 1): relative error at most
     2 sqrt(2) (n - 1) U + U against a long-double reference, inside the 4 U per factor that
     the FFT method's error bound allows."""
-    from protocols.bounds.engine_fft import integer_power
+    from protocols.bounds.engine.fft import integer_power
 
     rng = np.random.default_rng(n)
     z = np.sqrt(rng.random(20_000)) * np.exp(2j * np.pi * rng.random(20_000))
@@ -482,10 +482,10 @@ def test_integer_power_is_within_the_fft_error_budget(n):
 def test_fft_near_zero_indices_match_the_full_mask():
     """engine_fft._near_zero finds |value| < r without a pass over the window: the same
     indices, in the same order, as the boolean mask it replaces (so every sum is unchanged)."""
-    from protocols.bounds import engine_fft
     from protocols.bounds.atoms import Rounding
-    from protocols.bounds.decompositions import exact_pair_atoms
-    from protocols.bounds.engine_common import categories
+    from protocols.bounds.engine import fft as engine_fft
+    from protocols.bounds.engine.common import categories
+    from protocols.bounds.numerical.decompositions import exact_pair_atoms
     from protocols.randomizers import make_randomizer
     atoms = exact_pair_atoms(make_randomizer("laplace", epsilon0=4.0), 0.0, 1.0, 0.0,
                              rounding=Rounding.DOWN)
@@ -498,10 +498,10 @@ def test_fft_near_zero_indices_match_the_full_mask():
 
 def test_fft_window_narrows_only_for_near_gaussian_sums():
     """window_sd: 7 sd for 10^6 users of a bounded GPARV, the full 12 sd for a few users."""
-    from protocols.bounds import engine_fft
     from protocols.bounds.atoms import Rounding
-    from protocols.bounds.decompositions import exact_pair_atoms
-    from protocols.bounds.engine_common import categories
+    from protocols.bounds.engine import fft as engine_fft
+    from protocols.bounds.engine.common import categories
+    from protocols.bounds.numerical.decompositions import exact_pair_atoms
     from protocols.randomizers import make_randomizer
     atoms = exact_pair_atoms(make_randomizer("laplace", epsilon0=4.0), 0.0, 1.0, 0.0,
                              rounding=Rounding.DOWN)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from protocols.bounds import gdp
+from protocols.bounds.closed_form import gdp
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import ParameterError
 from protocols.randomizers import make_randomizer

@@ -1,4 +1,4 @@
-"""Bounds for personalized budgets (protocols/bounds/heterogeneous.py).
+"""Bounds for personalized budgets (protocols/bounds/personalized/).
 
 The arbiter is brute-force enumeration of the shuffled histogram for small n with mixed
 budgets: the law of the histogram of independent k-RR reports (each user with its own budget) is
@@ -14,11 +14,12 @@ import mpmath
 import numpy as np
 import pytest
 
-from protocols.bounds import engine, optimal
-from protocols.bounds import heterogeneous as het
-from protocols.bounds.decompositions import blanket_atoms
-from protocols.bounds.gdp import gdp_personalized_bound
-from protocols.bounds.heterogeneous import BudgetProfile
+from protocols.bounds.closed_form.gdp import gdp_personalized_bound
+from protocols.bounds.engine import core as engine
+from protocols.bounds.numerical import optimal
+from protocols.bounds.numerical.decompositions import blanket_atoms
+from protocols.bounds.personalized import bounds as het
+from protocols.bounds.personalized.bounds import BudgetProfile
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import ParameterError
 from protocols.randomizers.brr import BinaryRR

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from protocols.bounds import catalogue
-from protocols.bounds.optimal import optimal_blanket_epsilon
+from protocols.bounds.numerical.optimal import optimal_blanket_epsilon
 from protocols.randomizers import make_randomizer
 from simulator.execution.executors import InlineExecutor, ProcessExecutor
 from simulator.execution.runner import run_scenario

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from protocols.bounds import decompositions, optimal, variation_ratio
+from protocols.bounds.numerical import decompositions, optimal, variation_ratio
 from protocols.estimators import make_estimator
 from protocols.randomizers import Categorical, Randomizer, make_randomizer, randomizer_names
 from protocols.randomizers.analysis import DISCRETE_PMF, VariationRatioRow, ldp_row

@@ -19,9 +19,13 @@ import pytest
 from scipy.special import gammaln
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.composition import joint_blanket_atoms, joint_exact_atoms
-from protocols.bounds.decompositions import blanket_atoms, exact_pair_atoms, neighbour_candidates
-from protocols.bounds.optimal import (
+from protocols.bounds.numerical.composition import joint_blanket_atoms, joint_exact_atoms
+from protocols.bounds.numerical.decompositions import (
+    blanket_atoms,
+    exact_pair_atoms,
+    neighbour_candidates,
+)
+from protocols.bounds.numerical.optimal import (
     epsilon_from_atoms,
     exact_lower_delta,
     exact_lower_epsilon,
@@ -419,7 +423,7 @@ def test_mirror_candidates_are_not_searched_again(monkeypatch):
     """Others at x0 mirror others at x1 for k-RR (same atom multisets, directions swapped): the
     third candidate is skipped, and the maximum equals the one over separately searched
     candidates."""
-    import protocols.bounds.optimal as optimal
+    import protocols.bounds.numerical.optimal as optimal
 
     randomizer = make_randomizer("krr", epsilon0=3.0, domain_size=4)
     n, delta = 60, 1e-6

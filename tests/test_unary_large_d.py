@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocols.bounds import optimal
-from protocols.bounds.decompositions import blanket_atoms, exact_pair_atoms
+from protocols.bounds.numerical import optimal
+from protocols.bounds.numerical.decompositions import blanket_atoms, exact_pair_atoms
 from protocols.randomizers import make_randomizer
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from protocols.bounds import variation_ratio as vr
+from protocols.bounds.numerical import variation_ratio as vr
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import ParameterError
 from protocols.randomizers import make_randomizer, randomizer_names

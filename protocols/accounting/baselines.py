@@ -1,7 +1,7 @@
 """Baselines a user compares with: basic and advanced composition of per-round (eps, delta).
 
 Each round t is (eps_t, delta_t)-DP with eps_t the single-round ``optimal-blanket`` bound
-(000 Thm 13, protocols.bounds.optimal, conservative side of the engine) at delta_t.
+(000 Thm 13, protocols.bounds.numerical.optimal, conservative side of the engine) at delta_t.
 
 * ``basic`` (Dwork, Kenthapadi, McSherry, Mironov, Naor 2006; Dwork-Roth Thm 3.16): the
   composition is (sum eps_t, sum delta_t)-DP; here delta_t = delta / T.
@@ -29,7 +29,7 @@ from protocols.accounting.rounds import (
     normalize_rounds,
     total_rounds,
 )
-from protocols.bounds.optimal import optimal_blanket_epsilon
+from protocols.bounds.numerical.optimal import optimal_blanket_epsilon
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import require_probability_open
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.decompositions import (
+from protocols.bounds.numerical.decompositions import (
     blanket_atoms,
     exact_pair_atoms,
     is_continuous,

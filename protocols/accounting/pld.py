@@ -49,7 +49,7 @@ MAX_GRID = 1 << 26
 
 def mass_relative_error(n: int) -> float:
     """Allowance for the relative error of an atom's mass: three binomial factors, each within
-    1e-11 + 1e-15 n (protocols.bounds.clones.pmf_relative_error, measured against mpmath),
+    1e-11 + 1e-15 n (protocols.bounds.numerical.clones.pmf_relative_error, measured against mpmath),
     and the arithmetic."""
     return 4.0 * (1e-11 + 1e-15 * float(n)) + 1e-12
 

@@ -151,7 +151,7 @@ def catalogue_markdown() -> str:
         "inherit it). A bound with several caveats lists all of them. Scope `generic`: uses "
         "only eps0 (valid for every eps0-LDP randomizer); `specific`: uses the randomizer's "
         "output distribution or type; `personalized`: users with per-user budgets (evaluated "
-        "on `protocols.bounds.heterogeneous.PersonalizedUsers`: a randomizer and the budget "
+        "on `protocols.bounds.personalized.bounds.PersonalizedUsers`: a randomizer and the budget "
         "multiset). Outside its regime a bound reports the reason instead of a number.",
         "",
         table.markdown(["name", "kind", "scope", "status", "reference", "regime"]),

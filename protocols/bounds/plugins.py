@@ -4,12 +4,7 @@
 A new bound in an existing module needs nothing here; a new bound module adds one line.
 """
 
-from protocols.bounds import (  # noqa: F401  (imported for their registrations)
-    blanket_closed,
-    clones,
-    efmrtt,
-    gdp,
-    heterogeneous,
-    optimal,
-    variation_ratio,
-)
+# ruff: noqa: F401  (imported for their registrations)
+from protocols.bounds.closed_form import blanket, efmrtt, gdp
+from protocols.bounds.numerical import clones, optimal, variation_ratio
+from protocols.bounds.personalized import bounds

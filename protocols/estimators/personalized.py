@@ -29,7 +29,7 @@ Tagged reports. A weighting other than ``gspa`` needs to know which budget produ
 each report travels with its budget (or budget group) through the shuffler, i.e. the shuffler
 permutes (budget, report) pairs. That reveals each report's budget group to the analyzer, so the
 shuffle only hides a user among the users of its own budget group; the privacy of such a
-protocol is that of separate shuffles per group (see protocols.bounds.heterogeneous). 003's
+protocol is that of separate shuffles per group (see protocols.bounds.personalized.bounds). 003's
 estimators need no tags.
 
 Unbiasedness (the assumption 003 makes implicitly: budgets independent of the data). For a fixed

@@ -30,9 +30,9 @@ declaration (on the randomizer)           default / "not supported"
 ========================================  ==========================================================
 
 The decomposition families are generic: each names the structure of the output distribution
-that protocols.bounds.decompositions turns into atoms, and the few randomizer methods it reads
-(the typed protocols below). A new randomizer picks a family (or none, for the discrete default)
-and implements the methods that family reads.
+that protocols.bounds.numerical.decompositions turns into atoms, and the few randomizer methods
+it reads (the typed protocols below). A new randomizer picks a family (or none, for the discrete
+default) and implements the methods that family reads.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ MAX_ENUMERATED_INPUTS = 16
 
 
 # ----------------------------------------------------------------------------------------------
-# Decomposition families (000 Sec. 4-5; protocols.bounds.decompositions builds the atoms)
+# Decomposition families (000 Sec. 4-5; protocols.bounds.numerical.decompositions builds the atoms)
 # ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DecompositionFamily:
@@ -180,7 +180,7 @@ def enumerated_candidates(domain_size: int) -> NeighbourCandidates:
 # ----------------------------------------------------------------------------------------------
 class VariationRatioRow(NamedTuple):
     """(p, beta, q) of 001 Sec. 4 for one randomizer, and the row it comes from.
-    protocols.bounds.variation_ratio rounds beta up (never beyond the generic row) and
+    protocols.bounds.numerical.variation_ratio rounds beta up (never beyond the generic row) and
     validates it."""
 
     p: float

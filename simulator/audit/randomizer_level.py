@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from protocols.bounds.decompositions import neighbour_candidates
+from protocols.bounds.numerical.decompositions import neighbour_candidates
 from protocols.errors import require
 from protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
 from simulator.audit.confidence import ErrorBudget

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from protocols.bounds.decompositions import neighbour_candidates
-from protocols.bounds.optimal import epsilon_from_atoms, exact_lower_epsilon
+from protocols.bounds.numerical.decompositions import neighbour_candidates
+from protocols.bounds.numerical.optimal import epsilon_from_atoms, exact_lower_epsilon
 from protocols.bounds.result import BoundKind
 from protocols.errors import require
 from simulator.audit.attacks import (

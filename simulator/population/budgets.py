@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from protocols.bounds.heterogeneous import BudgetProfile
+from protocols.bounds.personalized.bounds import BudgetProfile
 from simulator.errors import ScenarioError
 from simulator.population.base import BudgetDistribution, register_budget_distribution
 from simulator.population.checks import is_real, require_finite, require_interval, require_positive
@@ -380,7 +380,7 @@ def budget_arrays(budget: BudgetDistribution, n: int) -> tuple[np.ndarray, np.nd
 
 
 def budget_profile(budget: BudgetDistribution, n: int):
-    """The :class:`protocols.bounds.heterogeneous.BudgetProfile` of :func:`budget_arrays`."""
+    """The :class:`protocols.bounds.personalized.bounds.BudgetProfile` of :func:`budget_arrays`."""
     eps, deltas = budget_arrays(budget, n)
     return BudgetProfile.from_budgets(eps, deltas)
 

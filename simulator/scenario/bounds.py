@@ -9,7 +9,7 @@ Every sweep point with the section gets one row per (delta, rounds, bound):
 * constant budget: the catalogue's bounds for the scenario's randomizer with n users
   (``catalogue.evaluate_many``);
 * per-user budgets: the personalized bounds (scope ``personalized`` in the catalogue, from
-  protocols.bounds.heterogeneous) on ``PersonalizedUsers(randomizer, profile)``, with the
+  protocols.bounds.personalized.bounds) on ``PersonalizedUsers(randomizer, profile)``, with the
   profile of :func:`simulator.population.budgets.budget_profile` (exact group sizes, or the quantile
   multiset of a continuous distribution). The homogeneous bounds assume one eps0 and do not
   apply there.
@@ -48,7 +48,7 @@ import pyarrow as pa
 from protocols.accounting import baselines as accounting_baselines
 from protocols.accounting import compose as accounting
 from protocols.bounds import catalogue
-from protocols.bounds.heterogeneous import PERSONALIZED_SPECS, PersonalizedUsers
+from protocols.bounds.personalized.bounds import PERSONALIZED_SPECS, PersonalizedUsers
 from protocols.errors import ParameterError
 from protocols.registry import closest
 from simulator.errors import ScenarioError

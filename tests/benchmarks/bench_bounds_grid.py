@@ -42,7 +42,7 @@ from protocols.bounds import catalogue
 from protocols.randomizers import make_randomizer
 
 try:
-    from protocols.bounds import engine_conditioning
+    from protocols.bounds.engine import conditioning as engine_conditioning
     CACHES = [engine_conditioning.t_plan, engine_conditioning.multi_plan]
 except (ImportError, AttributeError):
     CACHES = []

@@ -23,9 +23,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from protocols.bounds import engine_conditioning
 from protocols.bounds.atoms import RatioAtoms
-from protocols.bounds.engine import epsilon_bound
+from protocols.bounds.engine import conditioning as engine_conditioning
+from protocols.bounds.engine.core import epsilon_bound
 
 EPS0 = 1.0
 DELTA = 1e-6

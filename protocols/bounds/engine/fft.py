@@ -51,7 +51,7 @@ import numpy as np
 from scipy import fft, optimize
 from scipy.special import logsumexp
 
-from protocols.bounds.engine_common import REL_SUM, TINY, Categories, U
+from protocols.bounds.engine.common import REL_SUM, TINY, Categories, U
 from protocols.errors import ParameterError
 
 L_MIN = 1 << 12

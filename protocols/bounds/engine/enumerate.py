@@ -1,6 +1,6 @@
 """Vectorized float enumeration of the count vectors (small problems), with error bounds.
 
-The same sum as the exact oracle (protocols.bounds.enumeration), in float64: for each group the
+The same sum as the exact oracle (protocols.bounds.engine.oracle), in float64: for each group the
 count vectors k of its categories (Multinomial(count; w)), probability
 exp(ln n! - sum_j ln k_j! + sum_j k_j ln w_j) with a bound on the exponent's rounding, and
 value sum_j c_j k_j. Groups are combined by a Cartesian product. Used for tiny problems and to
@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from protocols.bounds.engine_common import Categories, U
+from protocols.bounds.engine.common import Categories, U
 
 
 def composition_count(total: int, parts: int) -> int:

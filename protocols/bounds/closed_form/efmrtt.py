@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 
-from protocols.bounds.clones import (
+from protocols.bounds.numerical.clones import (
     check_delta,
     check_epsilon,
     check_epsilon0,

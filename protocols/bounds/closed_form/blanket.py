@@ -45,9 +45,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.bounds import decompositions
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.clones import (
+from protocols.bounds.numerical import decompositions
+from protocols.bounds.numerical.clones import (
     DEFAULT_TOL,
     check_delta,
     check_epsilon,

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.decompositions import (
+from protocols.bounds.numerical.decompositions import (
     blanket_atoms,
     check_decomposition,
     exact_pair_atoms,

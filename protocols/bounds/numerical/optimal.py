@@ -15,7 +15,7 @@
 Every number comes from the engine on its conservative side: the upper bound is at least the
 true blanket value and the lower bound at most the true exact value, each with its error.
 ``cells`` sets the discretization of continuous ratios (Laplace); ``engine_method`` is passed
-to the engine ("auto", "enumerate", "conditioning", "fft"; see protocols.bounds.engine).
+to the engine ("auto", "enumerate", "conditioning", "fft"; see protocols.bounds.engine.core).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.bounds import engine
-from protocols.bounds import variation_ratio as vr
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.composition import (
+from protocols.bounds.engine import core as engine
+from protocols.bounds.numerical import variation_ratio as vr
+from protocols.bounds.numerical.composition import (
     hamming_patterns,
     joint_blanket_atoms,
     joint_exact_atoms,
@@ -39,7 +39,7 @@ from protocols.bounds.composition import (
     subsampled_blanket_atoms,
     subsampled_exact_atoms,
 )
-from protocols.bounds.decompositions import (
+from protocols.bounds.numerical.decompositions import (
     DEFAULT_CELLS,
     blanket_atoms,
     exact_pair_atoms,

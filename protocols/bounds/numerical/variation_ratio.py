@@ -53,9 +53,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import special, stats
 
-from protocols.bounds import engine
-from protocols.bounds.engine import EpsilonEstimate
-from protocols.bounds.engine_common import Estimate
+from protocols.bounds.engine import core as engine
+from protocols.bounds.engine.common import Estimate
+from protocols.bounds.engine.core import EpsilonEstimate
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from protocols.bounds.spec import BoundSpec, any_ldp, discrete_output, register
 from protocols.errors import require, require_int_at_least, require_probability_open
@@ -423,8 +423,9 @@ def reduction_pair(params: VariationRatioParameters, n: int) -> TwoCountPair:
 # ------------------------------------------------------------------------------------------
 def invert(delta_fn: Callable[[float], Estimate], delta: float, side: str,
            eps_max: float) -> EpsilonEstimate:
-    """eps(delta) with the engine's bracketing (:func:`protocols.bounds.engine.epsilon_of_delta`,
-    relative tolerance 1e-6), so that every bound is conservative the same way."""
+    """eps(delta) with the engine's bracketing
+    (:func:`protocols.bounds.engine.core.epsilon_of_delta`, relative tolerance 1e-6), so that
+    every bound is conservative the same way."""
     return engine.epsilon_of_delta(delta_fn, delta, side, eps_max=eps_max, rtol=1e-6)
 
 

@@ -50,7 +50,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-from protocols.bounds.engine_common import (
+from protocols.bounds.engine.common import (
     REL_SPECIAL,
     REL_SUM,
     TINY,

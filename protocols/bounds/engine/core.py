@@ -8,18 +8,18 @@ general clone) and the exact value for a fixed neighbour pair with x_2 = ... = x
 where the G_i are independent GPARVs (000 Def. 9) described by :class:`RatioAtoms`. Users in a
 group are i.i.d.; groups are independent (heterogeneous users). Every number returned here is a
 guaranteed bracket ``lower <= true <= upper`` that includes the floating-point slack stated in
-:mod:`protocols.bounds.engine_common`; ``value`` is the requested side.
+:mod:`protocols.bounds.engine.common`; ``value`` is the requested side.
 
 Methods (picked automatically, or forced with ``method=``):
 
 - ``"enumerate"``: all count vectors, for small problems (<= 300 000 joint count vectors).
 - ``"conditioning"``: one large group (plus a few enumerated outcomes of other small groups),
   any n; exact up to a second-order bracket when G has few atoms (k-RR, binary RR, the
-  5-atom "extreme" decompositions of 000 App. A); see :mod:`protocols.bounds.engine_conditioning`.
+  5-atom "extreme" decompositions of 000 App. A); see :mod:`protocols.bounds.engine.conditioning`.
   The default whenever it applies.
 - ``"fft"``: 000 Alg. 7 on a grid, tilted, with randomized rounding (second-order bracket) or
   the paper's rounding up / down; for several large groups and many-atom GPARVs up to
-  n ~ 1e6 (rtol ~ 1e-3); see :mod:`protocols.bounds.engine_fft`.
+  n ~ 1e6 (rtol ~ 1e-3); see :mod:`protocols.bounds.engine.fft`.
 
 "auto": enumeration if tiny; else conditioning if the other groups are small; its bracket is
 intersected with the FFT's when it is wider than ``rtol`` and the FFT is expected to do better
@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, stats
 
-from protocols.bounds import engine_fft
 from protocols.bounds.atoms import RatioAtoms
-from protocols.bounds.engine_common import (
+from protocols.bounds.engine import fft as engine_fft
+from protocols.bounds.engine.common import (
     Categories,
     Estimate,
     U,
@@ -59,8 +59,8 @@ from protocols.bounds.engine_common import (
     input_slack,
     trivial_estimate,
 )
-from protocols.bounds.engine_conditioning import conditioning_bounds, main_pool_share
-from protocols.bounds.engine_enumerate import composition_count, enumeration_bounds, joint_outcomes
+from protocols.bounds.engine.conditioning import conditioning_bounds, main_pool_share
+from protocols.bounds.engine.enumerate import composition_count, enumeration_bounds, joint_outcomes
 from protocols.errors import ParameterError
 
 __all__ = [

@@ -27,11 +27,11 @@ import time
 import numpy as np
 from scipy import special
 
-from protocols.bounds.engine import EpsilonEstimate
-from protocols.bounds.engine_common import Estimate
+from protocols.bounds.engine.common import Estimate
+from protocols.bounds.engine.core import EpsilonEstimate
+from protocols.bounds.numerical.variation_ratio import invert
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from protocols.bounds.spec import BoundSpec, any_ldp, register
-from protocols.bounds.variation_ratio import invert
 from protocols.errors import require, require_int_at_least, require_probability_open
 
 METHOD = "gspa-gdp"

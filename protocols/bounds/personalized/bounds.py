@@ -71,7 +71,7 @@ c2 = H_x2:
 
 Summing over the histograms with a given c2 (weight (k-1)^(n-c2) / (n-c2)! times a multinomial
 over the k - 1 other values) gives delta(eps) = sum_c2 w(c2) E[(alpha + linear(X))_+] with
-closed forms in binomial tails (:func:`protocols.bounds.engine_common.leaf_positive_part`) for
+closed forms in binomial tails (:func:`protocols.bounds.engine.common.leaf_positive_part`) for
 the three cases x2 = x1, x2 = x0 and x2 outside {x0, x1} (the candidate triples of the
 homogeneous bound; k-RR is symmetric, so these cover both directions). Exact for the pair, hence
 a lower bound on the mechanism's delta; the tests compare it with brute-force enumeration.
@@ -95,9 +95,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from protocols.bounds import engine, gdp, optimal
 from protocols.bounds.atoms import RatioAtoms
-from protocols.bounds.engine_common import REL_SPECIAL, Estimate, U, leaf_positive_part
+from protocols.bounds.closed_form import gdp
+from protocols.bounds.engine import core as engine
+from protocols.bounds.engine.common import REL_SPECIAL, Estimate, U, leaf_positive_part
+from protocols.bounds.numerical import optimal
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from protocols.bounds.spec import BoundSpec, register
 from protocols.errors import ParameterError, require, require_probability_open
@@ -754,9 +756,9 @@ def _search(case: _Case, delta: float, side: str, rtol: float, extra: int = 8):
 
 
 def _max_over_cases(cases: list[_Case], delta: float, side: str, rtol: float):
-    """max over cases of eps(delta) with screening (as protocols.bounds.optimal): a case whose
-    certified delta at the current best eps is <= delta (upper) / not > delta (lower) cannot
-    raise the maximum (upper: exact; lower: only costs tightness)."""
+    """max over cases of eps(delta) with screening (as protocols.bounds.numerical.optimal): a case
+    whose certified delta at the current best eps is <= delta (upper) / not > delta (lower)
+    cannot raise the maximum (upper: exact; lower: only costs tightness)."""
     best = None
     label = ""
     for case in cases:
@@ -868,7 +870,8 @@ def exact_lower_personalized(randomizer, profile: BudgetProfile, delta: float, *
 # ----------------------------------------------------------------------------------------------
 def gspa_gdp_personalized(profile: BudgetProfile, delta: float) -> BoundResult:
     """003 Thm 2 with every user's (eps_i, delta_i): mu = sqrt(2 / (sum q_i - max q_i)),
-    q_i = (1 - delta_i) / (1 + e^eps_i), converted with 003 Fact 3 (protocols.bounds.gdp).
+    q_i = (1 - delta_i) / (1 + e^eps_i), converted with 003 Fact 3
+    (protocols.bounds.closed_form.gdp).
     Approximate (Berry-Esseen term dropped) and reliant on the stronger-clone reduction."""
     _check_profile(profile, delta)
     eps, deltas = profile.expanded()

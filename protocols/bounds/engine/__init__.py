@@ -1,0 +1,3 @@
+"""The hockey-stick engine: delta(eps) = E[(sum_i G_i)_+] / n for a sum of independent GPARVs
+given as atom sets (core: the public API; common: shared numerics; enumerate, conditioning and
+fft: the three methods; oracle: the exact small-n test oracle)."""

@@ -1,0 +1,1 @@
+"""Bounds for users with personalized budgets (heterogeneous users): see bounds.py."""
