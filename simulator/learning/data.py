@@ -1,0 +1,154 @@
+"""Data for the learning workload (issue 19): no network at run time.
+
+* ``"digits"``: scikit-learn's bundled 8x8 handwritten digits (1797 examples, 64 features,
+  10 classes), shipped inside the scikit-learn wheel; needs the optional extra
+  ``pip install 'shufflesim[learn]'``.
+* a path to a user's ``.csv`` or ``.parquet`` file: a label column (default ``label``) and
+  numeric feature columns (every other column).
+
+:func:`prepare` splits by seed (stratified), fits the PCA input layer of 003 on the training
+split only, and scales the features by one training-split constant.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from protocols.learning.pca import PCA
+from simulator.errors import UserError
+
+LEARN_EXTRA = "pip install 'shufflesim[learn]'"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Features ``x`` (n, d) float, labels ``y`` (n,) in 0..n_classes-1, the original labels."""
+
+    x: np.ndarray
+    y: np.ndarray
+    classes: np.ndarray
+    name: str
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.classes.shape[0])
+
+
+@dataclass(frozen=True)
+class Split:
+    """Train/test features after the input layer, and what was fitted on the training split."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    n_classes: int
+    pca: PCA | None
+    scale: float
+
+
+def load_digits_dataset() -> Dataset:
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise UserError(f"data = 'digits' needs scikit-learn: {LEARN_EXTRA}") from None
+    bunch = load_digits()
+    return _labelled(np.asarray(bunch.data, float), np.asarray(bunch.target), "digits")
+
+
+def _labelled(x: np.ndarray, labels: np.ndarray, name: str) -> Dataset:
+    classes, y = np.unique(labels, return_inverse=True)
+    if classes.shape[0] < 2:
+        raise UserError(f"data = {name!r}: the label column has {classes.shape[0]} class; "
+                        "needs at least 2")
+    return Dataset(x, y.astype(np.int64), classes, name)
+
+
+def load_table(path: str | pathlib.Path, label_column: str = "label") -> Dataset:
+    """A user's CSV or Parquet file: ``label_column`` and numeric feature columns."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise UserError(f"data = {str(path)!r}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            frame = pd.read_csv(path)
+        elif suffix in (".parquet", ".pq"):
+            frame = pd.read_parquet(path)
+        else:
+            raise UserError(f"data = {str(path)!r}: must be a .csv or .parquet file")
+    except UserError:
+        raise
+    except Exception as exc:  # unreadable file: one line naming it
+        raise UserError(f"data = {str(path)!r}: cannot read ({exc})") from None
+    if label_column not in frame.columns:
+        raise UserError(f"label_column = {label_column!r}: not a column of {str(path)!r} "
+                        f"(columns: {', '.join(map(str, frame.columns))})")
+    features = frame.drop(columns=[label_column])
+    if features.shape[1] == 0:
+        raise UserError(f"data = {str(path)!r}: no feature columns beside {label_column!r}")
+    bad = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
+    if bad:
+        raise UserError(f"data = {str(path)!r}: feature columns must be numeric: {bad}")
+    x = features.to_numpy(dtype=float)
+    if not np.all(np.isfinite(x)):
+        raise UserError(f"data = {str(path)!r}: feature columns contain NaN or infinite values")
+    labels = frame[label_column].to_numpy()
+    if pd.isna(labels).any():
+        raise UserError(f"label_column = {label_column!r}: has missing values")
+    return _labelled(x, labels, path.name)
+
+
+def load_dataset(data: str, label_column: str = "label") -> Dataset:
+    """``"digits"`` or a path to a CSV/Parquet file."""
+    if data == "digits":
+        return load_digits_dataset()
+    return load_table(data, label_column)
+
+
+def split_indices(y: np.ndarray, test_fraction: float, rng: np.random.Generator):
+    """Stratified random split: within every class, a ``test_fraction`` share (rounded) goes to
+    the test set. Returns sorted train and test indices."""
+    if not 0 < test_fraction < 1:
+        raise UserError(f"test_fraction = {test_fraction!r}: must be in (0, 1)")
+    order = rng.permutation(y.shape[0])
+    ys = y[order]
+    # rank of every example inside its class, in the permuted order (vectorized)
+    by_class = np.argsort(ys, kind="stable")
+    counts = np.bincount(ys)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.empty_like(ys)
+    rank[by_class] = np.arange(ys.shape[0]) - np.repeat(starts, counts)
+    n_test = np.rint(counts * test_fraction).astype(int)
+    is_test = rank < n_test[ys]
+    return np.sort(order[~is_test]), np.sort(order[is_test])
+
+
+def prepare(dataset: Dataset, rng: np.random.Generator, *, test_fraction: float = 0.25,
+            pca_components: int | None = 60, scale: bool = True) -> Split:
+    """Split, PCA input layer fitted on the training split (003: 60 components; ``None`` or a
+    number >= the feature count keeps the raw features, centred), then divide every feature by
+    one constant: the root mean squared L2 norm of the training rows (so rows have norm ~1
+    and the clip bound C has the same meaning for any data set)."""
+    train, test = split_indices(dataset.y, test_fraction, rng)
+    x_train, x_test = dataset.x[train], dataset.x[test]
+    pca = None
+    if pca_components is not None and pca_components < x_train.shape[1]:
+        if pca_components > x_train.shape[0]:
+            raise UserError(f"pca_components = {pca_components}: more than the "
+                            f"{x_train.shape[0]} training examples")
+        pca = PCA.fit(x_train, pca_components)
+        x_train, x_test = pca.transform(x_train), pca.transform(x_test)
+    else:
+        mean = x_train.mean(axis=0)
+        x_train, x_test = x_train - mean, x_test - mean
+    factor = 1.0
+    if scale:
+        rms = float(np.sqrt(np.mean(np.sum(x_train**2, axis=1))))
+        factor = rms if rms > 0 else 1.0
+    return Split(x_train / factor, dataset.y[train], x_test / factor, dataset.y[test],
+                 dataset.n_classes, pca, factor)

@@ -1,0 +1,194 @@
+"""Shuffled DP-SGD (issue 19): 002 Sec. 5.2 (Prop. 5.3 / Thm 3.8) and 003 Algorithm 3.
+
+Clients hold examples (``examples_per_client`` each, default 1 as in 002). Every epoch the
+clients are permuted and cut into consecutive blocks of ``clients_per_step``: each step takes a
+set of clients chosen *without replacement* (each client reports once per epoch; 003 Algorithm 3
+uses one client per step, ``clients_per_step = 1``). In a step, every chosen client
+
+1. computes the per-example gradients of its examples at the current parameters,
+2. clips each to L2 norm ``clip`` and averages them (per-example clipping, see
+   :mod:`protocols.learning.clipping`),
+3. randomizes the mean with its own budget: ``"gaussian"`` ((eps0, delta0), analytic
+   calibration), ``"duchi"`` (pure eps0, Duchi et al. L2 ball) or ``"none"``;
+
+the shuffler permutes the reports (a no-op for the average, kept so the pipeline is explicit:
+the analyzer sees only the multiset), and the server steps with their average:
+
+    theta <- theta - lr_t (mean of reports + l2 theta).
+
+``l2`` is a data-independent ridge term applied by the server (post-processing, no privacy
+cost); ``l2 = 1 / (C_sk n_train)`` is scikit-learn LogisticRegression's objective with C = C_sk.
+
+All randomness comes from one ``numpy.random.SeedSequence``: ``spawn(3)`` gives the split, the
+initialization and the training streams, so a seed gives the same rows on any machine and any
+worker count (a run is sequential; a sweep's units will each get their own spawned sequence).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from protocols.learning.clipping import clipped_client_means
+from protocols.learning.models import Model, make_model
+from protocols.learning.randomizers import RANDOMIZERS, DuchiL2, GaussianGradient
+from simulator.errors import UserError
+from simulator.learning.data import Dataset, Split, load_dataset, prepare
+
+SCHEDULES = ("constant", "inverse_sqrt", "cosine")
+
+
+@dataclass(frozen=True)
+class LearningConfig:
+    """Options of one training run (the future ``[learning]`` section's keys).
+
+    ``epsilon0`` and ``delta0`` are a scalar or one value per client (length ``n_clients``,
+    in the order of the clients; personalized budgets of 003)."""
+
+    data: str = "digits"
+    label_column: str = "label"
+    test_fraction: float = 0.25
+    pca_components: int | None = 60
+    model: str = "softmax"
+    hidden: int = 64
+    randomizer: str = "gaussian"
+    epsilon0: float | tuple = 1.0
+    delta0: float | tuple = 1e-5
+    clip: float | None = 1.0
+    calibration: str = "analytic"
+    privacy_unit: str = "client"
+    examples_per_client: int = 1
+    clients_per_step: int = 1
+    epochs: int = 10
+    learning_rate: float = 0.05
+    schedule: str = "constant"
+    l2: float = 0.0
+
+    def __post_init__(self):
+        def bad(key, requirement):
+            raise UserError(f"learning.{key} = {getattr(self, key)!r}: {requirement}")
+
+        if self.randomizer not in RANDOMIZERS:
+            bad("randomizer", f"must be one of {list(RANDOMIZERS)}")
+        if self.schedule not in SCHEDULES:
+            bad("schedule", f"must be one of {list(SCHEDULES)}")
+        if self.model not in ("softmax", "mlp"):
+            bad("model", "must be 'softmax' or 'mlp'")
+        for key in ("examples_per_client", "clients_per_step", "epochs", "hidden"):
+            value = getattr(self, key)
+            if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
+                bad(key, "must be an integer >= 1")
+        if not self.learning_rate > 0:
+            bad("learning_rate", "must be > 0")
+        if not self.l2 >= 0:
+            bad("l2", "must be >= 0")
+        if self.randomizer != "none" and (self.clip is None or not self.clip > 0):
+            bad("clip", f"must be > 0 with randomizer = {self.randomizer!r}")
+        if self.privacy_unit == "example" and self.randomizer != "gaussian":
+            bad("privacy_unit", "'example' needs randomizer = 'gaussian'")
+
+
+@dataclass
+class TrainingResult:
+    """Per-epoch rows (epoch 0 = the initial model) and the final parameters."""
+
+    rows: list[dict] = field(default_factory=list)
+    theta: np.ndarray | None = None
+    n_clients: int = 0
+    steps_per_epoch: int = 0
+    sigma: np.ndarray | None = None
+
+
+def learning_rate(config: LearningConfig, step: int, total_steps: int) -> float:
+    """``constant``: lr; ``inverse_sqrt``: lr / sqrt(1 + step); ``cosine``:
+    lr (1 + cos(pi step / total)) / 2."""
+    lr = config.learning_rate
+    if config.schedule == "inverse_sqrt":
+        return lr / np.sqrt(1.0 + step)
+    if config.schedule == "cosine":
+        return lr * 0.5 * (1.0 + np.cos(np.pi * step / total_steps))
+    return lr
+
+
+def _per_client(name: str, value, n_clients: int) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim == 0:
+        return np.full(n_clients, float(arr))
+    if arr.shape != (n_clients,):
+        raise UserError(f"learning.{name}: {arr.shape[0] if arr.ndim == 1 else arr.shape} "
+                        f"values, needs 1 or n_clients = {n_clients}")
+    return arr
+
+
+def _evaluate(model: Model, theta, split: Split, epoch: int, step: int) -> dict:
+    return {
+        "epoch": epoch,
+        "step": step,
+        "train_loss": model.loss(theta, split.x_train, split.y_train),
+        "train_accuracy": model.accuracy(theta, split.x_train, split.y_train),
+        "test_loss": model.loss(theta, split.x_test, split.y_test),
+        "test_accuracy": model.accuracy(theta, split.x_test, split.y_test),
+    }
+
+
+def train(config: LearningConfig, seed: int | np.random.SeedSequence,
+          dataset: Dataset | None = None) -> TrainingResult:
+    """Run shuffled SGD; ``dataset`` overrides ``config.data`` (already loaded data)."""
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    split_seq, init_seq, train_seq = seq.spawn(3)
+    if dataset is None:
+        dataset = load_dataset(config.data, config.label_column)
+    split = prepare(dataset, np.random.default_rng(split_seq), test_fraction=config.test_fraction,
+                    pca_components=config.pca_components)
+    return train_on_split(config, split, init_seq, train_seq)
+
+
+def train_on_split(config: LearningConfig, split: Split, init_seq, train_seq) -> TrainingResult:
+    """The SGD loop on prepared features (see the module docstring)."""
+    m = config.examples_per_client
+    n_clients = split.x_train.shape[0] // m
+    if n_clients < config.clients_per_step:
+        raise UserError(f"learning.clients_per_step = {config.clients_per_step}: more than the "
+                        f"{n_clients} clients")
+    model = make_model(config.model, split.x_train.shape[1], split.n_classes, config.hidden)
+    theta = model.init(np.random.default_rng(init_seq))
+    rng = np.random.default_rng(train_seq)
+    # Clients: a random partition of the training examples into blocks of m (leftovers unused).
+    holding = rng.permutation(split.x_train.shape[0])[: n_clients * m].reshape(n_clients, m)
+    eps = _per_client("epsilon0", config.epsilon0, n_clients)
+    delta = _per_client("delta0", config.delta0, n_clients)
+
+    sigma = None
+    if config.randomizer == "gaussian":
+        gaussian = GaussianGradient(config.clip, config.calibration, m, config.privacy_unit)
+        sigma = gaussian.sigma(eps, delta)  # once per run: budgets are fixed per client
+    elif config.randomizer == "duchi":
+        duchi = DuchiL2(config.clip)
+    clip = None if config.randomizer == "none" and config.clip is None else config.clip
+
+    k = config.clients_per_step
+    steps_per_epoch = n_clients // k  # every epoch: each client at most once
+    total = steps_per_epoch * config.epochs
+    result = TrainingResult(n_clients=n_clients, steps_per_epoch=steps_per_epoch, sigma=sigma)
+    result.rows.append(_evaluate(model, theta, split, 0, 0))
+    step = 0
+    for epoch in range(1, config.epochs + 1):
+        order = rng.permutation(n_clients)[: steps_per_epoch * k].reshape(steps_per_epoch, k)
+        for chosen in order:  # sequential by nature: each step uses the previous parameters
+            idx = holding[chosen].ravel()
+            grads = model.per_example_gradients(theta, split.x_train[idx], split.y_train[idx])
+            g = clipped_client_means(grads.reshape(k, m, -1), clip)
+            if config.randomizer == "gaussian":
+                reports = g + sigma[chosen][:, None] * rng.standard_normal(g.shape)
+            elif config.randomizer == "duchi":
+                reports = duchi.randomize(g, rng, eps[chosen])
+            else:
+                reports = g
+            reports = reports[rng.permutation(k)]  # the shuffler
+            update = reports.mean(axis=0) + config.l2 * theta
+            theta = theta - learning_rate(config, step, total) * update
+            step += 1
+        result.rows.append(_evaluate(model, theta, split, epoch, step))
+    result.theta = theta
+    return result
