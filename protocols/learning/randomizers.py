@@ -168,9 +168,10 @@ class DuchiL2:
        {z in S^{P-1}: <z, v~> > 0}, else on the opposite hemisphere;
     3. report y = B z with B = C (e^eps + 1)/(e^eps - 1) / E|z_1|.
 
-    Unbiased: E[z | v~] = (2 pi - 1) E|z_1| v~/C and E[v~] = v, so E[y] = v (derived here; the
-    paper's B is written with Gamma functions: B = C (e^eps+1)/(e^eps-1) sqrt(pi) P
-    Gamma((P-1)/2 + 1) / (2 Gamma(P/2 + 1)), the same number).
+    Unbiased: E[z | v~] = (2 pi - 1) E|z_1| v~/C and E[v~] = v, so E[y] = v. (Derived here
+    rather than copied from the garbled text; in Gamma functions 1/E|z_1| =
+    sqrt(pi) P Gamma((P-1)/2 + 1) / (2 Gamma(P/2 + 1)), the form the paper's B takes;
+    tests/test_learning.py checks both the identity and the unbiasedness by Monte Carlo.)
     Exact output law: z has density, w.r.t. the uniform law on the sphere,
 
         f(z | v) = 2 [q(v) pi + (1 - q(v)) (1 - pi)]   if <z, v> > 0,
