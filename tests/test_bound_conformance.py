@@ -119,7 +119,7 @@ def monotone_problems(points, increasing: bool) -> list[str]:
     """points: [(x, epsilon, epsilon_error)] of an upper bound in increasing x. The true value is
     in [eps - err, eps]; it must be non-increasing (increasing=False) or non-decreasing in x."""
     out = []
-    for (x1, e1, r1), (x2, e2, r2) in zip(points, points[1:]):
+    for (x1, e1, r1), (x2, e2, r2) in zip(points, points[1:], strict=False):
         if increasing and e2 < e1 - r1 - TINY * max(1.0, e1):
             out.append(f"x {x1} -> {x2}: epsilon {e1} (err {r1}) -> {e2}: decreases")
         if not increasing and e2 - r2 > e1 + TINY * max(1.0, e1):
