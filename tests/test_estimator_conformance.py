@@ -61,15 +61,9 @@ def _make(name: str):
 
 
 #: Real contract failures (strict xfail: fixing them turns the case into an error to update).
-KNOWN_FAILURES = {
-    ("gspa_mean", "summation"): "make_estimator accepts summation, but variance(values, None) "
-    "raises ParameterError 'epsilon = array: randomizer summation does not support personalized "
-    "budgets' (PersonalizedMeanEstimator fills eps0 per user and passes the array to "
-    "report_variance)",
-    ("weighted_mean", "summation"): "make_estimator accepts summation, but aggregate, "
-    "expectation and variance raise ParameterError 'epsilon = array: randomizer summation does "
-    "not support personalized budgets' (raw_weights passes an eps0 array to report_variance)",
-}
+#: None open: the personalized mean estimators used to accept summation, which takes no
+#: per-user budgets; make_estimator now refuses that pair (tested below).
+KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
 
 def _cases():
@@ -222,3 +216,9 @@ def test_planted_personalized_variance_fault_is_reported(monkeypatch):
     monkeypatch.setattr(PersonalizedMeanEstimator, "variance",
                         lambda self, v, e: 0.8 * original(self, v, e))
     assert moment_problems(*simulate(estimator, randomizer, np.random.default_rng(SEED)))
+
+
+def test_personalized_mean_estimators_refuse_a_randomizer_without_per_user_budgets():
+    for estimator in ("gspa_mean", "weighted_mean"):
+        with pytest.raises(ParameterError, match="per-user budgets"):
+            make_estimator(estimator, _make("summation"))

@@ -284,6 +284,9 @@ class PersonalizedMeanEstimator:
     def __post_init__(self) -> None:
         _check_weighting(self.weighting)
         check_numeric_randomizer(self.name, self.randomizer)
+        require(bool(getattr(self.randomizer, "supports_personalized", False)), "estimator.name",
+                self.name, f"needs a randomizer that takes per-user budgets; "
+                f"{self.randomizer.name} does not (use mean)")
         require(isinstance(self.data_variance, (int, float)) and self.data_variance >= 0,
                 "data_variance", self.data_variance, "must be a number >= 0")
 
