@@ -13,6 +13,7 @@ from test_clones import exact_epsilon, hockey_stick, krr_pmf, shuffled_pair
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
 from protocols.bounds.closed_form import blanket as bc
+from protocols.bounds.closed_form import blanket_randomizer as bcr
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import ParameterError
 from protocols.randomizers import make_randomizer
@@ -45,7 +46,7 @@ TABLE4_EPS0 = [0.170, 0.620, 1.000, 1.510, 2.370, 3.060]
 
 
 def _bennett_eps(eps0: float) -> float:
-    return bc.blanket_bennett(krr(eps0, 10), 1000, 1e-6, tol=1e-11).epsilon
+    return bcr.blanket_bennett(krr(eps0, 10), 1000, 1e-6, tol=1e-11).epsilon
 
 
 @pytest.mark.parametrize("target,published", list(zip(TABLE4_TARGETS, TABLE4_EPS0, strict=True)))
@@ -68,9 +69,9 @@ def test_table4_bennett_is_the_tightest_blanket_variant():
     """At eps0 = 1.0 (target 0.1 in Table 4) the Hoeffding variants and the generic Bennett are
     all looser, so Table 4 could only have used the k-RR specific Bennett bound."""
     r = krr(1.0, 10)
-    bennett = bc.blanket_bennett(r, 1000, 1e-6).epsilon
+    bennett = bcr.blanket_bennett(r, 1000, 1e-6).epsilon
     assert bennett == pytest.approx(0.0995, abs=5e-4)
-    for other in (bc.blanket_hoeffding(r, 1000, 1e-6).epsilon,
+    for other in (bcr.blanket_hoeffding(r, 1000, 1e-6).epsilon,
                   bc.blanket_bennett_generic(1.0, 1000, 1e-6).epsilon,
                   bc.blanket_hoeffding_generic(1.0, 1000, 1e-6).epsilon):
         assert other > 0.15
@@ -79,7 +80,7 @@ def test_table4_bennett_is_the_tightest_blanket_variant():
 # -- PARV parameters -------------------------------------------------------------------------------
 @pytest.mark.parametrize("eps0,k", [(0.3, 2), (1.0, 10), (3.7, 5), (6.0, 50)])
 def test_krr_atoms_match_lemma_57(eps0, k):
-    atoms = bc.randomizer_blanket_atoms(krr(eps0, k)).atoms
+    atoms = bcr.randomizer_blanket_atoms(krr(eps0, k)).atoms
     for eps in (0.0, 0.1, 0.5 * eps0, 0.99 * eps0):
         exact = bc.atoms_parv_bounds(eps, atoms)
         lemma = bc.krr_parv_bounds(eps, eps0, k)
@@ -94,7 +95,7 @@ def test_generic_parameters_bound_every_randomizer():
     rng = np.random.default_rng(7)
     for _ in range(20):
         stub = PmfRandomizer(random_ldp_pmf(rng, 4, 6))
-        atoms = bc.randomizer_blanket_atoms(stub).atoms
+        atoms = bcr.randomizer_blanket_atoms(stub).atoms
         for eps in np.linspace(0, stub.epsilon0, 6)[:-1]:
             exact = bc.atoms_parv_bounds(eps, atoms)
             generic = bc.generic_parv_bounds(eps, stub.epsilon0)
@@ -113,14 +114,14 @@ def test_blanket_bounds_dominate_exact_krr(eps0, k, n):
     pairs = [shuffled_pair(pmf, 0, 1, x2, n) for x2 in range(k)]
     for eps in (0.05, 0.2, 0.5, 0.9 * eps0):
         exact = max(hockey_stick(p0, p1, eps) for p0, p1 in pairs)
-        for value in (bc.blanket_bennett_randomizer_delta(eps, r, n),
-                      bc.blanket_hoeffding_randomizer_delta(eps, r, n),
+        for value in (bcr.blanket_bennett_randomizer_delta(eps, r, n),
+                      bcr.blanket_hoeffding_randomizer_delta(eps, r, n),
                       bc.blanket_bennett_generic_delta(eps, eps0, n),
                       bc.blanket_hoeffding_generic_delta(eps, eps0, n)):
             assert value >= exact - 1e-13
     delta = 0.01
     exact_eps = max(exact_epsilon(p0, p1, delta, eps0)[0] for p0, p1 in pairs)
-    for res in (bc.blanket_bennett(r, n, delta), bc.blanket_hoeffding(r, n, delta),
+    for res in (bcr.blanket_bennett(r, n, delta), bcr.blanket_hoeffding(r, n, delta),
                 bc.blanket_bennett_generic(eps0, n, delta),
                 bc.blanket_hoeffding_generic(eps0, n, delta)):
         assert res.epsilon >= exact_eps, res.method
@@ -135,8 +136,8 @@ def test_per_randomizer_bounds_dominate_exact_random_randomizers():
                  for a in range(3) for b in range(3) for c in range(3) if a != b]
         for eps in (0.02, 0.1, 0.3):
             exact = max(hockey_stick(p0, p1, eps) for p0, p1 in pairs)
-            assert bc.blanket_bennett_randomizer_delta(eps, stub, n) >= exact - 1e-13
-            assert bc.blanket_hoeffding_randomizer_delta(eps, stub, n) >= exact - 1e-13
+            assert bcr.blanket_bennett_randomizer_delta(eps, stub, n) >= exact - 1e-13
+            assert bcr.blanket_hoeffding_randomizer_delta(eps, stub, n) >= exact - 1e-13
             assert bc.blanket_bennett_generic_delta(eps, stub.epsilon0, n) >= exact - 1e-13
 
 
@@ -184,8 +185,10 @@ def test_monotone_in_n_and_eps0(name):
     for i, e0 in enumerate(eps0s):
         for j, n in enumerate(ns):
             try:
-                if name in ("blanket_bennett", "blanket_hoeffding", "blanket_krr_theorem31"):
-                    res = getattr(bc, name)(krr(e0, 10), n, 1e-6)
+                if name in ("blanket_bennett", "blanket_hoeffding"):
+                    res = getattr(bcr, name)(krr(e0, 10), n, 1e-6)
+                elif name == "blanket_krr_theorem31":
+                    res = bc.blanket_krr_theorem31(krr(e0, 10), n, 1e-6)
                 else:
                     res = getattr(bc, name)(e0, n, 1e-6)
             except ParameterError:
@@ -202,7 +205,7 @@ def test_monotone_in_n_and_eps0(name):
 
 def test_bennett_beats_hoeffding_for_krr_and_no_amplification_is_eps0():
     r = krr(2.0, 10)
-    assert bc.blanket_bennett(r, 10_000, 1e-6).epsilon < bc.blanket_hoeffding(r, 10_000,
+    assert bcr.blanket_bennett(r, 10_000, 1e-6).epsilon < bcr.blanket_hoeffding(r, 10_000,
                                                                               1e-6).epsilon
     tiny = bc.blanket_hoeffding_generic(3.0, 5, 1e-9)
     assert tiny.epsilon == pytest.approx(3.0, abs=2e-9) and "no amplification" in tiny.note
@@ -210,9 +213,9 @@ def test_bennett_beats_hoeffding_for_krr_and_no_amplification_is_eps0():
 
 def test_delta_functions_vanish_above_the_local_level():
     r = krr(1.2, 4)
-    assert bc.blanket_bennett_randomizer_delta(1.2, r, 100) == 0.0
+    assert bcr.blanket_bennett_randomizer_delta(1.2, r, 100) == 0.0
     assert bc.blanket_hoeffding_generic_delta(1.3, 1.2, 100) == 0.0
-    assert bc.blanket_bennett_randomizer_delta(0.0, r, 100) == 1.0  # a = 0: no information
+    assert bcr.blanket_bennett_randomizer_delta(0.0, r, 100) == 1.0  # a = 0: no information
 
 
 # -- regimes and validation ------------------------------------------------------------------------
@@ -248,18 +251,18 @@ def test_bad_inputs_raise(kwargs, field):
 
 
 def test_atoms_validation():
-    good = bc.randomizer_blanket_atoms(krr(1.0, 3)).atoms[0]
+    good = bcr.randomizer_blanket_atoms(krr(1.0, 3)).atoms[0]
     down = RatioAtoms(good.a, good.b, good.weight, Rounding.DOWN)
     with pytest.raises(ParameterError) as err:
-        bc.blanket_bennett(krr(1.0, 3), 100, 1e-6, atoms=[down])
+        bcr.blanket_bennett(krr(1.0, 3), 100, 1e-6, atoms=[down])
     assert err.value.field == "atoms.rounding"
     with pytest.raises(ParameterError) as err:
         bc.atoms_parv_bounds(0.1, [])
     assert err.value.field == "atoms"
     # explicit atoms give the same bound as the randomizer path
     r = krr(1.0, 3)
-    assert bc.blanket_bennett(r, 500, 1e-4, atoms=[good]).epsilon == \
-        bc.blanket_bennett(r, 500, 1e-4).epsilon
+    assert bcr.blanket_bennett(r, 500, 1e-4, atoms=[good]).epsilon == \
+        bcr.blanket_bennett(r, 500, 1e-4).epsilon
 
 
 @pytest.mark.parametrize("name,params", [
@@ -278,14 +281,14 @@ def test_registered_randomizers_via_decompositions_dominate_exact(name, params):
              for a in range(d) for b in range(a + 1, d) for c in range(d)]
     for eps in (0.05, 0.3, 0.7):
         exact = max(hockey_stick(p0, p1, eps) for p0, p1 in pairs)
-        assert bc.blanket_bennett_randomizer_delta(eps, r, n) >= exact - 1e-13
-        assert bc.blanket_hoeffding_randomizer_delta(eps, r, n) >= exact - 1e-13
-    res = bc.blanket_bennett(r, 10_000, 1e-6)
+        assert bcr.blanket_bennett_randomizer_delta(eps, r, n) >= exact - 1e-13
+        assert bcr.blanket_hoeffding_randomizer_delta(eps, r, n) >= exact - 1e-13
+    res = bcr.blanket_bennett(r, 10_000, 1e-6)
     assert res.status is BoundStatus.PROVEN and res.epsilon < 1.0
 
 
 def test_continuous_randomizer_is_labelled_when_worst_pair_unproven():
-    res = bc.blanket_bennett(make_randomizer("laplace", epsilon0=1.0), 10_000, 1e-6)
+    res = bcr.blanket_bennett(make_randomizer("laplace", epsilon0=1.0), 10_000, 1e-6)
     assert res.status is BoundStatus.APPROXIMATE and "not proven" in res.note
     assert 0 < res.epsilon < 1.0
 

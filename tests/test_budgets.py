@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from protocols.bounds.personalized.bounds import BudgetProfile
+from protocols.bounds.personalized.profile import BudgetProfile
 from simulator.errors import ScenarioError
 from simulator.population.base import budget_distribution_names
 from simulator.population.budgets import (

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
+from protocols.bounds.closed_form import fmt21
 from protocols.bounds.numerical import clones
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import ParameterError
@@ -143,7 +144,7 @@ def test_fmt21_closed_form_example():
     (0.538) uses the factor (e^eps0 - 1)/(e^eps0 + e^-eps') with eps' = log(1 + a + c) instead of
     (e^eps0 - 1)/(e^eps0 + 1): a slightly looser constant from a different write-up of the proof.
     We implement the theorem as printed."""
-    res = clones.fmt21_closed_form(4.0, 100_000, 1e-6)
+    res = fmt21.fmt21_closed_form(4.0, 100_000, 1e-6)
     assert res.epsilon == pytest.approx(0.5346, abs=5e-5)
     assert round(res.epsilon, 3) == 0.535
     e0, n, d = math.exp(4.0), 100_000, 1e-6
@@ -183,9 +184,9 @@ def test_closed_forms_in_regime_dominate_exact_krr():
         exact_eps = max(exact_epsilon(*shuffled_pair(pmf, 0, 1, x2, n), delta, eps0)[0]
                         for x2 in range(k))
         randomizer = make_randomizer("krr", epsilon0=eps0, domain_size=k)
-        for res in (clones.fmt21_closed_form(eps0, n, delta),
-                    clones.fmt21_krr_closed_form(randomizer, n, delta),
-                    clones.fmt21_approx_dp(eps0, n, delta, 1e-3 * delta / n),
+        for res in (fmt21.fmt21_closed_form(eps0, n, delta),
+                    fmt21.fmt21_krr_closed_form(randomizer, n, delta),
+                    fmt21.fmt21_approx_dp(eps0, n, delta, 1e-3 * delta / n),
                     clones.fmt21_numerical(eps0, n, delta)):
             assert res.epsilon >= exact_eps, res.method
 
@@ -209,16 +210,16 @@ def test_numerical_is_tighter_than_closed_form():
     """002 Lemma 3.5 bounds the same pair's divergence, so the exact evaluation is never above."""
     for eps0 in (0.5, 1.0, 2.0, 3.0):
         for n in (10_000, 100_000):
-            closed = clones.fmt21_closed_form(eps0, n, 1e-6).epsilon
+            closed = fmt21.fmt21_closed_form(eps0, n, 1e-6).epsilon
             numeric = clones.fmt21_numerical(eps0, n, 1e-6).epsilon
             assert numeric <= closed
 
 
 def test_approx_dp_with_zero_delta0_equals_closed_form():
-    a = clones.fmt21_approx_dp(2.0, 50_000, 1e-6, 0.0)
-    b = clones.fmt21_closed_form(2.0, 50_000, 1e-6)
+    a = fmt21.fmt21_approx_dp(2.0, 50_000, 1e-6, 0.0)
+    b = fmt21.fmt21_closed_form(2.0, 50_000, 1e-6)
     assert b.epsilon - 1e-8 <= a.epsilon <= b.epsilon + 1e-8
-    c = clones.fmt21_approx_dp(2.0, 50_000, 1e-6, 1e-12)
+    c = fmt21.fmt21_approx_dp(2.0, 50_000, 1e-6, 1e-12)
     assert c.epsilon > a.epsilon
 
 
@@ -246,10 +247,11 @@ def test_monotone_in_n_and_eps0(name):
         for j, n in enumerate(ns):
             try:
                 if name == "fmt21_krr_closed_form":
-                    res = clones.fmt21_krr_closed_form(
+                    res = fmt21.fmt21_krr_closed_form(
                         make_randomizer("krr", epsilon0=e0, domain_size=4), n, delta)
                 else:
-                    res = getattr(clones, name)(e0, n, delta)
+                    module = fmt21 if name == "fmt21_closed_form" else clones
+                    res = getattr(module, name)(e0, n, delta)
             except ParameterError:
                 continue  # outside the regime
             vals[i, j], slack[i, j] = res.epsilon, res.epsilon_error
@@ -260,35 +262,35 @@ def test_monotone_in_n_and_eps0(name):
 
 def test_krr_closed_form_improves_with_k():
     """Cor. 4.2: for fixed eps0 the k-RR bound decreases with k once k is large."""
-    eps = [clones.fmt21_krr_closed_form(make_randomizer("krr", epsilon0=3.0, domain_size=k),
+    eps = [fmt21.fmt21_krr_closed_form(make_randomizer("krr", epsilon0=3.0, domain_size=k),
                                         100_000, 1e-6).epsilon for k in (4, 16, 64, 256)]
     assert all(a > b for a, b in zip(eps, eps[1:], strict=False))
 
 
 # -- regimes and validation ------------------------------------------------------------------------
 def test_regime_errors_name_field_and_value():
-    limit = clones.fmt21_max_epsilon0(10_000, 1e-6)
+    limit = fmt21.fmt21_max_epsilon0(10_000, 1e-6)
     with pytest.raises(ParameterError) as err:
-        clones.fmt21_closed_form(limit + 0.01, 10_000, 1e-6)
+        fmt21.fmt21_closed_form(limit + 0.01, 10_000, 1e-6)
     assert err.value.field == "epsilon0" and err.value.value == pytest.approx(limit + 0.01)
     assert "log(n / (16 log(2/delta)))" in str(err.value)
-    clones.fmt21_closed_form(limit - 1e-9, 10_000, 1e-6)  # just inside
+    fmt21.fmt21_closed_form(limit - 1e-9, 10_000, 1e-6)  # just inside
 
     with pytest.raises(ParameterError) as err:
-        clones.fmt21_krr_closed_form(make_randomizer("krr", epsilon0=3.0, domain_size=2), 50,
+        fmt21.fmt21_krr_closed_form(make_randomizer("krr", epsilon0=3.0, domain_size=2), 50,
                                      1e-6)
     assert err.value.field == "n" and err.value.value == 50
 
     with pytest.raises(ParameterError) as err:
-        clones.fmt21_approx_dp(1.0, 10_000, 1e-6, 1e-8)
+        fmt21.fmt21_approx_dp(1.0, 10_000, 1e-6, 1e-8)
     assert err.value.field == "delta0"
 
     with pytest.raises(ParameterError) as err:
-        clones.fmt21_krr_closed_form(SimpleNamespace(name="oue", epsilon0=1.0), 100, 1e-6)
+        fmt21.fmt21_krr_closed_form(SimpleNamespace(name="oue", epsilon0=1.0), 100, 1e-6)
     assert err.value.field == "randomizer" and err.value.value == "oue"
 
     with pytest.raises(ParameterError) as err:
-        clones.fmt21_theorem41_epsilon(0.5, 0.5, 1000, 1e-6)
+        fmt21.fmt21_theorem41_epsilon(0.5, 0.5, 1000, 1e-6)
     assert err.value.field == "p"
 
 
@@ -302,7 +304,7 @@ def test_regime_errors_name_field_and_value():
     (dict(epsilon0=1.0, n=100, delta=1.0), "delta"),
 ])
 def test_bad_inputs_raise(kwargs, field):
-    for fn in (clones.fmt21_numerical, clones.stronger_clone_numerical, clones.fmt21_closed_form):
+    for fn in (clones.fmt21_numerical, clones.stronger_clone_numerical, fmt21.fmt21_closed_form):
         with pytest.raises(ParameterError) as err:
             fn(**kwargs)
         assert err.value.field == field
@@ -388,7 +390,7 @@ def test_fmt21_closed_form_tiny_eps0_against_mpmath(eps0):
     printed, eps0 = 1e-300 gave 0 and eps0 = 1e-6 fell below the exact value."""
     import mpmath as mp
 
-    from protocols.bounds.numerical.clones import fmt21_closed_form
+    from protocols.bounds.closed_form.fmt21 import fmt21_closed_form
     n, delta = 10**6, 1e-15
     mp.mp.dps = 400        # e^eps0 - 1 at eps0 = 1e-300 needs ~300 digits
     e0 = mp.exp(mp.mpf(eps0))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
+from protocols.bounds.numerical.atom_sets import atoms_from_masses, check_decomposition, merge_atoms
 from protocols.bounds.numerical.composition import (
     combined_rounding,
     hamming_patterns,
@@ -24,12 +25,7 @@ from protocols.bounds.numerical.composition import (
     subsampled_blanket_atoms,
     subsampled_exact_atoms,
 )
-from protocols.bounds.numerical.decompositions import (
-    atoms_from_masses,
-    blanket_atoms,
-    check_decomposition,
-    merge_atoms,
-)
+from protocols.bounds.numerical.decompositions import blanket_atoms
 from protocols.errors import ParameterError
 from protocols.randomizers import make_randomizer
 

@@ -14,15 +14,17 @@ import pytest
 from scipy import integrate
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical.decompositions import (
+from protocols.bounds.numerical.atom_sets import (
     DecompositionError,
     atoms_from_masses,
+    check_decomposition,
+    merge_atoms,
+)
+from protocols.bounds.numerical.decompositions import (
     blanket_atoms,
     blanket_gamma,
-    check_decomposition,
     exact_pair_atoms,
     laplace_pair_grid,
-    merge_atoms,
     neighbour_candidates,
     supported_randomizers,
 )

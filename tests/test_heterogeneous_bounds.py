@@ -18,8 +18,11 @@ from protocols.bounds.closed_form.gdp import gdp_personalized_bound
 from protocols.bounds.engine import core as engine
 from protocols.bounds.numerical import optimal
 from protocols.bounds.numerical.decompositions import blanket_atoms
+from protocols.bounds.personalized import blanket as pblanket
 from protocols.bounds.personalized import bounds as het
-from protocols.bounds.personalized.bounds import BudgetProfile
+from protocols.bounds.personalized import exact as pexact
+from protocols.bounds.personalized import profile as pprofile
+from protocols.bounds.personalized.profile import BudgetProfile
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import ParameterError
 from protocols.randomizers.brr import BinaryRR
@@ -107,11 +110,11 @@ def test_exact_pair_matches_brute_force(k, budgets, eps):
     r = _randomizer(k)
     target_eps = budgets[0]
     values, counts = np.unique(budgets[1:], return_counts=True)
-    family = het._KRRFamily.of(r)
+    family = pblanket._KRRFamily.of(r)
     x2_of = {"x2=x1": 1, "x2=x0": 0, "x2-other": 2}
     patterns = ["x2=x1", "x2=x0"] + (["x2-other"] if k >= 3 else [])
     for pattern in patterns:
-        pair = het._ExactPair.build(family, target_eps, values, counts, pattern)
+        pair = pexact._ExactPair.build(family, target_eps, values, counts, pattern)
         est = pair.delta(eps)
         truth = brute_delta(k, budgets, 0, 0, 1, [x2_of[pattern]] * (len(budgets) - 1), eps)
         assert est.lower <= truth * (1 + 1e-12) + 1e-15
@@ -123,9 +126,9 @@ def test_blanket_sum_matches_brute_force_of_the_reduction_pair():
     """The formula sum_m P(M = m) f(m + 1) against a direct evaluation: M by enumeration of
     the others' blanket choices, f(m) by enumeration of the multinomial counts."""
     k, eps_t, others, eps = 3, 1.3, [0.2, 0.9, 0.9, 2.0], 0.15
-    family = het._KRRFamily.of(KRR(1.0, 3))
+    family = pblanket._KRRFamily.of(KRR(1.0, 3))
     law = family.others_law(*np.unique(others, return_counts=True))
-    est = het.blanket_delta_for_target(family, eps_t, law, eps)
+    est = pblanket.blanket_delta_for_target(family, eps_t, law, eps)
     gammas = [k / (math.exp(e) + k - 1) for e in others]
     p, q = family.pq(eps_t)
     growth = math.exp(eps)
@@ -153,12 +156,12 @@ def test_blanket_sum_matches_brute_force_of_the_reduction_pair():
 
 def test_f_values_agree_with_the_engine():
     for r in (BinaryRR(0.7), KRR(1.5, 3), KRR(2.0, 10)):
-        family = het._KRRFamily.of(r)
+        family = pblanket._KRRFamily.of(r)
         ms = [1, 3, 40, 700]
         for eps in (0.0, 0.05, 0.4):
-            values, errs = het.f_values(family, r.epsilon0, ms, eps)
+            values, errs = pblanket.f_values(family, r.epsilon0, ms, eps)
             for m, v, e in zip(ms, values, errs, strict=True):
-                ref = het.f_engine(family, r.epsilon0, m, eps)
+                ref = pblanket.f_engine(family, r.epsilon0, m, eps)
                 assert v - e <= ref.upper and ref.lower <= v + e
                 assert abs(v - ref.upper) <= 1e-6 * ref.upper + 1e-13
 
@@ -166,7 +169,7 @@ def test_f_values_agree_with_the_engine():
 def test_poisson_binomial_law():
     rng = np.random.default_rng(0)
     p = rng.uniform(0.05, 0.95, size=37)
-    law = het.poisson_binomial(np.append(p, [0.3, 0.8]), np.append(np.ones(37, int), [50, 20]))
+    law = pprofile.poisson_binomial(np.append(p, [0.3, 0.8]), np.append(np.ones(37, int), [50, 20]))
     direct = np.array([1.0])
     for pi in np.append(p, np.r_[np.full(50, 0.3), np.full(20, 0.8)]):
         direct = np.convolve(direct, [1 - pi, pi])
@@ -365,7 +368,7 @@ def test_krr_family_quantities_against_mpmath(k, eps_t):
     """p - q = 1 - gamma, gamma, and the Poisson-binomial law of the blanket count keep full
     relative precision at tiny and large budgets (p - q was a plain difference: 0 at 1e-300,
     ~1e-4 relative error at 1e-12)."""
-    family = het._KRRFamily.of(_randomizer(k))
+    family = pblanket._KRRFamily.of(_randomizer(k))
     with mpmath.workdps(400):
         e = mpmath.exp(mpmath.mpf(eps_t))
         gap = (e - 1) / (e + k - 1)
@@ -394,10 +397,10 @@ def test_f_values_against_mpmath_at_the_edges(k, eps_t):
     multinomial counts in 400-digit arithmetic: the bracket of :func:`f_values` holds it and is
     within 1e-10 relative, the certified error within 1e-4 (the old beta = (p - q)(1 + e^eps)
     was 0 at eps_t = 1e-300)."""
-    family = het._KRRFamily.of(_randomizer(k))
+    family = pblanket._KRRFamily.of(_randomizer(k))
     ms = [1, 2, 5]
     for eps in (0.0, 0.5 * eps_t):
-        values, errs = het.f_values(family, eps_t, ms, eps)
+        values, errs = pblanket.f_values(family, eps_t, ms, eps)
         with mpmath.workdps(400):
             e_t = mpmath.exp(mpmath.mpf(eps_t))
             g = mpmath.exp(mpmath.mpf(eps))
@@ -433,13 +436,13 @@ def test_exact_pair_against_mpmath_at_the_edges(k, budgets):
     """The exact-pair delta (every pattern) at n = 3 against 400-digit enumeration: the
     certified bracket holds the truth (the old code's alpha = q - e^eps p, p - e^eps q,
     1 - e^eps and p - q cancelled at tiny budgets)."""
-    family = het._KRRFamily.of(_randomizer(k))
+    family = pblanket._KRRFamily.of(_randomizer(k))
     values, counts = np.unique(budgets[1:], return_counts=True)
     x2_of = {"x2=x1": 1, "x2=x0": 0, "x2-other": 2}
     patterns = ["x2=x1", "x2=x0"] + (["x2-other"] if k >= 3 else [])
     checked = 0
     for pattern in patterns:
-        pair = het._ExactPair.build(family, budgets[0], values, counts, pattern)
+        pair = pexact._ExactPair.build(family, budgets[0], values, counts, pattern)
         for frac in (0.0, 0.3, 0.9):
             eps = frac * budgets[0]
             est = pair.delta(eps)

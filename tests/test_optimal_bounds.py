@@ -423,15 +423,16 @@ def test_mirror_candidates_are_not_searched_again(monkeypatch):
     """Others at x0 mirror others at x1 for k-RR (same atom multisets, directions swapped): the
     third candidate is skipped, and the maximum equals the one over separately searched
     candidates."""
+    import protocols.bounds.numerical.candidates as search
     import protocols.bounds.numerical.optimal as optimal
 
     randomizer = make_randomizer("krr", epsilon0=3.0, domain_size=4)
     n, delta = 60, 1e-6
     candidates = optimal._exact_candidates(randomizer, optimal.DEFAULT_CELLS)
-    separately = max(optimal._epsilon(c.build(), n, delta, "lower").value for c in candidates)
+    separately = max(search._epsilon(c.build(), n, delta, "lower").value for c in candidates)
     searches = []
-    real = optimal._epsilon
-    monkeypatch.setattr(optimal, "_epsilon",
+    real = search._epsilon
+    monkeypatch.setattr(search, "_epsilon",
                         lambda d, *a, **k: searches.append(len(d)) or real(d, *a, **k))
     result = optimal.exact_lower_epsilon(randomizer, n, delta)
     assert len(searches) <= 2

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from protocols.bounds.numerical import two_count as tc
 from protocols.bounds.numerical import variation_ratio as vr
 from protocols.bounds.result import BoundKind, BoundStatus
 from protocols.errors import ParameterError
@@ -22,7 +23,7 @@ from protocols.randomizers import make_randomizer, randomizer_names
 # ------------------------------------------------------------------------------------------
 # Independent oracles
 # ------------------------------------------------------------------------------------------
-def brute_force_divergence(pair: vr.TwoCountPair, epsilon: float) -> float:
+def brute_force_divergence(pair: tc.TwoCountPair, epsilon: float) -> float:
     """D_{e^eps}(P||Q) by enumerating every count vector (a, b) of the pair: the others'
     counts are multinomial, the distinguished user adds to one category."""
     n, m = pair.n, pair.n - 1
@@ -47,9 +48,9 @@ def brute_force_divergence(pair: vr.TwoCountPair, epsilon: float) -> float:
     return float(np.clip(p - math.exp(epsilon) * q, 0, None).sum())
 
 
-def random_pair(rng, n: int) -> vr.TwoCountPair:
+def random_pair(rng, n: int) -> tc.TwoCountPair:
     s, u, v = (rng.dirichlet([1.0, 1.0, 1.0]) for _ in range(3))
-    return vr.TwoCountPair(n, (s[0], s[1]), (u[0], u[1]), (v[0], v[1]))
+    return tc.TwoCountPair(n, (s[0], s[1]), (u[0], u[1]), (v[0], v[1]))
 
 
 # ------------------------------------------------------------------------------------------
@@ -62,7 +63,7 @@ def test_kernel_contains_brute_force_for_random_pairs():
         pair = random_pair(rng, n)
         eps = float(rng.uniform(0.0, 2.5))
         exact = brute_force_divergence(pair, eps)
-        got = vr.two_count_divergence(pair, eps)
+        got = tc.two_count_divergence(pair, eps)
         assert got.lower <= exact * (1 + 1e-12) + 1e-16
         assert exact <= got.upper * (1 + 1e-12) + 1e-16
         assert got.upper - got.lower <= 1e-8 * exact + 1e-15
@@ -75,8 +76,8 @@ def test_reduction_pair_matches_brute_force(epsilon0, n):
     pair = vr.reduction_pair(params, n)
     for eps in (0.0, 0.25 * epsilon0, 0.6 * epsilon0):
         exact = brute_force_divergence(pair, eps)
-        forward = vr.two_count_divergence(pair, eps)
-        backward = vr.two_count_divergence(pair.swapped(), eps)
+        forward = tc.two_count_divergence(pair, eps)
+        backward = tc.two_count_divergence(pair.swapped(), eps)
         for got in (forward, backward):  # 001's P and Q are mirror images: both equal
             assert got.lower <= exact * (1 + 1e-12) + 1e-16 <= got.upper * (1 + 2e-12) + 2e-16
             assert got.upper - got.lower <= 1e-6 * exact + 1e-15
@@ -84,18 +85,18 @@ def test_reduction_pair_matches_brute_force(epsilon0, n):
 
 def test_divergence_monotone_in_epsilon():
     pair = vr.reduction_pair(vr.generic_parameters(1.0), 3000)
-    values = [vr.two_count_delta(pair, e).upper for e in np.linspace(0, 1.0, 30)]
+    values = [tc.two_count_delta(pair, e).upper for e in np.linspace(0, 1.0, 30)]
     assert all(b <= a * (1 + 1e-9) for a, b in zip(values, values[1:], strict=False))
-    assert vr.two_count_delta(pair, 1.0).upper < 1e-12  # D_{p}(P||Q) = 0 (ratio <= p)
+    assert tc.two_count_delta(pair, 1.0).upper < 1e-12  # D_{p}(P||Q) = 0 (ratio <= p)
 
 
 def test_pair_validation():
     with pytest.raises(ParameterError, match="others"):
-        vr.TwoCountPair(5, (0.0, 0.5), (0.1, 0.1), (0.1, 0.1))
+        tc.TwoCountPair(5, (0.0, 0.5), (0.1, 0.1), (0.1, 0.1))
     with pytest.raises(ParameterError, match="first"):
-        vr.TwoCountPair(5, (0.2, 0.2), (0.7, 0.7), (0.1, 0.1))
+        tc.TwoCountPair(5, (0.2, 0.2), (0.7, 0.7), (0.1, 0.1))
     with pytest.raises(ParameterError, match="n"):
-        vr.TwoCountPair(1, (0.2, 0.2), (0.1, 0.1), (0.1, 0.1))
+        tc.TwoCountPair(1, (0.2, 0.2), (0.1, 0.1), (0.1, 0.1))
 
 
 # ------------------------------------------------------------------------------------------

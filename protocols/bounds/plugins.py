@@ -5,6 +5,6 @@ A new bound in an existing module needs nothing here; a new bound module adds on
 """
 
 # ruff: noqa: F401  (imported for their registrations)
-from protocols.bounds.closed_form import blanket, efmrtt, gdp
+from protocols.bounds.closed_form import blanket, blanket_randomizer, efmrtt, fmt21, gdp
 from protocols.bounds.numerical import clones, optimal, variation_ratio
 from protocols.bounds.personalized import bounds

@@ -39,11 +39,8 @@ from typing import Any
 import numpy as np
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical.decompositions import (
-    atoms_from_masses,
-    exact_pair_atoms,
-    is_continuous,
-)
+from protocols.bounds.numerical.atom_sets import atoms_from_masses
+from protocols.bounds.numerical.decompositions import exact_pair_atoms, is_continuous
 from protocols.errors import ParameterError, require
 from simulator.audit.levels import ATTACKS, Level, attack_names, register_attack
 

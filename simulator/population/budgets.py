@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from protocols.bounds.personalized.bounds import BudgetProfile
+from protocols.bounds.personalized.profile import BudgetProfile
 from simulator.errors import ScenarioError
 from simulator.population.base import BudgetDistribution, register_budget_distribution
 from simulator.population.checks import is_real, require_finite, require_interval, require_positive

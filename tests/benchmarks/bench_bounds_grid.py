@@ -42,8 +42,8 @@ from protocols.bounds import catalogue
 from protocols.randomizers import make_randomizer
 
 try:
-    from protocols.bounds.engine import conditioning as engine_conditioning
-    CACHES = [engine_conditioning.t_plan, engine_conditioning.multi_plan]
+    from protocols.bounds.engine import plans as engine_plans
+    CACHES = [engine_plans.t_plan, engine_plans.multi_plan]
 except (ImportError, AttributeError):
     CACHES = []
 

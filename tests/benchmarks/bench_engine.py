@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from protocols.bounds.atoms import RatioAtoms
-from protocols.bounds.engine import conditioning as engine_conditioning
+from protocols.bounds.engine import plans as engine_plans
 from protocols.bounds.engine.core import epsilon_bound
 
 EPS0 = 1.0
@@ -48,7 +48,7 @@ def krr_pair(eps0: float, k: int = 10) -> RatioAtoms:
 
 
 def _clear_caches():
-    for fn in (engine_conditioning.t_plan, engine_conditioning.multi_plan):
+    for fn in (engine_plans.t_plan, engine_plans.multi_plan):
         fn.cache_clear()
 
 

@@ -1,2 +1,3 @@
-"""Closed-form bounds: Erlingsson et al. (efmrtt), the blanket bounds of Balle et al. (blanket)
-and the mu-GDP bound of 003 (gdp)."""
+"""Closed-form bounds: Erlingsson et al. (efmrtt), the blanket bounds of Balle et al. (blanket for
+k-RR and the generic Hoeffding / Bennett bounds, blanket_randomizer for the per-randomizer ones),
+the closed forms of Feldman, McMillan and Talwar (fmt21) and the mu-GDP bound of 003 (gdp)."""

@@ -50,8 +50,8 @@ import numpy as np
 from scipy import stats
 
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.spec import BoundSpec, any_ldp, generic, named, register
-from protocols.errors import ParameterError, require
+from protocols.bounds.spec import BoundSpec, any_ldp, generic, register
+from protocols.errors import require
 
 #: Relative rounding allowance of closed-form expressions.
 _REL_ERR = 1e-12
@@ -330,198 +330,12 @@ def stronger_clone_numerical(
     )
 
 
-# -- closed forms ----------------------------------------------------------------------------------
-def fmt21_max_epsilon0(n: int, delta: float) -> float:
-    """Largest eps0 allowed by 002 Thm 3.1: log(n / (16 log(2/delta)))."""
-    return math.log(n / (16.0 * math.log(2.0 / delta)))
-
-
-def _fmt21_closed_value(epsilon0: float, n: int, delta: float) -> float:
-    """Eq. (1) of 002 Thm 3.1. The factor (e^eps0 - 1)/(e^eps0 + 1) is tanh(eps0/2): the
-    quotient as printed loses every digit at tiny eps0 (e^eps0 - 1 = 0 at eps0 = 1e-300, which
-    made the bound 0) and ~1e-10 relative at eps0 = 1e-6, more than round_up's margin."""
-    e0 = math.exp(epsilon0)
-    inner = 8.0 * math.sqrt(e0 * math.log(4.0 / delta)) / math.sqrt(n) + 8.0 * e0 / n
-    return math.log1p(math.tanh(epsilon0 / 2.0) * inner)
-
-
-def _check_fmt21_regime(epsilon0: float, n: int, delta: float, theorem: str) -> None:
-    limit = fmt21_max_epsilon0(n, delta)
-    if not epsilon0 <= limit:
-        raise ParameterError(
-            "epsilon0", epsilon0,
-            f"{theorem} holds only for eps0 <= log(n / (16 log(2/delta))) = {limit:.6g} "
-            f"(n = {n}, delta = {delta:g})",
-        )
-
-
-def fmt21_closed_form(epsilon0: float, n: int, delta: float) -> BoundResult:
-    """002 Thm 3.1, eq. (1): eps = log(1 + (e^eps0 - 1)/(e^eps0 + 1) * (8 sqrt(e^eps0 log(4/delta))
-    / sqrt(n) + 8 e^eps0 / n)), for eps0 <= log(n / (16 log(2/delta))).
-
-    Applies to adaptive eps0-DP randomizers. The value is reported as printed (it may exceed eps0
-    near the edge of the regime, where eps0 itself is the better bound)."""
-    epsilon0 = check_epsilon0(epsilon0)
-    n = check_n(n)
-    delta = check_delta(delta)
-    _check_fmt21_regime(epsilon0, n, delta, "002 Thm 3.1")
-    start = time.perf_counter()
-    eps = _fmt21_closed_value(epsilon0, n, delta)
-    eps = round_up(eps)
-    return BoundResult(
-        method="fmt21_closed", kind=BoundKind.UPPER, epsilon=eps, delta=delta,
-        epsilon_error=0.0, status=BoundStatus.PROVEN, reference=f"{FMT21}, Thm 3.1 eq. (1)",
-        seconds=time.perf_counter() - start,
-    )
-
-
-def fmt21_approx_dp(epsilon0: float, n: int, delta: float, delta0: float) -> BoundResult:
-    """002 Thm 3.8, (eps0, delta0)-DP randomizers: for delta_in with eps0 <= log(n / (16
-    log(2/delta_in))), the shuffle is (eps, delta_in + (e^eps + 1)(1 + e^-eps0 / 2) n delta0)-DP
-    with eps = eq. (1) at delta_in.
-
-    Here ``delta`` is the *total* target: we search the eps for which delta_in = delta - (e^eps +
-    1)(1 + e^-eps0/2) n delta0 > 0 makes eq. (1) at delta_in at most eps (bisection; every
-    accepted eps was checked, so the result is valid whatever the shape of the constraint).
-    """
-    epsilon0 = check_epsilon0(epsilon0)
-    n = check_n(n)
-    delta = check_delta(delta)
-    require(
-        isinstance(delta0, numbers.Real) and 0 <= float(delta0) < 1, "delta0", delta0,
-        "must lie in [0, 1)",
-    )
-    delta0 = float(delta0)
-    start = time.perf_counter()
-    factor = (1.0 + math.exp(-epsilon0) / 2.0) * n * delta0
-
-    def inner_delta(eps: float) -> float:
-        return delta - (math.exp(eps) + 1.0) * factor
-
-    def admissible(eps: float) -> bool:
-        d_in = inner_delta(eps)
-        if d_in <= 0:
-            return False
-        if epsilon0 > fmt21_max_epsilon0(n, d_in):
-            return False
-        return _fmt21_closed_value(epsilon0, n, d_in) <= eps
-
-    d_at_zero = inner_delta(0.0)
-    if d_at_zero <= 0:
-        raise ParameterError(
-            "delta0", delta0,
-            f"002 Thm 3.8 needs 2 (1 + e^-eps0/2) n delta0 < delta (= {delta:g}); "
-            f"here it is {2 * factor:.3g}",
-        )
-    _check_fmt21_regime(epsilon0, n, d_at_zero, "002 Thm 3.8")
-    # The formula at the largest possible delta_in is a lower limit for any admissible eps.
-    hi = _fmt21_closed_value(epsilon0, n, d_at_zero)
-    step = max(hi, 1e-6)
-    for _ in range(200):  # grow the bracket until admissible (delta_in shrinks as eps grows)
-        if admissible(hi):
-            break
-        if inner_delta(hi) <= 0 or epsilon0 > fmt21_max_epsilon0(n, max(inner_delta(hi), 1e-300)):
-            raise ParameterError(
-                "delta0", delta0,
-                "002 Thm 3.8: n * delta0 is too large for the target delta; no admissible eps",
-            )
-        hi += step
-        step *= 2.0
-    else:  # pragma: no cover - defensive
-        raise ParameterError("delta0", delta0, "002 Thm 3.8: no admissible eps found")
-    lo = _fmt21_closed_value(epsilon0, n, d_at_zero)
-    lo = min(lo, hi)
-    if admissible(lo):
-        hi = lo
-    while hi - lo > DEFAULT_TOL:
-        mid = 0.5 * (lo + hi)
-        if admissible(mid):
-            hi = mid
-        else:
-            lo = mid
-    return BoundResult(
-        method="fmt21_approx_dp", kind=BoundKind.UPPER, epsilon=hi, delta=delta,
-        epsilon_error=hi - lo, status=BoundStatus.PROVEN, reference=f"{FMT21}, Thm 3.8",
-        seconds=time.perf_counter() - start,
-        note=f"delta_in = {inner_delta(hi):.6g} for the pure-DP part; delta0 = {delta0:g}",
-    )
-
-
-def fmt21_theorem41_epsilon(p: float, q: float, n: int, delta: float) -> float:
-    """002 Thm 4.1, eq. (10): if R(x^b_1) = q Q1(x^b_1) + (1 - q) Q0 and every other input mixes
-    Q1(x^0_1), Q1(x^1_1), Q0 with weight p each (p in (0, 1/3], q in (0, 1)), the shuffle is
-    (eps, q delta')-indistinguishable with eps = ln(1 + q (4 sqrt(2 log(4/delta'))/sqrt(p n) +
-    4/(p n))) whenever p >= 8 ln(2/delta')/n.
-
-    We use delta' = min(1, delta / q) so that the guarantee is (eps, delta)."""
-    n = check_n(n)
-    delta = check_delta(delta)
-    require(0 < p <= 1.0 / 3.0, "p", p, "002 Thm 4.1 needs p in (0, 1/3]")
-    require(0 < q < 1, "q", q, "002 Thm 4.1 needs q in (0, 1)")
-    d_prime = min(1.0, delta / q)
-    need = 8.0 * math.log(2.0 / d_prime) / n
-    if p < need:
-        raise ParameterError(
-            "n", n,
-            f"002 Thm 4.1 needs p >= 8 ln(2/delta')/n, i.e. n >= {need * n / p:.6g} "
-            f"(p = {p:.6g}, delta' = delta/q = {d_prime:.6g})",
-        )
-    pn = p * n
-    inner = 4.0 * math.sqrt(2.0 * math.log(4.0 / d_prime)) / math.sqrt(pn) + 4.0 / pn
-    eps = math.log1p(q * inner)
-    return round_up(eps)
-
-
-def krr_clone_parameters(epsilon0: float, domain_size: int) -> tuple[float, float]:
-    """(p, q) of k-RR in 002 Thm 4.1 (App. E): p = k / ((k + 1)(e^eps0 + k - 1)),
-    q = (e^eps0 - 1) / (e^eps0 + k - 1)."""
-    e0 = math.exp(epsilon0)
-    k = domain_size
-    return k / ((k + 1) * (e0 + k - 1)), (e0 - 1) / (e0 + k - 1)
-
-
-def _krr_fields(randomizer) -> tuple[float, int]:
-    if getattr(randomizer, "name", None) != "krr":
-        raise ParameterError(
-            "randomizer", getattr(randomizer, "name", randomizer),
-            "this bound is specific to k-ary randomized response ('krr')",
-        )
-    return check_epsilon0(randomizer.epsilon0), int(randomizer.domain_size)
-
-
-def fmt21_krr_closed_form(randomizer, n: int, delta: float) -> BoundResult:
-    """002 Thm 4.1 / Cor. 4.2 for k-RR: eq. (10) with the k-RR (p, q) (equal to eq. (11)).
-
-    The regime is Thm 4.1's own hypothesis p >= 8 ln(2/delta')/n (Cor. 4.2's stated sufficient
-    condition eps0 <= log(n / (16 log(2/delta))) does not imply it for large k)."""
-    epsilon0, k = _krr_fields(randomizer)
-    n = check_n(n)
-    delta = check_delta(delta)
-    start = time.perf_counter()
-    p, q = krr_clone_parameters(epsilon0, k)
-    eps = fmt21_theorem41_epsilon(p, q, n, delta)
-    return BoundResult(
-        method="fmt21_krr_closed", kind=BoundKind.UPPER, epsilon=eps, delta=delta,
-        epsilon_error=0.0, status=BoundStatus.PROVEN,
-        reference=f"{FMT21}, Thm 4.1 eq. (10) / Cor. 4.2 eq. (11)",
-        seconds=time.perf_counter() - start, note=f"k = {k}, p = {p:.6g}, q = {q:.6g}",
-    )
-
-
 # ------------------------------------------------------------------------------------------
 # Catalogue entries
 # ------------------------------------------------------------------------------------------
 register(BoundSpec(
-    "fmt21_closed", BoundKind.UPPER, "002 (Feldman, McMillan, Talwar 2021) Thm 3.1",
-    BoundStatus.PROVEN, "eps0 <= log(n / (16 log(2/delta)))", any_ldp,
-    generic(fmt21_closed_form)))
-register(BoundSpec(
     "fmt21_numerical", BoundKind.UPPER, "002 Thm 3.2 (clone reduction, numerical)",
     BoundStatus.PROVEN, "0 < eps0 <= 700, n >= 1", any_ldp, generic(fmt21_numerical)))
-register(BoundSpec(
-    "fmt21_krr_closed", BoundKind.UPPER, "002 Thm 4.1 (k-RR specific)", BoundStatus.PROVEN,
-    "k-RR; Thm 4.1's conditions on n and delta", named("krr"), fmt21_krr_closed_form,
-    scope="specific"))
 register(BoundSpec(
     "stronger_clone_numerical", BoundKind.UPPER,
     "Feldman, McMillan, Talwar SODA 2023 stronger clone (as restated in 000 Sec. 3.3)",

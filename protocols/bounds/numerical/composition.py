@@ -39,12 +39,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical.decompositions import (
-    blanket_atoms,
-    check_decomposition,
-    exact_pair_atoms,
-    merge_atoms,
-)
+from protocols.bounds.numerical.atom_sets import check_decomposition, merge_atoms
+from protocols.bounds.numerical.decompositions import blanket_atoms, exact_pair_atoms
 from protocols.errors import ParameterError, require
 
 #: Largest product atom set built before merging (memory guard).

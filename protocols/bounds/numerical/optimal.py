@@ -22,14 +22,28 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numpy as np
 
 from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.engine import core as engine
+from protocols.bounds.numerical import two_count
 from protocols.bounds.numerical import variation_ratio as vr
+from protocols.bounds.numerical.atom_sets import DEFAULT_CELLS
+from protocols.bounds.numerical.candidates import (
+    REFERENCE_LOWER,
+    REFERENCE_UPPER,
+    _Candidate,
+    _capped,
+    _check_common,
+    _delta,
+    _epsilon,
+    _max_epsilon,
+    _pair_label,
+    _rebuild,
+    _result,
+    _Value,
+)
 from protocols.bounds.numerical.composition import (
     hamming_patterns,
     joint_blanket_atoms,
@@ -40,7 +54,6 @@ from protocols.bounds.numerical.composition import (
     subsampled_exact_atoms,
 )
 from protocols.bounds.numerical.decompositions import (
-    DEFAULT_CELLS,
     blanket_atoms,
     exact_pair_atoms,
     is_continuous,
@@ -48,189 +61,7 @@ from protocols.bounds.numerical.decompositions import (
 )
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from protocols.bounds.spec import BoundSpec, any_ldp, register
-from protocols.errors import require, require_int_at_least, require_probability_open
-
-REFERENCE_UPPER = "000 Thm 13 + Alg. 7"
-REFERENCE_LOWER = "000 Thm 14"
-#: precision asked of the engine when a direction is screened against the best eps (the
-#: searches' own coarse precision); an undecided screen is searched in full, so this only
-#: trades a cheaper evaluation against the chance of a needless search
-SCREEN_RTOL = 5e-3
-
-
-# ----------------------------------------------------------------------------------------------
-# Engine adapter
-# ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Value:
-    """A conservative number and the size of its numerical error."""
-
-    value: float
-    error: float
-
-
-def _epsilon(directions: Sequence[RatioAtoms], n: int, delta: float, side: str,
-             method: str = "auto") -> _Value:
-    """Smallest eps with max over directions of delta(eps) <= delta, on the engine's ``side``
-    (upper: the smallest certified eps, inf if none below the engine's eps_max; lower: the
-    largest eps certified to have delta(eps) > delta)."""
-    est = engine.epsilon_bound(list(directions), n, delta, side, method=method)
-    error = est.error if math.isfinite(est.error) else math.inf
-    return _Value(float(est.value), float(error))
-
-
-def _delta(directions: Sequence[RatioAtoms], n: int, epsilon: float, side: str,
-           method: str = "auto", threshold: float | None = None) -> _Value:
-    """max over directions of delta(eps): the bracket of the maximum is
-    [max of lowers, max of uppers]; the value is the requested side. With ``threshold`` the
-    engine may stop refining once each bracket lies on one side of it (screening only needs
-    that comparison)."""
-    ests = [engine.delta_of_epsilon([(atoms, n)], n, epsilon, side, method=method,
-                                    threshold=threshold)
-            for atoms in directions]
-    lower = max(e.lower for e in ests)
-    upper = max(e.upper for e in ests)
-    return _Value(upper if side == "upper" else lower, upper - lower)
-
-
-# ----------------------------------------------------------------------------------------------
-# Candidate evaluation
-# ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Candidate:
-    """One neighbour configuration: a label and a builder of its atom sets (both directions)."""
-
-    label: str
-    build: Callable[[], list[RatioAtoms]]
-
-
-def _bracket(value: _Value, side: str) -> tuple[float, float]:
-    """(lower, upper) of an eps search result: the value is its ``side`` end."""
-    if side == "upper":
-        return (value.value - value.error if math.isfinite(value.error) else 0.0), value.value
-    return value.value, value.value + value.error
-
-
-def _guess_order(directions: Sequence[RatioAtoms], n: int, delta: float) -> list[RatioAtoms]:
-    """Directions sorted by the normal approximation's eps (largest first; no guess first):
-    only an order, so the first full search is likely to be the maximum and the others are
-    screened against it."""
-    def key(atoms):
-        guess = engine.gaussian_guess(atoms, n, delta, engine.default_eps_max(atoms))
-        return -math.inf if guess is None else -guess
-    return sorted(directions, key=key)
-
-
-def _can_exceed(atoms: RatioAtoms, n: int, delta: float, best: _Value, method: str) -> bool:
-    """False only when this direction provably cannot beat ``best``: its certified upper
-    estimate of delta(best) is <= delta, so its crossing eps* <= best (delta(eps) is
-    non-increasing), and both its upper and lower search values would be <= best. Exact for
-    either side: skipping it changes no number."""
-    est = engine.delta_of_epsilon([(atoms, n)], n, best.value, "upper", method=method,
-                                  threshold=delta, rtol=SCREEN_RTOL)
-    return est.upper > delta
-
-
-def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: str,
-                 method: str = "auto"):
-    """The maximum over candidates of eps(delta), on the engine's ``side``; returns
-    (value, label of the maximising candidate).
-
-    The directions of the first (canonical) candidate are ordered by the normal approximation;
-    the first gets a full eps search and each other one a full search only if it can beat the
-    current best (:func:`_can_exceed`: certified delta(best) <= delta rules it out exactly);
-    the best is the maximum of the searched brackets, [max of lowers, max of uppers].
-    Every other candidate is first screened with one delta evaluation per direction at the
-    current best eps and searched only if it can beat it. Upper side: a candidate with
-    certified delta_c(best) <= delta has eps_c <= best since delta_c is non-increasing, so
-    skipping it is exact. Lower side: a candidate whose certified lower estimates at best are
-    all <= delta is skipped; that can only cost tightness, never validity (every candidate's
-    value is a valid lower bound); of a candidate that passes, the directions that provably
-    cannot beat best are dropped (exact).
-
-    A direction whose atom multiset was already searched (or screened out) for an earlier
-    candidate is not searched again: its eps is at most best. This drops mirror images exactly,
-    e.g. the other users at x0 against at x1 for a randomizer symmetric in the two values, whose
-    forward and backward atoms are the earlier candidate's backward and forward ones.
-    """
-    best: _Value | None = None
-    label = candidates[0].label
-    searched: set = set()
-    for cand in candidates:
-        directions = []
-        for atoms in cand.build():
-            key = engine.atoms_key(atoms)
-            if key not in searched:
-                searched.add(key)
-                directions.append(atoms)
-        if not directions:
-            continue
-        if best is None:
-            directions = _guess_order(directions, n, delta)
-            best = _epsilon(directions[:1], n, delta, side, method)
-            lower, upper = _bracket(best, side)
-            for atoms in directions[1:]:
-                if math.isfinite(best.value) and not _can_exceed(atoms, n, delta, best, method):
-                    continue
-                lo_d, up_d = _bracket(_epsilon([atoms], n, delta, side, method), side)
-                lower, upper = max(lower, lo_d), max(upper, up_d)
-                value = upper if side == "upper" else lower
-                best = _Value(value, upper - lower if math.isfinite(upper) else math.inf)
-            continue
-        if math.isfinite(best.value):
-            ests = [engine.delta_of_epsilon([(atoms, n)], n, best.value, side, method=method,
-                                            threshold=delta) for atoms in directions]
-            if side == "lower" and all(not (e.lower > delta) for e in ests):
-                continue
-            directions = [atoms for atoms, e in zip(directions, ests, strict=True)
-                          if e.upper > delta]
-            if not directions:
-                continue
-        value = _epsilon(directions, n, delta, side, method)
-        if value.value > best.value:
-            best, label = value, cand.label
-    return best, label
-
-
-def _capped(value: _Value, epsilon0: float) -> _Value:
-    """min(eps, eps0) for an upper bound: by 000 Property 2 the blanket GPARV is <= e^eps0 - e^eps
-    <= 0 at eps = eps0, so delta(eps0) = 0 and the true bound never exceeds eps0 (the engine's
-    search stops at eps0 (1 + 1e-9))."""
-    if value.value <= epsilon0:
-        return value
-    lower_end = value.value - value.error
-    return _Value(float(epsilon0), max(0.0, float(epsilon0) - lower_end))
-
-
-def _result(method: str, kind: BoundKind, value: _Value, delta: float, status: BoundStatus,
-            start: float, note: str) -> BoundResult:
-    return BoundResult(method=method, kind=kind, epsilon=float(value.value), delta=float(delta),
-                       epsilon_error=float(value.error), status=status,
-                       reference=REFERENCE_UPPER if kind is BoundKind.UPPER else REFERENCE_LOWER,
-                       seconds=time.perf_counter() - start, note=note)
-
-
-def _check_common(n: int, delta: float) -> None:
-    require_int_at_least("n", n, 1)
-    require_probability_open("delta", delta)
-
-
-def _rebuild(builder: Callable, forward_args, backward_args, rounded: bool):
-    """The atom sets of both directions, built on demand: builder(forward_args) and
-    builder(backward_args); exact sets reverse by ``swapped()``, rounded ones are rebuilt
-    (swapping would round the wrong way)."""
-    def build() -> list[RatioAtoms]:
-        forward = builder(forward_args)
-        return [forward, builder(backward_args) if rounded else forward.swapped()]
-    return build
-
-
-def _fmt(x) -> str:
-    return f"{x:g}" if isinstance(x, float) else str(x)
-
-
-def _pair_label(pair) -> str:
-    return "(" + ", ".join(_fmt(x) for x in pair) + ")"
+from protocols.errors import require, require_int_at_least
 
 
 # ----------------------------------------------------------------------------------------------
@@ -373,7 +204,7 @@ def _post_processed_lower(randomizer, n: int, delta: float, triples):
                        float(randomizer.epsilon0))
     if not search.value > 0:
         return None
-    at = [vr.two_count_delta(c.pair, search.value).lower for c in candidates]
+    at = [two_count.two_count_delta(c.pair, search.value).lower for c in candidates]
     label = labels[int(np.argmax(at))]
     error = search.error if math.isfinite(search.error) else math.inf
     return _Value(float(search.value), float(error)), label

@@ -1,0 +1,175 @@
+"""The blanket bounds of 004 (Lemmas 5.3, 5.5, 5.6 corrected) with a randomizer's own blanket:
+the PARV of every candidate neighbour pair from its decomposition (k-RR: 004 Lemma 5.7), the
+Hoeffding or Bennett concentration of protocols.bounds.closed_form.blanket, and the maximum over
+the pairs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from protocols.bounds.atoms import RatioAtoms
+from protocols.bounds.closed_form.blanket import (
+    BBGN19,
+    EPSILON0_MAX,
+    MAX_PAIR_OUTPUTS,
+    PairAtoms,
+    atoms_parv_bounds,
+    bennett_delta,
+    hoeffding_delta,
+)
+from protocols.bounds.numerical import decompositions
+from protocols.bounds.numerical.clones import (
+    DEFAULT_TOL,
+    check_delta,
+    check_epsilon,
+    check_epsilon0,
+    check_n,
+    smallest_epsilon,
+)
+from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from protocols.bounds.spec import BoundSpec, discrete_output, register
+from protocols.errors import ParameterError
+
+
+@dataclass(frozen=True)
+class PairSet:
+    """Blanket atoms of the neighbour pairs a per-randomizer bound maximises over, and whether
+    that maximum is provably the worst case over all pairs."""
+
+    atoms: list
+    exhaustive: bool
+    argument: str
+
+
+def randomizer_blanket_atoms(randomizer) -> PairSet:
+    """Blanket atoms of every neighbour pair that can be worst for ``randomizer``.
+
+    Randomizers with a decomposition (declared, or the discrete default) and neighbour
+    candidates (protocols.randomizers.analysis): its candidate pairs, both directions,
+    with its blanket atoms (rounded up for continuous outputs); exhaustive as argued there.
+    Other randomizers with a categorical input domain and an enumerable output space: every
+    ordered pair (x, x'), x != x', one atom per output (exhaustive by construction). Otherwise
+    pass ``atoms=`` explicitly."""
+    name = getattr(randomizer, "name", None)
+    if decompositions.has_decomposition(randomizer):
+        cand = decompositions.neighbour_candidates(randomizer)
+        atoms = []
+        for x0, x1 in cand.pairs:
+            atoms.append(decompositions.blanket_atoms(randomizer, x0, x1))
+            atoms.append(decompositions.blanket_atoms(randomizer, x1, x0))
+        return PairSet(atoms, cand.exhaustive, cand.argument)
+    try:
+        pmf = randomizer.output_pmf()
+    except (ParameterError, NotImplementedError, AttributeError) as err:
+        raise ParameterError(
+            "randomizer", name if name is not None else randomizer,
+            f"cannot enumerate its outputs ({err}); pass atoms= explicitly",
+        ) from None
+    d, size = pmf.shape
+    if d * (d - 1) * size > MAX_PAIR_OUTPUTS:
+        raise ParameterError(
+            "randomizer", name,
+            f"{d} inputs x {size} outputs is too many pairs to enumerate; pass atoms=",
+        )
+    m = pmf.min(axis=0)
+    keep = m > 0
+    ratio = pmf[:, keep] / m[keep]
+    atoms = [RatioAtoms(ratio[x], ratio[y], m[keep])
+             for x in range(d) for y in range(d) if x != y]
+    return PairSet(atoms, True, "every ordered pair of inputs enumerated")
+
+
+def _pair_set(randomizer, atoms) -> PairSet:
+    if atoms is None:
+        return randomizer_blanket_atoms(randomizer)
+    return PairSet(list(atoms), True, "caller-supplied atoms (assumed to cover the worst pair)")
+
+
+def _per_randomizer_result(method, concentration, randomizer, n, delta, atoms, tol, reference):
+    check_epsilon0(randomizer.epsilon0, maximum=EPSILON0_MAX)
+    n = check_n(n)
+    delta = check_delta(delta)
+    start = time.perf_counter()
+    pair_set = _pair_set(randomizer, atoms)
+    pairs = PairAtoms.stack(pair_set.atoms)
+    upper = pairs.trivial_epsilon()
+    if not np.isfinite(upper):
+        raise ParameterError("randomizer", getattr(randomizer, "name", randomizer),
+                             "is not pure LDP on the blanket support")
+
+    def delta_fn(eps: float) -> float:
+        if eps >= upper:
+            return 0.0
+        return concentration(n, atoms_parv_bounds(eps, pairs))
+
+    eps, err = smallest_epsilon(delta_fn, delta, upper, tol)
+    note = (f"gamma = {float(pairs.gamma.min()):.6g}, {pairs.a.shape[0]} ordered pair(s); "
+            f"pairs: {pair_set.argument}")
+    status = BoundStatus.PROVEN
+    if not pair_set.exhaustive:
+        status = BoundStatus.APPROXIMATE
+        note = "worst neighbour pair not proven; " + note
+    return BoundResult(
+        method=method, kind=BoundKind.UPPER, epsilon=eps, delta=delta, epsilon_error=err,
+        status=status, reference=reference, seconds=time.perf_counter() - start, note=note,
+    )
+
+
+def blanket_hoeffding(
+    randomizer, n: int, delta: float, atoms: list[RatioAtoms] | None = None,
+    tol: float = DEFAULT_TOL,
+) -> BoundResult:
+    """004 Lemmas 5.3, 5.5 with the randomizer's own gamma and exact PARV range (k-RR: Lemma
+    5.7), maximised over the neighbour pairs of :func:`randomizer_blanket_atoms` (or over the
+    caller's ``atoms``, one RatioAtoms per ordered pair); status approximate when those pairs
+    are not provably the worst."""
+    return _per_randomizer_result("blanket_hoeffding", hoeffding_delta, randomizer, n, delta,
+                                  atoms, tol, f"{BBGN19}, Lemmas 5.3, 5.5, 5.7")
+
+
+def blanket_bennett(
+    randomizer, n: int, delta: float, atoms: list[RatioAtoms] | None = None,
+    tol: float = DEFAULT_TOL,
+) -> BoundResult:
+    """004 Lemmas 5.3, 5.6 (corrected) with the randomizer's own gamma and exact PARV maximum and
+    second moment (k-RR: Lemma 5.7), maximised over neighbour pairs as in
+    :func:`blanket_hoeffding`. For 10-RR, n = 1000, delta = 1e-6 this is the "Blanket (Bennett)"
+    row of 000 Table 4."""
+    return _per_randomizer_result("blanket_bennett", bennett_delta, randomizer, n, delta,
+                                  atoms, tol, f"{BBGN19}, Lemmas 5.3, 5.6 (corrected), 5.7")
+
+
+def blanket_bennett_randomizer_delta(epsilon: float, randomizer, n: int,
+                                     atoms: list[RatioAtoms] | None = None) -> float:
+    """delta(eps) of :func:`blanket_bennett`."""
+    epsilon = check_epsilon(epsilon)
+    pairs = PairAtoms.stack(_pair_set(randomizer, atoms).atoms)
+    if epsilon >= pairs.trivial_epsilon():
+        return 0.0
+    return bennett_delta(n, atoms_parv_bounds(epsilon, pairs))
+
+
+def blanket_hoeffding_randomizer_delta(epsilon: float, randomizer, n: int,
+                                       atoms: list[RatioAtoms] | None = None) -> float:
+    """delta(eps) of :func:`blanket_hoeffding`."""
+    epsilon = check_epsilon(epsilon)
+    pairs = PairAtoms.stack(_pair_set(randomizer, atoms).atoms)
+    if epsilon >= pairs.trivial_epsilon():
+        return 0.0
+    return hoeffding_delta(n, atoms_parv_bounds(epsilon, pairs))
+
+
+register(BoundSpec(
+    "blanket_hoeffding", BoundKind.UPPER,
+    "004 Lemmas 5.3, 5.5 with the randomizer's blanket (k-RR: Lemma 5.7)",
+    BoundStatus.PROVEN, "discrete outputs with an enumerable output space (or k-RR)",
+    discrete_output, blanket_hoeffding, scope="specific"))
+register(BoundSpec(
+    "blanket_bennett", BoundKind.UPPER,
+    "004 Lemmas 5.3, 5.6 (corrected) with the randomizer's blanket (k-RR: Lemma 5.7)",
+    BoundStatus.PROVEN, "discrete outputs with an enumerable output space (or k-RR)",
+    discrete_output, blanket_bennett, scope="specific"))

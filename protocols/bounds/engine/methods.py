@@ -1,0 +1,87 @@
+"""The three methods of the hockey-stick engine and the choice between them
+(protocols.bounds.engine.core): exact enumeration of joint count vectors when there are few,
+conditioning on the largest group (protocols.bounds.engine.conditioning) with its successive
+refinements when the other groups have few joint outcomes, and the FFT otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from protocols.bounds.engine.common import (
+    Categories,
+)
+from protocols.bounds.engine.conditioning import conditioning_bounds, main_pool_share
+from protocols.bounds.engine.enumerate import composition_count, joint_outcomes
+
+ENUMERATE_MAX = 300_000      # joint count vectors for the "enumerate" method (auto)
+SHIFT_OUTCOMES_MAX = 256     # enumerated outcomes of the small groups beside the main one
+MULTI_BLOCKS = (8, 32, 128, 512)   # refinements of the conditioning method, in order
+LEAF_BUDGET = 1_000_000      # leaf evaluations allowed for one refinement
+CHEAP_LEAVES = 50_000        # refinements below this cost go on even without progress
+def _enumeration_size(cats: Sequence[Categories]) -> int:
+    size = 1
+    for cat in cats:
+        size *= composition_count(cat.count, cat.c.size)
+    return size
+
+
+def _main_group(cats: Sequence[Categories]) -> int:
+    return int(np.argmax([cat.count * cat.variance for cat in cats]))
+
+
+def _conditioning(cats: list[Categories], rtol: float, atol: float,
+                  threshold: float | None) -> tuple[float, float]:
+    main = _main_group(cats)
+    others = [cat for i, cat in enumerate(cats) if i != main]
+    if others:
+        values, value_err, probs, rel = joint_outcomes(others)
+        p_lo, p_hi = probs * (1 - rel), probs * (1 + rel)
+    else:
+        values, value_err, p_lo, p_hi = np.zeros(1), np.zeros(1), np.ones(1), np.ones(1)
+    cat = cats[main]
+    best_lo, best_hi = -math.inf, math.inf
+    n_t = max(1.0, 20 * math.sqrt(cat.count * 0.25))
+    previous_gap = math.inf
+    blocks_help = main_pool_share(cat) >= 0.5
+    for n_blocks in (0, *MULTI_BLOCKS):
+        if n_blocks and (not blocks_help or n_t * (n_blocks + 4) * values.size > LEAF_BUDGET):
+            break
+        # The shift probabilities are bracketed: the lower bound uses the lower probabilities,
+        # the upper bound the upper ones (every term is >= 0).
+        lo, hi = conditioning_bounds(cat, values, p_lo, value_err, n_blocks)
+        if others:
+            hi = conditioning_bounds(cat, values, p_hi, value_err, n_blocks)[1]
+        best_lo, best_hi = max(best_lo, lo), min(best_hi, hi)
+        if best_hi - best_lo <= max(rtol * best_hi, atol):
+            break
+        if threshold is not None and (best_hi <= threshold or best_lo > threshold):
+            break
+        # Blocks only shrink the part of the bracket due to the main pool category; stop when
+        # the rest (the remainder's spread) dominates.
+        gap = best_hi - best_lo
+        if gap > 0.7 * previous_gap and n_t * (4 * n_blocks + 4) * values.size > CHEAP_LEAVES:
+            break
+        previous_gap = min(gap, previous_gap)
+    return best_lo, best_hi
+
+
+def _applicable(method: str, cats: list[Categories]) -> bool:
+    if method == "enumerate":
+        return _enumeration_size(cats) <= ENUMERATE_MAX * 10
+    if method == "conditioning":
+        main = _main_group(cats)
+        others = [cat for i, cat in enumerate(cats) if i != main]
+        return _enumeration_size(others) <= SHIFT_OUTCOMES_MAX
+    return True
+
+
+def _select(cats: list[Categories]) -> str:
+    if _enumeration_size(cats) <= ENUMERATE_MAX:
+        return "enumerate"
+    if _applicable("conditioning", cats):
+        return "conditioning"
+    return "fft"

@@ -1,0 +1,267 @@
+"""Atom sets of decompositions (module docstring of protocols.bounds.numerical.decompositions):
+merging, building from masses and checking them, and the building blocks per output structure
+(categorical masses, piecewise-constant densities, log-linear densities) that the decomposition
+families of protocols.bounds.numerical.decompositions assemble.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy.special import exprel
+
+from protocols.bounds.atoms import RatioAtoms, Rounding
+from protocols.errors import require
+from protocols.randomizers.analysis import (
+    NeighbourCandidates,  # noqa: F401  (re-exported: defined beside the randomizers)
+)
+from protocols.randomizers.laplace import (  # noqa: F401  (re-exported)
+    LAPLACE_PAIR_GRID,
+    laplace_pair_grid,
+)
+
+#: Default number of cells for discretizing continuous ratios (Laplace).
+DEFAULT_CELLS = 2048
+#: Relative nudge applied to rounded atoms in their conservative direction (absorbs the
+#: floating-point error of log densities, ~1e-16).
+_ROUNDING_NUDGE = 1e-13
+#: Atoms whose (a, b) agree to this relative precision are merged.
+_MERGE_RELATIVE = 2.0**-40
+#: Tolerance of the consistency checks (sum w a = 1 etc.).
+_CHECK_TOL = 1e-9
+
+
+class DecompositionError(RuntimeError):
+    """A randomizer's declared distribution does not give a valid decomposition (an internal
+    inconsistency, never a user input error)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Atom-set utilities
+# ----------------------------------------------------------------------------------------------
+def merge_atoms(atoms: RatioAtoms) -> RatioAtoms:
+    """Merge atoms with equal (a, b) (000 Sec. 4.4, Thm 7) and drop zero-weight atoms.
+
+    Atoms are merged when their (a, b) agree to ~1e-12 relative to the largest ratio. The merged
+    value is the weighted mean for exact atoms (preserving E[G] exactly), the conservative
+    extreme for rounded ones (UP: max a, min b; DOWN: min a, max b).
+    """
+    keep = atoms.weight > 0
+    a, b, w = atoms.a[keep], atoms.b[keep], atoms.weight[keep]
+    if a.size == 0:
+        return RatioAtoms(a, b, w, atoms.rounding)
+    scale = max(float(a.max()), float(b.max()), 1e-300)
+    keys = np.rint(np.stack([a, b], axis=1) / (scale * _MERGE_RELATIVE)).astype(np.int64)
+    _, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    count = int(inverse.max()) + 1
+    weight = np.bincount(inverse, weights=w, minlength=count)
+    if atoms.rounding is Rounding.EXACT:
+        a_new = np.bincount(inverse, weights=w * a, minlength=count) / weight
+        b_new = np.bincount(inverse, weights=w * b, minlength=count) / weight
+    else:
+        up = atoms.rounding is Rounding.UP
+        a_new = np.full(count, -np.inf if up else np.inf)
+        b_new = np.full(count, np.inf if up else -np.inf)
+        (np.maximum if up else np.minimum).at(a_new, inverse, a)
+        (np.minimum if up else np.maximum).at(b_new, inverse, b)
+    return RatioAtoms(a_new, b_new, weight, atoms.rounding)  # sorted by (a, b) key
+
+
+def atoms_from_masses(
+    mass0: np.ndarray, mass1: np.ndarray, reference: np.ndarray,
+    rounding: Rounding = Rounding.EXACT,
+) -> RatioAtoms:
+    """Atoms a = mass0 / reference, b = mass1 / reference, weight = reference (merged).
+
+    Entries are groups of outputs sharing their ratio triple. Groups of zero reference mass must
+    carry no mass under x0 and x1 (absolute continuity, 000 Thm 12); an eps0-LDP randomizer
+    guarantees it.
+    """
+    mass0, mass1, reference = (np.asarray(v, dtype=float).reshape(-1)
+                               for v in (mass0, mass1, reference))
+    positive = reference > 0
+    total = max(float(mass0.sum()), float(mass1.sum()), 1.0)
+    stray = max(float(mass0[~positive].sum(initial=0.0)), float(mass1[~positive].sum(initial=0.0)))
+    if stray > 1e-12 * total:
+        raise DecompositionError(
+            f"mass {stray:.3g} on outputs of zero reference mass: not absolutely continuous")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = mass0[positive] / reference[positive]
+        b = mass1[positive] / reference[positive]
+    return merge_atoms(RatioAtoms(a, b, reference[positive], rounding))
+
+
+def check_decomposition(atoms: RatioAtoms, epsilon0: float, kind: str) -> None:
+    """000 Property 2 for a blanket (``kind="blanket"``) or exact-pair (``"exact"``) atom set.
+
+    Exact atoms: sum w a = sum w b = 1 (E[G_eps] = 1 - e^eps for all eps). UP atoms: sum w a >= 1
+    >= sum w b; DOWN: the reverse. Support: 1 <= a, b <= e^eps0 (blanket),
+    e^-eps0 <= a, b <= e^eps0 (exact pair). Exact pair: weights sum to 1.
+    Raises DecompositionError on failure.
+    """
+    require(kind in ("blanket", "exact"), "kind", kind, "must be 'blanket' or 'exact'")
+    tol = _CHECK_TOL
+    mean_a = float(np.dot(atoms.weight, atoms.a))
+    mean_b = float(np.dot(atoms.weight, atoms.b))
+    problems = []
+    if atoms.rounding is Rounding.EXACT:
+        if abs(mean_a - 1) > tol or abs(mean_b - 1) > tol:
+            problems.append(f"sum w a = {mean_a!r}, sum w b = {mean_b!r} (need 1)")
+    elif atoms.rounding is Rounding.UP:
+        if mean_a < 1 - tol or mean_b > 1 + tol:
+            problems.append(f"rounded up but sum w a = {mean_a!r}, sum w b = {mean_b!r}")
+    elif mean_a > 1 + tol or mean_b < 1 - tol:
+        problems.append(f"rounded down but sum w a = {mean_a!r}, sum w b = {mean_b!r}")
+    high = np.exp(epsilon0) * (1 + tol)
+    low = (1.0 if kind == "blanket" else np.exp(-epsilon0)) * (1 - tol)
+    for label, v in (("a", atoms.a), ("b", atoms.b)):
+        if v.size and (v.min() < low or v.max() > high):
+            problems.append(f"{label} in [{v.min()!r}, {v.max()!r}] outside [{low!r}, {high!r}]")
+    if kind == "exact" and abs(float(atoms.weight.sum()) - 1) > tol:
+        problems.append(f"exact-pair weights sum to {atoms.weight.sum()!r}")
+    if problems:
+        raise DecompositionError(f"invalid {kind} decomposition: " + "; ".join(problems))
+
+
+# ----------------------------------------------------------------------------------------------
+# Building blocks per output structure
+# ----------------------------------------------------------------------------------------------
+def _categorical_masses(randomizer, anchors: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """(mass[a, g] for the given anchors, mass_min[g]) via ``output_groups`` on distinct
+    anchors (duplicates are mapped back)."""
+    anchors = [int(x) for x in anchors]
+    distinct = sorted(set(anchors))
+    groups = randomizer.output_groups(tuple(distinct))
+    index = [distinct.index(x) for x in anchors]
+    return np.asarray(groups.mass)[index], np.asarray(groups.mass_min)
+
+
+def _min_rows(randomizer, vertices: np.ndarray, chunk: int = 512) -> np.ndarray:
+    """Pointwise minimum over ``vertices`` of the output pmf rows (chunked)."""
+    result = None
+    for start in range(0, len(vertices), chunk):
+        rows = np.asarray(randomizer.output_pmf(vertices[start:start + chunk])).min(axis=0)
+        result = rows if result is None else np.minimum(result, rows)
+    return result
+
+
+def _piecewise_constant_atoms(
+    logpdfs: Sequence[Callable], logref: Callable, breakpoints: np.ndarray
+) -> RatioAtoms:
+    """Exact atoms for densities that are constant between consecutive ``breakpoints``.
+
+    Each density is read from the declared log density at three interior points of every cell
+    (constancy is verified). Returns atoms (f0/fref, f1/fref, fref * length).
+
+    Breakpoints that coincide in exact arithmetic can differ by an ulp once computed (piecewise
+    at eps0 = 4: l(-1) and l(1) + C - 1 land an ulp inside [-C, C]), and on a cell one ulp wide
+    the declared density's own rounding makes it jump. Breakpoints closer than 16 ulps of the
+    largest |breakpoint| are therefore merged (the first and last are kept exactly, otherwise
+    the earlier one): the mass this moves is below that width times the largest density, the
+    floating-point resolution of the densities themselves.
+    """
+    bp = _merge_close(np.unique(np.asarray(breakpoints, dtype=float)))
+    u, v = bp[:-1], bp[1:]
+    width = v - u
+    probes = u[:, None] + width[:, None] * np.array([0.25, 0.5, 0.75])
+    values = [np.asarray(f(probes), dtype=float) for f in (*logpdfs, logref)]
+    for vals in values:
+        finite = np.isfinite(vals[:, 1])
+        spread = np.abs(vals - vals[:, 1:2])
+        if (np.isfinite(vals) != finite[:, None]).any() or (spread[finite] > 1e-9).any():
+            raise DecompositionError("density not constant between the expected breakpoints")
+    f0, f1, fr = (vals[:, 1] for vals in values)
+    with np.errstate(divide="ignore", over="ignore"):
+        ref_mass = np.exp(fr) * width
+        mass0 = np.exp(f0) * width
+        mass1 = np.exp(f1) * width
+    return atoms_from_masses(mass0, mass1, ref_mass)
+
+
+def _merge_close(sorted_points: np.ndarray) -> np.ndarray:
+    """``sorted_points`` without the interior points closer than 16 ulps (of the largest
+    |point|) to the point kept before them or to the last point; the first and last are kept."""
+    gap = 16.0 * np.spacing(np.abs(sorted_points).max())
+    first, last = sorted_points[0], sorted_points[-1]
+    kept = [first]
+    for p in sorted_points[1:-1]:
+        if p - kept[-1] > gap and last - p > gap:
+            kept.append(p)
+    return np.array(kept + [last])
+
+
+def _tail_slope(f: Callable, y0: float, direction: float) -> float:
+    """Change per unit step of a log density that is linear beyond y0, moving away from y0 in
+    ``direction`` (negative for a decaying tail; verified on two unit steps)."""
+    y = y0 + direction * np.array([0.0, 1.0, 2.0])
+    vals = np.asarray(f(y), dtype=float)
+    s1, s2 = vals[1] - vals[0], vals[2] - vals[1]
+    if abs(s1 - s2) > 1e-9 * max(1.0, abs(s1)):
+        raise DecompositionError("log density not linear in the tail")
+    return s1
+
+
+def _log_linear_atoms(
+    logpdf0: Callable, logpdf1: Callable, logref: Callable, kinks: Sequence[float],
+    cells: int, rounding: Rounding,
+) -> RatioAtoms:
+    """Atoms for log densities that are linear in y between ``kinks`` (Laplace-type).
+
+    Middle [min kink, max kink]: ``cells`` uniform cells plus the kinks; on a cell log a and log b
+    are linear, so their extremes are at the ends; UP takes (max a, min b), DOWN (min a, max b).
+    Weight = exact reference mass of the cell, int_u^v e^f = L e^{max f} exprel(-|f(v) - f(u)|)
+    (L = v - u; symmetric in the two ends, so a cell and its mirror image get bitwise equal
+    weights, and mirror-image configurations, e.g. Laplace's (0, 1, x2) and (1, 0, 1 - x2) on
+    the dyadic grid, give equal atom multisets that the engine computes once). Tails: all three
+    log densities have the same slope beyond the outer kinks (verified), so the ratios are
+    constant: one exact atom each, with mass e^{f(edge)} / |slope|.
+    """
+    require(rounding in (Rounding.UP, Rounding.DOWN), "rounding", rounding,
+            "continuous ratios need Rounding.UP (upper bounds) or Rounding.DOWN (lower bounds)")
+    require(isinstance(cells, int) and cells >= 1, "cells", cells, "must be an integer >= 1")
+    kinks = np.unique(np.asarray(kinks, dtype=float))
+    lo, hi = float(kinks[0]), float(kinks[-1])
+    funcs = (logpdf0, logpdf1, logref)
+    a_parts, b_parts, w_parts = [], [], []
+    up = rounding is Rounding.UP
+    if hi > lo:
+        grid = np.union1d(np.linspace(lo, hi, cells + 1), kinks)
+        grid = grid[np.concatenate([[True], np.diff(grid) > 1e-12 * (hi - lo)])]
+        grid[-1] = hi
+        f = [np.asarray(fn(grid), dtype=float) for fn in funcs]
+        mid = 0.5 * (grid[:-1] + grid[1:])
+        for fn, fv in zip(funcs, f, strict=True):
+            deviation = np.asarray(fn(mid), dtype=float) - 0.5 * (fv[:-1] + fv[1:])
+            if (np.abs(deviation) > 1e-9 * np.maximum(1.0, np.abs(fv[:-1]))).any():
+                raise DecompositionError("log density not linear between the expected kinks")
+        l0, l1 = f[0] - f[2], f[1] - f[2]
+        pick_a = np.maximum if up else np.minimum
+        pick_b = np.minimum if up else np.maximum
+        a_parts.append(np.exp(pick_a(l0[:-1], l0[1:])))
+        b_parts.append(np.exp(pick_b(l1[:-1], l1[1:])))
+        f_ref = f[2]
+        w_parts.append(np.diff(grid) * np.exp(np.maximum(f_ref[:-1], f_ref[1:]))
+                       * exprel(-np.abs(np.diff(f_ref))))
+    for edge, direction in ((lo, -1.0), (hi, 1.0)):
+        slopes = [_tail_slope(fn, edge, direction) for fn in funcs]
+        if not slopes[2] < 0 or max(abs(s - slopes[2]) for s in slopes) > 1e-9:
+            raise DecompositionError("tail ratios are not constant (slopes differ)")
+        fe = [float(np.asarray(fn(np.array([edge])), dtype=float)[0]) for fn in funcs]
+        a_parts.append(np.array([np.exp(fe[0] - fe[2])]))
+        b_parts.append(np.array([np.exp(fe[1] - fe[2])]))
+        w_parts.append(np.array([np.exp(fe[2]) / -slopes[2]]))
+    nudge = (1 + _ROUNDING_NUDGE) if up else (1 - _ROUNDING_NUDGE)
+    a = np.concatenate(a_parts) * nudge
+    b = np.concatenate(b_parts) / nudge
+    return merge_atoms(RatioAtoms(a, b, np.concatenate(w_parts), rounding))
+
+
+def _logpdf(randomizer, x) -> Callable:
+    return lambda y: randomizer.log_prob(np.full(np.shape(y), x, dtype=float), y)
+
+
+def _min_logpdf(randomizer, xs) -> Callable:
+    return lambda y: np.min([randomizer.log_prob(np.full(np.shape(y), x, dtype=float), y)
+                             for x in xs], axis=0)

@@ -1,0 +1,252 @@
+"""The two-count hockey-stick kernel of 001 (Thm 4.6, Alg. 1): D_{e^eps}(P || Q) between two
+distributions of a pair of counts (module docstring of protocols.bounds.numerical.variation_ratio),
+as a guaranteed interval from binomial tails. Used by the variation-ratio bounds and by the
+post-processed lower bound of protocols.bounds.numerical.optimal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special, stats
+
+from protocols.bounds.engine.common import Estimate
+from protocols.errors import require, require_int_at_least
+
+#: Relative error allowed for each betainc / binomial pmf value (generous: they are accurate to
+#: a few ulps); the upper (lower) estimate adds (subtracts) this times the sum of |terms|.
+_RELATIVE_SLACK = 1e-10
+#: Relative rounding error allowed when locating a region threshold (> 100 ulps).
+_ROUNDING = 1e-13
+#: Mass of C ~ Bin(n - 1, s) left outside the summation window (its effect is bounded exactly).
+_TAIL_TARGET = 1e-22
+
+
+# ------------------------------------------------------------------------------------------
+# The two-count hockey-stick kernel
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TwoCountPair:
+    """The pair (P, Q) of count vectors described in the module docstring.
+
+    n: number of users (n - 1 others); others: (s0, s1); first: (u0, u1) under P;
+    second: (v0, v1) under Q. The remaining mass of each is the "elsewhere" category;
+    ``exhaustive`` says the two categories cover every output (of every user), so the elsewhere
+    masses are exactly 0 (and not the rounding residue of 1 - u0 - u1, or of 1 - s0 - s1).
+    """
+
+    n: int
+    others: tuple[float, float]
+    first: tuple[float, float]
+    second: tuple[float, float]
+    exhaustive: bool = False
+
+    def __post_init__(self) -> None:
+        require_int_at_least("n", self.n, 2)
+        s0, s1 = self.others
+        require(s0 > 0 and s1 > 0 and s0 + s1 <= 1 + 1e-12, "others", self.others,
+                "category probabilities must be > 0 and sum to at most 1")
+        for name, (a, b) in (("first", self.first), ("second", self.second)):
+            require(a >= 0 and b >= 0 and a + b <= 1 + 1e-12, name, (a, b),
+                    "category probabilities must be >= 0 and sum to at most 1")
+
+    def swapped(self) -> TwoCountPair:
+        """The reverse direction (Q, P)."""
+        return TwoCountPair(self.n, self.others, self.second, self.first, self.exhaustive)
+
+
+def _interval(lower: float, upper: float) -> Estimate:
+    """A guaranteed bracket of a divergence (``value`` is the upper end)."""
+    return Estimate(float(upper), float(lower), float(upper), "two-count")
+
+
+def _binomial_at_least(k: np.ndarray, c: np.ndarray, rho: float) -> np.ndarray:
+    """P[Bin(c, rho) >= k], exact via the regularized incomplete beta function."""
+    out = np.where(k <= 0, 1.0, 0.0)
+    inside = (k >= 1) & (k <= c)
+    kk, cc = k[inside], c[inside]
+    out[inside] = special.betainc(kk, cc - kk + 1.0, rho)
+    return out
+
+
+def _binomial_at_most(k: np.ndarray, c: np.ndarray, rho: float, rho_c: float) -> np.ndarray:
+    """P[Bin(c, rho) <= k]; ``rho_c`` = 1 - rho computed accurately by the caller."""
+    out = np.where(k >= c, 1.0, 0.0)
+    inside = (k >= 0) & (k < c)
+    kk, cc = k[inside], c[inside]
+    out[inside] = special.betainc(cc - kk, kk + 1.0, rho_c)
+    return out
+
+
+def _window(m: int, s: float) -> tuple[int, int]:
+    """[lo, hi] containing all but ~_TAIL_TARGET of Bin(m, s) (Bernstein's inequality); the
+    exact mass outside is recomputed by the caller, so this only affects speed and tightness."""
+    var = m * s * (1.0 - s)
+    log_term = math.log(2.0 / _TAIL_TARGET)
+    t = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * var * log_term)
+    mean = m * s
+    return max(0, int(math.floor(mean - t)) - 1), min(m, int(math.ceil(mean + t)) + 1)
+
+
+def _slice_starts(slope: float, offset: np.ndarray, size: np.ndarray, tolerance: np.ndarray):
+    """For each slice a + b = size: the integer start of {a : slope * a + offset > 0}, which is
+    {a >= start} for slope > 0 and {a <= start} for slope < 0; the integer nearest the
+    threshold -offset/slope; and a mask of the slices where that threshold lies within
+    ``tolerance`` of the integer (the integer's side is then uncertain under rounding)."""
+    threshold = np.clip(-offset / slope, -2.0, size + 2.0)
+    start = np.floor(threshold) + 1.0 if slope > 0 else np.ceil(threshold) - 1.0
+    nearest = np.round(threshold)
+    return start, nearest, np.abs(threshold - nearest) <= tolerance
+
+
+def _slice_masses(slope: float, starts: tuple, c: np.ndarray, rho: float, rho_c: float):
+    """Masses under Bin(c, rho) of {a >= start} (slope > 0) or {a <= start} (slope < 0) for
+    several start arrays: one betainc call at the deepest start and, for the others, that tail
+    plus the few pmf terms in between (sums of positive terms: no cancellation)."""
+    if slope > 0:
+        base = np.maximum.reduce(starts)
+        tail = _binomial_at_least(base, c, rho)
+        gaps = [base - start for start in starts]
+    else:
+        base = np.minimum.reduce(starts)
+        tail = _binomial_at_most(base, c, rho, rho_c)
+        gaps = [start - base for start in starts]
+    masses = []
+    for start, gap in zip(starts, gaps, strict=True):
+        widest = int(gap.max())
+        if widest > 6:
+            masses.append(_binomial_at_least(start, c, rho) if slope > 0
+                          else _binomial_at_most(start, c, rho, rho_c))
+            continue
+        mass = tail.copy()
+        for i in range(widest):
+            # the points between: start, ..., base - 1 (slope > 0) or base + 1, ..., start
+            point = start + i if slope > 0 else start - i
+            mass += np.where(i < gap, stats.binom.pmf(point, c, rho), 0.0)
+        masses.append(mass)
+    return tuple(masses)
+
+
+def _is_mirror(pair: TwoCountPair) -> bool:
+    """True when swapping the two categories maps P to Q: then D(P||Q) = D(Q||P)."""
+    return (pair.others[0] == pair.others[1] and pair.first[0] == pair.second[1]
+            and pair.first[1] == pair.second[0])
+
+
+def _masses(slope, s0, coeff, scale, k2, k2_scale, slope_scale, n, c, rho, rho_c):
+    """Region masses of the three components of the distinguished user on the slices C = c,
+    and for each component the uncertain points (count, mask, slice size c')."""
+    def tolerance(size, offset_scale):
+        return _ROUNDING * (slope_scale * (size + 2.0) + offset_scale) / abs(slope)
+
+    size_next = c + 1.0
+    start_here, near_here, odd_here = _slice_starts(
+        slope, s0 * coeff[1] * c + k2 * (n - c), c,
+        tolerance(c, s0 * scale[1] * c + k2_scale * (n - c)))
+    start_next, near_next, odd_next = _slice_starts(
+        slope, s0 * coeff[1] * size_next + k2 * (n - size_next), size_next,
+        tolerance(size_next, s0 * scale[1] * size_next + k2_scale * (n - size_next)))
+    starts = (start_next - 1.0, start_next, start_here)
+    masses = _slice_masses(slope, starts, c, rho, rho_c)
+    # The uncertain point a' of slice c' is seen by the user-in-category-0 component at its own
+    # count a = a' - 1, by the other two at a = a'.
+    uncertain = ((near_next - 1.0, odd_next, size_next), (near_next, odd_next, size_next),
+                 (near_here, odd_here, c))
+    return masses, uncertain
+
+
+def two_count_divergence(pair: TwoCountPair, epsilon: float) -> Estimate:
+    """D_{e^eps}(P || Q) = sum_(a,b) (P(a,b) - e^eps Q(a,b))_+ for the pair (module docstring),
+    as a guaranteed interval. O(sqrt(n)) betainc calls (a window of +- ~10 sigma of C).
+
+    The region {P > e^eps Q} is decided once per output slice c' = a + b (threshold t(c')),
+    and the three components of the distinguished user read it at (c + 1, a + 1), (c + 1, a)
+    and (c, a) -- 001's low_{c+1} - 1, low_{c+1}, low_c -- so that each point is wholly in or
+    out. Any region gives a lower estimate. For the upper estimate: a threshold is located to
+    within _ROUNDING (> 100 ulps) of the magnitudes of the terms of H, so only the integer
+    nearest it can be misjudged, and only when it lies that close to the threshold; there
+    |P - e^eps Q| = |H| / (H_P + e^eps H_Q) * (P + e^eps Q) <= 2 _ROUNDING kappa (P + e^eps Q)
+    with kappa = (terms of H) / (H_P + e^eps H_Q) bounded on the slice, and that is added.
+    If the sign of the slope itself is uncertain the upper estimate is the trivial 1.
+    """
+    e_eps = math.exp(epsilon)
+    n, m = pair.n, pair.n - 1
+    s0, s1 = (float(x) for x in pair.others)
+    s = s0 + s1
+    rho, rho_c = s0 / s, s1 / s
+    if pair.exhaustive or s > 1.0:  # no mass elsewhere (s > 1 is rounding): C = n - 1
+        s = 1.0
+    u0, u1 = (float(x) for x in pair.first)
+    v0, v1 = (float(x) for x in pair.second)
+    if pair.exhaustive:
+        uw = vw = 0.0
+    else:
+        uw, vw = max(0.0, 1.0 - u0 - u1), max(0.0, 1.0 - v0 - v1)
+    coeff = np.array([u0 - e_eps * v0, u1 - e_eps * v1, uw - e_eps * vw])
+    scale = np.array([u0 + e_eps * v0, u1 + e_eps * v1, uw + e_eps * vw])
+    if scale[2] != 0.0:
+        require(s < 1.0, "others", pair.others,
+                "the others must leave mass outside both categories when the distinguished "
+                "user can land there")
+        k2, k2_scale = (s0 * s1 / (1.0 - s)) * coeff[2], (s0 * s1 / (1.0 - s)) * scale[2]
+    else:
+        k2, k2_scale = 0.0, 0.0
+    # H(a', b') = slope * a' + s0 d1 c' + k2 (n - c') on the slice c' = a' + b'.
+    slope = s1 * coeff[0] - s0 * coeff[1]
+    slope_scale = s1 * scale[0] + s0 * scale[1]
+
+    lo, hi = _window(m, s)
+    c = np.arange(lo, hi + 1, dtype=float)
+    weight = stats.binom.pmf(c, m, s)
+    extra = 0.0  # bound on the points whose side is uncertain (upper estimate only)
+    if abs(slope) <= _ROUNDING * slope_scale:
+        # The direction of the half-lines is uncertain: a lower estimate from the region
+        # {H > 0} taken as constant on each slice, and the trivial upper estimate.
+        here = (s0 * coeff[1] * c + k2 * (n - c) > 0).astype(float)
+        following = (s0 * coeff[1] * (c + 1.0) + k2 * (n - c - 1.0) > 0).astype(float)
+        masses = (following, following, here)
+        extra = 1.0
+    else:
+        masses, uncertain = _masses(slope, s0, coeff, scale, k2, k2_scale, slope_scale, n, c,
+                                    rho, rho_c)
+        # |P - e^eps Q| <= 2 _ROUNDING kappa (P + e^eps Q) at an uncertain point, where kappa
+        # bounds (magnitude of the terms of H) / (H_P + e^eps H_Q) on its slice.
+        smaller = min(s1 * scale[0], s0 * scale[1])
+        for j, (point, odd, size) in enumerate(uncertain):
+            if scale[j] == 0.0 or not odd.any():
+                continue
+            cc, sz = c[odd], size[odd]
+            terms = (slope_scale * (sz + 2.0) + s0 * scale[1] * sz + k2_scale * (n - sz))
+            floor = smaller * sz + k2_scale * (n - sz)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                factor = np.where(floor > 0, np.minimum(1.0, 2.0 * _ROUNDING * terms / floor),
+                                  1.0)
+            extra += scale[j] * float(np.sum(
+                factor * weight[odd] * stats.binom.pmf(point[odd], cc, rho)))
+    value = 0.0
+    absolute = 0.0
+    scaled = 0.0
+    for j in range(3):
+        if scale[j] == 0.0:
+            continue
+        total = float(np.sum(weight * masses[j]))
+        value += coeff[j] * total
+        absolute += abs(coeff[j]) * total
+        scaled += scale[j] * total
+    outside = float(stats.binom.cdf(lo - 1, m, s)) + float(stats.binom.sf(hi, m, s))
+    # relative error of the tails and weights, and rounding of the coefficients u - e^eps v
+    rounding = _RELATIVE_SLACK * absolute + 1e-15 * scaled
+    upper = value + rounding + extra + outside * float(np.clip(coeff, 0, None).sum())
+    lower = value - rounding - outside * float(np.clip(-coeff, 0, None).sum())
+    return _interval(max(0.0, lower), min(1.0, max(0.0, upper)))
+
+
+def two_count_delta(pair: TwoCountPair, epsilon: float) -> Estimate:
+    """max(D(P||Q), D(Q||P)) as a guaranteed interval."""
+    forward = two_count_divergence(pair, epsilon)
+    if _is_mirror(pair):
+        return forward
+    backward = two_count_divergence(pair.swapped(), epsilon)
+    return _interval(max(forward.lower, backward.lower), max(forward.upper, backward.upper))
