@@ -38,14 +38,10 @@ import types
 import pytest
 
 from protocols.bounds import catalogue as cat
+from protocols.bounds.personalized import bounds as het
 from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from protocols.errors import ParameterError
 from protocols.randomizers import make_randomizer
-
-try:  # the personalized bounds' module (moved in a refactoring; either location works)
-    from protocols.bounds.personalized import bounds as het
-except ImportError:  # pragma: no cover - older layout
-    from protocols.bounds import heterogeneous as het
 
 #: Small randomizers: categorical with small domains and one numeric.
 RANDOMIZERS: dict[str, dict] = {

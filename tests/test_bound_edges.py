@@ -26,7 +26,7 @@ def test_exact_lower_krr_65536_eps0_20_above_16():
     assert 16.0 < res.epsilon <= 20.0
 
 
-# -- eps0 range ---------------------------------------------------------------------------------------
+# -- eps0 range ------------------------------------------------------------------------------
 @pytest.mark.parametrize("eps0", [710.0, 1000.0])
 def test_clone_bounds_refuse_eps0_beyond_range(eps0):
     for fn in (clones.fmt21_numerical, clones.stronger_clone_numerical):
@@ -111,7 +111,6 @@ def test_laplace_n_1e6_optimal_blanket_work_and_value(monkeypatch):
 def test_laplace_n_1e6_every_bound_under_10s():
     """The whole `bound` command's bounds at the issue's point, each under 10 s (wall clock:
     slow-marked, it depends on the machine's load)."""
-    import time
 
     from protocols.bounds import catalogue
     r = make_randomizer("laplace", epsilon0=4.0)

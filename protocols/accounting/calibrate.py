@@ -17,11 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from protocols.accounting.compose import ComposedResult, Round, compose_rounds, \
-    get_composed_method
+from protocols.accounting.compose import ComposedResult, Round, compose_rounds, get_composed_method
 from protocols.bounds.result import BoundKind
-from protocols.errors import ParameterError, require, require_int_at_least, \
-    require_probability_open
+from protocols.errors import ParameterError, require, require_int_at_least, require_probability_open
 
 EPSILON0_MIN = 1e-3
 EPSILON0_MAX = 20.0

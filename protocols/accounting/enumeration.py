@@ -176,7 +176,7 @@ def _half_binomial_log_pmf(S: np.ndarray, t: np.ndarray) -> np.ndarray:
 def symmetric_aggregates(model: CountModel, n: int, *, tail: float = DEFAULT_TAIL,
                          weak_rtol: float = DEFAULT_WEAK_RTOL) -> Aggregates:
     """Aggregates of a symmetric pair (module docstring): D exact, (S, h3) in bins."""
-    (a1, a2), (b1, b2) = model.a, model.b
+    (a1, _), (b1, b2) = model.a, model.b
     w = model.w[0]
     g = a1 - b1
     sbar, beta, r = 0.5 * (b1 + b2), 0.5 * (b1 - b2), model.r

@@ -115,7 +115,7 @@ class _Accumulator:
         self.values += np.bincount(index - self.low, weights=weight, minlength=self.values.size)
 
 
-def _split_to_grid(acc: "_Accumulator", loss: np.ndarray, mass: np.ndarray,
+def _split_to_grid(acc: _Accumulator, loss: np.ndarray, mass: np.ndarray,
                    interval: float) -> None:
     """Connect-the-dots split of outcomes (loss, mass) onto the two grid points around each
     loss, keeping P-mass and Q-mass (share of the upper point raised by 1e-12 relative)."""

@@ -39,12 +39,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:  # pragma: no cover
-    from protocols.randomizers.base import OutputGroups
+from protocols.randomizers.domains import OutputGroups
 
 #: Largest categorical input domain whose neighbour pairs the default enumerates.
 MAX_ENUMERATED_INPUTS = 16

@@ -328,7 +328,8 @@ def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
     if not rows:
         return {}
     columns = {field.name: [row[field.name] for row in rows] for field in BOUNDS_SCHEMA}
-    for name in ("epsilon", "epsilon_error", "naive_epsilon"):  # inf (no certified eps) stays inf; NaN -> null
+    # inf (no certified eps) stays inf; NaN -> null
+    for name in ("epsilon", "epsilon_error", "naive_epsilon"):
         columns[name] = [None if v is None or math.isnan(v) else float(v) for v in columns[name]]
     columns["point"] = np.asarray(columns["point"], dtype=np.int32)
     return {TABLE: pa.table(columns, schema=BOUNDS_SCHEMA)}

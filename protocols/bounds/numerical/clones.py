@@ -225,7 +225,8 @@ class ClonePair:
         large eps0): with q = 1 / (1 + e^-eps0) and (1 - q) / q = e^-eps0,
 
             alpha = q - e^eps (1 - q) = q (1 - e^(eps - eps0)) = -q expm1(eps - eps0),
-            beta = e^eps q - (1 - q) = q e^eps (1 - e^-(eps + eps0)) = -q e^eps expm1(-(eps + eps0)),
+            beta = e^eps q - (1 - q) = q e^eps (1 - e^-(eps + eps0))
+                 = -q e^eps expm1(-(eps + eps0)),
             r / (1 + r) = beta / (alpha + beta) = beta / (tanh(eps0 / 2) (1 + e^eps)),
 
         each to a few ulps. The threshold m = floor(tau_c) is also tried at m - 1 and m + 1:
