@@ -1,4 +1,5 @@
 """shufflesim's mathematics: local randomizers, estimators and amplification bounds.
 
-Pure numerics: imports only the standard library, numpy and scipy.
+Pure numerics: imports only the standard library, numpy, scipy and dp_accounting (privacy-loss
+distributions).
 """
