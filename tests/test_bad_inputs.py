@@ -244,6 +244,11 @@ CASES: list[Case] = [
              "batch.memory_mb", "1"),
     run_case("batch-zero-chunk", scenario(append="[batch]\nchunk_repetitions = 0\n"),
              "batch.chunk_repetitions", "0"),
+    run_case("batch-huge-n-with-skip",
+             scenario({"n =": "n = 1000000000000"}, append='[batch]\nshuffle = "skip"\n'),
+             "batch.path", "aggregate"),
+    run_case("batch-huge-n-default", scenario({"n =": "n = 1000000000000"}),
+             "batch.path", "aggregate"),
     run_case("batch-misspelt-key", scenario(append="[batch]\nmemory = 100\n"), "batch.memory"),
     # -- run: sweep -------------------------------------------------------------------------------
     run_case("sweep-unknown-key", scenario(append='[sweep]\n"population.nn" = [1, 2]\n'),
