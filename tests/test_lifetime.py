@@ -4,6 +4,7 @@ per-user accounting of pipeline runs (users.parquet, simulator/pipeline/lifetime
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pyarrow as pa
@@ -113,10 +114,20 @@ def test_member_sizes_are_the_batches_each_client_was_in():
         assert np.all(result.member_sizes[r, absent] == 0)
 
 
-def test_grid_sizes_match_the_per_batch_grid():
+def _largest_grid_point(h: int, base: int, steps: int) -> int:
+    """By enumeration: h itself up to base, else the largest floor(base 2^(j/steps)) <= h."""
+    if h <= base:
+        return h
+    points = (math.floor(base * 2.0 ** (j / steps) + 1e-9) for j in range(steps * 40))
+    return max(p for p in points if p <= h)
+
+
+def test_grid_sizes_are_the_largest_grid_points_below():
     sizes = np.array([1, 2, 63, 64, 65, 100, 1000, 7942, 7950, 99_999, 10**6])
-    assert grid_sizes(sizes).tolist() == [grid_size(int(s)) for s in sizes]
-    assert np.all(grid_sizes(sizes, 4, 2) <= sizes)
+    for base, steps in ((64, 16), (4, 2)):
+        assert grid_sizes(sizes, base, steps).tolist() == [
+            _largest_grid_point(int(s), base, steps) for s in sizes]
+    assert [grid_size(int(s)) for s in sizes] == grid_sizes(sizes).tolist()
 
 
 def test_lifetime_eps_invariants():

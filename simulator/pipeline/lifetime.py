@@ -74,7 +74,8 @@ ABSENT_NOTE = "in no released batch: nothing about this user was released"
 
 def grid_sizes(sizes: np.ndarray, base: int = 64, steps: int = 16) -> np.ndarray:
     """Each size rounded down to the grid: itself up to ``base``, else the largest
-    floor(base 2^(j / steps)) <= size (vectorized ``simulator.pipeline.unit.grid_size``).
+    floor(base 2^(j / steps)) <= size (``simulator.pipeline.unit.grid_size`` is its per-batch
+    case).
     Rounding down is conservative for upper bounds (module docstring)."""
     sizes = np.asarray(sizes, dtype=np.int64)
     out = sizes.copy()

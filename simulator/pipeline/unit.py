@@ -56,7 +56,7 @@ from simulator.pipeline.analyzer import BATCHES_SCHEMA
 from simulator.pipeline.clients import messages_per_client
 from simulator.pipeline.config import SECTION, PipelineConfig
 from simulator.pipeline.lifetime import TABLE as USERS_TABLE
-from simulator.pipeline.lifetime import USERS_SCHEMA, lifetime_columns, users_table
+from simulator.pipeline.lifetime import USERS_SCHEMA, grid_sizes, lifetime_columns, users_table
 from simulator.pipeline.run import run_pipeline
 from simulator.pipeline.section import PipelineSection
 from simulator.population.base import CATEGORICAL
@@ -266,15 +266,9 @@ GRID_STEPS = 16
 
 
 def grid_size(honest_size: int) -> int:
-    """The largest grid size <= honest_size (the size itself up to EXACT_UP_TO)."""
-    if honest_size <= EXACT_UP_TO:
-        return int(honest_size)
-    step = math.floor(GRID_STEPS * math.log2(honest_size / EXACT_UP_TO) + 1e-9)
-    while True:
-        size = math.floor(EXACT_UP_TO * 2.0 ** (step / GRID_STEPS) + 1e-9)
-        if size <= honest_size:
-            return max(size, EXACT_UP_TO)
-        step -= 1
+    """The largest grid size <= honest_size (the size itself up to EXACT_UP_TO): the per-batch
+    case of the users' grid (simulator.pipeline.lifetime.grid_sizes)."""
+    return int(grid_sizes(np.array([honest_size]), EXACT_UP_TO, GRID_STEPS)[0])
 
 
 #: (randomizer repr, delta, size) -> (epsilon or None, bound name or None): best proven bound.
