@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from protocols.accounting.compose import ComposedResult, Round, compose_rounds, get_composed_method
+from protocols.bounds.calibration import largest_certified
 from protocols.bounds.result import BoundKind
 from protocols.errors import ParameterError, require, require_int_at_least, require_probability_open
 
@@ -97,21 +98,7 @@ def largest_epsilon0(randomizer_factory: Callable[[float], object], target_epsil
         raise ParameterError("target_epsilon", target_epsilon,
                              f"{method} does not certify it even at eps0 = {eps0_min:g} "
                              f"over {sum(k for _, k in plan)} rounds: {why}")
-    low, high = eps0_min, None
-    while high is None:
-        trial = min(low * 4.0, eps0_max)
-        if certified(trial):
-            low = trial
-            if trial >= eps0_max:
-                break
-        else:
-            high = trial
-    while high is not None and high - low > rtol * low:
-        mid = math.sqrt(low * high) if high > 2 * low else 0.5 * (low + high)
-        if certified(mid):
-            low = mid
-        else:
-            high = mid
+    low, high = largest_certified(certified, eps0_min, eps0_max, rtol)
     note = "" if high is not None else f"certified up to the search limit eps0 = {eps0_max:g}"
     return RoundsCalibration(method, low, (low, high), float(target_epsilon), float(delta),
                              sum(k for _, k in plan), outcomes[low], len(outcomes),

@@ -93,6 +93,31 @@ def _check_target(name: str, target_epsilon: float, delta: float) -> None:
     require_probability_open("delta", delta)
 
 
+def largest_certified(certified: Callable[[float], bool], low: float, limit: float,
+                      rtol: float) -> tuple[float, float | None]:
+    """Bracket the largest certified value above ``low`` (certified) up to ``limit``:
+    geometric steps of 4 up to the first failure, then bisection (geometric while the bracket
+    spans more than a factor 2) to relative ``rtol``. Returns (certified, not certified), the
+    second None when ``limit`` itself was certified. The first is always a value that was
+    certified, whatever the monotonicity of ``certified``."""
+    high = None
+    while high is None:
+        trial = min(low * 4.0, limit)
+        if certified(trial):
+            low = trial
+            if trial >= limit:
+                break
+        else:
+            high = trial
+    while high is not None and high - low > rtol * low:
+        mid = math.sqrt(low * high) if high > 2 * low else 0.5 * (low + high)
+        if certified(mid):
+            low = mid
+        else:
+            high = mid
+    return low, high
+
+
 def largest_epsilon0(bound_name: str, randomizer_factory: Callable[[float], object], n: int,
                      target_epsilon: float, delta: float, *, rtol: float = 1e-4,
                      eps0_min: float = EPSILON0_MIN,
@@ -114,23 +139,8 @@ def largest_epsilon0(bound_name: str, randomizer_factory: Callable[[float], obje
         raise ParameterError("target_epsilon", target_epsilon,
                           f"{bound_name} does not certify it even at eps0 = {eps0_min:g} "
                           f"(n = {n}): {certified.reason(eps0_min)}")
-    low, high = eps0_min, None
-    step = 4.0
-    while high is None:
-        trial = min(low * step, eps0_max)
-        if certified(trial):
-            low = trial
-            if trial >= eps0_max:
-                break
-        else:
-            high = trial
+    low, high = largest_certified(certified, eps0_min, eps0_max, rtol)
     note = "" if high is not None else f"certified up to the search limit eps0 = {eps0_max:g}"
-    while high is not None and high - low > rtol * low:
-        mid = math.sqrt(low * high) if high > 2 * low else 0.5 * (low + high)
-        if certified(mid):
-            low = mid
-        else:
-            high = mid
     outcome = certified.outcomes[low]
     return Calibration(bound_name, "epsilon0", low, (low, high), outcome.result.epsilon,
                        target_epsilon, delta, len(certified.outcomes),
