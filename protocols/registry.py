@@ -23,7 +23,7 @@ import difflib
 from collections.abc import Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
-from protocols.errors import ParameterError
+from shufflesim.protocols.errors import ParameterError
 
 T = TypeVar("T")
 _NOTHING: Any = object()

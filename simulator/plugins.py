@@ -14,29 +14,29 @@ from __future__ import annotations
 # First: the command line binds protocols.randomizers with simulator.cli.lazy; a submodule
 # imported before its lazy package has run would run twice (two Randomizer classes). Reading a
 # name of the package runs it.
-from protocols.randomizers import Randomizer  # noqa: F401
+from shufflesim.protocols.randomizers import Randomizer  # noqa: F401
 
 # audit attacks (registration order: the order of the audit's rows)
-from simulator.audit import attacks, pipeline_level  # noqa: F401
+from shufflesim.simulator.audit import attacks, pipeline_level  # noqa: F401
 
 # scenario sections with their tables: [audit] (per-point producer), [bounds], [pipeline]
-from simulator.audit import section as audit_section  # noqa: F401
-from simulator.audit.levels import ATTACKS
+from shufflesim.simulator.audit import section as audit_section  # noqa: F401
+from shufflesim.simulator.audit.levels import ATTACKS
 
 # estimator targets
-from simulator.batch import metrics  # noqa: F401
+from shufflesim.simulator.batch import metrics  # noqa: F401
 
 # the registries, filled
-from simulator.batch.targets import TARGETS
-from simulator.execution.producers import PRODUCERS
-from simulator.pipeline import section as pipeline_section  # noqa: F401
+from shufflesim.simulator.batch.targets import TARGETS
+from shufflesim.simulator.execution.producers import PRODUCERS
+from shufflesim.simulator.pipeline import section as pipeline_section  # noqa: F401
 
 # data and budget distributions
-from simulator.population import budgets, data, files  # noqa: F401
-from simulator.population.base import BUDGET_DISTRIBUTIONS, DATA_DISTRIBUTIONS
-from simulator.results.tables import TABLE_SCHEMAS
-from simulator.scenario import bounds  # noqa: F401
-from simulator.scenario.sections import SECTIONS
+from shufflesim.simulator.population import budgets, data, files  # noqa: F401
+from shufflesim.simulator.population.base import BUDGET_DISTRIBUTIONS, DATA_DISTRIBUTIONS
+from shufflesim.simulator.results.tables import TABLE_SCHEMAS
+from shufflesim.simulator.scenario import bounds  # noqa: F401
+from shufflesim.simulator.scenario.sections import SECTIONS
 
 __all__ = ["ATTACKS", "BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "PRODUCERS", "SECTIONS",
            "TABLE_SCHEMAS", "TARGETS"]

@@ -13,20 +13,20 @@ import pytest
 from dp_accounting.pld import privacy_loss_distribution as pldm
 from scipy import stats
 
-from protocols.accounting import pairs
-from protocols.accounting.baselines import naive_epsilon
-from protocols.accounting.compose import (
+from shufflesim.protocols.accounting import pairs
+from shufflesim.protocols.accounting.baselines import naive_epsilon
+from shufflesim.protocols.accounting.compose import (
     Round,
     compose_rounds,
     composed_method_names,
     composition_support,
     get_composed_method,
 )
-from protocols.accounting.pld import round_plds
-from protocols.bounds.catalogue import evaluate
-from protocols.bounds.result import BoundKind
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.accounting.pld import round_plds
+from shufflesim.protocols.bounds.catalogue import evaluate
+from shufflesim.protocols.bounds.result import BoundKind
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 DELTA = 1e-6
 
@@ -170,7 +170,7 @@ def test_baselines_are_above_the_composed_pld_bound():
 
 
 def test_calibration_over_rounds_returns_a_certified_eps0():
-    from protocols.accounting.calibrate import largest_epsilon0
+    from shufflesim.protocols.accounting.calibrate import largest_epsilon0
 
     def factory(e):
         return _r("krr", e, 10)

@@ -17,9 +17,9 @@ import os
 
 import pytest
 
-from protocols.accounting.compose import Round, compose_rounds
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.accounting.compose import Round, compose_rounds
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 DELTA = 1e-6
 RANDOMIZERS = [("brr", {}), ("krr", {"domain_size": 3}), ("krr", {"domain_size": 10}),

@@ -9,13 +9,13 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from simulator.audit.run import AuditSettings, Level
-from simulator.audit.tables import AUDIT_SCHEMA
-from simulator.cli import main
-from simulator.errors import ScenarioError
-from simulator.execution.runner import run_scenario
-from simulator.results.tables import read_metadata
-from simulator.scenario.loader import load_scenario, parse_scenario
+from shufflesim.simulator.audit.run import AuditSettings, Level
+from shufflesim.simulator.audit.tables import AUDIT_SCHEMA
+from shufflesim.simulator.cli import main
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.results.tables import read_metadata
+from shufflesim.simulator.scenario.loader import load_scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ["audit", "--randomizer", "krr", "--domain-size", "2", "--epsilon0", "2"]

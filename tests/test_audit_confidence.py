@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols.errors import ParameterError
-from simulator.audit.confidence import (
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator.audit.confidence import (
     ErrorBudget,
     clopper_pearson_lower,
     clopper_pearson_upper,
     epsilon_from_limits,
     epsilon_lower_bound,
 )
-from simulator.audit.events import (
+from shufflesim.simulator.audit.events import (
     LOWER,
     UPPER,
     TailEvent,

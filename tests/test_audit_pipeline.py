@@ -8,19 +8,19 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols.randomizers import make_randomizer
-from simulator.audit.attacks import LikelihoodRatioAttack
-from simulator.audit.pipeline_level import (
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.simulator.audit.attacks import LikelihoodRatioAttack
+from shufflesim.simulator.audit.pipeline_level import (
     _round_statistics,
     audit_pipeline,
     identity_permutation,
     output_groups,
     shuffled_size,
 )
-from simulator.audit.run import AuditSettings, run_audit
-from simulator.audit.sampling import HistogramSampler, tabulate
-from simulator.audit.shuffle_level import AuditOptions
-from simulator.pipeline import PipelineConfig, run_pipeline
+from shufflesim.simulator.audit.run import AuditSettings, run_audit
+from shufflesim.simulator.audit.sampling import HistogramSampler, tabulate
+from shufflesim.simulator.audit.shuffle_level import AuditOptions
+from shufflesim.simulator.pipeline import PipelineConfig, run_pipeline
 
 BINARY = make_randomizer("krr", epsilon0=2.0, domain_size=2)
 
@@ -79,7 +79,7 @@ def test_pipeline_histogram_has_the_law_of_the_shuffle_sampler():
                           keep_outputs=True)
     hist, order = _round_statistics(result, groups, r, rounds)
     assert (hist.sum(axis=1) == n).all() and order.shape == (rounds,)
-    from simulator.audit.attacks import HistogramChunk
+    from shufflesim.simulator.audit.attacks import HistogramChunk
 
     pipe = np.bincount(attack.bin(HistogramChunk(n, hist)), minlength=attack.bins)
     (fast,) = tabulate(HistogramSampler(groups.model), [attack], 0, 20_000,

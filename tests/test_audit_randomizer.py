@@ -9,16 +9,16 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer, randomizer_class, randomizer_names
-from protocols.randomizers.krr import KRR
-from simulator.audit.randomizer_level import (
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer, randomizer_class, randomizer_names
+from shufflesim.protocols.randomizers.krr import KRR
+from shufflesim.simulator.audit.randomizer_level import (
     RandomizerAuditOptions,
     audit_inputs,
     audit_randomizer,
     chi_square_fit,
 )
-from simulator.audit.run import AuditSettings, run_audit
+from shufflesim.simulator.audit.run import AuditSettings, run_audit
 
 LaplaceBinary = randomizer_class("laplace_binary")
 

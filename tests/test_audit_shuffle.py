@@ -11,20 +11,20 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols.bounds.engine import core as engine
-from protocols.bounds.numerical.optimal import exact_lower_epsilon
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
-from simulator.audit.attacks import (
+from shufflesim.protocols.bounds.engine import core as engine
+from shufflesim.protocols.bounds.numerical.optimal import exact_lower_epsilon
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.simulator.audit.attacks import (
     CountAttack,
     HistogramChunk,
     LikelihoodRatioAttack,
     build_attacks,
     pair_model,
 )
-from simulator.audit.pipeline_level import output_groups
-from simulator.audit.sampling import HistogramSampler, tabulate
-from simulator.audit.shuffle_level import (
+from shufflesim.simulator.audit.pipeline_level import output_groups
+from shufflesim.simulator.audit.sampling import HistogramSampler, tabulate
+from shufflesim.simulator.audit.shuffle_level import (
     DIRECTIONS,
     AuditOptions,
     audit_shuffle,
@@ -175,10 +175,10 @@ def test_attack_set():
 def test_an_attack_is_one_registered_class(monkeypatch):
     """A class registered with register_attack is built by build_attacks at its levels,
     accepted by the audit's settings and listed with its description."""
-    from simulator.audit.attacks import Attack
-    from simulator.audit.levels import ATTACKS, Level, attack_names, register_attack
-    from simulator.audit.run import AuditSettings
-    from simulator.cli.commands.list import catalogue
+    from shufflesim.simulator.audit.attacks import Attack
+    from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names, register_attack
+    from shufflesim.simulator.audit.run import AuditSettings
+    from shufflesim.simulator.cli.commands.list import catalogue
 
     assert attack_names(Level.SHUFFLE) == ("lr", "count")
     assert attack_names(Level.PIPELINE) == ("lr", "count", "order")

@@ -8,14 +8,19 @@ import dataclasses
 import numpy as np
 import pytest
 
-from protocols.bounds.catalogue import BoundEvaluation, BoundSpec, evaluate_many, get_bound
-from protocols.bounds.numerical.optimal import exact_lower_epsilon
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.spec import BOUNDS, any_ldp
-from protocols.randomizers import make_randomizer
-from simulator.audit.run import AuditSettings, run_audit
-from simulator.audit.shuffle_level import AuditOptions, audit_shuffle
-from simulator.audit.verdicts import (
+from shufflesim.protocols.bounds.catalogue import (
+    BoundEvaluation,
+    BoundSpec,
+    evaluate_many,
+    get_bound,
+)
+from shufflesim.protocols.bounds.numerical.optimal import exact_lower_epsilon
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BOUNDS, any_ldp
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.simulator.audit.run import AuditSettings, run_audit
+from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle
+from shufflesim.simulator.audit.verdicts import (
     CONSISTENT,
     NOT_EVALUATED,
     REFERENCE,

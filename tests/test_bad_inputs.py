@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from simulator.cli import main
+from shufflesim.simulator.cli import main
 
 BASE = """\
 name = "corpus"

@@ -14,17 +14,17 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from protocols.randomizers import make_randomizer, randomizer_class, randomizer_names
-from simulator.batch.metrics import FrequencyTarget, MeanTarget, SumTarget
-from simulator.batch.run import BatchSetup, run_unit, sorted_values
-from simulator.batch.targets import target_names
-from simulator.errors import ScenarioError
-from simulator.execution.runner import run_scenario
-from simulator.execution.simulation import execute_unit, plan_units
-from simulator.population.budgets import ConstantBudget
-from simulator.population.data import Zipf
-from simulator.scenario.loader import parse_scenario
-from simulator.scenario.model import BatchPath, ShuffleMode
+from shufflesim.protocols.randomizers import make_randomizer, randomizer_class, randomizer_names
+from shufflesim.simulator.batch.metrics import FrequencyTarget, MeanTarget, SumTarget
+from shufflesim.simulator.batch.run import BatchSetup, run_unit, sorted_values
+from shufflesim.simulator.batch.targets import target_names
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.execution.simulation import execute_unit, plan_units
+from shufflesim.simulator.population.budgets import ConstantBudget
+from shufflesim.simulator.population.data import Zipf
+from shufflesim.simulator.scenario.loader import parse_scenario
+from shufflesim.simulator.scenario.model import BatchPath, ShuffleMode
 
 ALPHA = 1e-4
 SIGMAS = 6.0
@@ -342,7 +342,7 @@ def test_paths_are_exposed_as_enums():
 def test_memory_plan_is_measured_once_per_setup(monkeypatch):
     """The memory plan decides the random streams, so a setup's measurement is kept: a later
     build of the same setup (e.g. while a Dask client's thread allocates) reuses it."""
-    import simulator.batch.run as batch
+    import shufflesim.simulator.batch.run as batch
 
     monkeypatch.setattr(batch, "_MEASURED", {})
     calls = []

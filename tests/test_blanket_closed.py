@@ -11,12 +11,12 @@ import pytest
 from scipy import optimize
 from test_clones import exact_epsilon, hockey_stick, krr_pmf, shuffled_pair
 
-from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.closed_form import blanket as bc
-from protocols.bounds.closed_form import blanket_randomizer as bcr
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.closed_form import blanket as bc
+from shufflesim.protocols.bounds.closed_form import blanket_randomizer as bcr
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 
 def krr(eps0: float, k: int):
@@ -303,7 +303,7 @@ def test_generic_parv_bounds_tiny_eps0_against_mpmath(eps0, eps_frac):
     """004 Lemmas 5.2/5.4 generic constants: e0 - e/e0 was 0 at eps0 = 1e-300 (so
     blanket_bennett_generic returned eps = 0) and ~1e-10 relative off at 1e-6. Each constant is
     an upper bound (or a gap) that must be within 1e-13 relative of the exact value."""
-    from protocols.bounds.closed_form.blanket import generic_parv_bounds
+    from shufflesim.protocols.bounds.closed_form.blanket import generic_parv_bounds
     eps = eps_frac * eps0
     params = generic_parv_bounds(eps, eps0)
     _mp.mp.dps = 400
@@ -319,7 +319,7 @@ def test_generic_parv_bounds_tiny_eps0_against_mpmath(eps0, eps_frac):
 @pytest.mark.parametrize("k", [2, 10])
 def test_krr_parv_bounds_tiny_eps0_against_mpmath(eps0, k):
     """004 Lemma 5.7 (k-RR): 1 - gamma was 0 at eps0 = 1e-300 (max L <= 0, delta = 0)."""
-    from protocols.bounds.closed_form.blanket import krr_parv_bounds
+    from shufflesim.protocols.bounds.closed_form.blanket import krr_parv_bounds
     eps = 0.5 * eps0
     params = krr_parv_bounds(eps, eps0, k)
     _mp.mp.dps = 400
@@ -336,6 +336,6 @@ def test_krr_parv_bounds_tiny_eps0_against_mpmath(eps0, k):
 @pytest.mark.parametrize("eps0", [1e-300, 1e-6])
 def test_blanket_bennett_generic_tiny_eps0_is_not_zero(eps0):
     """At eps0 = 1e-300 the bound returned eps = 0 (no privacy loss at all): false."""
-    from protocols.bounds.closed_form.blanket import blanket_bennett_generic
+    from shufflesim.protocols.bounds.closed_form.blanket import blanket_bennett_generic
     res = blanket_bennett_generic(eps0, 1000, 1e-6)
     assert 0.0 < res.epsilon <= eps0 * (1 + 1e-9)

@@ -37,11 +37,11 @@ import types
 
 import pytest
 
-from protocols.bounds import catalogue as cat
-from protocols.bounds.personalized import bounds as het
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds import catalogue as cat
+from shufflesim.protocols.bounds.personalized import bounds as het
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 #: Small randomizers: categorical with small domains and one numeric.
 RANDOMIZERS: dict[str, dict] = {

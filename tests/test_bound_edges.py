@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.bounds.numerical import clones, optimal
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds.numerical import clones, optimal
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 
 # -- lower bounds that stay useful at large eps0 --------------------------------------------------
@@ -70,7 +70,7 @@ LAPLACE_OPTIMAL_BEFORE = 0.05197330401192944         # commit 88f3b01, 24 s
 
 
 def _count_convolutions(monkeypatch):
-    from protocols.bounds.engine import fft as engine_fft
+    from shufflesim.protocols.bounds.engine import fft as engine_fft
     work = {"convolutions": 0, "points": 0}
     original = engine_fft._convolve
 
@@ -112,7 +112,7 @@ def test_laplace_n_1e6_every_bound_under_10s():
     """The whole `bound` command's bounds at the issue's point, each under 10 s (wall clock:
     slow-marked, it depends on the machine's load)."""
 
-    from protocols.bounds import catalogue
+    from shufflesim.protocols.bounds import catalogue
     r = make_randomizer("laplace", epsilon0=4.0)
     specs = catalogue.applicable_bounds(r)
     assert any(spec.name == "exact-lower" for spec in specs)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from simulator.cli import main
+from shufflesim.simulator.cli import main
 
 RANDOMIZERS = [
     ["--randomizer", "brr"],

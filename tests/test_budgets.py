@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from protocols.bounds.personalized.profile import BudgetProfile
-from simulator.errors import ScenarioError
-from simulator.population.base import budget_distribution_names
-from simulator.population.budgets import (
+from shufflesim.protocols.bounds.personalized.profile import BudgetProfile
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.population.base import budget_distribution_names
+from shufflesim.simulator.population.budgets import (
     PRESETS,
     ClippedNormalBudget,
     ConstantBudget,
@@ -24,8 +24,8 @@ from simulator.population.budgets import (
     budget_profile,
     group_counts,
 )
-from simulator.population.files import FileBudget
-from simulator.scenario.loader import parse_scenario
+from shufflesim.simulator.population.files import FileBudget
+from shufflesim.simulator.scenario.loader import parse_scenario
 
 ALPHA = 1e-4
 

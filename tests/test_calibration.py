@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from protocols.bounds import calibration as cal
-from protocols.bounds.catalogue import evaluate
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds import calibration as cal
+from shufflesim.protocols.bounds.catalogue import evaluate
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 TARGETS = (0.01, 0.05, 0.10, 0.20, 0.50, 1.00)
 #: 000 Table 4, 10-RR, n = 1000, delta = 1e-6: eps0 crossings on a 0.01 grid.

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from protocols.bounds import catalogue as cat
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds import catalogue as cat
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 #: The bounds the issues asked for (H5a, H4b, H5b); the registry may hold more. Each check below
 #: runs over the registry itself (tests/test_bound_conformance.py checks every registered bound's

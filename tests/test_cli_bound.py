@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from protocols.bounds.catalogue import bound_names
-from simulator.cli import main
+from shufflesim.protocols.bounds.catalogue import bound_names
+from shufflesim.simulator.cli import main
 
 KRR = ["--randomizer", "krr", "--domain-size", "10"]
 

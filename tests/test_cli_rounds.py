@@ -6,9 +6,9 @@ import json
 
 from click.testing import CliRunner
 
-from protocols.accounting.compose import Round, compose_rounds
-from protocols.randomizers import make_randomizer
-from simulator.cli import main
+from shufflesim.protocols.accounting.compose import Round, compose_rounds
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.simulator.cli import main
 
 KRR = ["--randomizer", "krr", "--domain-size", "3", "--epsilon0", "1", "--n", "1000",
        "--delta", "1e-6", "--quiet", "--json"]

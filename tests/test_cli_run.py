@@ -11,13 +11,15 @@ import pytest
 from click.testing import CliRunner
 from conftest import SWEEP_EPS, scenario_text, zipf
 
-from simulator.cli import main
-from simulator.results.tables import UTILITY_SCHEMA, read_metadata
+from shufflesim.simulator.cli import main
+from shufflesim.simulator.results.tables import UTILITY_SCHEMA, read_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SMALL = scenario_text(name="small", seed=7, repetitions=6, n=300, data=zipf(5),
                       sections=SWEEP_EPS)
+
+CLI_MAIN = "from shufflesim.simulator.cli import main; main()"
 
 
 @pytest.fixture
@@ -97,7 +99,8 @@ def test_failure_during_the_run_leaves_no_directory(small, tmp_path, monkeypatch
     def explode(*args, **kwargs):
         raise OSError(13, "Permission denied", str(tmp_path / "res"))
 
-    monkeypatch.setattr("simulator.execution.runner.run_scenario", lambda *a, **k: explode())
+    monkeypatch.setattr("shufflesim.simulator.execution.runner.run_scenario",
+                        lambda *a, **k: explode())
     result = CliRunner().invoke(main, ["run", str(small), "--out", str(tmp_path / "res")])
     assert result.exit_code != 0
     assert not (tmp_path / "res").exists()
@@ -124,7 +127,7 @@ def test_list_plain_and_json():
     olh = {p["name"]: p for p in data["randomizers"]["olh"]["parameters"]}
     assert olh["domain_size"]["required"] and olh["hash_range"] == {
         "name": "hash_range", "required": False, "default": None}
-    from protocols.bounds.catalogue import bound_names
+    from shufflesim.protocols.bounds.catalogue import bound_names
     assert set(data["bounds"]) == set(bound_names())
     exact = data["bounds"]["exact-lower"]
     assert exact["kind"] == "lower" and exact["status"] == "proven" and exact["regime"]
@@ -139,7 +142,7 @@ def test_list_plain_and_json():
 
 def test_real_process_fails_with_one_line_and_exit_code_2(tmp_path):
     """One real process: stderr holds exactly one line, stdout nothing, exit code 2."""
-    command = [sys.executable, "-c", "from simulator.cli import main; main()"]
+    command = [sys.executable, "-c", CLI_MAIN]
     missing = tmp_path / "absent.toml"
     failed = subprocess.run(command + ["run", str(missing), "--out", str(tmp_path / "r")],
                             capture_output=True, text=True, timeout=120, check=False)

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from protocols.bounds.closed_form import fmt21
-from protocols.bounds.numerical import clones
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds.closed_form import fmt21
+from shufflesim.protocols.bounds.numerical import clones
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 
 # -- brute force -------------------------------------------------------------------------------
@@ -390,7 +390,7 @@ def test_fmt21_closed_form_tiny_eps0_against_mpmath(eps0):
     printed, eps0 = 1e-300 gave 0 and eps0 = 1e-6 fell below the exact value."""
     import mpmath as mp
 
-    from protocols.bounds.closed_form.fmt21 import fmt21_closed_form
+    from shufflesim.protocols.bounds.closed_form.fmt21 import fmt21_closed_form
     n, delta = 10**6, 1e-15
     mp.mp.dps = 400        # e^eps0 - 1 at eps0 = 1e-300 needs ~300 digits
     e0 = mp.exp(mp.mpf(eps0))

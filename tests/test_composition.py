@@ -10,9 +10,13 @@ import itertools
 import numpy as np
 import pytest
 
-from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical.atom_sets import atoms_from_masses, check_decomposition, merge_atoms
-from protocols.bounds.numerical.composition import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.numerical.atom_sets import (
+    atoms_from_masses,
+    check_decomposition,
+    merge_atoms,
+)
+from shufflesim.protocols.bounds.numerical.composition import (
     combined_rounding,
     hamming_patterns,
     joint_atoms,
@@ -25,9 +29,9 @@ from protocols.bounds.numerical.composition import (
     subsampled_blanket_atoms,
     subsampled_exact_atoms,
 )
-from protocols.bounds.numerical.decompositions import blanket_atoms
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds.numerical.decompositions import blanket_atoms
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 
 def same_atoms(x: RatioAtoms, y: RatioAtoms, rtol: float = 1e-12) -> bool:

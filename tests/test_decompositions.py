@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical.atom_sets import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.numerical.atom_sets import (
     DecompositionError,
     atoms_from_masses,
     check_decomposition,
     merge_atoms,
 )
-from protocols.bounds.numerical.decompositions import (
+from shufflesim.protocols.bounds.numerical.decompositions import (
     blanket_atoms,
     blanket_gamma,
     exact_pair_atoms,
@@ -28,8 +28,8 @@ from protocols.bounds.numerical.decompositions import (
     neighbour_candidates,
     supported_randomizers,
 )
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer, randomizer_names
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer, randomizer_names
 
 #: Small configuration of every registered randomizer (a new randomizer without an entry fails
 #: test_every_registered_randomizer_is_decomposed).
@@ -469,10 +469,10 @@ def test_laplace_mirror_configurations_have_bitwise_equal_atoms():
     dyadic grid the cell weights L e^{max f} exprel(-|df|) are symmetric in the two cell ends,
     so the mirror images have equal atom multisets and the engine computes them once (the
     weight L e^{f(u)} exprel(f(v) - f(u)) differed in the last bits)."""
-    from protocols.bounds.atoms import Rounding
-    from protocols.bounds.engine.core import atoms_key
-    from protocols.bounds.numerical.decompositions import blanket_atoms, exact_pair_atoms
-    from protocols.randomizers import make_randomizer
+    from shufflesim.protocols.bounds.atoms import Rounding
+    from shufflesim.protocols.bounds.engine.core import atoms_key
+    from shufflesim.protocols.bounds.numerical.decompositions import blanket_atoms, exact_pair_atoms
+    from shufflesim.protocols.randomizers import make_randomizer
     r = make_randomizer("laplace", epsilon0=4.0)
     for x2 in (0.0, 0.25, 0.5):
         for rounding in (Rounding.UP, Rounding.DOWN):

@@ -23,10 +23,10 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from protocols.bounds import catalogue as cat
-from protocols.bounds.numerical import clones
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds import catalogue as cat
+from shufflesim.protocols.bounds.numerical import clones
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.randomizers import make_randomizer
 
 SLACK = mp.mpf(10) ** -40
 

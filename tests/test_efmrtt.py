@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from test_clones import exact_epsilon, hockey_stick, krr_pmf, shuffled_pair
 
-from protocols.bounds.closed_form import efmrtt
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import ParameterError
+from shufflesim.protocols.bounds.closed_form import efmrtt
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import ParameterError
 
 
 def test_formula_at_odd_parameters():

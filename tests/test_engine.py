@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols.bounds.atoms import RatioAtoms
-from protocols.bounds.engine.common import categories, chernoff_upper
-from protocols.bounds.engine.core import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.bounds.engine.common import categories, chernoff_upper
+from shufflesim.protocols.bounds.engine.core import (
     EpsilonEstimate,
     Estimate,
     default_eps_max,
@@ -29,8 +29,12 @@ from protocols.bounds.engine.core import (
     epsilon_of_delta,
     hockey_stick,
 )
-from protocols.bounds.engine.oracle import enumeration_size, exact_delta, exact_hockey_stick
-from protocols.errors import ParameterError
+from shufflesim.protocols.bounds.engine.oracle import (
+    enumeration_size,
+    exact_delta,
+    exact_hockey_stick,
+)
+from shufflesim.protocols.errors import ParameterError
 
 # ---------------------------------------------------------------------------------------------
 # Atom sets (written by hand from 000 Table 1 / Thm 14 for k-RR)
@@ -464,7 +468,7 @@ def test_integer_power_is_within_the_fft_error_budget(n):
     """Binary powering of characteristic-function values (|z| <= 1): relative error at most
     2 sqrt(2) (n - 1) U + U against a long-double reference, inside the 4 U per factor that
     the FFT method's error bound allows."""
-    from protocols.bounds.engine.fft import integer_power
+    from shufflesim.protocols.bounds.engine.fft import integer_power
 
     rng = np.random.default_rng(n)
     z = np.sqrt(rng.random(20_000)) * np.exp(2j * np.pi * rng.random(20_000))
@@ -482,11 +486,11 @@ def test_integer_power_is_within_the_fft_error_budget(n):
 def test_fft_near_zero_indices_match_the_full_mask():
     """engine_fft._near_zero finds |value| < r without a pass over the window: the same
     indices, in the same order, as the boolean mask it replaces (so every sum is unchanged)."""
-    from protocols.bounds.atoms import Rounding
-    from protocols.bounds.engine import fft as engine_fft
-    from protocols.bounds.engine.common import categories
-    from protocols.bounds.numerical.decompositions import exact_pair_atoms
-    from protocols.randomizers import make_randomizer
+    from shufflesim.protocols.bounds.atoms import Rounding
+    from shufflesim.protocols.bounds.engine import fft as engine_fft
+    from shufflesim.protocols.bounds.engine.common import categories
+    from shufflesim.protocols.bounds.numerical.decompositions import exact_pair_atoms
+    from shufflesim.protocols.randomizers import make_randomizer
     atoms = exact_pair_atoms(make_randomizer("laplace", epsilon0=4.0), 0.0, 1.0, 0.0,
                              rounding=Rounding.DOWN)
     laws = engine_fft._spread_laws([categories(atoms, 10**4, 0.2)], 0.01)
@@ -498,11 +502,11 @@ def test_fft_near_zero_indices_match_the_full_mask():
 
 def test_fft_window_narrows_only_for_near_gaussian_sums():
     """window_sd: 7 sd for 10^6 users of a bounded GPARV, the full 12 sd for a few users."""
-    from protocols.bounds.atoms import Rounding
-    from protocols.bounds.engine import fft as engine_fft
-    from protocols.bounds.engine.common import categories
-    from protocols.bounds.numerical.decompositions import exact_pair_atoms
-    from protocols.randomizers import make_randomizer
+    from shufflesim.protocols.bounds.atoms import Rounding
+    from shufflesim.protocols.bounds.engine import fft as engine_fft
+    from shufflesim.protocols.bounds.engine.common import categories
+    from shufflesim.protocols.bounds.numerical.decompositions import exact_pair_atoms
+    from shufflesim.protocols.randomizers import make_randomizer
     atoms = exact_pair_atoms(make_randomizer("laplace", epsilon0=4.0), 0.0, 1.0, 0.0,
                              rounding=Rounding.DOWN)
     assert engine_fft.window_sd([categories(atoms, 10**6, 0.035)], 5e-3) == 7.0

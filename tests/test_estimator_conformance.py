@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocols.errors import ParameterError
-from protocols.estimators import estimator_names, make_estimator
-from protocols.randomizers import Categorical, make_randomizer, randomizer_names
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.estimators import estimator_names, make_estimator
+from shufflesim.protocols.randomizers import Categorical, make_randomizer, randomizer_names
 
 Z = 4.5
 REPS = 4000
@@ -176,7 +176,7 @@ def test_unbiased_with_declared_variance(estimator_name, rname):
 # The checks can fail: planted faults
 # --------------------------------------------------------------------------------------------
 def test_planted_wrong_variance_formula_is_reported(monkeypatch):
-    from protocols.estimators.frequency import FrequencyEstimator
+    from shufflesim.protocols.estimators.frequency import FrequencyEstimator
 
     randomizer = _make("krr")
     estimator = make_estimator("frequency", randomizer)
@@ -191,7 +191,7 @@ def test_planted_wrong_variance_formula_is_reported(monkeypatch):
 
 
 def test_planted_bias_is_reported(monkeypatch):
-    from protocols.estimators.mean import MeanEstimator
+    from shufflesim.protocols.estimators.mean import MeanEstimator
 
     randomizer = _make("duchi")
     estimator = make_estimator("mean", randomizer)
@@ -207,7 +207,7 @@ def test_planted_bias_is_reported(monkeypatch):
 
 
 def test_planted_personalized_variance_fault_is_reported(monkeypatch):
-    from protocols.estimators.personalized import PersonalizedMeanEstimator
+    from shufflesim.protocols.estimators.personalized import PersonalizedMeanEstimator
 
     randomizer = _make("laplace")
     estimator = make_estimator("weighted_mean", randomizer)

@@ -16,18 +16,18 @@ import pytest
 from click.testing import CliRunner
 from conftest import SWEEP_EPS, scenario_text
 
-from simulator.cli import main
-from simulator.errors import ScenarioError, UserError
-from simulator.execution.executors import (
+from shufflesim.simulator.cli import main
+from shufflesim.simulator.errors import ScenarioError, UserError
+from shufflesim.simulator.execution.executors import (
     DaskExecutor,
     InlineExecutor,
     ProcessExecutor,
     make_executor,
 )
-from simulator.execution.producers import PRODUCERS, ProducerSpec
-from simulator.execution.progress import ProgressReport, format_duration, format_rate
-from simulator.execution.runner import run_scenario
-from simulator.scenario.loader import parse_scenario
+from shufflesim.simulator.execution.producers import PRODUCERS, ProducerSpec
+from shufflesim.simulator.execution.progress import ProgressReport, format_duration, format_rate
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.scenario.loader import parse_scenario
 
 BATCH = scenario_text(name="same", seed=3, repetitions=9, n=150, sections="""
     [batch]

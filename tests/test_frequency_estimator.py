@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols.errors import ParameterError
-from protocols.estimators import estimator_names, make_estimator
-from protocols.estimators.frequency import FrequencyEstimator
-from protocols.randomizers import make_randomizer, randomizer_class, randomizer_names
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.estimators import estimator_names, make_estimator
+from shufflesim.protocols.estimators.frequency import FrequencyEstimator
+from shufflesim.protocols.randomizers import make_randomizer, randomizer_class, randomizer_names
 
 #: One small configuration per frequency oracle.
 ORACLES = {

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from protocols.bounds.closed_form import gdp
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds.closed_form import gdp
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 
 def test_mu_at_odd_parameters():

@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from protocols.estimators import make_estimator
-from simulator.cli import main
-from simulator.population.budgets import ThreeGroupBudget, budget_arrays
-from simulator.scenario.loader import load_scenario
+from shufflesim.protocols.estimators import make_estimator
+from shufflesim.simulator.cli import main
+from shufflesim.simulator.population.budgets import ThreeGroupBudget, budget_arrays
+from shufflesim.simulator.scenario.loader import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 FREQUENCY = ROOT / "scenarios" / "gspa_frequency.toml"

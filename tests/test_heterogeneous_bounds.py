@@ -14,20 +14,20 @@ import mpmath
 import numpy as np
 import pytest
 
-from protocols.bounds.closed_form.gdp import gdp_personalized_bound
-from protocols.bounds.engine import core as engine
-from protocols.bounds.numerical import optimal
-from protocols.bounds.numerical.decompositions import blanket_atoms
-from protocols.bounds.personalized import blanket as pblanket
-from protocols.bounds.personalized import bounds as het
-from protocols.bounds.personalized import exact as pexact
-from protocols.bounds.personalized import profile as pprofile
-from protocols.bounds.personalized.profile import BudgetProfile
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import ParameterError
-from protocols.randomizers.brr import BinaryRR
-from protocols.randomizers.krr import KRR
-from protocols.randomizers.laplace import Laplace
+from shufflesim.protocols.bounds.closed_form.gdp import gdp_personalized_bound
+from shufflesim.protocols.bounds.engine import core as engine
+from shufflesim.protocols.bounds.numerical import optimal
+from shufflesim.protocols.bounds.numerical.decompositions import blanket_atoms
+from shufflesim.protocols.bounds.personalized import blanket as pblanket
+from shufflesim.protocols.bounds.personalized import bounds as het
+from shufflesim.protocols.bounds.personalized import exact as pexact
+from shufflesim.protocols.bounds.personalized import profile as pprofile
+from shufflesim.protocols.bounds.personalized.profile import BudgetProfile
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers.brr import BinaryRR
+from shufflesim.protocols.randomizers.krr import KRR
+from shufflesim.protocols.randomizers.laplace import Laplace
 
 
 # ----------------------------------------------------------------------------------------------

@@ -36,8 +36,12 @@ def test_validators_accept_numpy_scalars_and_reject_nan():
     import numpy as np
     import pytest
 
-    from protocols.errors import ParameterError, require_int_at_least, require_positive_finite
-    from protocols.randomizers import make_randomizer
+    from shufflesim.protocols.errors import (
+        ParameterError,
+        require_int_at_least,
+        require_positive_finite,
+    )
+    from shufflesim.protocols.randomizers import make_randomizer
 
     require_int_at_least("n", np.int64(4), 2)
     require_positive_finite("epsilon0", np.float64(0.5))
@@ -53,7 +57,7 @@ def test_default_output_groups_keep_tiny_probabilities_apart():
     (an absolute rounding would merge them and bias blanket bounds)."""
     import numpy as np
 
-    from protocols.randomizers import Randomizer, make_randomizer
+    from shufflesim.protocols.randomizers import Randomizer, make_randomizer
 
     class Tiny(type(make_randomizer("krr", epsilon0=1.0, domain_size=3))):
         def output_pmf(self, inputs=None):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from protocols.learning import (
+from shufflesim.protocols.learning import (
     MLP,
     PCA,
     DuchiL2,
@@ -20,9 +20,9 @@ from protocols.learning import (
     gaussian_delta,
     mean_abs_coordinate,
 )
-from simulator.errors import UserError
-from simulator.learning import LearningConfig, load_table, prepare, split_indices, train
-from simulator.learning.data import Dataset
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.learning import LearningConfig, load_table, prepare, split_indices, train
+from shufflesim.simulator.learning.data import Dataset
 
 
 # ------------------------------------------------------------------ models
@@ -260,7 +260,7 @@ def test_digits_without_scikit_learn_names_the_extra(monkeypatch):
 # ------------------------------------------------------------------ training
 def _digits():
     pytest.importorskip("sklearn")
-    from simulator.learning import load_digits_dataset
+    from shufflesim.simulator.learning import load_digits_dataset
 
     return load_digits_dataset()
 

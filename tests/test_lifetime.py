@@ -10,15 +10,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from protocols.bounds import catalogue
-from protocols.bounds.numerical.optimal import optimal_blanket_epsilon
-from protocols.randomizers import make_randomizer
-from simulator.execution.executors import InlineExecutor, ProcessExecutor
-from simulator.execution.runner import run_scenario
-from simulator.pipeline import PipelineConfig, run_pipeline
-from simulator.pipeline.lifetime import _signatures, grid_sizes, lifetime_columns
-from simulator.pipeline.unit import grid_size
-from simulator.scenario.loader import parse_scenario
+from shufflesim.protocols.bounds import catalogue
+from shufflesim.protocols.bounds.numerical.optimal import optimal_blanket_epsilon
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.simulator.execution.executors import InlineExecutor, ProcessExecutor
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.pipeline import PipelineConfig, run_pipeline
+from shufflesim.simulator.pipeline.lifetime import _signatures, grid_sizes, lifetime_columns
+from shufflesim.simulator.pipeline.unit import grid_size
+from shufflesim.simulator.scenario.loader import parse_scenario
 
 BOUNDS = """
 name = "lifetime_bounds"
@@ -219,7 +219,7 @@ def test_without_delta_users_get_k_eps0_pure_dp():
 
 def test_lifetime_figures():
     pytest.importorskip("matplotlib")
-    from simulator.plotting import figures
+    from shufflesim.simulator.plotting import figures
 
     tables = run_scenario(parse_scenario(PIPELINE.replace("repetitions = 3", "repetitions = 1")
                                          + "[bounds]\ndelta = 1e-6\nrounds = [1, 6]\n"

@@ -14,14 +14,14 @@ import math
 import numpy as np
 import pytest
 
-from protocols.errors import ParameterError
-from protocols.estimators.mean import MeanEstimator
-from protocols.estimators.sum import SumEstimator
-from protocols.randomizers import make_randomizer
-from protocols.randomizers.duchi import Duchi
-from protocols.randomizers.krr import KRR
-from protocols.randomizers.laplace import Laplace
-from protocols.randomizers.summation import Summation
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.estimators.mean import MeanEstimator
+from shufflesim.protocols.estimators.sum import SumEstimator
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.protocols.randomizers.duchi import Duchi
+from shufflesim.protocols.randomizers.krr import KRR
+from shufflesim.protocols.randomizers.laplace import Laplace
+from shufflesim.protocols.randomizers.summation import Summation
 
 SIGMAS = 6.0
 

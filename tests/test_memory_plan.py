@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-import simulator.batch.memory as memory
-from simulator.cli import main
-from simulator.execution import units
-from simulator.execution.resume import DONE, PARTS
+import shufflesim.simulator.batch.memory as memory
+from shufflesim.simulator.cli import main
+from shufflesim.simulator.execution import units
+from shufflesim.simulator.execution.resume import DONE, PARTS
 
 SCENARIO = """
 name = "{name}"
@@ -86,8 +86,8 @@ def test_numeric_data_without_an_aggregate_sampler_get_a_smaller_n(tmp_path):
     nothing_left(out)
     users = int(re.search(r"at most (\d+)", line).group(1))
     # (checked at the setup: running 1.6e7 users is left to the slow test below)
-    from simulator.batch.run import BatchSetup
-    from simulator.scenario.loader import parse_scenario
+    from shufflesim.simulator.batch.run import BatchSetup
+    from shufflesim.simulator.scenario.loader import parse_scenario
 
     text = write(tmp_path, name="fixed", n=users, data=UNIFORM, randomizer="laplace",
                  estimator="mean", batch='[batch]\nshuffle = "skip"').read_text()

@@ -30,12 +30,17 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from protocols.bounds.numerical import decompositions, optimal, variation_ratio
-from protocols.estimators import make_estimator
-from protocols.randomizers import Categorical, Randomizer, make_randomizer, randomizer_names
-from protocols.randomizers.analysis import DISCRETE_PMF, VariationRatioRow, ldp_row
-from protocols.randomizers.registry import register, unregister
-from simulator.cli import main
+from shufflesim.protocols.bounds.numerical import decompositions, optimal, variation_ratio
+from shufflesim.protocols.estimators import make_estimator
+from shufflesim.protocols.randomizers import (
+    Categorical,
+    Randomizer,
+    make_randomizer,
+    randomizer_names,
+)
+from shufflesim.protocols.randomizers.analysis import DISCRETE_PMF, VariationRatioRow, ldp_row
+from shufflesim.protocols.randomizers.registry import register, unregister
+from shufflesim.simulator.cli import main
 
 NAME = "exclusion3"
 
@@ -144,7 +149,7 @@ def test_declarations_and_defaults():
 def test_not_supported_answers():
     """What a randomizer does not declare is refused with a message naming what is missing, or
     falls back to the generic answer."""
-    from protocols.errors import ParameterError
+    from shufflesim.protocols.errors import ParameterError
 
     @dataclass(frozen=True)
     class Opaque(ExclusionResponse):  # no enumerable outputs, no row, no support

@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical.composition import joint_blanket_atoms, joint_exact_atoms
-from protocols.bounds.numerical.decompositions import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.numerical.composition import joint_blanket_atoms, joint_exact_atoms
+from shufflesim.protocols.bounds.numerical.decompositions import (
     blanket_atoms,
     exact_pair_atoms,
     neighbour_candidates,
 )
-from protocols.bounds.numerical.optimal import (
+from shufflesim.protocols.bounds.numerical.optimal import (
     epsilon_from_atoms,
     exact_lower_delta,
     exact_lower_epsilon,
@@ -38,9 +38,9 @@ from protocols.bounds.numerical.optimal import (
     optimal_blanket_epsilon_parallel,
     optimal_blanket_epsilon_subsampled,
 )
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 
 # -- oracles ------------------------------------------------------------------------------------
@@ -423,8 +423,8 @@ def test_mirror_candidates_are_not_searched_again(monkeypatch):
     """Others at x0 mirror others at x1 for k-RR (same atom multisets, directions swapped): the
     third candidate is skipped, and the maximum equals the one over separately searched
     candidates."""
-    import protocols.bounds.numerical.candidates as search
-    import protocols.bounds.numerical.optimal as optimal
+    import shufflesim.protocols.bounds.numerical.candidates as search
+    import shufflesim.protocols.bounds.numerical.optimal as optimal
 
     randomizer = make_randomizer("krr", epsilon0=3.0, domain_size=4)
     n, delta = 60, 1e-6

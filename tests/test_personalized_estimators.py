@@ -10,16 +10,16 @@ normal approximation each band has two-sided level ~2e-9.
 import numpy as np
 import pytest
 
-from protocols.errors import ParameterError
-from protocols.estimators import estimator_names, make_estimator
-from protocols.estimators.frequency import FrequencyEstimator
-from protocols.estimators.mean import MeanEstimator
-from protocols.estimators.personalized import (
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.estimators import estimator_names, make_estimator
+from shufflesim.protocols.estimators.frequency import FrequencyEstimator
+from shufflesim.protocols.estimators.mean import MeanEstimator
+from shufflesim.protocols.estimators.personalized import (
     PersonalizedFrequencyEstimator,
     PersonalizedMeanEstimator,
     support_arrays,
 )
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.randomizers import make_randomizer
 
 K_SE = 6.0
 BUDGETS = {

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from protocols.randomizers import make_randomizer
-from protocols.randomizers.krr import KRR
-from simulator.errors import UserError
-from simulator.pipeline import DelayConfig, PipelineConfig, run_pipeline
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.protocols.randomizers.krr import KRR
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.pipeline import DelayConfig, PipelineConfig, run_pipeline
 
 
 def reference_schedule(times, start, end, batch_size, timeout):

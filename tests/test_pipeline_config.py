@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.errors import ScenarioError
-from simulator.pipeline import ArrivalMode, DelayConfig, DelayDistribution, PipelineConfig
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.pipeline import (
+    ArrivalMode,
+    DelayConfig,
+    DelayDistribution,
+    PipelineConfig,
+)
 
 
 def test_defaults():

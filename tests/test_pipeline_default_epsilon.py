@@ -11,11 +11,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from protocols.bounds import catalogue
-from protocols.bounds.result import BoundKind, BoundStatus
-from simulator.execution.runner import run_scenario
-from simulator.pipeline.unit import EXACT_UP_TO, GRID_STEPS, grid_size
-from simulator.scenario.loader import parse_scenario
+from shufflesim.protocols.bounds import catalogue
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.pipeline.unit import EXACT_UP_TO, GRID_STEPS, grid_size
+from shufflesim.simulator.scenario.loader import parse_scenario
 
 BASE = """
 name = "pipe-default"
@@ -101,7 +101,7 @@ def test_grid_rounding_is_down_and_fine():
 
 @pytest.mark.parametrize("h", [2, 10, 64, 65, 200, 1000])
 def test_rounded_value_is_conservative(h):
-    from protocols.randomizers.registry import make_randomizer
+    from shufflesim.protocols.randomizers.registry import make_randomizer
 
     randomizer = make_randomizer("krr", epsilon0=2.0, domain_size=4)
     exact, _ = _best_proven(randomizer, h, 1e-6)

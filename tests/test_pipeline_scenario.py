@@ -14,17 +14,17 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.errors import ParameterError
-from simulator.cli import main
-from simulator.errors import ScenarioError
-from simulator.execution.runner import run_scenario
-from simulator.pipeline import ArrivalMode, PipelineConfig
-from simulator.pipeline import section as pipeline_section_module
-from simulator.pipeline import unit as pipeline_unit_module
-from simulator.pipeline.section import PipelineSection
-from simulator.pipeline.unit import BATCHES_TABLE_SCHEMA
-from simulator.scenario.loader import parse_scenario
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator.cli import main
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.pipeline import ArrivalMode, PipelineConfig
+from shufflesim.simulator.pipeline import section as pipeline_section_module
+from shufflesim.simulator.pipeline import unit as pipeline_unit_module
+from shufflesim.simulator.pipeline.section import PipelineSection
+from shufflesim.simulator.pipeline.unit import BATCHES_TABLE_SCHEMA
+from shufflesim.simulator.scenario.loader import parse_scenario
 
 BASE = """
 name = "pipe"
@@ -142,7 +142,7 @@ def _fake_bound(randomizer, n, delta):
 @pytest.fixture
 def fake_catalogue(monkeypatch):
     calls = []
-    module = types.ModuleType("protocols.bounds.catalogue")
+    module = types.ModuleType("shufflesim.protocols.bounds.catalogue")
     module.bound_names = lambda: ["fake"]
     module.get_bound = lambda name: types.SimpleNamespace(
         applies_to=lambda r: True, kind=BoundKind.UPPER
@@ -156,7 +156,7 @@ def fake_catalogue(monkeypatch):
             return types.SimpleNamespace(result=None, error=str(error))
 
     module.evaluate = evaluate
-    monkeypatch.setitem(sys.modules, "protocols.bounds.catalogue", module)
+    monkeypatch.setitem(sys.modules, "shufflesim.protocols.bounds.catalogue", module)
     # the pipeline's modules hold the catalogue module imported at their top
     monkeypatch.setattr(pipeline_section_module, "catalogue", module)
     monkeypatch.setattr(pipeline_unit_module, "catalogue", module)
@@ -194,7 +194,7 @@ class _SpreadBudget:
 def test_per_batch_epsilon_with_personalized_budgets_uses_the_largest(fake_catalogue):
     import dataclasses
 
-    from simulator.pipeline.unit import PipelineSetup
+    from shufflesim.simulator.pipeline.unit import PipelineSetup
 
     scenario = _scenario(PIPELINE + "bound = 'fake'\ndelta = 1e-6\n")
     setup = dataclasses.replace(PipelineSetup.from_point(scenario.points[0]),
@@ -213,7 +213,7 @@ def test_shipped_timeout_scenario_loads():
     path = Path(__file__).resolve().parents[1] / "scenarios" / "timeout_shuffler.toml"
     if not path.exists():
         pytest.fail("scenarios/timeout_shuffler.toml is missing")
-    from simulator.scenario.loader import load_scenario
+    from shufflesim.simulator.scenario.loader import load_scenario
 
     scenario = load_scenario(path)
     assert all("pipeline" in p.settings.sections for p in scenario.points)
@@ -231,7 +231,7 @@ def test_batches_table_roundtrip_types():
 
 # -- per-batch epsilon through the real catalogue ------------------------------------------------
 def test_per_batch_epsilon_with_a_catalogue_bound():
-    catalogue = pytest.importorskip("protocols.bounds.catalogue")
+    catalogue = pytest.importorskip("shufflesim.protocols.bounds.catalogue")
     bound = "fmt21_numerical"  # proven, fast, applies to any eps0-LDP randomizer
     if bound not in catalogue.bound_names():
         pytest.fail(f"bound {bound} missing from the catalogue")
@@ -253,7 +253,7 @@ def test_per_batch_epsilon_with_a_catalogue_bound():
 
 
 def test_lower_bound_is_refused_for_batches():
-    catalogue = pytest.importorskip("protocols.bounds.catalogue")
+    catalogue = pytest.importorskip("shufflesim.protocols.bounds.catalogue")
     lower = [n for n in catalogue.bound_names() if catalogue.get_bound(n).kind.value == "lower"]
     if not lower:
         pytest.skip("no lower bound registered")

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols.randomizers import make_randomizer
-from simulator.pipeline import DelayConfig, PipelineConfig, run_pipeline
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.simulator.pipeline import DelayConfig, PipelineConfig, run_pipeline
 
 ALPHA = 1e-3
 BATCH = 10

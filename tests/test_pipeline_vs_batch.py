@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from protocols.randomizers import make_randomizer
-from simulator.pipeline import PipelineConfig, run_pipeline
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.simulator.pipeline import PipelineConfig, run_pipeline
 
 ALPHA = 0.01
 REPETITIONS = 200
@@ -88,7 +88,7 @@ def test_two_sample_test_has_power_against_a_wrong_budget():
 
 def test_pipeline_with_the_project_estimators():
     """The pipeline drives protocols.estimators: frequency (k-RR, OUE) and mean (Laplace)."""
-    from protocols.estimators import make_estimator
+    from shufflesim.protocols.estimators import make_estimator
 
     config = PipelineConfig(arrival="uniform", batch_size=300, timeout=0.2, min_batch=50)
     values = _data()

@@ -14,12 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from simulator.audit.tables import AUDIT_SCHEMA
-from simulator.cli import main
-from simulator.errors import UserError
-from simulator.pipeline.unit import BATCHES_TABLE_SCHEMA
-from simulator.plotting import _utility_axis, bound_curves, find_runs, short_overrides
-from simulator.results.tables import UTILITY_SCHEMA
+from shufflesim.simulator.audit.tables import AUDIT_SCHEMA
+from shufflesim.simulator.cli import main
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.pipeline.unit import BATCHES_TABLE_SCHEMA
+from shufflesim.simulator.plotting import _utility_axis, bound_curves, find_runs, short_overrides
+from shufflesim.simulator.results.tables import UTILITY_SCHEMA
 
 pytest.importorskip("matplotlib")
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -193,8 +193,8 @@ def _visible_axes(fig):
 
 
 def _personalized_bounds(sweep: str) -> pd.DataFrame:
-    from simulator.scenario import bounds as bounds_section
-    from simulator.scenario.loader import parse_scenario
+    from shufflesim.simulator.scenario import bounds as bounds_section
+    from shufflesim.simulator.scenario.loader import parse_scenario
 
     scenario = parse_scenario(PERSONALIZED_N + sweep)
     return bounds_section.produce(scenario)["bounds"].to_pandas()
@@ -210,7 +210,7 @@ def _personalized_bounds(sweep: str) -> pd.DataFrame:
 def test_personalized_sweep_over_n_gives_curves_not_single_point_panels(sweep):
     from matplotlib import figure
 
-    from simulator.plotting import plot_bounds_vs_n
+    from shufflesim.simulator.plotting import plot_bounds_vs_n
 
     bounds = _personalized_bounds(sweep)
     assert bounds.budget.nunique() >= 3  # the budget multiset changes with n
@@ -232,7 +232,7 @@ def test_personalized_sweep_over_n_gives_curves_not_single_point_panels(sweep):
 def test_baseline_of_another_protocol_is_marked_and_never_an_upper_bound():
     from matplotlib import figure
 
-    from simulator.plotting import plot_bounds_vs_n
+    from shufflesim.simulator.plotting import plot_bounds_vs_n
 
     bounds = _personalized_bounds('"population.n" = [500, 2000]\n')
     assert set(bounds[bounds.method == "baseline-min-budget"].kind) == {"upper"}
@@ -272,7 +272,7 @@ def _fraction_utility() -> pd.DataFrame:
 def test_utility_versus_every_numeric_swept_key():
     from matplotlib import figure
 
-    from simulator.plotting import plot_utility_vs_keys
+    from shufflesim.simulator.plotting import plot_utility_vs_keys
 
     figures = dict(plot_utility_vs_keys({"utility": _fraction_utility()}, figure))
     assert sorted(figures) == ["utility_mae_vs_conservative_epsilon",
@@ -291,14 +291,14 @@ def test_utility_versus_every_numeric_swept_key():
 
 
 def test_every_figure_of_a_run_with_one_sweep_key(run_dir):
-    from simulator.plotting import figures, load_tables
+    from shufflesim.simulator.plotting import figures, load_tables
 
     names = [name for name, _ in figures(load_tables(run_dir))]
     assert "utility_frequency" in names and not any("mae_vs" in n for n in names)
 
 
 def test_frequency_and_mean_tables_share_the_metric_names():
-    from simulator.batch.targets import target_for
+    from shufflesim.simulator.batch.targets import target_for
 
     frequency = set(target_for("frequency").metric_names)
     for name in ("mean", "sum", "gspa_mean", "weighted_mean"):
@@ -316,7 +316,7 @@ def test_frequency_and_mean_tables_share_the_metric_names():
 def test_no_utility_line_is_a_single_point_when_n_is_swept():
     from matplotlib import figure
 
-    from simulator.plotting import plot_utility, plot_utility_vs_keys
+    from shufflesim.simulator.plotting import plot_utility, plot_utility_vs_keys
 
     rows = []
     for point, (d, n) in enumerate([(d, n) for d in (2, 4) for n in (100, 1000)]):

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import integrate, stats
 
-from simulator.errors import ScenarioError
-from simulator.population.base import (
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.population.base import (
     CATEGORICAL,
     NUMERIC,
     budget_distribution_class,
@@ -24,9 +24,15 @@ from simulator.population.base import (
     describe_parameters,
     register_data_distribution,
 )
-from simulator.population.budgets import ConstantBudget
-from simulator.population.data import ClippedNormal, Constant, ContinuousUniform, Uniform, Zipf
-from simulator.population.files import FileColumn
+from shufflesim.simulator.population.budgets import ConstantBudget
+from shufflesim.simulator.population.data import (
+    ClippedNormal,
+    Constant,
+    ContinuousUniform,
+    Uniform,
+    Zipf,
+)
+from shufflesim.simulator.population.files import FileColumn
 
 ALPHA = 1e-4
 

@@ -8,9 +8,9 @@ import time
 
 from click.testing import CliRunner
 
-from simulator.cli import main
-from simulator.execution import progress
-from simulator.execution.progress import ProgressReport
+from shufflesim.simulator.cli import main
+from shufflesim.simulator.execution import progress
+from shufflesim.simulator.execution.progress import ProgressReport
 
 
 class Clock:
@@ -87,14 +87,14 @@ def test_lazily_bound_modules_import_once_and_forward_attributes():
     import subprocess
     import sys
 
-    code = ("import sys; from simulator.cli.lazy import lazy_module; "
-            "r = lazy_module('protocols.randomizers'); "
-            "assert 'protocols.randomizers' not in sys.modules; "
-            "from protocols.randomizers.base import Randomizer; "
+    code = ("import sys; from shufflesim.simulator.cli.lazy import lazy_module; "
+            "r = lazy_module('shufflesim.protocols.randomizers'); "
+            "assert 'shufflesim.protocols.randomizers' not in sys.modules; "
+            "from shufflesim.protocols.randomizers.base import Randomizer; "
             "k = r.make_randomizer('krr', epsilon0=1.0, domain_size=3); "
             "assert isinstance(k, Randomizer); "
-            "s = lazy_module('simulator.batch.shuffling'); "
-            "import simulator.batch.shuffling as real; "
+            "s = lazy_module('shufflesim.simulator.batch.shuffling'); "
+            "import shufflesim.simulator.batch.shuffling as real; "
             "assert s.shuffle_reports is real.shuffle_reports; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=False)

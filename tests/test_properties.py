@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from protocols.bounds.calibration import largest_epsilon0
-from protocols.bounds.catalogue import evaluate
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds.calibration import largest_epsilon0
+from shufflesim.protocols.bounds.catalogue import evaluate
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
 
 #: Cheap upper bounds (milliseconds per evaluation).
 UPPER = ("blanket_hoeffding", "fmt21_numerical")

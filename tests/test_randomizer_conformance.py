@@ -33,9 +33,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols.errors import ParameterError
-from protocols.randomizers import Categorical, make_randomizer, randomizer_names
-from protocols.randomizers.oue import OUE
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import Categorical, make_randomizer, randomizer_names
+from shufflesim.protocols.randomizers.oue import OUE
 
 #: Significance level of every statistical test in this module (per randomizer and check).
 ALPHA = 1e-3

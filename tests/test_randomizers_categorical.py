@@ -14,15 +14,15 @@ import pytest
 from scipy import stats
 from scipy.linalg import hadamard
 
-from protocols.errors import ParameterError
-from protocols.randomizers import Randomizer, make_randomizer
-from protocols.randomizers.hadamard import HadamardResponse, walsh_hadamard
-from protocols.randomizers.local_hash import (
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import Randomizer, make_randomizer
+from shufflesim.protocols.randomizers.hadamard import HadamardResponse, walsh_hadamard
+from shufflesim.protocols.randomizers.local_hash import (
     BinaryLocalHash,
     OptimizedLocalHash,
     splitmix_hash,
 )
-from protocols.randomizers.subset import SubsetSelection
+from shufflesim.protocols.randomizers.subset import SubsetSelection
 
 ORACLES = {
     "brr": dict(epsilon0=0.6),

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer, randomizer_names
-from protocols.randomizers.base import Categorical, Interval
-from protocols.randomizers.duchi import Duchi
-from protocols.randomizers.laplace import Laplace, LaplaceBinary
-from protocols.randomizers.piecewise import Piecewise
-from protocols.randomizers.summation import Summation, shuffle_gamma
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer, randomizer_names
+from shufflesim.protocols.randomizers.base import Categorical, Interval
+from shufflesim.protocols.randomizers.duchi import Duchi
+from shufflesim.protocols.randomizers.laplace import Laplace, LaplaceBinary
+from shufflesim.protocols.randomizers.piecewise import Piecewise
+from shufflesim.protocols.randomizers.summation import Summation, shuffle_gamma
 
 ALPHA = 1e-6
 NAMES = ["laplace", "laplace_binary", "piecewise", "duchi", "summation"]
@@ -386,7 +386,7 @@ def test_duchi_output_pmf_against_mpmath(eps0):
     <= 1e-12 for every entry (1 - p_plus lost digits of 1/(e^eps0 + 1) at large eps0)."""
     import mpmath as mp
 
-    from protocols.randomizers import make_randomizer
+    from shufflesim.protocols.randomizers import make_randomizer
     r = make_randomizer("duchi", epsilon0=eps0)
     xs = np.array([-1.0, -0.75, -0.1, 0.0, 0.3, 1.0])
     pmf = r.output_pmf(xs)

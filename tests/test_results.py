@@ -8,10 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simulator import __version__
-from simulator.errors import UserError
-from simulator.results import tables as results_module
-from simulator.results.tables import (
+from shufflesim.simulator import __version__
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.results import tables as results_module
+from shufflesim.simulator.results.tables import (
     TABLE_SCHEMAS,
     UTILITY_SCHEMA,
     conform,

@@ -19,16 +19,22 @@ import pytest
 from click.testing import CliRunner
 from conftest import SWEEP_EPS, scenario_text, zipf
 
-from simulator.cli import main
-from simulator.errors import UserError
-from simulator.execution import resume, runner
-from simulator.execution.executors import Executor, InlineExecutor
-from simulator.execution.producers import PRODUCERS
-from simulator.execution.resume import DONE, PARTS, DirectoryParts, finish, run_fingerprint
-from simulator.execution.runner import run_scenario
-from simulator.execution.units import plan_run
-from simulator.results.tables import run_metadata, write_tables
-from simulator.scenario.loader import parse_scenario
+from shufflesim.simulator.cli import main
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.execution import resume, runner
+from shufflesim.simulator.execution.executors import Executor, InlineExecutor
+from shufflesim.simulator.execution.producers import PRODUCERS
+from shufflesim.simulator.execution.resume import (
+    DONE,
+    PARTS,
+    DirectoryParts,
+    finish,
+    run_fingerprint,
+)
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.execution.units import plan_run
+from shufflesim.simulator.results.tables import run_metadata, write_tables
+from shufflesim.simulator.scenario.loader import parse_scenario
 
 TEXT = scenario_text(name="resumable", seed=21, repetitions=12, n=200, data=zipf(5),
                      sections="""
@@ -38,6 +44,8 @@ TEXT = scenario_text(name="resumable", seed=21, repetitions=12, n=200, data=zipf
                      level = "randomizer"
                      trials = 20000
                      """ + SWEEP_EPS)
+
+CLI_MAIN = "from shufflesim.simulator.cli import main; main()"
 
 
 def unit_count(scenario) -> int:
@@ -207,7 +215,7 @@ def test_a_failed_final_write_keeps_finished_tables_and_the_parts(tmp_path, scen
     run_dir = tmp_path / "resumable"
     write_run(scenario.with_seed(5), run_dir)  # an earlier finished run
     before = read_run(run_dir)
-    import simulator.results.tables as results
+    import shufflesim.simulator.results.tables as results
 
     calls = []
 
@@ -255,7 +263,7 @@ def test_one_run_at_a_time_per_directory(tmp_path, scenario):
 
 
 def test_a_user_error_discards_the_parts_and_new_directories(tmp_path, scenario, monkeypatch):
-    from simulator.execution.producers import ProducerSpec
+    from shufflesim.simulator.execution.producers import ProducerSpec
 
     def bad(scenario, progress=None):
         raise UserError("bad value found while running")
@@ -267,7 +275,7 @@ def test_a_user_error_discards_the_parts_and_new_directories(tmp_path, scenario,
 
 
 def _cli(*args):
-    return [sys.executable, "-c", "from simulator.cli import main; main()", *map(str, args)]
+    return [sys.executable, "-c", CLI_MAIN, *map(str, args)]
 
 
 SLOW_TEXT = TEXT.replace("n = 200", "n = 200000").replace("repetitions = 12",

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import scenario_text, zipf
 
-from simulator.cli.commands.run import INTERRUPTED
-from simulator.execution.resume import DONE, PARTS
+from shufflesim.simulator.cli.commands.run import INTERRUPTED
+from shufflesim.simulator.execution.resume import DONE, PARTS
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="reads process trees from /proc (Linux)")
@@ -26,9 +26,11 @@ def long_text(reps: int) -> str:
     return scenario_text(name="long", seed=3, repetitions=reps, n=2000000, data=zipf(10),
                          sections="[batch]\nchunk_repetitions = 1\n")
 
+CLI_MAIN = "from shufflesim.simulator.cli import main; main()"
+
 
 def command(path, out):
-    return [sys.executable, "-c", "from simulator.cli import main; main()", "run", str(path),
+    return [sys.executable, "-c", CLI_MAIN, "run", str(path),
             "--out", str(out), "--workers", "2", "-q"]
 
 
@@ -97,8 +99,8 @@ def start_and_wait_for_workers(tmp_path, reps, worker_units=0):
 @pytest.fixture(scope="module")
 def expected(tmp_path_factory):
     """The utility table of an uninterrupted run (in this process)."""
-    from simulator.execution.runner import run_scenario
-    from simulator.scenario.loader import parse_scenario
+    from shufflesim.simulator.execution.runner import run_scenario
+    from shufflesim.simulator.scenario.loader import parse_scenario
 
     return run_scenario(parse_scenario(long_text(REPS)))["utility"]
 
@@ -168,7 +170,7 @@ def test_a_worker_ends_when_its_parent_dies_without_the_death_signal(tmp_path):
     script = (
         "import os, subprocess, sys\n"
         "child = subprocess.Popen([sys.executable, '-c', 'import os, time; "
-        "from simulator.execution.executors import _initialize_worker; "
+        "from shufflesim.simulator.execution.executors import _initialize_worker; "
         "_initialize_worker(os.getppid(), False); time.sleep(60)'])\n"
         "print(child.pid, flush=True)\n"
         "import time; time.sleep(1.0)\n"

@@ -6,14 +6,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from simulator.errors import ScenarioError, UserError
-from simulator.population.budgets import ConstantBudget
-from simulator.population.data import ClippedNormal, Zipf
-from simulator.population.files import FileColumn
-from simulator.scenario.convert import parse_dataclass
-from simulator.scenario.loader import load_scenario, parse_scenario
-from simulator.scenario.model import BatchOptions, BatchPath, ShuffleMode
-from simulator.scenario.sections import SECTIONS, register_section
+from shufflesim.simulator.errors import ScenarioError, UserError
+from shufflesim.simulator.population.budgets import ConstantBudget
+from shufflesim.simulator.population.data import ClippedNormal, Zipf
+from shufflesim.simulator.population.files import FileColumn
+from shufflesim.simulator.scenario.convert import parse_dataclass
+from shufflesim.simulator.scenario.loader import load_scenario, parse_scenario
+from shufflesim.simulator.scenario.model import BatchOptions, BatchPath, ShuffleMode
+from shufflesim.simulator.scenario.sections import SECTIONS, register_section
 
 # The minimum schema quoted in the foundation issue, verbatim.
 MINIMUM = """

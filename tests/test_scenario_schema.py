@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.scenario.schema import DRAFT, render, scenario_schema
+from shufflesim.simulator.scenario.schema import DRAFT, render, scenario_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = ROOT / "docs" / "scenario.schema.json"
@@ -87,7 +87,8 @@ def errors(value, schema: dict, path: str = "$") -> list[str]:
 
 
 def test_the_committed_schema_is_the_generated_one():
-    """Regenerate with: python -m simulator.scenario.schema > docs/scenario.schema.json"""
+    """Regenerate with:
+    python -m shufflesim.simulator.scenario.schema > docs/scenario.schema.json"""
     assert SCHEMA_FILE.read_text() == render()
     assert json.loads(SCHEMA_FILE.read_text())["$schema"] == DRAFT
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from simulator.batch import shuffling, threads
-from simulator.batch.run import BatchSetup, randomize_in_pieces
-from simulator.batch.shuffling import shuffle_reports
-from simulator.scenario.loader import parse_scenario
+from shufflesim.simulator.batch import shuffling, threads
+from shufflesim.simulator.batch.run import BatchSetup, randomize_in_pieces
+from shufflesim.simulator.batch.shuffling import shuffle_reports
+from shufflesim.simulator.scenario.loader import parse_scenario
 
 ALPHA = 1e-4
 
@@ -153,7 +153,7 @@ name = "frequency"
 
 
 def test_pieces_follow_the_declared_distribution_and_ignore_threads(monkeypatch):
-    monkeypatch.setattr("simulator.batch.run.PIECE_BYTES", 4096)  # many pieces
+    monkeypatch.setattr("shufflesim.simulator.batch.run.PIECE_BYTES", 4096)  # many pieces
     setup = _krr_setup(40_000)
     values = np.tile(np.repeat(np.arange(4), 10_000), (2, 1))
     reports = randomize_in_pieces(setup, values, None, np.random.default_rng(8))

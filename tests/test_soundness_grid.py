@@ -31,9 +31,9 @@ from pathlib import Path
 
 import pytest
 
-from protocols.bounds import catalogue as cat
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds import catalogue as cat
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.randomizers import make_randomizer
 
 #: (registry name, parameters) of the randomizers on the full grid.
 FULL_DISCRETE = [

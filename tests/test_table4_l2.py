@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulator.execution.runner import run_scenario
-from simulator.scenario.loader import load_scenario
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.scenario.loader import load_scenario
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "table4_l2_krr.toml"
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocols.bounds.numerical import optimal
-from protocols.bounds.numerical.decompositions import blanket_atoms, exact_pair_atoms
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds.numerical import optimal
+from shufflesim.protocols.bounds.numerical.decompositions import blanket_atoms, exact_pair_atoms
+from shufflesim.protocols.randomizers import make_randomizer
 
 
 def _sorted(atoms):

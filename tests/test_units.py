@@ -11,13 +11,22 @@ import pyarrow as pa
 import pytest
 from conftest import SWEEP_EPS, scenario_text
 
-from simulator.audit.section import produce as audit_produce
-from simulator.batch.run import BatchSetup
-from simulator.errors import ScenarioError, UserError
-from simulator.execution.producers import PRODUCERS, ProducerSpec, register_table_producer
-from simulator.execution.runner import run_scenario
-from simulator.execution.simulation import execute_unit, make_setup, plan_units, utility_rows
-from simulator.execution.units import (
+from shufflesim.simulator.audit.section import produce as audit_produce
+from shufflesim.simulator.batch.run import BatchSetup
+from shufflesim.simulator.errors import ScenarioError, UserError
+from shufflesim.simulator.execution.producers import (
+    PRODUCERS,
+    ProducerSpec,
+    register_table_producer,
+)
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.execution.simulation import (
+    execute_unit,
+    make_setup,
+    plan_units,
+    utility_rows,
+)
+from shufflesim.simulator.execution.units import (
     PRODUCE,
     SIMULATE,
     RunState,
@@ -27,7 +36,7 @@ from simulator.execution.units import (
     plan_run,
     run_work_unit,
 )
-from simulator.scenario.loader import parse_scenario
+from shufflesim.simulator.scenario.loader import parse_scenario
 
 BASE = scenario_text(name="units", seed=11, repetitions=10, n=120,
                      sections="[batch]\nchunk_repetitions = 4\n" + SWEEP_EPS)

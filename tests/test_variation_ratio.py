@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from protocols.bounds.numerical import two_count as tc
-from protocols.bounds.numerical import variation_ratio as vr
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import ParameterError
-from protocols.randomizers import make_randomizer, randomizer_names
+from shufflesim.protocols.bounds.numerical import two_count as tc
+from shufflesim.protocols.bounds.numerical import variation_ratio as vr
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer, randomizer_names
 
 
 # ------------------------------------------------------------------------------------------

@@ -23,15 +23,15 @@ from __future__ import annotations
 import math
 import time
 
-from protocols.accounting.rounds import (
+from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
     ComposedResult,
     normalize_rounds,
     total_rounds,
 )
-from protocols.bounds.numerical.optimal import optimal_blanket_epsilon
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import require_probability_open
+from shufflesim.protocols.bounds.numerical.optimal import optimal_blanket_epsilon
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import require_probability_open
 
 #: Fractions of delta given to delta' in the advanced composition.
 ADVANCED_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)

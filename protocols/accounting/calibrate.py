@@ -17,10 +17,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from protocols.accounting.compose import ComposedResult, Round, compose_rounds, get_composed_method
-from protocols.bounds.calibration import largest_certified
-from protocols.bounds.result import BoundKind
-from protocols.errors import ParameterError, require, require_int_at_least, require_probability_open
+from shufflesim.protocols.accounting.compose import (
+    ComposedResult,
+    Round,
+    compose_rounds,
+    get_composed_method,
+)
+from shufflesim.protocols.bounds.calibration import largest_certified
+from shufflesim.protocols.bounds.result import BoundKind
+from shufflesim.protocols.errors import (
+    ParameterError,
+    require,
+    require_int_at_least,
+    require_probability_open,
+)
 
 EPSILON0_MIN = 1e-3
 EPSILON0_MAX = 20.0

@@ -45,10 +45,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld_module
 
-from protocols.accounting import baselines, pairs, rdp
-from protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
-from protocols.accounting.pld import RoundPLD, round_plds
-from protocols.accounting.rounds import (
+from shufflesim.protocols.accounting import baselines, pairs, rdp
+from shufflesim.protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
+from shufflesim.protocols.accounting.pld import RoundPLD, round_plds
+from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
     ComposedResult,
     Round,
@@ -56,8 +56,8 @@ from protocols.accounting.rounds import (
     pure_cap,
     total_rounds,
 )
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import ParameterError, require, require_probability_open
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import ParameterError, require, require_probability_open
 
 __all__ = ["COMPOSED_METHODS", "COMPOSING_BOUNDS", "ComposedMethod", "ComposedResult", "Round",
            "compose_models", "compose_rounds", "composed_method_names", "composition_support",

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from protocols.accounting.pairs import CountModel
+from shufflesim.protocols.accounting.pairs import CountModel
 
 #: Default tail mass left out of each binomial window.
 DEFAULT_TAIL = 1e-15

@@ -41,14 +41,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical.decompositions import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.numerical.decompositions import (
     blanket_atoms,
     exact_pair_atoms,
     is_continuous,
     neighbour_candidates,
 )
-from protocols.errors import ParameterError, require
+from shufflesim.protocols.errors import ParameterError, require
 
 #: Ratios a, b equal to this relative precision make a group neutral.
 _NEUTRAL_RTOL = 1e-12

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL, aggregates
-from protocols.accounting.pairs import CountModel
-from protocols.errors import require
+from shufflesim.protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL, aggregates
+from shufflesim.protocols.accounting.pairs import CountModel
+from shufflesim.protocols.errors import require
 
 #: Largest grid the accumulator accepts.
 MAX_GRID = 1 << 26

@@ -26,18 +26,18 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
-from protocols.accounting import pairs
-from protocols.accounting.enumeration import DEFAULT_WEAK_RTOL, aggregates
-from protocols.accounting.pld import _Accumulator, _upper_direction, mass_relative_error
-from protocols.accounting.rounds import (
+from shufflesim.protocols.accounting import pairs
+from shufflesim.protocols.accounting.enumeration import DEFAULT_WEAK_RTOL, aggregates
+from shufflesim.protocols.accounting.pld import _Accumulator, _upper_direction, mass_relative_error
+from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
     ComposedResult,
     normalize_rounds,
     pure_cap,
     total_rounds,
 )
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import require_probability_open
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import require_probability_open
 
 #: Tail mass left out of the binomial windows: the mass outside is charged at the largest loss,
 #: e^{(alpha - 1) loss_max}, so it must be tiny for large orders.

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import require, require_int_at_least
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import require, require_int_at_least
 
 
 @dataclass(frozen=True)

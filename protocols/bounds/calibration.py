@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protocols.bounds.catalogue import BoundEvaluation, evaluate, get_bound
-from protocols.bounds.result import BoundKind
-from protocols.errors import (
+from shufflesim.protocols.bounds.catalogue import BoundEvaluation, evaluate, get_bound
+from shufflesim.protocols.bounds.result import BoundKind
+from shufflesim.protocols.errors import (
     ParameterError,
     require,
     require_int_at_least,

@@ -24,10 +24,10 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from protocols.bounds import plugins  # noqa: F401  (every built-in bound registers itself)
-from protocols.bounds.result import BoundResult
-from protocols.bounds.spec import BOUNDS, BoundEvaluation, BoundSpec
-from protocols.errors import ParameterError
+from shufflesim.protocols.bounds import plugins  # noqa: F401  (every built-in bound registers itself)
+from shufflesim.protocols.bounds.result import BoundResult
+from shufflesim.protocols.bounds.spec import BOUNDS, BoundEvaluation, BoundSpec
+from shufflesim.protocols.errors import ParameterError
 
 __all__ = ["BoundEvaluation", "BoundSpec", "all_bounds", "applicable_bounds", "bound_names",
            "catalogue_markdown", "evaluate", "evaluate_many", "get_bound"]
@@ -142,8 +142,9 @@ def catalogue_markdown() -> str:
     parts = [
         "# Bound catalogue",
         "",
-        "Generated from `protocols.bounds.catalogue` (`python -m protocols.bounds.catalogue > "
-        "docs/bounds.md`); tests/test_catalogue.py checks that it lists every registered bound.",
+        "Generated from `shufflesim.protocols.bounds.catalogue` "
+        "(`python -m shufflesim.protocols.bounds.catalogue > docs/bounds.md`); "
+        "tests/test_catalogue.py checks that it lists every registered bound.",
         "",
         "Statuses: `proven`; `approximate` (an asymptotic constant is dropped); "
         "`relies-on-stronger-clone-reduction` (000 Sec. 3.3 shows that the stronger-clone "

@@ -1,10 +1,10 @@
 """Every built-in bound module, imported once so that each registers its bounds in
-:data:`protocols.bounds.spec.BOUNDS` (protocols.bounds.catalogue imports this module).
+:data:`shufflesim.protocols.bounds.spec.BOUNDS` (protocols.bounds.catalogue imports this module).
 
 A new bound in an existing module needs nothing here; a new bound module adds one line.
 """
 
 # ruff: noqa: F401  (imported for their registrations)
-from protocols.bounds.closed_form import blanket, blanket_randomizer, efmrtt, fmt21, gdp
-from protocols.bounds.numerical import clones, optimal, variation_ratio
-from protocols.bounds.personalized import bounds
+from shufflesim.protocols.bounds.closed_form import blanket, blanket_randomizer, efmrtt, fmt21, gdp
+from shufflesim.protocols.bounds.numerical import clones, optimal, variation_ratio
+from shufflesim.protocols.bounds.personalized import bounds

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.registry import Registry
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.registry import Registry
 
 
 @dataclass(frozen=True)

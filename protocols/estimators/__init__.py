@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import importlib
 
-from protocols.errors import ParameterError
+from shufflesim.protocols.errors import ParameterError
 
 #: name -> (module, class) of each estimator.
+_PACKAGE = "shufflesim.protocols.estimators"
 _ESTIMATORS = {
-    "frequency": ("protocols.estimators.frequency", "FrequencyEstimator"),
-    "mean": ("protocols.estimators.mean", "MeanEstimator"),
-    "sum": ("protocols.estimators.sum", "SumEstimator"),
+    "frequency": (f"{_PACKAGE}.frequency", "FrequencyEstimator"),
+    "mean": (f"{_PACKAGE}.mean", "MeanEstimator"),
+    "sum": (f"{_PACKAGE}.sum", "SumEstimator"),
     # Personalized budgets (003 and weighted; protocols.estimators.personalized).
-    "gspa_frequency": ("protocols.estimators.personalized", "GspaFrequencyEstimator"),
-    "uniform_frequency": ("protocols.estimators.personalized", "UniformFrequencyEstimator"),
-    "weighted_frequency": ("protocols.estimators.personalized", "WeightedFrequencyEstimator"),
-    "gspa_mean": ("protocols.estimators.personalized", "GspaMeanEstimator"),
-    "weighted_mean": ("protocols.estimators.personalized", "WeightedMeanEstimator"),
+    "gspa_frequency": (f"{_PACKAGE}.personalized", "GspaFrequencyEstimator"),
+    "uniform_frequency": (f"{_PACKAGE}.personalized", "UniformFrequencyEstimator"),
+    "weighted_frequency": (f"{_PACKAGE}.personalized", "WeightedFrequencyEstimator"),
+    "gspa_mean": (f"{_PACKAGE}.personalized", "GspaMeanEstimator"),
+    "weighted_mean": (f"{_PACKAGE}.personalized", "WeightedMeanEstimator"),
 }
 
 

@@ -33,8 +33,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from protocols.errors import ParameterError
-from protocols.randomizers.base import Randomizer
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers.base import Randomizer
 
 
 def _check_n(n) -> np.ndarray:

@@ -28,9 +28,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from protocols.errors import ParameterError, require
-from protocols.randomizers.base import Randomizer
-from protocols.randomizers.registry import randomizer_class, randomizer_names
+from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.randomizers.base import Randomizer
+from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
 
 
 def numeric_randomizer_names() -> list[str]:

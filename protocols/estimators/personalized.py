@@ -61,9 +61,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from protocols.errors import ParameterError, require
-from protocols.estimators.mean import check_numeric_randomizer
-from protocols.randomizers.base import Categorical, Randomizer
+from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.estimators.mean import check_numeric_randomizer
+from shufflesim.protocols.randomizers.base import Categorical, Randomizer
 
 WEIGHTINGS = ("gspa", "uniform", "inverse_variance")
 #: Working elements of one chunk in :meth:`design_mse` of numeric estimators.

@@ -23,8 +23,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from protocols.estimators.mean import MeanEstimator, check_numeric_randomizer
-from protocols.randomizers.base import Randomizer
+from shufflesim.protocols.estimators.mean import MeanEstimator, check_numeric_randomizer
+from shufflesim.protocols.randomizers.base import Randomizer
 
 
 @dataclass(frozen=True)

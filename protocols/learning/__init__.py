@@ -1,13 +1,13 @@
 """Shuffled DP-SGD mathematics (issue 19): models, clipping, gradient randomizers, PCA.
 
 Pure numpy/scipy (see docs/architecture.md, layers); the training loop is in
-``simulator.learning``.
+``shufflesim.simulator.learning``.
 """
 
-from protocols.learning.clipping import clip_rows, clipped_client_means
-from protocols.learning.models import MLP, MODELS, Model, SoftmaxRegression, make_model
-from protocols.learning.pca import PCA
-from protocols.learning.randomizers import (
+from shufflesim.protocols.learning.clipping import clip_rows, clipped_client_means
+from shufflesim.protocols.learning.models import MLP, MODELS, Model, SoftmaxRegression, make_model
+from shufflesim.protocols.learning.pca import PCA
+from shufflesim.protocols.learning.randomizers import (
     RANDOMIZERS,
     DuchiL2,
     GaussianGradient,

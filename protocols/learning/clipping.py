@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from protocols.errors import require_positive_finite
+from shufflesim.protocols.errors import require_positive_finite
 
 
 def clip_rows(g: np.ndarray, bound: float) -> np.ndarray:

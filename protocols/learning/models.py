@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.errors import require, require_int_at_least
+from shufflesim.protocols.errors import require, require_int_at_least
 
 
 def log_softmax(z: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.errors import require, require_int_at_least
+from shufflesim.protocols.errors import require, require_int_at_least
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from protocols.errors import require, require_positive_finite
+from shufflesim.protocols.errors import require, require_positive_finite
 
 
 # ---------------------------------------------------------------- analytic Gaussian mechanism

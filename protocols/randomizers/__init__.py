@@ -1,6 +1,6 @@
 """Local randomizers: one module per family, all registered by name."""
 
-from protocols.randomizers import (
+from shufflesim.protocols.randomizers import (
     brr,  # noqa: F401  (registers)
     duchi,  # noqa: F401  (registers)
     hadamard,  # noqa: F401  (registers)
@@ -13,8 +13,8 @@ from protocols.randomizers import (
     subset,  # noqa: F401  (registers)
     summation,  # noqa: F401  (registers)
 )
-from protocols.randomizers.base import Categorical, Interval, OutputGroups, Randomizer
-from protocols.randomizers.registry import (
+from shufflesim.protocols.randomizers.base import Categorical, Interval, OutputGroups, Randomizer
+from shufflesim.protocols.randomizers.registry import (
     make_randomizer,
     randomizer_class,
     randomizer_names,

@@ -43,7 +43,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from protocols.randomizers.domains import OutputGroups
+from shufflesim.protocols.randomizers.domains import OutputGroups
 
 #: Largest categorical input domain whose neighbour pairs the default enumerates.
 MAX_ENUMERATED_INPUTS = 16

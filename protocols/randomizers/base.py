@@ -35,8 +35,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from protocols.errors import ParameterError, require, require_positive_finite
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.errors import ParameterError, require, require_positive_finite
+from shufflesim.protocols.randomizers.analysis import (
     MAX_ENUMERATED_INPUTS,
     PERMUTATION,
     DecompositionFamily,
@@ -45,7 +45,7 @@ from protocols.randomizers.analysis import (
     enumerated_candidates,
     permutation_candidates,
 )
-from protocols.randomizers.domains import Categorical, Interval, OutputGroups
+from shufflesim.protocols.randomizers.domains import Categorical, Interval, OutputGroups
 
 #: Largest output space for which ``output_pmf`` materialises the full matrix.
 MAX_ENUMERABLE_OUTPUTS = 1 << 20

@@ -12,16 +12,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.randomizers.analysis import (
     OUTPUT_GROUPS,
     PERMUTATION,
     VariationRatioRow,
     grr_total_variation,
     ldp_row,
 )
-from protocols.randomizers.base import Categorical, Randomizer
-from protocols.randomizers.krr import weighted_histogram
-from protocols.randomizers.registry import register
+from shufflesim.protocols.randomizers.base import Categorical, Randomizer
+from shufflesim.protocols.randomizers.krr import weighted_histogram
+from shufflesim.protocols.randomizers.registry import register
 
 
 @register

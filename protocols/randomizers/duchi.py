@@ -22,15 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.randomizers.analysis import (
     DISCRETE_PMF,
     NeighbourCandidates,
     VariationRatioRow,
     ldp_row,
     vertex_candidates,
 )
-from protocols.randomizers.base import Interval, Randomizer
-from protocols.randomizers.registry import register
+from shufflesim.protocols.randomizers.base import Interval, Randomizer
+from shufflesim.protocols.randomizers.registry import register
 
 
 def _beta(eps):

@@ -28,16 +28,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.errors import require_int_at_least
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.errors import require_int_at_least
+from shufflesim.protocols.randomizers.analysis import (
     OUTPUT_GROUPS,
     NeighbourCandidates,
     VariationRatioRow,
     ldp_row,
 )
-from protocols.randomizers.base import Categorical, OutputGroups, Randomizer
-from protocols.randomizers.rappor import bit_patterns, unique_anchors
-from protocols.randomizers.registry import register
+from shufflesim.protocols.randomizers.base import Categorical, OutputGroups, Randomizer
+from shufflesim.protocols.randomizers.rappor import bit_patterns, unique_anchors
+from shufflesim.protocols.randomizers.registry import register
 
 #: ``output_groups`` sums over subsets of the distinct anchors (4^m work).
 _MAX_GROUP_ANCHORS = 10

@@ -10,17 +10,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.errors import require_int_at_least
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.errors import require_int_at_least
+from shufflesim.protocols.randomizers.analysis import (
     OUTPUT_GROUPS,
     PERMUTATION,
     VariationRatioRow,
     grr_total_variation,
     ldp_row,
 )
-from protocols.randomizers.base import Categorical, OutputGroups, Randomizer
-from protocols.randomizers.rappor import unique_anchors
-from protocols.randomizers.registry import register
+from shufflesim.protocols.randomizers.base import Categorical, OutputGroups, Randomizer
+from shufflesim.protocols.randomizers.rappor import unique_anchors
+from shufflesim.protocols.randomizers.registry import register
 
 
 def weighted_histogram(reports, scale, domain_size: int) -> np.ndarray:

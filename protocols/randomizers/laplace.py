@@ -22,15 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from protocols.errors import require
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.errors import require
+from shufflesim.protocols.randomizers.analysis import (
     LOG_LINEAR,
     NeighbourCandidates,
     VariationRatioRow,
     ldp_row,
 )
-from protocols.randomizers.base import Categorical, Interval, Randomizer
-from protocols.randomizers.registry import register
+from shufflesim.protocols.randomizers.base import Categorical, Interval, Randomizer
+from shufflesim.protocols.randomizers.registry import register
 
 
 class _LaplaceNoise(Randomizer):

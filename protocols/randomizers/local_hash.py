@@ -32,22 +32,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.errors import require, require_int_at_least
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.errors import require, require_int_at_least
+from shufflesim.protocols.randomizers.analysis import (
     OUTPUT_GROUPS,
     PERMUTATION,
     VariationRatioRow,
     grr_total_variation,
     ldp_row,
 )
-from protocols.randomizers.base import (
+from shufflesim.protocols.randomizers.base import (
     MAX_ENUMERABLE_OUTPUTS,
     Categorical,
     OutputGroups,
     Randomizer,
 )
-from protocols.randomizers.rappor import bit_patterns, unique_anchors
-from protocols.randomizers.registry import register
+from shufflesim.protocols.randomizers.rappor import bit_patterns, unique_anchors
+from shufflesim.protocols.randomizers.registry import register
 
 #: Hash evaluations per chunk in ``aggregate`` (bounds the temporary memory).
 _CHUNK_ELEMENTS = 1 << 21

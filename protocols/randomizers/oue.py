@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.randomizers.analysis import VariationRatioRow, ldp_row
-from protocols.randomizers.rappor import UnaryEncoding
-from protocols.randomizers.registry import register
+from shufflesim.protocols.randomizers.analysis import VariationRatioRow, ldp_row
+from shufflesim.protocols.randomizers.rappor import UnaryEncoding
+from shufflesim.protocols.randomizers.registry import register
 
 
 @register

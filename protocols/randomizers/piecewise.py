@@ -35,14 +35,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.randomizers.analysis import (
     PIECEWISE_CONSTANT,
     NeighbourCandidates,
     VariationRatioRow,
     ldp_row,
 )
-from protocols.randomizers.base import Interval, Randomizer
-from protocols.randomizers.registry import register
+from shufflesim.protocols.randomizers.base import Interval, Randomizer
+from shufflesim.protocols.randomizers.registry import register
 
 
 def _shape_parameters(eps):

@@ -24,15 +24,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.errors import ParameterError, require_int_at_least
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.errors import ParameterError, require_int_at_least
+from shufflesim.protocols.randomizers.analysis import (
     OUTPUT_GROUPS,
     PERMUTATION,
     VariationRatioRow,
     ldp_row,
 )
-from protocols.randomizers.base import Categorical, OutputGroups, Randomizer
-from protocols.randomizers.registry import register
+from shufflesim.protocols.randomizers.base import Categorical, OutputGroups, Randomizer
+from shufflesim.protocols.randomizers.registry import register
 
 #: Random numbers drawn per chunk in ``randomize`` (bounds the temporary memory to ~32 MB).
 _CHUNK_ELEMENTS = 1 << 22

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any
 
-from protocols.errors import ParameterError
+from shufflesim.protocols.errors import ParameterError
 
 _REGISTRY: dict[str, type] = {}
 

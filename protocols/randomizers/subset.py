@@ -24,16 +24,16 @@ import numpy as np
 from scipy import stats
 from scipy.special import gammaln
 
-from protocols.errors import require, require_int_at_least
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.errors import require, require_int_at_least
+from shufflesim.protocols.randomizers.analysis import (
     OUTPUT_GROUPS,
     PERMUTATION,
     VariationRatioRow,
     ldp_row,
 )
-from protocols.randomizers.base import Categorical, OutputGroups, Randomizer
-from protocols.randomizers.rappor import bit_patterns, unique_anchors
-from protocols.randomizers.registry import register
+from shufflesim.protocols.randomizers.base import Categorical, OutputGroups, Randomizer
+from shufflesim.protocols.randomizers.rappor import bit_patterns, unique_anchors
+from shufflesim.protocols.randomizers.registry import register
 
 #: Random numbers drawn per chunk in ``randomize`` (bounds the temporary memory).
 _CHUNK_ELEMENTS = 1 << 22

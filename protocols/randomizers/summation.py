@@ -36,8 +36,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.errors import ParameterError, require, require_int_at_least, require_probability_open
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.errors import (
+    ParameterError,
+    require,
+    require_int_at_least,
+    require_probability_open,
+)
+from shufflesim.protocols.randomizers.analysis import (
     DISCRETE_PMF,
     NeighbourCandidates,
     VariationRatioRow,
@@ -45,8 +50,8 @@ from protocols.randomizers.analysis import (
     ldp_row,
     vertex_candidates,
 )
-from protocols.randomizers.base import Interval, Randomizer
-from protocols.randomizers.registry import register
+from shufflesim.protocols.randomizers.base import Interval, Randomizer
+from shufflesim.protocols.randomizers.registry import register
 
 
 def gamma_from_epsilon0(epsilon0, precision: int):

@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical.atom_sets import atoms_from_masses
-from protocols.bounds.numerical.decompositions import exact_pair_atoms, is_continuous
-from protocols.errors import ParameterError, require
-from simulator.audit.levels import ATTACKS, Level, attack_names, register_attack
+from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.numerical.atom_sets import atoms_from_masses
+from shufflesim.protocols.bounds.numerical.decompositions import exact_pair_atoms, is_continuous
+from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names, register_attack
 
 #: Default number of bins of the log-likelihood ratio with more than two groups.
 LR_RESOLUTION = 4096

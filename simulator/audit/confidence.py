@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from protocols.errors import ParameterError
+from shufflesim.protocols.errors import ParameterError
 
 #: Relative outward move of every limit (beta.ppf is accurate to far better than this).
 NUDGE = 1e-9

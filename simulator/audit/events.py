@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.errors import require
-from simulator.audit.confidence import (
+from shufflesim.protocols.errors import require
+from shufflesim.simulator.audit.confidence import (
     clopper_pearson_lower,
     clopper_pearson_upper,
     epsilon_from_limits,

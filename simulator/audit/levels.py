@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from protocols.registry import Registry
+from shufflesim.protocols.registry import Registry
 
 
 class Level(StrEnum):

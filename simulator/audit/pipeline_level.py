@@ -34,28 +34,28 @@ from collections.abc import Callable
 
 import numpy as np
 
-from protocols.bounds.atoms import RatioAtoms
-from protocols.errors import require
-from protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS
-from simulator.audit.attacks import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.errors import require
+from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS
+from shufflesim.simulator.audit.attacks import (
     Attack,
     AttackSetting,
     HistogramChunk,
     PairModel,
     build_attacks,
 )
-from simulator.audit.levels import Level, register_attack
-from simulator.audit.sampling import child, chunk_sizes
-from simulator.audit.shuffle_level import (
+from shufflesim.simulator.audit.levels import Level, register_attack
+from shufflesim.simulator.audit.sampling import child, chunk_sizes
+from shufflesim.simulator.audit.shuffle_level import (
     AttackAudit,
     AuditOptions,
     attack_rows,
     check_deltas,
     exact_by_direction,
 )
-from simulator.errors import UserError
-from simulator.pipeline import PipelineConfig, run_pipeline, uniform_permutation
-from simulator.pipeline.clients import messages_per_client
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.pipeline import PipelineConfig, run_pipeline, uniform_permutation
+from shufflesim.simulator.pipeline.clients import messages_per_client
 
 #: Rounds per pipeline run (bounded memory: the run keeps rounds x n reports).
 ROUNDS_PER_RUN = 500

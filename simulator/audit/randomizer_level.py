@@ -32,12 +32,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from protocols.bounds.numerical.decompositions import neighbour_candidates
-from protocols.errors import require
-from protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
-from simulator.audit.confidence import ErrorBudget
-from simulator.audit.events import EventBound, evaluate_all, evaluate_events, select_events
-from simulator.audit.sampling import child, chunk_sizes
+from shufflesim.protocols.bounds.numerical.decompositions import neighbour_candidates
+from shufflesim.protocols.errors import require
+from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
+from shufflesim.simulator.audit.confidence import ErrorBudget
+from shufflesim.simulator.audit.events import (
+    EventBound,
+    evaluate_all,
+    evaluate_events,
+    select_events,
+)
+from shufflesim.simulator.audit.sampling import child, chunk_sizes
 
 #: Largest discrete output space tabulated densely (one counter per output).
 MAX_DENSE_OUTPUTS = MAX_ENUMERABLE_OUTPUTS

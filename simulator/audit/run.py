@@ -14,21 +14,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.errors import ParameterError, require
-from protocols.randomizers.base import Categorical
-from simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
-from simulator.audit.levels import Level, attack_names
-from simulator.audit.pipeline_level import (
+from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.randomizers.base import Categorical
+from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
+from shufflesim.simulator.audit.levels import Level, attack_names
+from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
     identity_permutation,
     shuffled_size,
 )
-from simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
-from simulator.audit.sampling import DEFAULT_CHUNK
-from simulator.audit.shuffle_level import AuditOptions, audit_shuffle, default_triple
-from simulator.audit.tables import attack_records, randomizer_records, verdict_records
-from simulator.audit.verdicts import bound_verdicts
-from simulator.pipeline import PipelineConfig, uniform_permutation
+from shufflesim.simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
+from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK
+from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle, default_triple
+from shufflesim.simulator.audit.tables import attack_records, randomizer_records, verdict_records
+from shufflesim.simulator.audit.verdicts import bound_verdicts
+from shufflesim.simulator.pipeline import PipelineConfig, uniform_permutation
 
 #: Second element of a scenario audit's spawn key (keeps it apart from the runner's units).
 AUDIT_KEY = 0x617564

@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from protocols.errors import require
-from simulator.audit.attacks import Attack, HistogramChunk, PairModel
+from shufflesim.protocols.errors import require
+from shufflesim.simulator.audit.attacks import Attack, HistogramChunk, PairModel
 
 #: Trials per chunk (bounded memory: a few arrays of this length).
 DEFAULT_CHUNK = 1 << 21

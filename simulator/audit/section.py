@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from simulator.audit.levels import ATTACKS
-from simulator.audit.run import AUDIT_KEY, AuditSettings, run_audit
-from simulator.audit.tables import AUDIT_SCHEMA, to_table
-from simulator.errors import ScenarioError
-from simulator.execution.producers import register_table_producer
-from simulator.results.tables import TABLE_SCHEMAS, register_table_schema
-from simulator.scenario.convert import ParseContext, dataclass_schema, parse_dataclass
-from simulator.scenario.model import Scenario
-from simulator.scenario.sections import register_section
+from shufflesim.simulator.audit.levels import ATTACKS
+from shufflesim.simulator.audit.run import AUDIT_KEY, AuditSettings, run_audit
+from shufflesim.simulator.audit.tables import AUDIT_SCHEMA, to_table
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.execution.producers import register_table_producer
+from shufflesim.simulator.results.tables import TABLE_SCHEMAS, register_table_schema
+from shufflesim.simulator.scenario.convert import ParseContext, dataclass_schema, parse_dataclass
+from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.sections import register_section
 
 SECTION = "audit"
 TABLE = "audit"

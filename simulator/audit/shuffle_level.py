@@ -26,20 +26,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from protocols.bounds.numerical.decompositions import neighbour_candidates
-from protocols.bounds.numerical.optimal import epsilon_from_atoms, exact_lower_epsilon
-from protocols.bounds.result import BoundKind
-from protocols.errors import require
-from simulator.audit.attacks import (
+from shufflesim.protocols.bounds.numerical.decompositions import neighbour_candidates
+from shufflesim.protocols.bounds.numerical.optimal import epsilon_from_atoms, exact_lower_epsilon
+from shufflesim.protocols.bounds.result import BoundKind
+from shufflesim.protocols.errors import require
+from shufflesim.simulator.audit.attacks import (
     LR_RESOLUTION,
     PairModel,
     build_attacks,
     pair_model,
 )
-from simulator.audit.confidence import ErrorBudget
-from simulator.audit.events import EventBound, evaluate_all, evaluate_events, select_events
-from simulator.audit.levels import Level, attack_names
-from simulator.audit.sampling import DEFAULT_CHUNK, HistogramSampler, child, tabulate
+from shufflesim.simulator.audit.confidence import ErrorBudget
+from shufflesim.simulator.audit.events import (
+    EventBound,
+    evaluate_all,
+    evaluate_events,
+    select_events,
+)
+from shufflesim.simulator.audit.levels import Level, attack_names
+from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK, HistogramSampler, child, tabulate
 
 DIRECTIONS = ("X0 vs X1", "X1 vs X0")
 

@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
-from simulator.audit.randomizer_level import RandomizerAudit
-from simulator.audit.shuffle_level import DIRECTIONS, AttackAudit
-from simulator.audit.verdicts import CONSISTENT, VIOLATED, Verdict
+from shufflesim.simulator.audit.randomizer_level import RandomizerAudit
+from shufflesim.simulator.audit.shuffle_level import DIRECTIONS, AttackAudit
+from shufflesim.simulator.audit.verdicts import CONSISTENT, VIOLATED, Verdict
 
 AUDIT_SCHEMA = pa.schema([
     pa.field("point", pa.int32(), nullable=False),

@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from protocols.bounds.catalogue import BoundEvaluation, applicable_bounds, evaluate
-from protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.bounds.catalogue import BoundEvaluation, applicable_bounds, evaluate
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
 
 EXACT_METHOD = "exact-lower"
 #: Relative slack of every comparison (floating-point rounding of closed forms).

@@ -25,9 +25,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import ScenarioError, UserError
-from simulator.population.base import CATEGORICAL
-from simulator.scenario.model import BatchPath, ShuffleMode
+from shufflesim.simulator.errors import ScenarioError, UserError
+from shufflesim.simulator.population.base import CATEGORICAL
+from shufflesim.simulator.scenario.model import BatchPath, ShuffleMode
 
 #: A simulator.batch.run.BatchSetup (not imported: that module imports this one).
 BatchSetup = Any

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulator.batch.targets import Target, register_target
+from shufflesim.simulator.batch.targets import Target, register_target
 
 
 class FrequencyTarget(Target):

@@ -46,13 +46,13 @@ from typing import Any
 
 import numpy as np
 
-from protocols.randomizers import Categorical, Randomizer
-from simulator.batch.memory import check_batch_setup, check_domain
-from simulator.batch.shuffling import shuffle_reports
-from simulator.batch.targets import DataStats, Target, target_for
-from simulator.batch.threads import child_generators, run_all
-from simulator.population.base import CATEGORICAL, BudgetDistribution, DataDistribution
-from simulator.scenario.model import BatchPath, Settings, ShuffleMode
+from shufflesim.protocols.randomizers import Categorical, Randomizer
+from shufflesim.simulator.batch.memory import check_batch_setup, check_domain
+from shufflesim.simulator.batch.shuffling import shuffle_reports
+from shufflesim.simulator.batch.targets import DataStats, Target, target_for
+from shufflesim.simulator.batch.threads import child_generators, run_all
+from shufflesim.simulator.population.base import CATEGORICAL, BudgetDistribution, DataDistribution
+from shufflesim.simulator.scenario.model import BatchPath, Settings, ShuffleMode
 
 #: Most repetitions in one unit of work when the memory budget allows more.
 MAX_UNIT_REPETITIONS = 256

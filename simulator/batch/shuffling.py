@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulator.batch.threads import child_generators, run_all
+from shufflesim.simulator.batch.threads import child_generators, run_all
 
 #: Rows shorter than this are permuted by ``Generator.permuted`` (the two-stage method only
 #: pays off for long rows).

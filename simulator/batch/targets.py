@@ -10,8 +10,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from protocols.registry import Registry
-from simulator.population.base import DataDistribution
+from shufflesim.protocols.registry import Registry
+from shufflesim.simulator.population.base import DataDistribution
 
 
 # ---------------------------------------------------------------------------------------------

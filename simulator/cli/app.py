@@ -18,10 +18,10 @@ import sys
 
 import click
 
-from protocols.errors import ParameterError
-from simulator import __version__
-from simulator.cli import commands
-from simulator.errors import UserError
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator import __version__
+from shufflesim.simulator.cli import commands
+from shufflesim.simulator.errors import UserError
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130

@@ -1,9 +1,9 @@
 """Modules imported on first use, so that the command line starts fast.
 
-``catalogue = lazy_module("protocols.bounds.catalogue")`` at the top of a command module binds
-the name at once (the import is where a reader expects it), but imports the module only when
-one of its attributes is first read: ``shufflesim --help`` and a command's argument checks then
-never pay for scipy.stats, pandas or the audit stack.
+``catalogue = lazy_module("shufflesim.protocols.bounds.catalogue")`` at the top of a command
+module binds the name at once (the import is where a reader expects it), but imports the module
+only when one of its attributes is first read: ``shufflesim --help`` and a command's argument
+checks then never pay for scipy.stats, pandas or the audit stack.
 
 The binding is a stand-in that forwards every attribute to the real module, imported with the
 ordinary :func:`importlib.import_module` at that moment; nothing is put in ``sys.modules``

@@ -14,13 +14,17 @@ from collections.abc import Callable
 
 import click
 
-from protocols.errors import ParameterError, require_int_at_least, require_probability_open
-from simulator.cli.lazy import lazy_module
-from simulator.errors import UserError
+from shufflesim.protocols.errors import (
+    ParameterError,
+    require_int_at_least,
+    require_probability_open,
+)
+from shufflesim.simulator.cli.lazy import lazy_module
+from shufflesim.simulator.errors import UserError
 
-randomizers = lazy_module("protocols.randomizers")
-catalogue = lazy_module("protocols.bounds.catalogue")
-accounting = lazy_module("protocols.accounting.compose")
+randomizers = lazy_module("shufflesim.protocols.randomizers")
+catalogue = lazy_module("shufflesim.protocols.bounds.catalogue")
+accounting = lazy_module("shufflesim.protocols.accounting.compose")
 
 #: Randomizer parameters that have a flag of their own; the others are given with --param.
 _RANDOMIZER_FLAGS = {"name": "--randomizer", "domain_size": "--domain-size",

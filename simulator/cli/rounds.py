@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import time
 
-from protocols.bounds.result import BoundKind
-from protocols.errors import ParameterError
-from simulator.cli.lazy import lazy_module
+from shufflesim.protocols.bounds.result import BoundKind
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator.cli.lazy import lazy_module
 
-compose = lazy_module("protocols.accounting.compose")
-rounds_calibration = lazy_module("protocols.accounting.calibrate")
-catalogue = lazy_module("protocols.bounds.catalogue")
+compose = lazy_module("shufflesim.protocols.accounting.compose")
+rounds_calibration = lazy_module("shufflesim.protocols.accounting.calibrate")
+catalogue = lazy_module("shufflesim.protocols.bounds.catalogue")
 
 
 def _composed_names(randomizer, names: list[str] | None) -> list[tuple[str, str | None, str]]:

@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
-from simulator.errors import UserError
+from shufflesim.simulator.errors import UserError
 
 Task = Callable[[Any, Any], Any]
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from protocols.registry import Registry
-from simulator.scenario.model import Scenario
+from shufflesim.protocols.registry import Registry
+from shufflesim.simulator.scenario.model import Scenario
 
 Progress = Callable[[int, int], None]
 TableProducer = Callable[[Scenario, Progress | None], Mapping[str, pa.Table]]

@@ -52,11 +52,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from simulator import __version__
-from simulator.errors import UserError
-from simulator.execution.units import WorkUnit
-from simulator.results.tables import TABLE_SCHEMAS, git_commit, make_dirs
-from simulator.scenario.model import Scenario
+from shufflesim.simulator import __version__
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.execution.units import WorkUnit
+from shufflesim.simulator.results.tables import TABLE_SCHEMAS, git_commit, make_dirs
+from shufflesim.simulator.scenario.model import Scenario
 
 PARTS = ".parts"
 MANIFEST = "manifest.json"

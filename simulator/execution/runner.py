@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-import simulator.plugins  # noqa: F401  (the built-in table producers)
-from simulator.batch.memory import check_machine
-from simulator.execution.executors import Executor, InlineExecutor
-from simulator.execution.producers import PRODUCERS
-from simulator.execution.resume import DirectoryParts, MemoryParts, run_fingerprint
-from simulator.execution.simulation import make_setup
-from simulator.execution.units import RunState, assemble, plan_run, run_work_unit
-from simulator.scenario.model import Scenario
+import shufflesim.simulator.plugins  # noqa: F401  (the built-in table producers)
+from shufflesim.simulator.batch.memory import check_machine
+from shufflesim.simulator.execution.executors import Executor, InlineExecutor
+from shufflesim.simulator.execution.producers import PRODUCERS
+from shufflesim.simulator.execution.resume import DirectoryParts, MemoryParts, run_fingerprint
+from shufflesim.simulator.execution.simulation import make_setup
+from shufflesim.simulator.execution.units import RunState, assemble, plan_run, run_work_unit
+from shufflesim.simulator.scenario.model import Scenario
 
 Progress = Callable[[int, int], None]
 
@@ -42,7 +42,7 @@ def run_scenario(
     process). With ``run_dir`` (the run's results directory) finished units are kept as part
     files in ``run_dir/.parts`` and units finished by an earlier, interrupted run of the same
     scenario are not run again (simulator.execution.resume); the caller writes the returned
-    tables and then calls :func:`simulator.execution.resume.finish`.
+    tables and then calls :func:`shufflesim.simulator.execution.resume.finish`.
     ``progress(done, total)`` is called with the number of finished units (resumed ones
     included) before the first unit and after each.
     """

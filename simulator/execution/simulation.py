@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from simulator.batch.run import BatchSetup, run_unit
-from simulator.pipeline.unit import PipelineSetup, has_pipeline
-from simulator.results.tables import UTILITY_SCHEMA
-from simulator.scenario.model import SweepPoint
+from shufflesim.simulator.batch.run import BatchSetup, run_unit
+from shufflesim.simulator.pipeline.unit import PipelineSetup, has_pipeline
+from shufflesim.simulator.results.tables import UTILITY_SCHEMA
+from shufflesim.simulator.scenario.model import SweepPoint
 
 
 @dataclass(frozen=True)

@@ -37,11 +37,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from protocols.errors import ParameterError
-from simulator.errors import UserError
-from simulator.execution.producers import ProducerSpec
-from simulator.execution.simulation import Unit, execute_unit, plan_units, utility_rows
-from simulator.scenario.model import Scenario
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.execution.producers import ProducerSpec
+from shufflesim.simulator.execution.simulation import Unit, execute_unit, plan_units, utility_rows
+from shufflesim.simulator.scenario.model import Scenario
 
 SIMULATE = "simulate"
 PRODUCE = "produce"

@@ -1,6 +1,6 @@
 """The learning workload (issue 19): data, clients and the shuffled-SGD loop."""
 
-from simulator.learning.data import (
+from shufflesim.simulator.learning.data import (
     LEARN_EXTRA,
     Dataset,
     Split,
@@ -10,7 +10,7 @@ from simulator.learning.data import (
     prepare,
     split_indices,
 )
-from simulator.learning.train import (
+from shufflesim.simulator.learning.train import (
     SCHEDULES,
     LearningConfig,
     TrainingResult,

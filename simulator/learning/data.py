@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from protocols.learning.pca import PCA
-from simulator.errors import UserError
+from shufflesim.protocols.learning.pca import PCA
+from shufflesim.simulator.errors import UserError
 
 LEARN_EXTRA = "pip install 'shufflesim[learn]'"
 

@@ -7,7 +7,7 @@ uses one client per step, ``clients_per_step = 1``). In a step, every chosen cli
 
 1. computes the per-example gradients of its examples at the current parameters,
 2. clips each to L2 norm ``clip`` and averages them (per-example clipping, see
-   :mod:`protocols.learning.clipping`),
+   :mod:`shufflesim.protocols.learning.clipping`),
 3. randomizes the mean with its own budget: ``"gaussian"`` ((eps0, delta0), analytic
    calibration), ``"duchi"`` (pure eps0, Duchi et al. L2 ball) or ``"none"``;
 
@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from protocols.learning.clipping import clipped_client_means
-from protocols.learning.models import Model, make_model
-from protocols.learning.randomizers import RANDOMIZERS, DuchiL2, GaussianGradient
-from simulator.errors import UserError
-from simulator.learning.data import Dataset, Split, load_dataset, prepare
+from shufflesim.protocols.learning.clipping import clipped_client_means
+from shufflesim.protocols.learning.models import Model, make_model
+from shufflesim.protocols.learning.randomizers import RANDOMIZERS, DuchiL2, GaussianGradient
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.learning.data import Dataset, Split, load_dataset, prepare
 
 SCHEDULES = ("constant", "inverse_sqrt", "cosine")
 

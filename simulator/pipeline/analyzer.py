@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from simulator.pipeline.clients import messages_per_client
-from simulator.pipeline.shuffler import Batch
+from shufflesim.simulator.pipeline.clients import messages_per_client
+from shufflesim.simulator.pipeline.shuffler import Batch
 
 BatchEpsilon = Callable[[int], "float | None"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.pipeline.config import ArrivalMode, DelayDistribution, PipelineConfig
+from shufflesim.simulator.pipeline.config import ArrivalMode, DelayDistribution, PipelineConfig
 
 
 def messages_per_client(randomizer) -> int:
@@ -163,7 +163,7 @@ def arrival_process(env, stream: RoundStream, group_size: int, inbox: Inbox):
     """SimPy process: deliver the stream in arrival groups, then close the round at its end.
 
     All groups that start at the same instant are delivered in one step, so that a shuffler
-    deadline at that instant sees all of them (see :mod:`simulator.pipeline.shuffler`).
+    deadline at that instant sees all of them (see :mod:`shufflesim.simulator.pipeline.shuffler`).
     """
     starts = np.arange(0, stream.size, group_size)
     group_times = stream.times[starts]

@@ -2,7 +2,7 @@
 
 Every option is validated in ``__post_init__``; a bad value raises
 :class:`simulator.errors.ScenarioError` with the dotted key (``pipeline.<field>``) and the value.
-Modes are enums. See :mod:`simulator.pipeline.run` for how each option is used.
+Modes are enums. See :mod:`shufflesim.simulator.pipeline.run` for how each option is used.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum, StrEnum
 from typing import Any
 
-from simulator.errors import ScenarioError
+from shufflesim.simulator.errors import ScenarioError
 
 SECTION = "pipeline"
 

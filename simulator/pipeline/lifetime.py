@@ -43,9 +43,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from protocols.accounting import compose as accounting
-from protocols.accounting.pairs import SUPPORTED
-from protocols.errors import ParameterError
+from shufflesim.protocols.accounting import compose as accounting
+from shufflesim.protocols.accounting.pairs import SUPPORTED
+from shufflesim.protocols.errors import ParameterError
 
 TABLE = "users"
 

@@ -19,11 +19,16 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from simulator.errors import UserError
-from simulator.pipeline.analyzer import Analyzer, BatchEpsilon
-from simulator.pipeline.clients import Inbox, RoundStream, arrival_process, build_round
-from simulator.pipeline.config import PipelineConfig
-from simulator.pipeline.shuffler import Batch, Permutation, shuffler_process, uniform_permutation
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.pipeline.analyzer import Analyzer, BatchEpsilon
+from shufflesim.simulator.pipeline.clients import Inbox, RoundStream, arrival_process, build_round
+from shufflesim.simulator.pipeline.config import PipelineConfig
+from shufflesim.simulator.pipeline.shuffler import (
+    Batch,
+    Permutation,
+    shuffler_process,
+    uniform_permutation,
+)
 
 _STREAMS = ("colluders", "arrivals", "dropout", "randomize", "shuffle")
 
@@ -51,7 +56,7 @@ class PipelineResult:
         estimator or without data); estimate: the same on all rounds pooled.
     aggregates[r], aggregate: the corresponding sufficient statistics.
     batches: one row per released or dropped batch (columns of
-        :data:`simulator.pipeline.analyzer.BATCHES_SCHEMA`).
+        :data:`shufflesim.simulator.pipeline.analyzer.BATCHES_SCHEMA`).
     rounds: one :class:`RoundSummary` per round.
     colluding: the boolean mask of colluding clients.
     outputs: with ``keep_outputs``, the released batches in output order (reports and, as

@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.bounds import catalogue
-from simulator.errors import ScenarioError
-from simulator.pipeline.config import SECTION, DelayDistribution, PipelineConfig
-from simulator.scenario.convert import ParseContext, dataclass_schema
-from simulator.scenario.sections import register_section
+from shufflesim.protocols.bounds import catalogue
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.pipeline.config import SECTION, DelayDistribution, PipelineConfig
+from shufflesim.simulator.scenario.convert import ParseContext, dataclass_schema
+from shufflesim.simulator.scenario.sections import register_section
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from enum import StrEnum
 
 import numpy as np
 
-from simulator.pipeline.clients import Inbox, RoundStream
-from simulator.pipeline.config import PipelineConfig
+from shufflesim.simulator.pipeline.clients import Inbox, RoundStream
+from shufflesim.simulator.pipeline.config import PipelineConfig
 
 
 class ReleaseReason(StrEnum):

@@ -46,22 +46,27 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from protocols.bounds import catalogue
-from protocols.bounds.result import BoundKind, BoundStatus
-from protocols.errors import ParameterError
-from simulator.batch.run import sorted_values
-from simulator.batch.targets import DataStats, Target, target_for
-from simulator.errors import ScenarioError
-from simulator.pipeline.analyzer import BATCHES_SCHEMA
-from simulator.pipeline.clients import messages_per_client
-from simulator.pipeline.config import SECTION, PipelineConfig
-from simulator.pipeline.lifetime import TABLE as USERS_TABLE
-from simulator.pipeline.lifetime import USERS_SCHEMA, grid_sizes, lifetime_columns, users_table
-from simulator.pipeline.run import run_pipeline
-from simulator.pipeline.section import PipelineSection
-from simulator.population.base import CATEGORICAL
-from simulator.results.tables import register_table_schema
-from simulator.scenario.model import SweepPoint
+from shufflesim.protocols.bounds import catalogue
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator.batch.run import sorted_values
+from shufflesim.simulator.batch.targets import DataStats, Target, target_for
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.pipeline.analyzer import BATCHES_SCHEMA
+from shufflesim.simulator.pipeline.clients import messages_per_client
+from shufflesim.simulator.pipeline.config import SECTION, PipelineConfig
+from shufflesim.simulator.pipeline.lifetime import TABLE as USERS_TABLE
+from shufflesim.simulator.pipeline.lifetime import (
+    USERS_SCHEMA,
+    grid_sizes,
+    lifetime_columns,
+    users_table,
+)
+from shufflesim.simulator.pipeline.run import run_pipeline
+from shufflesim.simulator.pipeline.section import PipelineSection
+from shufflesim.simulator.population.base import CATEGORICAL
+from shufflesim.simulator.results.tables import register_table_schema
+from shufflesim.simulator.scenario.model import SweepPoint
 
 TABLE = "batches"
 PATH_LABEL = "pipeline"

@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from simulator.errors import UserError
+from shufflesim.simulator.errors import UserError
 
 from .audit import plot_audit_sandwich
 from .batches import plot_batches

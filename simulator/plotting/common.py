@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulator.errors import UserError
+from shufflesim.simulator.errors import UserError
 
 #: Panels per figure before a figure is split into several files.
 MAX_PANELS = 16

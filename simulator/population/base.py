@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from protocols.errors import ParameterError
-from protocols.registry import Registry
-from simulator.errors import ScenarioError
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.registry import Registry
+from shufflesim.simulator.errors import ScenarioError
 
 CATEGORICAL = "categorical"
 NUMERIC = "numeric"

@@ -4,7 +4,7 @@ Each distribution is a frozen dataclass registered with the budget registry of
 :mod:`simulator.population.base` (the ``distribution`` key of a scenario's ``population.budget``
 table). Budgets are drawn independently of the data (the users' values), which is the
 assumption under which 003's estimators and the weighted estimators of
-:mod:`protocols.estimators.personalized` are unbiased.
+:mod:`shufflesim.protocols.estimators.personalized` are unbiased.
 
 Distributions (``distribution = ...``):
 
@@ -45,10 +45,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from protocols.bounds.personalized.profile import BudgetProfile
-from simulator.errors import ScenarioError
-from simulator.population.base import BudgetDistribution, register_budget_distribution
-from simulator.population.checks import is_real, require_finite, require_interval, require_positive
+from shufflesim.protocols.bounds.personalized.profile import BudgetProfile
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.population.base import BudgetDistribution, register_budget_distribution
+from shufflesim.simulator.population.checks import (
+    is_real,
+    require_finite,
+    require_interval,
+    require_positive,
+)
 
 FRACTION_TOLERANCE = 1e-9
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from simulator.errors import ScenarioError
+from shufflesim.simulator.errors import ScenarioError
 
 
 def is_int(value: object) -> bool:

@@ -12,14 +12,14 @@ from typing import ClassVar
 import numpy as np
 from scipy import stats
 
-from simulator.errors import ScenarioError
-from simulator.population.base import (
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.population.base import (
     CATEGORICAL,
     NUMERIC,
     DataDistribution,
     register_data_distribution,
 )
-from simulator.population.checks import (
+from shufflesim.simulator.population.checks import (
     is_int,
     is_real,
     require_finite,

@@ -10,16 +10,16 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from simulator.errors import ScenarioError
-from simulator.population.base import (
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.population.base import (
     CATEGORICAL,
     NUMERIC,
     DataDistribution,
     register_budget_distribution,
     register_data_distribution,
 )
-from simulator.population.budgets import Budget, shape_of
-from simulator.population.checks import require_int
+from shufflesim.simulator.population.budgets import Budget, shape_of
+from shufflesim.simulator.population.checks import require_int
 
 
 @register_data_distribution

@@ -22,9 +22,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from protocols.registry import Registry
-from simulator import __version__
-from simulator.errors import UserError
+from shufflesim.protocols.registry import Registry
+from shufflesim.simulator import __version__
+from shufflesim.simulator.errors import UserError
 
 UTILITY_SCHEMA = pa.schema([
     pa.field("point", pa.int32(), nullable=False),

@@ -45,19 +45,19 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from protocols.accounting import baselines as accounting_baselines
-from protocols.accounting import compose as accounting
-from protocols.bounds import catalogue
-from protocols.bounds.personalized.bounds import PERSONALIZED_SPECS, PersonalizedUsers
-from protocols.errors import ParameterError
-from protocols.registry import closest
-from simulator.errors import ScenarioError
-from simulator.execution.producers import register_table_producer
-from simulator.population.budgets import budget_profile
-from simulator.results.tables import TABLE_SCHEMAS, register_table_schema
-from simulator.scenario.convert import ParseContext, parse_dataclass
-from simulator.scenario.model import Scenario
-from simulator.scenario.sections import register_section
+from shufflesim.protocols.accounting import baselines as accounting_baselines
+from shufflesim.protocols.accounting import compose as accounting
+from shufflesim.protocols.bounds import catalogue
+from shufflesim.protocols.bounds.personalized.bounds import PERSONALIZED_SPECS, PersonalizedUsers
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.registry import closest
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.execution.producers import register_table_producer
+from shufflesim.simulator.population.budgets import budget_profile
+from shufflesim.simulator.results.tables import TABLE_SCHEMAS, register_table_schema
+from shufflesim.simulator.scenario.convert import ParseContext, parse_dataclass
+from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.sections import register_section
 
 SECTION = "bounds"
 TABLE = "bounds"

@@ -13,9 +13,9 @@ from pathlib import Path
 from types import UnionType
 from typing import Any
 
-from protocols.errors import ParameterError
-from protocols.registry import closest
-from simulator.errors import ScenarioError
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.registry import closest
+from shufflesim.simulator.errors import ScenarioError
 
 __all__ = ["ParseContext", "check_keys", "closest", "join_key", "parse_dataclass", "rekey",
            "require_table", "unknown_key_hint"]

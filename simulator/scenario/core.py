@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from protocols.errors import ParameterError
-from protocols.estimators import make_estimator
-from protocols.randomizers import (
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.estimators import make_estimator
+from shufflesim.protocols.randomizers import (
     Categorical,
     Interval,
     Randomizer,
@@ -17,15 +17,15 @@ from protocols.randomizers import (
     randomizer_names,
     randomizer_parameters,
 )
-from simulator.batch.targets import target_names
-from simulator.errors import ScenarioError
-from simulator.population.base import (
+from shufflesim.simulator.batch.targets import target_names
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.population.base import (
     CATEGORICAL,
     DataDistribution,
     budget_distribution_class,
     data_distribution_class,
 )
-from simulator.scenario.convert import (
+from shufflesim.simulator.scenario.convert import (
     ParseContext,
     check_keys,
     closest,
@@ -33,8 +33,8 @@ from simulator.scenario.convert import (
     rekey,
     require_table,
 )
-from simulator.scenario.model import BatchOptions, BatchPath, Population, Settings
-from simulator.scenario.sections import SECTIONS
+from shufflesim.simulator.scenario.model import BatchOptions, BatchPath, Population, Settings
+from shufflesim.simulator.scenario.sections import SECTIONS
 
 
 def parse_settings(document: Mapping[str, Any], context: ParseContext) -> Settings:

@@ -26,13 +26,13 @@ import re
 import tomllib
 from pathlib import Path
 
-import simulator.plugins  # noqa: F401  (the built-in sections, distributions and targets)
-from simulator.errors import ScenarioError, UserError
-from simulator.scenario.convert import ParseContext, check_keys, rekey
-from simulator.scenario.core import parse_settings
-from simulator.scenario.model import Scenario, SweepPoint, check_seed
-from simulator.scenario.sections import TOP_LEVEL_SCALARS, section_names
-from simulator.scenario.sweep import MAX_SWEEP_POINTS, apply_overrides, parse_sweep
+import shufflesim.simulator.plugins  # noqa: F401  (the built-in sections, distributions and targets)
+from shufflesim.simulator.errors import ScenarioError, UserError
+from shufflesim.simulator.scenario.convert import ParseContext, check_keys, rekey
+from shufflesim.simulator.scenario.core import parse_settings
+from shufflesim.simulator.scenario.model import Scenario, SweepPoint, check_seed
+from shufflesim.simulator.scenario.sections import TOP_LEVEL_SCALARS, section_names
+from shufflesim.simulator.scenario.sweep import MAX_SWEEP_POINTS, apply_overrides, parse_sweep
 
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 

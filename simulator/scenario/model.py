@@ -11,9 +11,9 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from protocols.randomizers import Randomizer
-from simulator.errors import ScenarioError
-from simulator.population.base import BudgetDistribution, DataDistribution
+from shufflesim.protocols.randomizers import Randomizer
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.population.base import BudgetDistribution, DataDistribution
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from protocols.registry import Registry
-from simulator.scenario.convert import ParseContext
+from shufflesim.protocols.registry import Registry
+from shufflesim.simulator.scenario.convert import ParseContext
 
 TOP_LEVEL_SCALARS = ("name", "seed", "repetitions")
 CORE_SECTIONS = ("population", "randomizer", "estimator", "batch", "sweep")

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from copy import deepcopy
 from typing import Any
 
-from simulator.errors import ScenarioError
-from simulator.scenario.convert import join_key, unknown_key_hint
-from simulator.scenario.model import SweepAxis
-from simulator.scenario.sections import TOP_LEVEL_SCALARS, section_names
+from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.scenario.convert import join_key, unknown_key_hint
+from shufflesim.simulator.scenario.model import SweepAxis
+from shufflesim.simulator.scenario.sections import TOP_LEVEL_SCALARS, section_names
 
 #: Largest number of sweep points a scenario may expand to.
 MAX_SWEEP_POINTS = 100_000

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from protocols.randomizers import make_randomizer
-from simulator.audit.shuffle_level import AuditOptions, audit_shuffle
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle
 
 DELTAS = (1e-6, 1e-3)
 TARGET_SECONDS = 120.0

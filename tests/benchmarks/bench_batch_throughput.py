@@ -28,8 +28,8 @@ import time
 import numpy as np
 import pytest
 
-from simulator.batch.run import BatchSetup, run_unit
-from simulator.scenario.loader import parse_scenario
+from shufflesim.simulator.batch.run import BatchSetup, run_unit
+from shufflesim.simulator.scenario.loader import parse_scenario
 
 KRR_TARGET = 3e7
 OUE_SPEEDUP_TARGET = 100.0

@@ -25,8 +25,8 @@ import sys
 
 import pytest
 
-from protocols.bounds.catalogue import applicable_bounds
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds.catalogue import applicable_bounds
+from shufflesim.protocols.randomizers import make_randomizer
 
 K = 10
 DELTA = 1e-6
@@ -38,11 +38,11 @@ LIMIT = float(os.environ.get("SHUFFLESIM_BENCH_LIMIT", "120"))
 #: The worker: evaluates one bound over the points given on stdin, one JSON line per point.
 WORKER = r"""
 import json, signal, sys, time, tracemalloc
-from protocols.bounds import catalogue
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds import catalogue
+from shufflesim.protocols.randomizers import make_randomizer
 
 try:
-    from protocols.bounds.engine import plans as engine_plans
+    from shufflesim.protocols.bounds.engine import plans as engine_plans
     CACHES = [engine_plans.t_plan, engine_plans.multi_plan]
 except (ImportError, AttributeError):
     CACHES = []

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from protocols.bounds import catalogue
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.bounds import catalogue
+from shufflesim.protocols.randomizers import make_randomizer
 
 SCRIPT = shutil.which("shufflesim") or str(Path(sys.executable).with_name("shufflesim"))
 CALIBRATE = ["calibrate", "--randomizer", "krr", "--domain-size", "10", "--target-epsilon",
@@ -51,8 +51,8 @@ def test_calibrate_readme_example():
 
 @pytest.mark.benchmark
 def test_first_bound_call_in_a_process():
-    code = ("import time; from protocols.bounds import catalogue; "
-            "from protocols.randomizers import make_randomizer; "
+    code = ("import time; from shufflesim.protocols.bounds import catalogue; "
+            "from shufflesim.protocols.randomizers import make_randomizer; "
             "r = make_randomizer('krr', epsilon0=1.0, domain_size=10); t = time.perf_counter(); "
             "catalogue.evaluate('blanket_hoeffding', r, 1000, 1e-6); "
             "print(time.perf_counter() - t)")

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from protocols.accounting.compose import Round, compose_rounds
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.accounting.compose import Round, compose_rounds
+from shufflesim.protocols.randomizers import make_randomizer
 
 N, T, EPS0, DELTA = 10**6, 1000, 1.0, 1e-6
 TARGET_SECONDS = 10.0

@@ -23,9 +23,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from protocols.bounds.atoms import RatioAtoms
-from protocols.bounds.engine import plans as engine_plans
-from protocols.bounds.engine.core import epsilon_bound
+from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.bounds.engine import plans as engine_plans
+from shufflesim.protocols.bounds.engine.core import epsilon_bound
 
 EPS0 = 1.0
 DELTA = 1e-6

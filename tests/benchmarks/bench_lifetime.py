@@ -14,9 +14,9 @@ import time
 import numpy as np
 import pytest
 
-from protocols.randomizers import make_randomizer
-from simulator.pipeline import DelayConfig, PipelineConfig, run_pipeline
-from simulator.pipeline.lifetime import lifetime_columns, summary
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.simulator.pipeline import DelayConfig, PipelineConfig, run_pipeline
+from shufflesim.simulator.pipeline.lifetime import lifetime_columns, summary
 
 N = 10**5
 ROUNDS = 30

@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from protocols.randomizers import make_randomizer
-from simulator.pipeline import DelayConfig, PipelineConfig, run_pipeline
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.simulator.pipeline import DelayConfig, PipelineConfig, run_pipeline
 
 N = 10**6
 TARGET_SECONDS = 10.0

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from protocols.randomizers import make_randomizer
+from shufflesim.protocols.randomizers import make_randomizer
 
 D = 1024
 N = 10**7

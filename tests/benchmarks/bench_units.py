@@ -19,9 +19,9 @@ import time
 import numpy as np
 import pytest
 
-from simulator.execution.executors import DaskExecutor, InlineExecutor, ProcessExecutor
-from simulator.execution.runner import run_scenario
-from simulator.scenario.loader import parse_scenario
+from shufflesim.simulator.execution.executors import DaskExecutor, InlineExecutor, ProcessExecutor
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.scenario.loader import parse_scenario
 
 EPSILONS = ", ".join(f"{e:.3f}" for e in np.geomspace(0.25, 4.0, 20))
 SWEEP = f"""

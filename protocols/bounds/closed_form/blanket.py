@@ -45,8 +45,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical.clones import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.numerical.clones import (
     DEFAULT_TOL,
     check_delta,
     check_epsilon,
@@ -55,9 +55,9 @@ from protocols.bounds.numerical.clones import (
     round_up,
     smallest_epsilon,
 )
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.spec import BoundSpec, any_ldp, generic, named, register
-from protocols.errors import ParameterError, require
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, named, register
+from shufflesim.protocols.errors import ParameterError, require
 
 BBGN19 = "Balle, Bell, Gascon, Nissim, The privacy blanket of the shuffle model (004)"
 #: Relative safety margin on every floating-point delta returned here.

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.bounds.atoms import RatioAtoms
-from protocols.bounds.closed_form.blanket import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.bounds.closed_form.blanket import (
     BBGN19,
     EPSILON0_MAX,
     MAX_PAIR_OUTPUTS,
@@ -21,8 +21,8 @@ from protocols.bounds.closed_form.blanket import (
     bennett_delta,
     hoeffding_delta,
 )
-from protocols.bounds.numerical import decompositions
-from protocols.bounds.numerical.clones import (
+from shufflesim.protocols.bounds.numerical import decompositions
+from shufflesim.protocols.bounds.numerical.clones import (
     DEFAULT_TOL,
     check_delta,
     check_epsilon,
@@ -30,9 +30,9 @@ from protocols.bounds.numerical.clones import (
     check_n,
     smallest_epsilon,
 )
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.spec import BoundSpec, discrete_output, register
-from protocols.errors import ParameterError
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BoundSpec, discrete_output, register
+from shufflesim.protocols.errors import ParameterError
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,16 @@ from __future__ import annotations
 import math
 import time
 
-from protocols.bounds.numerical.clones import (
+from shufflesim.protocols.bounds.numerical.clones import (
     check_delta,
     check_epsilon,
     check_epsilon0,
     check_n,
     round_up,
 )
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.spec import BoundSpec, any_ldp, generic, register
-from protocols.errors import ParameterError
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, register
+from shufflesim.protocols.errors import ParameterError
 
 EFMRTT19 = (
     "Erlingsson, Feldman, Mironov, Raghunathan, Talwar, Thakurta, SODA 2019 "

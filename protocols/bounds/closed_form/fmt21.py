@@ -10,7 +10,7 @@ import math
 import numbers
 import time
 
-from protocols.bounds.numerical.clones import (
+from shufflesim.protocols.bounds.numerical.clones import (
     DEFAULT_TOL,
     FMT21,
     check_delta,
@@ -18,9 +18,9 @@ from protocols.bounds.numerical.clones import (
     check_n,
     round_up,
 )
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.spec import BoundSpec, any_ldp, generic, named, register
-from protocols.errors import ParameterError, require
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, named, register
+from shufflesim.protocols.errors import ParameterError, require
 
 
 # -- closed forms ----------------------------------------------------------------------------------

@@ -27,12 +27,12 @@ import time
 import numpy as np
 from scipy import special
 
-from protocols.bounds.engine.common import Estimate
-from protocols.bounds.engine.core import EpsilonEstimate
-from protocols.bounds.numerical.variation_ratio import invert
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.spec import BoundSpec, any_ldp, register
-from protocols.errors import require, require_int_at_least, require_probability_open
+from shufflesim.protocols.bounds.engine.common import Estimate
+from shufflesim.protocols.bounds.engine.core import EpsilonEstimate
+from shufflesim.protocols.bounds.numerical.variation_ratio import invert
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, register
+from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
 
 METHOD = "gspa-gdp"
 REFERENCE = "003 Thm 2 (mu-GDP) + 003 Fact 3 (GDP to (eps, delta))"

@@ -24,8 +24,8 @@ import numpy as np
 from scipy import optimize, stats
 from scipy.special import logsumexp
 
-from protocols.bounds.atoms import RatioAtoms
-from protocols.errors import ParameterError
+from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.errors import ParameterError
 
 U = float(np.finfo(float).eps) / 2
 REL_SPECIAL = 1e-9

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from protocols.bounds.engine.common import (
+from shufflesim.protocols.bounds.engine.common import (
     REL_SPECIAL,
     REL_SUM,
     TINY,
@@ -58,7 +58,7 @@ from protocols.bounds.engine.common import (
     leaf_with_slope,
     mode_pmf_on_range,
 )
-from protocols.bounds.engine.plans import MultiPlan, multi_plan, t_plan
+from shufflesim.protocols.bounds.engine.plans import MultiPlan, multi_plan, t_plan
 
 J_MAX = 16            # at most this many kinks summed one by one on each side of the mean
 J_SD = 4.0            # ... enough to reach J_SD sd of V

@@ -8,7 +8,7 @@ general clone) and the exact value for a fixed neighbour pair with x_2 = ... = x
 where the G_i are independent GPARVs (000 Def. 9) described by :class:`RatioAtoms`. Users in a
 group are i.i.d.; groups are independent (heterogeneous users). Every number returned here is a
 guaranteed bracket ``lower <= true <= upper`` that includes the floating-point slack stated in
-:mod:`protocols.bounds.engine.common`; ``value`` is the requested side.
+:mod:`shufflesim.protocols.bounds.engine.common`; ``value`` is the requested side.
 
 Methods (picked automatically, or forced with ``method=``):
 
@@ -19,7 +19,7 @@ Methods (picked automatically, or forced with ``method=``):
   The default whenever it applies.
 - ``"fft"``: 000 Alg. 7 on a grid, tilted, with randomized rounding (second-order bracket) or
   the paper's rounding up / down; for several large groups and many-atom GPARVs up to
-  n ~ 1e6 (rtol ~ 1e-3); see :mod:`protocols.bounds.engine.fft`.
+  n ~ 1e6 (rtol ~ 1e-3); see :mod:`shufflesim.protocols.bounds.engine.fft`.
 
 "auto": enumeration if tiny; else conditioning if the other groups are small; its bracket is
 intersected with the FFT's when it is wider than ``rtol`` and the FFT is expected to do better
@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, stats
 
-from protocols.bounds.atoms import RatioAtoms
-from protocols.bounds.engine import fft as engine_fft
-from protocols.bounds.engine.common import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.bounds.engine import fft as engine_fft
+from shufflesim.protocols.bounds.engine.common import (
     Categories,
     Estimate,
     U,
@@ -59,13 +59,13 @@ from protocols.bounds.engine.common import (
     input_slack,
     trivial_estimate,
 )
-from protocols.bounds.engine.enumerate import enumeration_bounds
-from protocols.bounds.engine.methods import (
+from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
+from shufflesim.protocols.bounds.engine.methods import (
     _applicable,
     _conditioning,
     _select,
 )
-from protocols.errors import ParameterError
+from shufflesim.protocols.errors import ParameterError
 
 __all__ = [
     "Estimate",

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from protocols.bounds.engine.common import Categories, U
+from shufflesim.protocols.bounds.engine.common import Categories, U
 
 
 def composition_count(total: int, parts: int) -> int:

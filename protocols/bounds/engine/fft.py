@@ -51,8 +51,8 @@ import numpy as np
 from scipy import fft, optimize
 from scipy.special import logsumexp
 
-from protocols.bounds.engine.common import REL_SUM, TINY, Categories, U
-from protocols.errors import ParameterError
+from shufflesim.protocols.bounds.engine.common import REL_SUM, TINY, Categories, U
+from shufflesim.protocols.errors import ParameterError
 
 L_MIN = 1 << 12
 L_MAX = 1 << 23

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from protocols.bounds.engine.common import (
+from shufflesim.protocols.bounds.engine.common import (
     Categories,
 )
-from protocols.bounds.engine.conditioning import conditioning_bounds, main_pool_share
-from protocols.bounds.engine.enumerate import composition_count, joint_outcomes
+from shufflesim.protocols.bounds.engine.conditioning import conditioning_bounds, main_pool_share
+from shufflesim.protocols.bounds.engine.enumerate import composition_count, joint_outcomes
 
 ENUMERATE_MAX = 300_000      # joint count vectors for the "enumerate" method (auto)
 SHIFT_OUTCOMES_MAX = 256     # enumerated outcomes of the small groups beside the main one

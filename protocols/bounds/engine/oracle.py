@@ -28,8 +28,8 @@ from collections.abc import Iterator, Sequence
 from decimal import Decimal, localcontext
 from itertools import product
 
-from protocols.bounds.atoms import RatioAtoms
-from protocols.errors import ParameterError
+from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.errors import ParameterError
 
 Group = tuple[RatioAtoms, int]
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-from protocols.bounds.engine.common import (
+from shufflesim.protocols.bounds.engine.common import (
     REL_SPECIAL,
     U,
     binom_interval,

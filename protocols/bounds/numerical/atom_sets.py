@@ -11,12 +11,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy.special import exprel
 
-from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.errors import require
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.errors import require
+from shufflesim.protocols.randomizers.analysis import (
     NeighbourCandidates,  # noqa: F401  (re-exported: defined beside the randomizers)
 )
-from protocols.randomizers.laplace import (  # noqa: F401  (re-exported)
+from shufflesim.protocols.randomizers.laplace import (  # noqa: F401  (re-exported)
     LAPLACE_PAIR_GRID,
     laplace_pair_grid,
 )

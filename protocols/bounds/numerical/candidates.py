@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from protocols.bounds.atoms import RatioAtoms
-from protocols.bounds.engine import core as engine
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.errors import require_int_at_least, require_probability_open
+from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.bounds.engine import core as engine
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.errors import require_int_at_least, require_probability_open
 
 #: precision asked of the engine when a direction is screened against the best eps (the
 #: searches' own coarse precision); an undecided screen is searched in full, so this only

@@ -49,9 +49,9 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.spec import BoundSpec, any_ldp, generic, register
-from protocols.errors import require
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, register
+from shufflesim.protocols.errors import require
 
 #: Relative rounding allowance of closed-form expressions.
 _REL_ERR = 1e-12

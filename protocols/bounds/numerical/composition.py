@@ -38,10 +38,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical.atom_sets import check_decomposition, merge_atoms
-from protocols.bounds.numerical.decompositions import blanket_atoms, exact_pair_atoms
-from protocols.errors import ParameterError, require
+from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.numerical.atom_sets import check_decomposition, merge_atoms
+from shufflesim.protocols.bounds.numerical.decompositions import blanket_atoms, exact_pair_atoms
+from shufflesim.protocols.errors import ParameterError, require
 
 #: Largest product atom set built before merging (memory guard).
 MAX_PRODUCT_ATOMS = 1 << 22

@@ -83,8 +83,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical.atom_sets import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.numerical.atom_sets import (
     DEFAULT_CELLS,
     DecompositionError,
     _categorical_masses,
@@ -96,8 +96,8 @@ from protocols.bounds.numerical.atom_sets import (
     atoms_from_masses,
     check_decomposition,
 )
-from protocols.errors import ParameterError, require
-from protocols.randomizers.analysis import (
+from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.randomizers.analysis import (
     DISCRETE_PMF,
     LOG_LINEAR,
     OUTPUT_GROUPS,
@@ -105,12 +105,12 @@ from protocols.randomizers.analysis import (
     DecompositionFamily,
     NeighbourCandidates,  # noqa: F401  (re-exported: defined beside the randomizers)
 )
-from protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical, Randomizer
-from protocols.randomizers.laplace import (  # noqa: F401  (re-exported)
+from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical, Randomizer
+from shufflesim.protocols.randomizers.laplace import (  # noqa: F401  (re-exported)
     LAPLACE_PAIR_GRID,
     laplace_pair_grid,
 )
-from protocols.randomizers.registry import randomizer_class, randomizer_names
+from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
 
 
 # ----------------------------------------------------------------------------------------------

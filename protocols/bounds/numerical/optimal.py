@@ -26,11 +26,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from protocols.bounds.atoms import RatioAtoms, Rounding
-from protocols.bounds.numerical import two_count
-from protocols.bounds.numerical import variation_ratio as vr
-from protocols.bounds.numerical.atom_sets import DEFAULT_CELLS
-from protocols.bounds.numerical.candidates import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.numerical import two_count
+from shufflesim.protocols.bounds.numerical import variation_ratio as vr
+from shufflesim.protocols.bounds.numerical.atom_sets import DEFAULT_CELLS
+from shufflesim.protocols.bounds.numerical.candidates import (
     REFERENCE_LOWER,
     REFERENCE_UPPER,
     _Candidate,
@@ -44,7 +44,7 @@ from protocols.bounds.numerical.candidates import (
     _result,
     _Value,
 )
-from protocols.bounds.numerical.composition import (
+from shufflesim.protocols.bounds.numerical.composition import (
     hamming_patterns,
     joint_blanket_atoms,
     joint_exact_atoms,
@@ -53,15 +53,15 @@ from protocols.bounds.numerical.composition import (
     subsampled_blanket_atoms,
     subsampled_exact_atoms,
 )
-from protocols.bounds.numerical.decompositions import (
+from shufflesim.protocols.bounds.numerical.decompositions import (
     blanket_atoms,
     exact_pair_atoms,
     is_continuous,
     neighbour_candidates,
 )
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.spec import BoundSpec, any_ldp, register
-from protocols.errors import require, require_int_at_least
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, register
+from shufflesim.protocols.errors import require, require_int_at_least
 
 
 # ----------------------------------------------------------------------------------------------

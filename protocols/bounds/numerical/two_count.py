@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from protocols.bounds.engine.common import Estimate
-from protocols.errors import require, require_int_at_least
+from shufflesim.protocols.bounds.engine.common import Estimate
+from shufflesim.protocols.errors import require, require_int_at_least
 
 #: Relative error allowed for each betainc / binomial pmf value (generous: they are accurate to
 #: a few ulps); the upper (lower) estimate adds (subtracts) this times the sum of |terms|.

@@ -52,19 +52,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from protocols.bounds.engine import core as engine
-from protocols.bounds.engine.common import Estimate
-from protocols.bounds.engine.core import EpsilonEstimate
-from protocols.bounds.numerical.two_count import (
+from shufflesim.protocols.bounds.engine import core as engine
+from shufflesim.protocols.bounds.engine.common import Estimate
+from shufflesim.protocols.bounds.engine.core import EpsilonEstimate
+from shufflesim.protocols.bounds.numerical.two_count import (
     TwoCountPair,
     _interval,
     two_count_delta,
 )
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.spec import BoundSpec, any_ldp, discrete_output, register
-from protocols.errors import require, require_int_at_least, require_probability_open
-from protocols.randomizers.base import Randomizer
-from protocols.randomizers.registry import randomizer_class, randomizer_names
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, discrete_output, register
+from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
+from shufflesim.protocols.randomizers.base import Randomizer
+from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
 
 REFERENCE_NUMERICAL = "001 Thm 4.2 + Thm 4.6, Alg. 1"
 REFERENCE_THM47 = "001 Thm 4.7"

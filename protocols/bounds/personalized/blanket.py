@@ -14,14 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from protocols.bounds.atoms import RatioAtoms
-from protocols.bounds.engine import core as engine
-from protocols.bounds.engine.common import REL_SPECIAL, Estimate, U, leaf_positive_part
-from protocols.bounds.personalized.profile import (
+from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.bounds.engine import core as engine
+from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, Estimate, U, leaf_positive_part
+from shufflesim.protocols.bounds.personalized.profile import (
     CountLaw,
     poisson_binomial,
 )
-from protocols.errors import ParameterError, require
+from shufflesim.protocols.errors import ParameterError, require
 
 RANDOMIZERS = ("brr", "krr")
 

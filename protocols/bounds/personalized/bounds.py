@@ -94,22 +94,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.bounds.closed_form import gdp
-from protocols.bounds.engine import core as engine
-from protocols.bounds.engine.common import Estimate
-from protocols.bounds.numerical import optimal
-from protocols.bounds.personalized.blanket import (
+from shufflesim.protocols.bounds.closed_form import gdp
+from shufflesim.protocols.bounds.engine import core as engine
+from shufflesim.protocols.bounds.engine.common import Estimate
+from shufflesim.protocols.bounds.numerical import optimal
+from shufflesim.protocols.bounds.personalized.blanket import (
     RANDOMIZERS,
     _KRRFamily,
     blanket_delta_for_target,
 )
-from protocols.bounds.personalized.exact import _ExactPair
-from protocols.bounds.personalized.profile import (
+from shufflesim.protocols.bounds.personalized.exact import _ExactPair
+from shufflesim.protocols.bounds.personalized.profile import (
     BudgetProfile,
 )
-from protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from protocols.bounds.spec import BoundSpec, register
-from protocols.errors import ParameterError, require, require_probability_open
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BoundSpec, register
+from shufflesim.protocols.errors import ParameterError, require, require_probability_open
 
 #: Largest number of distinct budgets for which every budget value is tried as the target's.
 MAX_TARGETS = 16

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from protocols.bounds.engine.common import REL_SPECIAL, Estimate, U, leaf_positive_part
-from protocols.bounds.personalized.blanket import _KRRFamily
-from protocols.bounds.personalized.profile import (
+from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, Estimate, U, leaf_positive_part
+from shufflesim.protocols.bounds.personalized.blanket import _KRRFamily
+from shufflesim.protocols.bounds.personalized.profile import (
     REL_LOG,
     poisson_binomial,
 )
-from protocols.errors import require
+from shufflesim.protocols.errors import require
 
 
 def _perturbation(magnitude_a, beta, t, v, rho, rel):

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from protocols.bounds.engine.common import REL_SPECIAL, U
-from protocols.errors import ParameterError, require
+from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, U
+from shufflesim.protocols.errors import ParameterError, require
 
 #: Largest number of users with distinct budgets for the exact Poisson-binomial law.
 MAX_DISTINCT_USERS = 40_000

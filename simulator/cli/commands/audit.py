@@ -14,9 +14,9 @@ import json
 
 import click
 
-from simulator.audit.levels import Level
-from simulator.cli.lazy import lazy_module
-from simulator.cli.options import (
+from shufflesim.simulator.audit.levels import Level
+from shufflesim.simulator.cli.lazy import lazy_module
+from shufflesim.simulator.cli.options import (
     build_randomizer,
     check_setting,
     flag_errors,
@@ -25,12 +25,12 @@ from simulator.cli.options import (
     render_table,
     resolve_methods,
 )
-from simulator.errors import UserError
-from simulator.execution.progress import ProgressReport
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.execution.progress import ProgressReport
 
 np = lazy_module("numpy")
-audit_run = lazy_module("simulator.audit.run")
-audit_tables = lazy_module("simulator.audit.tables")
+audit_run = lazy_module("shufflesim.simulator.audit.run")
+audit_tables = lazy_module("shufflesim.simulator.audit.tables")
 
 ATTACK_HEADER = ("level", "attack", "direction", "delta", "event", "trials", "p0", "p1",
                  "eps_lb", "conf", "exact", "ratio")

@@ -13,8 +13,8 @@ import json
 
 import click
 
-from protocols.bounds.result import BoundKind, BoundStatus
-from simulator.cli.options import (
+from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.simulator.cli.options import (
     build_randomizer,
     catalogue,
     check_setting,
@@ -24,8 +24,8 @@ from simulator.cli.options import (
     render_table,
     resolve_methods,
 )
-from simulator.cli.rounds import composed_records
-from simulator.execution.progress import ProgressReport
+from shufflesim.simulator.cli.rounds import composed_records
+from shufflesim.simulator.execution.progress import ProgressReport
 
 #: The default table (within 100 columns); --wide adds delta, the full statuses and references.
 COLUMNS = ("method", "kind", "epsilon", "status", "seconds", "check")

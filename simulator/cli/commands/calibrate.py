@@ -7,10 +7,10 @@ import json
 
 import click
 
-from protocols.bounds.result import BoundKind
-from protocols.errors import ParameterError, require
-from simulator.cli.lazy import lazy_module
-from simulator.cli.options import (
+from shufflesim.protocols.bounds.result import BoundKind
+from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.simulator.cli.lazy import lazy_module
+from shufflesim.simulator.cli.options import (
     build_randomizer,
     catalogue,
     check_setting,
@@ -20,11 +20,11 @@ from simulator.cli.options import (
     render_table,
     resolve_methods,
 )
-from simulator.cli.rounds import calibrate_rounds, composed_kind, upper_composed_methods
-from simulator.errors import UserError
-from simulator.execution.progress import ProgressReport
+from shufflesim.simulator.cli.rounds import calibrate_rounds, composed_kind, upper_composed_methods
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.execution.progress import ProgressReport
 
-calibration = lazy_module("protocols.bounds.calibration")
+calibration = lazy_module("shufflesim.protocols.bounds.calibration")
 
 COLUMNS = ("method", "parameter", "value", "epsilon", "status", "seconds")
 

@@ -12,14 +12,14 @@ from dataclasses import MISSING, fields
 
 import click
 
-from simulator.audit.levels import Level
-from simulator.cli.lazy import lazy_module
+from shufflesim.simulator.audit.levels import Level
+from shufflesim.simulator.cli.lazy import lazy_module
 
-catalogue_module = lazy_module("protocols.bounds.catalogue")
-estimators = lazy_module("protocols.estimators")
-randomizers = lazy_module("protocols.randomizers")
-plugins = lazy_module("simulator.plugins")
-population = lazy_module("simulator.population.base")
+catalogue_module = lazy_module("shufflesim.protocols.bounds.catalogue")
+estimators = lazy_module("shufflesim.protocols.estimators")
+randomizers = lazy_module("shufflesim.protocols.randomizers")
+plugins = lazy_module("shufflesim.simulator.plugins")
+population = lazy_module("shufflesim.simulator.population.base")
 
 LEVEL_DESCRIPTIONS = {
     Level.RANDOMIZER.value: "one user's randomizer: goodness of fit and an eps0 lower bound",

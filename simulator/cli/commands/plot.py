@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from simulator.cli.lazy import lazy_module
+from shufflesim.simulator.cli.lazy import lazy_module
 
-plotting = lazy_module("simulator.plotting")
+plotting = lazy_module("shufflesim.simulator.plotting")
 
 
 @click.command("plot")

@@ -27,16 +27,16 @@ from pathlib import Path
 
 import click
 
-from simulator.cli.lazy import lazy_module
-from simulator.errors import UserError
-from simulator.execution.executors import DASK, EXECUTORS, LOCAL, make_executor
-from simulator.execution.progress import ProgressReport
+from shufflesim.simulator.cli.lazy import lazy_module
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.execution.executors import DASK, EXECUTORS, LOCAL, make_executor
+from shufflesim.simulator.execution.progress import ProgressReport
 
-results = lazy_module("simulator.results.tables")
-resume = lazy_module("simulator.execution.resume")
-runner = lazy_module("simulator.execution.runner")
-scenario_module = lazy_module("simulator.scenario.loader")
-units = lazy_module("simulator.execution.units")
+results = lazy_module("shufflesim.simulator.results.tables")
+resume = lazy_module("shufflesim.simulator.execution.resume")
+runner = lazy_module("shufflesim.simulator.execution.runner")
+scenario_module = lazy_module("shufflesim.simulator.scenario.loader")
+units = lazy_module("shufflesim.simulator.execution.units")
 
 INTERRUPTED = "interrupted; run the same command again to resume"
 
