@@ -6,19 +6,27 @@ distributions, used by protocols.accounting to compose rounds).
 
 import ast
 import pathlib
+import sys
 
-FORBIDDEN = {"simulator", "simpy", "pandas", "pyarrow", "click", "dask", "matplotlib"}
-ROOT = pathlib.Path(__file__).resolve().parents[1] / "protocols"
+REPO = pathlib.Path(__file__).resolve().parents[1]
+ROOT = REPO / "protocols"
+#: What protocols may import besides the standard library and itself.
+ALLOWED = {"numpy", "scipy", "dp_accounting", "shufflesim.protocols"}
 
 
 def _imported_roots(path: pathlib.Path) -> set[str]:
+    """Top-level names a module imports; the project's own as "shufflesim.<package>"."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    roots = set()
+    names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            roots |= {alias.name.split(".")[0] for alias in node.names}
+            names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            roots.add(node.module.split(".")[0])
+            names.append(node.module)
+    roots = set()
+    for name in names:
+        parts = name.split(".")
+        roots.add(".".join(parts[:2]) if parts[0] == "shufflesim" else parts[0])
     return roots
 
 
@@ -26,10 +34,27 @@ def test_protocols_imports_only_numerics():
     files = sorted(ROOT.rglob("*.py"))
     assert files, "protocols package has no modules"
     offenders = {
-        str(f.relative_to(ROOT)): sorted(_imported_roots(f) & FORBIDDEN) for f in files
+        str(f.relative_to(ROOT)): sorted(_imported_roots(f) - ALLOWED - sys.stdlib_module_names)
+        for f in files
     }
     offenders = {k: v for k, v in offenders.items() if v}
     assert not offenders, f"protocols must not import {offenders}"
+
+
+def test_the_check_sees_a_forbidden_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("import numpy\nfrom shufflesim.simulator.batch import run\nimport pandas\n")
+    assert _imported_roots(module) - ALLOWED - sys.stdlib_module_names == {
+        "shufflesim.simulator", "pandas"}
+
+
+def test_every_import_uses_the_installed_package_name():
+    """The folders install as shufflesim.protocols and shufflesim.simulator: a bare
+    ``import protocols`` would only work from the repository root (and load a second copy)."""
+    files = [f for d in ("protocols", "simulator", "tests") for f in (REPO / d).rglob("*.py")]
+    bare = {str(f.relative_to(REPO)): sorted(_imported_roots(f) & {"protocols", "simulator"})
+            for f in files}
+    assert not {k: v for k, v in bare.items() if v}
 
 
 def test_validators_accept_numpy_scalars_and_reject_nan():
