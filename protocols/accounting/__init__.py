@@ -11,3 +11,6 @@
 
 docs/composition.md states what is proven and when composition through PLDs is valid.
 """
+
+#: The public API: the package's modules (import the one you need).
+__all__ = ["baselines", "calibrate", "compose", "enumeration", "pairs", "pld", "rdp", "rounds"]

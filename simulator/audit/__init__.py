@@ -1,0 +1,19 @@
+"""The auditor: empirical privacy lower bounds at three levels (randomizer, shuffle, pipeline)
+from registered attacks, set beside the analytic bounds as verdicts (levels: the attack
+registry; run: one audited setting; section: the [audit] scenario section)."""
+
+#: The public API: the package's modules (import the one you need).
+__all__ = [
+    "attacks",
+    "confidence",
+    "events",
+    "levels",
+    "pipeline_level",
+    "randomizer_level",
+    "run",
+    "sampling",
+    "section",
+    "shuffle_level",
+    "tables",
+    "verdicts",
+]
