@@ -31,11 +31,17 @@ table elsewhere is keyed by a randomizer's name.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from shufflesim.protocols.errors import ParameterError, require, require_positive_finite
+from shufflesim.protocols.errors import (
+    ParameterError,
+    require,
+    require_int_at_least,
+    require_positive_finite,
+)
 from shufflesim.protocols.randomizers.analysis import (
     MAX_ENUMERATED_INPUTS,
     PERMUTATION,
@@ -263,3 +269,21 @@ class Randomizer(ABC):
                     "values", float(bad), f"must lie in [{domain.low}, {domain.high}]"
                 )
         return values
+
+
+@dataclass(frozen=True)
+class CategoricalRandomizer(Randomizer):
+    """A randomizer over the categorical domain {0, ..., domain_size - 1} (domain_size >= 2): the
+    fields and the validation that every frequency oracle shares. Subclasses add their own
+    fields after these two."""
+
+    epsilon0: float
+    domain_size: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_int_at_least("domain_size", self.domain_size, 2)
+
+    @property
+    def input_domain(self) -> Categorical:
+        return Categorical(self.domain_size)

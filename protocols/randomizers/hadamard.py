@@ -28,14 +28,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.errors import require_int_at_least
 from shufflesim.protocols.randomizers.analysis import (
     OUTPUT_GROUPS,
     NeighbourCandidates,
     VariationRatioRow,
     ldp_row,
 )
-from shufflesim.protocols.randomizers.base import Categorical, OutputGroups, Randomizer
+from shufflesim.protocols.randomizers.base import (
+    CategoricalRandomizer,
+    OutputGroups,
+)
 from shufflesim.protocols.randomizers.rappor import bit_patterns, unique_anchors
 from shufflesim.protocols.randomizers.registry import register
 
@@ -65,20 +67,13 @@ def hadamard_sign_bit(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
 
 @register
 @dataclass(frozen=True)
-class HadamardResponse(Randomizer):
+class HadamardResponse(CategoricalRandomizer):
     """Hadamard response over user values [0, d) (rows 1..d of the D x D Hadamard matrix)."""
-
-    epsilon0: float
-    domain_size: int
 
     name = "hr"
     supports_personalized = True
     has_aggregate_sampler = True
     decomposition = OUTPUT_GROUPS
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        require_int_at_least("domain_size", self.domain_size, 2)
 
     @property
     def hadamard_size(self) -> int:
@@ -86,10 +81,6 @@ class HadamardResponse(Randomizer):
         return 1 << self.domain_size.bit_length()
 
     # -- domains --------------------------------------------------------------------------
-    @property
-    def input_domain(self) -> Categorical:
-        return Categorical(self.domain_size)
-
     @property
     def output_size(self) -> int:
         return self.hadamard_size

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.errors import require_int_at_least
 from shufflesim.protocols.randomizers.analysis import (
     OUTPUT_GROUPS,
     PERMUTATION,
@@ -18,7 +17,10 @@ from shufflesim.protocols.randomizers.analysis import (
     grr_total_variation,
     ldp_row,
 )
-from shufflesim.protocols.randomizers.base import Categorical, OutputGroups, Randomizer
+from shufflesim.protocols.randomizers.base import (
+    CategoricalRandomizer,
+    OutputGroups,
+)
 from shufflesim.protocols.randomizers.rappor import unique_anchors
 from shufflesim.protocols.randomizers.registry import register
 
@@ -37,25 +39,14 @@ def weighted_histogram(reports, scale, domain_size: int) -> np.ndarray:
 
 @register
 @dataclass(frozen=True)
-class KRR(Randomizer):
+class KRR(CategoricalRandomizer):
     """k-RR over {0, ..., k-1}; reports are integers; the aggregate is the output histogram."""
-
-    epsilon0: float
-    domain_size: int
 
     name = "krr"
     supports_personalized = True
     has_aggregate_sampler = True
     decomposition = OUTPUT_GROUPS
     input_symmetry = PERMUTATION
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        require_int_at_least("domain_size", self.domain_size, 2)
-
-    @property
-    def input_domain(self) -> Categorical:
-        return Categorical(self.domain_size)
 
     @property
     def output_size(self) -> int:

@@ -42,9 +42,8 @@ from shufflesim.protocols.randomizers.analysis import (
 )
 from shufflesim.protocols.randomizers.base import (
     MAX_ENUMERABLE_OUTPUTS,
-    Categorical,
+    CategoricalRandomizer,
     OutputGroups,
-    Randomizer,
 )
 from shufflesim.protocols.randomizers.rappor import bit_patterns, unique_anchors
 from shufflesim.protocols.randomizers.registry import register
@@ -81,20 +80,13 @@ def splitmix_hash(seeds: np.ndarray, values: np.ndarray, buckets: int) -> np.nda
 
 
 @dataclass(frozen=True)
-class LocalHash(Randomizer):
+class LocalHash(CategoricalRandomizer):
     """Common implementation of local hashing (module docstring); not registered."""
-
-    epsilon0: float
-    domain_size: int
 
     supports_personalized = True
     has_aggregate_sampler = True
     decomposition = OUTPUT_GROUPS
     input_symmetry = PERMUTATION
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        require_int_at_least("domain_size", self.domain_size, 2)
 
     @property
     @abstractmethod
@@ -114,10 +106,6 @@ class LocalHash(Randomizer):
         return self.buckets ** self.domain_size if self.exact_hash else 1 << 64
 
     # -- domains --------------------------------------------------------------------------
-    @property
-    def input_domain(self) -> Categorical:
-        return Categorical(self.domain_size)
-
     @property
     def output_size(self) -> int:
         return self.hash_count * self.buckets

@@ -24,14 +24,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.errors import ParameterError, require_int_at_least
+from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers.analysis import (
     OUTPUT_GROUPS,
     PERMUTATION,
     VariationRatioRow,
     ldp_row,
 )
-from shufflesim.protocols.randomizers.base import Categorical, OutputGroups, Randomizer
+from shufflesim.protocols.randomizers.base import (
+    CategoricalRandomizer,
+    OutputGroups,
+)
 from shufflesim.protocols.randomizers.registry import register
 
 #: Random numbers drawn per chunk in ``randomize`` (bounds the temporary memory to ~32 MB).
@@ -61,24 +64,17 @@ def bit_patterns(m: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class UnaryEncoding(Randomizer):
+class UnaryEncoding(CategoricalRandomizer):
     """Common implementation of unary encodings (see the module docstring); not registered.
 
     Reports are boolean arrays of shape (d,); the aggregate is the per-bit count (support count).
     Subclasses give the log bit probabilities (log a, log(1 - a), log b, log(1 - b)).
     """
 
-    epsilon0: float
-    domain_size: int
-
     has_aggregate_sampler = True
     decomposition = OUTPUT_GROUPS
     input_symmetry = PERMUTATION
     report_dtype = np.bool_
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        require_int_at_least("domain_size", self.domain_size, 2)
 
     @abstractmethod
     def log_bit_probabilities(self, epsilon=None) -> tuple:
@@ -91,10 +87,6 @@ class UnaryEncoding(Randomizer):
         return np.exp(log_a), np.exp(log_b)
 
     # -- domains --------------------------------------------------------------------------
-    @property
-    def input_domain(self) -> Categorical:
-        return Categorical(self.domain_size)
-
     @property
     def output_size(self) -> int:
         return 1 << self.domain_size

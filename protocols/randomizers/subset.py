@@ -31,7 +31,10 @@ from shufflesim.protocols.randomizers.analysis import (
     VariationRatioRow,
     ldp_row,
 )
-from shufflesim.protocols.randomizers.base import Categorical, OutputGroups, Randomizer
+from shufflesim.protocols.randomizers.base import (
+    CategoricalRandomizer,
+    OutputGroups,
+)
 from shufflesim.protocols.randomizers.rappor import bit_patterns, unique_anchors
 from shufflesim.protocols.randomizers.registry import register
 
@@ -56,11 +59,9 @@ def optimal_subset_size(epsilon0: float, domain_size: int) -> int:
 
 @register
 @dataclass(frozen=True)
-class SubsetSelection(Randomizer):
+class SubsetSelection(CategoricalRandomizer):
     """k-subset selection; ``subset_size`` defaults to the order-optimal d / (e^eps0 + 1)."""
 
-    epsilon0: float
-    domain_size: int
     subset_size: int | None = None
 
     name = "subset"
@@ -69,7 +70,6 @@ class SubsetSelection(Randomizer):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        require_int_at_least("domain_size", self.domain_size, 2)
         if self.subset_size is None:
             object.__setattr__(
                 self, "subset_size", optimal_subset_size(self.epsilon0, self.domain_size)
@@ -81,10 +81,6 @@ class SubsetSelection(Randomizer):
         )
 
     # -- domains --------------------------------------------------------------------------
-    @property
-    def input_domain(self) -> Categorical:
-        return Categorical(self.domain_size)
-
     @property
     def output_size(self) -> int:
         return math.comb(self.domain_size, self.subset_size)
