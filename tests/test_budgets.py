@@ -141,8 +141,9 @@ def test_file_budgets(tmp_path):
 
 
 def test_presets_are_003_table_2():
-    assert set(PRESETS) == {"gspa-unif1", "gspa-unif2", "gspa-constant", "gspa-mixed",
-                            "gspa-three-groups"}
+    assert set(PRESETS) == {"gspa-unif1", "gspa-unif2", "gspa-unif3", "gspa-constant",
+                            "gspa-mixed", "gspa-three-groups"}
+    assert (PRESETS["gspa-unif3"].low, PRESETS["gspa-unif3"].high) == (0.5, 1.0)  # 003 Unif 3
     u1 = PresetBudget(preset="gspa-unif1")
     assert (u1.inner.low, u1.inner.high) == (0.01, 1.0) and not u1.is_constant
     assert PresetBudget(preset="gspa-unif2").inner.high == 2.0
@@ -151,7 +152,7 @@ def test_presets_are_003_table_2():
     mixed = budget_arrays(PresetBudget(preset="gspa-mixed"), 10)[0]
     np.testing.assert_array_equal(np.sort(mixed), [0.01] * 5 + [0.5] * 5)
     with pytest.raises(ScenarioError, match="preset"):
-        PresetBudget(preset="gspa-unif3")
+        PresetBudget(preset="gspa-unif4")
 
 
 def test_profiles():

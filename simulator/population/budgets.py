@@ -333,6 +333,8 @@ class ClippedNormalBudget(Budget):
 PRESETS: dict[str, BudgetDistribution] = {
     "gspa-unif1": UniformBudget(low=0.01, high=1.0),
     "gspa-unif2": UniformBudget(low=0.01, high=2.0),
+    # 003 Sec. "Utility of GSPA" (Fig. 4): "Unif 3 ... U(0.5, 1)".
+    "gspa-unif3": UniformBudget(low=0.5, high=1.0),
     "gspa-constant": ConstantBudget(epsilon0=0.5),
     "gspa-mixed": GroupBudget(fractions=(0.5, 0.5), epsilons=(0.5, 0.01)),
     "gspa-three-groups": ThreeGroupBudget(),
