@@ -88,27 +88,14 @@ def run_fingerprint(scenario: Scenario, units: Iterable[WorkUnit],
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file, fsync, os.replace)."""
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temp, FILE_MODE)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_table(path: Path, table: pa.Table) -> None:
-    """Write a Parquet file atomically (temporary file, fsync, os.replace)."""
+@contextlib.contextmanager
+def _replacing(path: Path):
+    """Yield a temporary file's path beside ``path``; on success make it durable (fsync) and
+    move it over ``path`` (os.replace), on any error remove it."""
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(handle)
     try:
-        pq.write_table(table.replace_schema_metadata(None), temp)
+        yield temp
         with open(temp, "rb") as stream:
             os.fsync(stream.fileno())
         os.chmod(temp, FILE_MODE)
@@ -116,6 +103,18 @@ def atomic_write_table(path: Path, table: pa.Table) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file, fsync, os.replace)."""
+    with _replacing(path) as temp:
+        Path(temp).write_bytes(data)
+
+
+def atomic_write_table(path: Path, table: pa.Table) -> None:
+    """Write a Parquet file atomically (temporary file, fsync, os.replace)."""
+    with _replacing(path) as temp:
+        pq.write_table(table.replace_schema_metadata(None), temp)
 
 
 class MemoryParts:
