@@ -51,7 +51,8 @@ def catalogue() -> dict:
         }
     bounds = {
         spec.name: {"kind": spec.kind.value, "status": spec.status_label, "scope": spec.scope,
-                    "regime": spec.regime, "reference": spec.reference}
+                    "regime": spec.regime, "reference": spec.reference,
+                    "delta0": spec.delta0_label}
         for spec in sorted(catalogue_module.all_bounds(), key=lambda s: s.name)
     }
     return {
@@ -109,7 +110,7 @@ def command(as_json: bool) -> None:
     width = max(map(len, info["bounds"]), default=0)
     for name, b in info["bounds"].items():
         click.echo(f"  {name:<{width}}  {b['kind']:<5}  {b['status']}, {b['scope']}")
-        click.echo(f"  {'':<{width}}  regime: {b['regime']}")
+        click.echo(f"  {'':<{width}}  regime: {b['regime']}; delta0 > 0: {b['delta0']}")
     click.echo("audit levels:")
     for name, text in info["audit"]["levels"].items():
         click.echo(f"  {name:<12} {text}")
