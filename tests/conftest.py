@@ -23,6 +23,11 @@ def zipf(domain_size: int = 4, exponent: float = 0.7) -> str:
     return f'{{ distribution = "zipf", domain_size = {domain_size}, exponent = {exponent} }}'
 
 
+def uniform(domain_size: int = 4) -> str:
+    """``population.data``: uniform data over ``domain_size`` values."""
+    return f'{{ distribution = "uniform", domain_size = {domain_size} }}'
+
+
 def constant_budget(epsilon0: float = 1.0) -> str:
     """``population.budget``: every user has ``epsilon0``."""
     return f'{{ distribution = "constant", epsilon0 = {epsilon0} }}'

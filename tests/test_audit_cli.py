@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from conftest import constant_budget, scenario_text, uniform
 
 from shufflesim.simulator.audit.run import AuditSettings, Level
 from shufflesim.simulator.audit.tables import AUDIT_SCHEMA
@@ -20,24 +21,16 @@ from shufflesim.simulator.scenario.loader import load_scenario, parse_scenario
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ["audit", "--randomizer", "krr", "--domain-size", "2", "--epsilon0", "2"]
 
-SCENARIO = """
-name = "audit-small"
-seed = 3
-[population]
-n = 40
-data = { distribution = "uniform", domain_size = 3 }
-budget = { distribution = "constant", epsilon0 = 2.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-[audit]
-trials = 4000
-delta = 1e-3
-bounds = ["optimal-blanket", "fmt21_numerical"]
-[sweep]
-"population.n" = [20, 40]
-"""
+SCENARIO = scenario_text(
+    name="audit-small", repetitions=None, n=40, data=uniform(3), budget=constant_budget(2.0),
+    sections="""
+    [audit]
+    trials = 4000
+    delta = 1e-3
+    bounds = ["optimal-blanket", "fmt21_numerical"]
+    [sweep]
+    "population.n" = [20, 40]
+    """)
 
 
 def _invoke(args):

@@ -14,22 +14,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import scenario_text, zipf
 
 from shufflesim.simulator.cli import main
 
-BASE = """\
-name = "corpus"
-seed = 7
-repetitions = 2
-[population]
-n = 200
-data = { distribution = "zipf", domain_size = 5, exponent = 0.7 }
-budget = { distribution = "constant", epsilon0 = 1.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-"""
+BASE = scenario_text(name="corpus", seed=7, repetitions=2, n=200, data=zipf(5)).lstrip("\n")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import scenario_text, uniform
 
 from shufflesim.protocols.bounds import catalogue
 from shufflesim.protocols.bounds.numerical.optimal import optimal_blanket_epsilon
@@ -20,34 +21,14 @@ from shufflesim.simulator.pipeline.lifetime import _signatures, grid_sizes, life
 from shufflesim.simulator.pipeline.unit import grid_size
 from shufflesim.simulator.scenario.loader import parse_scenario
 
-BOUNDS = """
-name = "lifetime_bounds"
-[population]
-n = 1000
-data = { distribution = "uniform", domain_size = 4 }
-budget = { distribution = "constant", epsilon0 = 1.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-[bounds]
+BOUNDS = scenario_text(name="lifetime_bounds", seed=None, repetitions=None, n=1000,
+                       data=uniform(4)) + """[bounds]
 delta = 1e-6
 methods = ["optimal-blanket", "exact-lower", "fmt21_numerical", "blanket_hoeffding", "basic"]
 """
 
-PIPELINE = """
-name = "lifetime_users"
-seed = 11
-repetitions = 3
-[population]
-n = 400
-data = { distribution = "uniform", domain_size = 4 }
-budget = { distribution = "constant", epsilon0 = 1.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-[batch]
+PIPELINE = scenario_text(name="lifetime_users", seed=11, repetitions=3, n=400,
+                         data=uniform(4)) + """[batch]
 chunk_repetitions = 1
 [pipeline]
 rounds = 6

@@ -10,6 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from conftest import constant_budget, scenario_text, zipf
 
 from shufflesim.protocols.bounds import catalogue
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
@@ -17,19 +18,9 @@ from shufflesim.simulator.execution.runner import run_scenario
 from shufflesim.simulator.pipeline.unit import EXACT_UP_TO, GRID_STEPS, grid_size
 from shufflesim.simulator.scenario.loader import parse_scenario
 
-BASE = """
-name = "pipe-default"
-seed = 11
-repetitions = 2
-[population]
-n = 400
-data = { distribution = "zipf", domain_size = 4, exponent = 0.8 }
-budget = { distribution = "constant", epsilon0 = 2.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-[pipeline]
+BASE = scenario_text(
+    name="pipe-default", seed=11, repetitions=2, n=400, data=zipf(4, 0.8),
+    budget=constant_budget(2.0)) + """[pipeline]
 batch_size = 150
 timeout = 0.3
 min_batch = 100

@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from conftest import scenario_text, zipf
 
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.errors import ParameterError
@@ -26,19 +27,7 @@ from shufflesim.simulator.pipeline.section import PipelineSection
 from shufflesim.simulator.pipeline.unit import BATCHES_TABLE_SCHEMA
 from shufflesim.simulator.scenario.loader import parse_scenario
 
-BASE = """
-name = "pipe"
-seed = 5
-repetitions = 4
-[population]
-n = 600
-data = { distribution = "zipf", domain_size = 5, exponent = 0.8 }
-budget = { distribution = "constant", epsilon0 = 1.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-"""
+BASE = scenario_text(name="pipe", seed=5, repetitions=4, n=600, data=zipf(5, 0.8))
 
 PIPELINE = """
 [pipeline]
