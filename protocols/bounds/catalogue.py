@@ -58,9 +58,10 @@ def applicable_bounds(randomizer) -> list[BoundSpec]:
 def evaluate(name: str, randomizer, n: int, delta: float) -> BoundEvaluation:
     """Compute bound ``name`` for ``randomizer`` with n users at ``delta``.
 
-    A bound that does not apply to the randomizer, or whose regime excludes (eps0, n, delta),
-    gives an evaluation with ``error`` set to the reason (ParameterError's message) and no
-    result. The wall time goes into ``seconds`` and into the result's ``seconds``.
+    A bound that does not apply to the randomizer, that needs a pure eps0-LDP randomizer while
+    the randomizer has delta0 > 0 (``BoundSpec.accepts_delta0``), or whose regime excludes
+    (eps0, n, delta), gives an evaluation with ``error`` set to the reason (ParameterError's
+    message) and no result. The wall time goes into ``seconds`` and into the result's ``seconds``.
     """
     spec = get_bound(name)
     started = time.perf_counter()
@@ -68,6 +69,9 @@ def evaluate(name: str, randomizer, n: int, delta: float) -> BoundEvaluation:
         return BoundEvaluation(spec, n, delta, error=(
             f"does not apply to randomizer {getattr(randomizer, 'name', randomizer)!r} "
             f"({spec.regime})"))
+    refusal = spec.delta0_refusal(randomizer)
+    if refusal is not None:
+        return BoundEvaluation(spec, n, delta, error=refusal)
     try:
         result = spec.compute(randomizer, n, delta)
     except ParameterError as error:
@@ -138,7 +142,7 @@ def catalogue_markdown() -> str:
     table = _Table()
     for spec in all_bounds():
         table.rows.append([f"`{spec.name}`", spec.kind.value, spec.scope, spec.status_label,
-                           spec.reference, spec.regime])
+                           "yes" if spec.accepts_delta0 else "no", spec.reference, spec.regime])
     parts = [
         "# Bound catalogue",
         "",
@@ -153,9 +157,13 @@ def catalogue_markdown() -> str:
         "only eps0 (valid for every eps0-LDP randomizer); `specific`: uses the randomizer's "
         "output distribution or type; `personalized`: users with per-user budgets (evaluated "
         "on `protocols.bounds.personalized.bounds.PersonalizedUsers`: a randomizer and the budget "
-        "multiset). Outside its regime a bound reports the reason instead of a number.",
+        "multiset). Outside its regime a bound reports the reason instead of a number. Column "
+        "`delta0 > 0`: whether the bound holds for (eps0, delta0)-LDP randomizers with "
+        "delta0 > 0 (e.g. `gaussian`); where it says no, the bound refuses such a randomizer "
+        "with the reason (it needs a pure eps0-LDP randomizer).",
         "",
-        table.markdown(["name", "kind", "scope", "status", "reference", "regime"]),
+        table.markdown(["name", "kind", "scope", "status", "delta0 > 0", "reference",
+                        "regime"]),
         "",
         NOTES,
     ]

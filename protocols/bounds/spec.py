@@ -34,7 +34,9 @@ class BoundSpec:
     and theorem; status: the primary status, ``also``: further caveats; regime: where the bound
     is valid, in words (the compute function raises ParameterError outside it); scope: "generic"
     (any eps0-LDP randomizer), "specific" (uses the randomizer's structure) or "personalized"
-    (users with per-user budgets).
+    (users with per-user budgets); accepts_delta0: whether it holds for (eps0, delta0)-LDP
+    randomizers with delta0 > 0 (default False: it needs a pure eps0-LDP randomizer, and
+    protocols.bounds.catalogue.evaluate refuses one with delta0 > 0, saying so).
     """
 
     name: str
@@ -46,6 +48,22 @@ class BoundSpec:
     compute: Callable[[object, int, float], BoundResult]
     scope: str = "generic"
     also: tuple[BoundStatus, ...] = ()
+    accepts_delta0: bool = False
+
+    @property
+    def delta0_label(self) -> str:
+        """What the catalogue shows about delta0 > 0."""
+        return "accepted" if self.accepts_delta0 else "refused (pure eps0-LDP only)"
+
+    def delta0_refusal(self, subject) -> str | None:
+        """The one-line reason this bound refuses ``subject`` (its delta0 > 0 and the bound needs
+        a pure eps0-LDP randomizer), or None."""
+        delta0 = randomizer_delta0(subject)
+        if self.accepts_delta0 or delta0 == 0:
+            return None
+        label = getattr(getattr(subject, "randomizer", subject), "name", type(subject).__name__)
+        return (f"{self.name} needs a pure eps0-LDP randomizer (delta0 = 0); {label} has "
+                f"delta0 = {delta0:g}")
 
     @property
     def statuses(self) -> tuple[BoundStatus, ...]:
@@ -121,6 +139,15 @@ def named(*names: str) -> Callable[[object], bool]:
         return getattr(randomizer, "name", None) in names
     predicate.__doc__ = f"randomizer is one of {names}"
     return predicate
+
+
+def randomizer_delta0(subject) -> float:
+    """The delta0 of an (eps0, delta0)-LDP randomizer (its ``delta0`` field), 0.0 for a pure
+    eps0-LDP one; a subject wrapping a randomizer (personalized users) answers for it."""
+    delta0 = getattr(subject, "delta0", None)
+    if delta0 is None and hasattr(subject, "randomizer"):
+        delta0 = getattr(subject.randomizer, "delta0", None)
+    return 0.0 if delta0 is None else float(delta0)
 
 
 def discrete_output(randomizer) -> bool:

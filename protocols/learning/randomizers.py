@@ -10,7 +10,8 @@ reports whose mean is an unbiased estimate of the mean of the inputs.
   randomizer of 002 Sec. 5.2 (each step of shuffled DP-SGD an (eps0, delta0) local randomizer,
   Thm 3.8 / Prop. 5.3) and of 003 Algorithm 3 (whose line 7 uses the classical
   sigma = Delta sqrt(2 log(1.25/delta)) / eps of Dwork and Roth Thm A.1, valid for eps < 1 only;
-  ``calibration="classical"`` reproduces it).
+  ``calibration="classical"`` reproduces it). The analytic calibration lives in
+  protocols.randomizers.gaussian (shared with the ``gaussian`` local randomizer for means).
 * :class:`DuchiL2`: Duchi, Jordan and Wainwright (JASA 2018, Sec. 4.2.3, the L2-ball
   mechanism), pure eps0-LDP with an exact output density.
 """
@@ -21,84 +22,17 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from shufflesim.protocols.errors import require, require_positive_finite
+from shufflesim.protocols.randomizers.gaussian import (  # the one home of the calibration
+    analytic_gaussian_sigma,
+    gaussian_delta,
+    log_gaussian_delta,
+)
 
-
-# ---------------------------------------------------------------- analytic Gaussian mechanism
-def gaussian_delta(sigma, epsilon, sensitivity=1.0):
-    """The exact delta of the Gaussian mechanism N(0, sigma^2) with L2 sensitivity Delta at eps.
-
-    Balle and Wang (2018), Theorem 8: the mechanism is (eps, delta)-DP iff
-
-        Phi(Delta/(2 sigma) - eps sigma/Delta) - e^eps Phi(-Delta/(2 sigma) - eps sigma/Delta)
-            <= delta.
-
-    Evaluated with log Phi so that e^eps Phi(.) neither overflows nor loses digits. Vectorized.
-    """
-    sigma, epsilon, sensitivity = np.broadcast_arrays(
-        np.asarray(sigma, float), np.asarray(epsilon, float), np.asarray(sensitivity, float))
-    a = sensitivity / (2.0 * sigma)
-    b = epsilon * sigma / sensitivity
-    first = special.log_ndtr(a - b)
-    second = epsilon + special.log_ndtr(-a - b)
-    # Phi(a-b) - e^eps Phi(-a-b) = exp(first) (1 - exp(second - first)), second <= first.
-    return np.exp(first) * -np.expm1(np.minimum(second - first, 0.0))
-
-
-def log_gaussian_delta(sigma, epsilon, sensitivity=1.0):
-    """log of :func:`gaussian_delta`, finite far into the tail (no underflow to 0)."""
-    sigma, epsilon, sensitivity = np.broadcast_arrays(
-        np.asarray(sigma, float), np.asarray(epsilon, float), np.asarray(sensitivity, float))
-    a = sensitivity / (2.0 * sigma)
-    b = epsilon * sigma / sensitivity
-    first = special.log_ndtr(a - b)
-    second = epsilon + special.log_ndtr(-a - b)
-    with np.errstate(divide="ignore"):
-        return first + np.log(-np.expm1(np.minimum(second - first, 0.0)))
-
-
-def _analytic_sigma_one(epsilon: float, delta: float, sensitivity: float) -> float:
-    """Smallest sigma with gaussian_delta(sigma) <= delta: brentq on log sigma (delta(sigma) is
-    strictly decreasing from 1 at sigma -> 0 to 0 at sigma -> infinity)."""
-
-    def f(log_sigma):
-        return float(log_gaussian_delta(math.exp(log_sigma), epsilon, sensitivity)) \
-            - math.log(delta)
-
-    lo = math.log(sensitivity) - 5.0
-    while f(lo) < 0:
-        lo -= 5.0
-    hi = math.log(sensitivity) + 5.0
-    while f(hi) > 0:
-        hi += 5.0
-    root = optimize.brentq(f, lo, hi, xtol=1e-14, rtol=1e-14, maxiter=500)
-    sigma = math.exp(root)
-    # Land on the feasible side of the exact condition.
-    while gaussian_delta(sigma, epsilon, sensitivity) > delta:
-        sigma = math.nextafter(sigma, math.inf) * (1 + 1e-15)
-    return sigma
-
-
-def analytic_gaussian_sigma(epsilon, delta, sensitivity=1.0) -> np.ndarray:
-    """Per-client analytic-Gaussian sigma (Balle and Wang 2018, Thm 8 + their Algorithm 1 in
-    spirit: a root-find of the exact condition rather than their closed-form case split).
-
-    ``epsilon``, ``delta`` and ``sensitivity`` broadcast to one shape; the root-find runs once
-    per *distinct* (eps, delta, Delta) triple (budget presets give a handful), not per client.
-    """
-    e, d, s = np.broadcast_arrays(np.asarray(epsilon, float), np.asarray(delta, float),
-                                  np.asarray(sensitivity, float))
-    require(bool(np.all((e > 0) & np.isfinite(e))), "epsilon0", epsilon,
-            "must be finite and > 0")
-    require(bool(np.all((d > 0) & (d < 1))), "delta0", delta, "must be in (0, 1)")
-    require(bool(np.all((s > 0) & np.isfinite(s))), "sensitivity", sensitivity,
-            "must be finite and > 0")
-    triples = np.stack([e.ravel(), d.ravel(), s.ravel()], axis=1)
-    unique, inverse = np.unique(triples, axis=0, return_inverse=True)
-    sigmas = np.array([_analytic_sigma_one(*row) for row in unique])
-    return sigmas[inverse.ravel()].reshape(e.shape)
+__all__ = ["DuchiL2", "GaussianGradient", "analytic_gaussian_sigma", "classical_gaussian_sigma",
+           "gaussian_delta", "log_gaussian_delta", "mean_abs_coordinate"]
 
 
 def classical_gaussian_sigma(epsilon, delta, sensitivity=1.0) -> np.ndarray:

@@ -3,6 +3,7 @@
 from shufflesim.protocols.randomizers import (
     brr,  # noqa: F401  (registers)
     duchi,  # noqa: F401  (registers)
+    gaussian,  # noqa: F401  (registers)
     hadamard,  # noqa: F401  (registers)
     krr,  # noqa: F401  (registers)
     laplace,  # noqa: F401  (registers)

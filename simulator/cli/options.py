@@ -28,7 +28,33 @@ accounting = lazy_module("shufflesim.protocols.accounting.compose")
 
 #: Randomizer parameters that have a flag of their own; the others are given with --param.
 _RANDOMIZER_FLAGS = {"name": "--randomizer", "domain_size": "--domain-size",
-                     "epsilon0": "--epsilon0"}
+                     "epsilon0": "--epsilon0", "delta0": "--delta0"}
+
+
+def delta0_option(function):
+    """--delta0: the delta0 of an (eps0, delta0)-LDP randomizer (its ``delta0`` parameter)."""
+    return click.option(
+        "--delta0", type=float, default=None,
+        help="delta0 of an (eps0, delta0)-LDP randomizer such as gaussian (its delta0 "
+             "parameter); bounds that need pure eps0-LDP refuse delta0 > 0.")(function)
+
+
+def with_delta0(name: str, params: dict, delta0: float | None) -> dict:
+    """``params`` with --delta0 as the randomizer's ``delta0`` parameter. A pure eps0-LDP
+    randomizer (no such parameter) accepts only --delta0 0."""
+    if delta0 is None:
+        return params
+    if "delta0" in params:
+        raise UserError("give delta0 once: --delta0 or --param delta0=..., not both")
+    if "delta0" not in randomizers.randomizer_parameters(name):
+        if delta0 == 0:
+            return params
+        approximate = [r for r in randomizers.randomizer_names()
+                       if "delta0" in randomizers.randomizer_parameters(r)]
+        raise ParameterError("delta0", delta0,
+                             f"{name} is a pure eps0-LDP randomizer (delta0 = 0); delta0 > 0 "
+                             f"is a parameter of {approximate}")
+    return {**params, "delta0": delta0}
 
 
 def randomizer_options(function):

@@ -1,7 +1,7 @@
 """Closed forms of Feldman, McMillan and Talwar, "Hiding among the clones" (002): Thm 3.1 (generic,
-eq. (1)), its (eps0, delta0)-LDP version, and the k-RR specific Thm 4.1 / Cor. 4.2. The numerical
-clone bounds (002 Thm 3.2 and the stronger clone) and the shared argument checks are in
-protocols.bounds.numerical.clones.
+eq. (1)), its (eps0, delta0)-LDP version (Thm 3.8, registered as ``fmt21_approx_dp``), and the
+k-RR specific Thm 4.1 / Cor. 4.2. The numerical clone bounds (002 Thm 3.2 and the stronger
+clone) and the shared argument checks are in protocols.bounds.numerical.clones.
 """
 
 from __future__ import annotations
@@ -19,7 +19,14 @@ from shufflesim.protocols.bounds.numerical.clones import (
     round_up,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, named, register
+from shufflesim.protocols.bounds.spec import (
+    BoundSpec,
+    any_ldp,
+    generic,
+    named,
+    randomizer_delta0,
+    register,
+)
 from shufflesim.protocols.errors import ParameterError, require
 
 
@@ -75,7 +82,16 @@ def fmt21_approx_dp(epsilon0: float, n: int, delta: float, delta0: float) -> Bou
 
     Here ``delta`` is the *total* target: we search the eps for which delta_in = delta - (e^eps +
     1)(1 + e^-eps0/2) n delta0 > 0 makes eq. (1) at delta_in at most eps (bisection; every
-    accepted eps was checked, so the result is valid whatever the shape of the constraint).
+    accepted eps was checked, with eq. (1) rounded up by its floating-point error, so the
+    result is valid whatever the shape of the constraint): the shuffle is then (eq. (1) at
+    delta_in, delta_in + (e^eq1 + 1)(...) n delta0)-DP, hence (eps, delta)-DP. The replacement
+    (eps0, delta0)-LDP of the local randomizer is what the theorem assumes (the ``gaussian``
+    randomizer is calibrated at sensitivity high - low for exactly that). With delta0 = 0 it is
+    Thm 3.1 (eq. (1) at delta), rounded up.
+
+    Registered as ``fmt21_approx_dp`` (accepts_delta0): delta0 is the randomizer's ``delta0``
+    (0 for pure eps0-LDP randomizers). Note that the delta0 term grows with n, so unlike the
+    pure bounds this eps need not decrease in n.
     """
     epsilon0 = check_epsilon0(epsilon0)
     n = check_n(n)
@@ -97,7 +113,7 @@ def fmt21_approx_dp(epsilon0: float, n: int, delta: float, delta0: float) -> Bou
             return False
         if epsilon0 > fmt21_max_epsilon0(n, d_in):
             return False
-        return _fmt21_closed_value(epsilon0, n, d_in) <= eps
+        return round_up(_fmt21_closed_value(epsilon0, n, d_in)) <= eps
 
     d_at_zero = inner_delta(0.0)
     if d_at_zero <= 0:
@@ -108,7 +124,7 @@ def fmt21_approx_dp(epsilon0: float, n: int, delta: float, delta0: float) -> Bou
         )
     _check_fmt21_regime(epsilon0, n, d_at_zero, "002 Thm 3.8")
     # The formula at the largest possible delta_in is a lower limit for any admissible eps.
-    hi = _fmt21_closed_value(epsilon0, n, d_at_zero)
+    hi = round_up(_fmt21_closed_value(epsilon0, n, d_at_zero))
     step = max(hi, 1e-6)
     for _ in range(200):  # grow the bracket until admissible (delta_in shrinks as eps grows)
         if admissible(hi):
@@ -138,6 +154,11 @@ def fmt21_approx_dp(epsilon0: float, n: int, delta: float, delta0: float) -> Bou
         seconds=time.perf_counter() - start,
         note=f"delta_in = {inner_delta(hi):.6g} for the pure-DP part; delta0 = {delta0:g}",
     )
+
+
+def fmt21_approx_dp_bound(randomizer, n: int, delta: float) -> BoundResult:
+    """The catalogue's form of :func:`fmt21_approx_dp`: eps0 and delta0 from the randomizer."""
+    return fmt21_approx_dp(float(randomizer.epsilon0), n, delta, randomizer_delta0(randomizer))
 
 
 def fmt21_theorem41_epsilon(p: float, q: float, n: int, delta: float) -> float:
@@ -208,6 +229,10 @@ register(BoundSpec(
     "fmt21_closed", BoundKind.UPPER, "002 (Feldman, McMillan, Talwar 2021) Thm 3.1",
     BoundStatus.PROVEN, "eps0 <= log(n / (16 log(2/delta)))", any_ldp,
     generic(fmt21_closed_form)))
+register(BoundSpec(
+    "fmt21_approx_dp", BoundKind.UPPER, "002 Thm 3.8 ((eps0, delta0)-LDP randomizers)",
+    BoundStatus.PROVEN, "eps0 <= log(n / (16 log(2/delta_in))) with delta_in = delta - (e^eps "
+    "+ 1)(1 + e^-eps0/2) n delta0 > 0", any_ldp, fmt21_approx_dp_bound, accepts_delta0=True))
 register(BoundSpec(
     "fmt21_krr_closed", BoundKind.UPPER, "002 Thm 4.1 (k-RR specific)", BoundStatus.PROVEN,
     "k-RR; Thm 4.1's conditions on n and delta", named("krr"), fmt21_krr_closed_form,

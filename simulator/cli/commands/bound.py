@@ -18,11 +18,13 @@ from shufflesim.simulator.cli.options import (
     build_randomizer,
     catalogue,
     check_setting,
+    delta0_option,
     flag_errors,
     parse_params,
     randomizer_options,
     render_table,
     resolve_methods,
+    with_delta0,
 )
 from shufflesim.simulator.cli.rounds import composed_records
 from shufflesim.simulator.execution.progress import ProgressReport
@@ -97,8 +99,9 @@ def notes(records: list[dict]) -> list[str]:
                      f"here ({', '.join(r['statuses'])})")
     if records and records[0]["best_proven_lower"] is None and any(
             r["kind"] == BoundKind.UPPER.value for r in records):
+        tried = any(r["method"] == "exact-lower" for r in records)  # e.g. refused (delta0 > 0)
         lines.append("no proven lower bound was evaluated, so upper bounds were not checked "
-                     "against one (add --method exact-lower)")
+                     "against one" + ("" if tried else " (add --method exact-lower)"))
     return lines
 
 
@@ -123,6 +126,7 @@ def run_evaluations(randomizer, n: int, delta: float, names: list[str] | None,
 @click.command("bound")
 @randomizer_options
 @click.option("--epsilon0", type=float, required=True, help="Local budget eps0.")
+@delta0_option
 @click.option("--n", "n", type=int, required=True, help="Number of users shuffled together.")
 @click.option("--delta", type=float, required=True, help="Central delta.")
 @click.option("--method", "methods", multiple=True,
@@ -136,14 +140,17 @@ def run_evaluations(randomizer, n: int, delta: float, names: list[str] | None,
                    "basic, advanced and Renyi composition beside them; the others say why not.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @flag_errors()
-def command(randomizer_name, domain_size, params, epsilon0, n, delta, methods, as_json, wide,
-            rounds, quiet):
+def command(randomizer_name, domain_size, params, epsilon0, delta0, n, delta, methods, as_json,
+            wide, rounds, quiet):
     """Amplification bounds (upper and lower) for one shuffled randomizer.
 
     An upper bound below the best proven lower bound is marked BELOW-LB (JSON:
-    below_proven_lower)."""
+    below_proven_lower). For an (eps0, delta0)-LDP randomizer (--delta0), bounds that need a
+    pure eps0-LDP randomizer say so instead of a number."""
     check_setting(n, delta)
-    randomizer = build_randomizer(randomizer_name, epsilon0, parse_params(domain_size, params))
+    randomizer = build_randomizer(
+        randomizer_name, epsilon0,
+        with_delta0(randomizer_name, parse_params(domain_size, params), delta0))
     if rounds == 1:
         names = resolve_methods(methods)
         records = records_with_checks(run_evaluations(randomizer, n, delta, names, quiet=quiet))
