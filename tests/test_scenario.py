@@ -5,6 +5,7 @@ import textwrap
 from dataclasses import dataclass
 
 import pytest
+from conftest import scenario_text, zipf
 
 from shufflesim.simulator.errors import ScenarioError, UserError
 from shufflesim.simulator.population.budgets import ConstantBudget
@@ -32,19 +33,7 @@ name = "frequency"      # frequency | mean | sum
 "population.budget.epsilon0" = [0.5, 1.0, 2.0]
 """
 
-BASE = """
-name = "t"
-seed = 3
-repetitions = 5
-[population]
-n = 100
-data = { distribution = "zipf", domain_size = 6, exponent = 1.1 }
-budget = { distribution = "constant", epsilon0 = 1.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-"""
+BASE = scenario_text(name="t", data=zipf(6, 1.1))
 
 
 def _with(extra: str, base: str = BASE) -> str:

@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import scenario_text
 
 from shufflesim.simulator.scenario.schema import DRAFT, render, scenario_schema
 
@@ -109,17 +110,7 @@ def test_names_come_from_the_registries():
         "count", "lr", "order"]
 
 
-BASE = """
-name = "s"
-[population]
-n = 100
-data = { distribution = "zipf", domain_size = 4, exponent = 0.7 }
-budget = { distribution = "constant", epsilon0 = 1.0 }
-[randomizer]
-name = "krr"
-[estimator]
-name = "frequency"
-"""
+BASE = scenario_text(seed=None, repetitions=None)
 
 
 @pytest.mark.parametrize(("edit", "message"), [
