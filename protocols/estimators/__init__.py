@@ -17,6 +17,8 @@ _ESTIMATORS = {
     "frequency": (f"{_PACKAGE}.frequency", "FrequencyEstimator"),
     "mean": (f"{_PACKAGE}.mean", "MeanEstimator"),
     "sum": (f"{_PACKAGE}.sum", "SumEstimator"),
+    "multi_message_frequency": (f"{_PACKAGE}.multi_message", "MultiMessageFrequencyEstimator"),
+    "multi_message_sum": (f"{_PACKAGE}.multi_message", "MultiMessageSumEstimator"),
     # Personalized budgets (003 and weighted; protocols.estimators.personalized).
     "gspa_frequency": (f"{_PACKAGE}.personalized", "GspaFrequencyEstimator"),
     "uniform_frequency": (f"{_PACKAGE}.personalized", "UniformFrequencyEstimator"),

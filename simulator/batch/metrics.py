@@ -66,5 +66,6 @@ SUM = register_target(SumTarget())
 # targets as the standard ones.
 for _alias, _base in (("gspa_frequency", FREQUENCY), ("uniform_frequency", FREQUENCY),
                       ("weighted_frequency", FREQUENCY), ("gspa_mean", MEAN),
-                      ("weighted_mean", MEAN)):
+                      ("weighted_mean", MEAN), ("multi_message_frequency", FREQUENCY),
+                      ("multi_message_sum", SUM)):
     register_target(_base, _alias)
