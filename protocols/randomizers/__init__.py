@@ -8,6 +8,7 @@ from shufflesim.protocols.randomizers import (
     krr,  # noqa: F401  (registers)
     laplace,  # noqa: F401  (registers)
     local_hash,  # noqa: F401  (registers)
+    metric,  # noqa: F401  (registers)
     multi_message,  # noqa: F401  (registers)
     oue,  # noqa: F401  (registers)
     piecewise,  # noqa: F401  (registers)
