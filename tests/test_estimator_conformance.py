@@ -49,6 +49,7 @@ CONFIGS: dict[str, dict] = {
     "piecewise": dict(epsilon0=1.3),
     "duchi": dict(epsilon0=0.8),
     "summation": dict(epsilon0=1.7, precision=4),
+    "gaussian": dict(epsilon0=1.1, delta0=1e-3, low=-0.5, high=1.5),
 }
 #: Budgets of the two groups of users for the personalized estimators (times eps0).
 BUDGET_FACTORS = (0.4, 1.0)
