@@ -39,6 +39,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.randomizers.analysis import NeighbourCandidates
 from shufflesim.protocols.randomizers.base import Interval, Randomizer
 from shufflesim.protocols.randomizers.registry import register
 
@@ -212,6 +213,15 @@ class Gaussian(Randomizer):
                               scale=self.sigma)
 
     # -- its own analysis -----------------------------------------------------------------
+    def neighbour_candidates(self, pair_grid: int | None = None) -> NeighbourCandidates:
+        """(low, high): the hockey-stick divergence of N(x, sigma^2) from N(x', sigma^2) depends
+        on |x - x'| alone and increases in it, so the ends are the worst pair (the audit's
+        inputs; no bound of the engine uses them, since it needs pure LDP)."""
+        low, high = float(self.low), float(self.high)
+        return NeighbourCandidates(
+            ((low, high),), ((low, high, low), (low, high, high)), (low,), True, "gaussian",
+            "location family: delta(eps) depends on |x - x'| alone, increasing in it")
+
     def variation_ratio_parameters(self):
         """001's (p, beta, q) rows are for eps0-LDP randomizers; this one is not pure LDP."""
         raise ParameterError(
