@@ -30,7 +30,11 @@ composition theorem; it is *not* a guarantee at delta (its delta is T x delta), 
 reference line.
 
 A bound that does not apply, or whose regime excludes the setting, gives a row with an empty
-``epsilon`` and the reason in ``error`` (never silently dropped). Rows carry no timings, so a
+``epsilon`` and the reason in ``error`` (never silently dropped). An (eps0, delta0)-LDP
+randomizer (``randomizer.delta0``, e.g. ``gaussian``) reaches the bounds with its delta0: 002
+Thm 3.8 (``fmt21_approx_dp``) uses it, and every bound that needs pure eps0-LDP has a row
+saying so. ``delta0`` is not a key of this section (it would be a second home for the
+randomizer's parameter; the section refuses it with that remedy). Rows carry no timings, so a
 re-run writes the same rows. Results are cached per (randomizer, budget multiset, delta, bound)
 within a process: sweep points that differ only in, e.g., the estimator share them.
 """
@@ -136,6 +140,11 @@ def check_rounds(value, key: str) -> None:
 def parse_section(table: Mapping[str, Any], context: ParseContext) -> BoundsSection:
     """Parse ``[bounds]`` (errors keyed ``bounds.<key>``)."""
     table = dict(table)
+    if "delta0" in table:  # one home: the randomizer's own parameter (its noise depends on it)
+        raise ScenarioError(f"{SECTION}.delta0", table["delta0"],
+                            "delta0 is a parameter of the (eps0, delta0)-LDP randomizer: set "
+                            "randomizer.delta0 (e.g. [randomizer] name = \"gaussian\", "
+                            "delta0 = 1e-12); the bounds read it from there")
     if isinstance(table.get("delta"), (int, float)) and not isinstance(table["delta"], bool):
         table["delta"] = [table["delta"]]
     if "rounds" in table and not isinstance(table["rounds"], (list, tuple)):
