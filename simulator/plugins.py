@@ -29,6 +29,9 @@ from shufflesim.simulator.batch import metrics  # noqa: F401
 # the registries, filled
 from shufflesim.simulator.batch.targets import TARGETS
 from shufflesim.simulator.execution.producers import PRODUCERS
+
+# [learning]: shuffled DP-SGD (issue 19), its section, table and per-point producer
+from shufflesim.simulator.learning import section as learning_section  # noqa: F401
 from shufflesim.simulator.pipeline import section as pipeline_section  # noqa: F401
 
 # data and budget distributions

@@ -1,0 +1,205 @@
+"""Privacy accounting of a whole shuffled DP-SGD run (issue 19).
+
+The run (simulator.learning): every epoch the ``n`` clients are randomly permuted and go through
+the steps in that order, each client once per epoch; a client's report is the output of an
+(eps_i, delta0)-LDP Gaussian or an eps_i-LDP Duchi randomizer applied to its clipped gradient
+at the current parameters (an *adaptive* local randomizer: it depends on the earlier outputs).
+Every bound below is an upper bound on the central (eps, delta) of the released sequence of
+parameters after ``epochs`` passes (rounded to the conservative side of its own numerics):
+
+* ``fmt21_pass`` (002 Prop. 5.3 via Thm 3.8, and Thm 3.1 for pure randomizers): one pass over
+  the ``n`` shuffled clients at eps0 = the largest budget
+  (:func:`~shufflesim.protocols.bounds.closed_form.fmt21.fmt21_approx_dp`; None with the
+  reason when the theorem's regime excludes the setting, e.g. when ``2 n delta0 >= delta``).
+* ``clone_epochs``: 002 Thm 3.2's clone pair of each pass (valid for adaptive eps-LDP
+  randomizers, 002 Thm 3.2 / Prop. 5.3) composed over the passes with privacy loss
+  distributions (protocols.accounting ``fmt21-clone``). For the Gaussian randomizer the pure
+  part uses 002 Lemma 3.7: N(g, s^2 I) on the ball of radius C is *deletion* (eps_d, delta0)-DP
+  against the reference N(0, s^2 I) with eps_d the Gaussian eps at sensitivity C, so there is a
+  replacement 2 eps_d-DP randomizer within total variation delta0 of it (2 eps_d <= eps0 since the
+  Gaussian eps is convex in the sensitivity; the smaller of the two is used). Replacing all
+  ``N = n * epochs`` reports costs at most ``N delta0`` in total variation on either dataset,
+  so (eps, delta_in)-DP of the pure run gives (eps, delta_in + (1 + e^eps) N delta0) for the real
+  one; ``delta_in`` is solved for (None when ``2 N delta0 >= delta``).
+* ``clone_steps``: the same composition seen per step: each step shuffles only its
+  ``clients_per_step`` reports, and a client takes part in one step per epoch (conditioning on
+  the random assignment of clients to steps only helps the adversary), so ``epochs`` rounds of
+  ``clients_per_step`` users. None with one client per step (nothing to hide among).
+* ``gspa_epochs``: 003 Thm 2 mu-GDP with the clients' actual budgets (and delta0 as the local
+  delta), composed as sqrt(epochs) mu (003 Sec. "Application": Algorithm 3 is approximately
+  sqrt(T) mu-GDP). *Approximate* (003 drops a Berry-Esseen term and relies on the
+  stronger-clone reduction, see protocols.bounds.closed_form.gdp); reported, not certified.
+* ``local``: no amplification at all, the lifetime eps of one client from its own reports:
+  Gaussian reports compose exactly into one Gaussian mechanism, mu_i = sqrt(epochs) Delta /
+  sigma_i (Dong, Roth and Su 2022: Gaussian DP composes as sqrt of the sum of squares),
+  converted at delta with the exact mu-GDP curve; Duchi reports: epochs x eps_i (pure DP).
+* per-user lifetime eps: user i's loss is bounded both by its ``local`` value and by the
+  shuffled bound ``clone_epochs`` (computed at the largest budget, so valid for everyone):
+  ``min(local_i, clone_epochs)``; reported as the median and the maximum over the clients.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from shufflesim.protocols.accounting.compose import compose_rounds
+from shufflesim.protocols.accounting.rounds import Round
+from shufflesim.protocols.bounds.closed_form.fmt21 import fmt21_approx_dp, fmt21_closed_form
+from shufflesim.protocols.bounds.closed_form.gdp import gdp_epsilon, gdp_mu
+from shufflesim.protocols.errors import ParameterError, require, require_int_at_least
+
+#: Budgets are rounded *up* to this grid before composing (so that runs share compositions; a
+#: larger eps0 only weakens the bound, the conservative side).
+EPSILON_GRID = 1e-3
+#: The columns :func:`account` fills, in order.
+BOUND_COLUMNS = ("fmt21_pass", "clone_epochs", "clone_steps", "gspa_epochs", "local_max",
+                 "user_median", "user_max")
+
+
+@dataclass(frozen=True)
+class PureLDP:
+    """Any eps0-LDP local randomizer (the clone pair of 002 Thm 3.2 depends on eps0 alone)."""
+
+    epsilon0: float
+
+
+def _ceil_grid(value: float) -> float:
+    return math.ceil(value / EPSILON_GRID - 1e-9) * EPSILON_GRID
+
+
+@functools.lru_cache(maxsize=4096)
+def clone_composed(epsilon0: float, n: int, rounds: int, delta: float) -> float:
+    """002 Thm 3.2 clone pair of ``n`` shuffled eps0-LDP users, composed over ``rounds`` rounds
+    (protocols.accounting ``fmt21-clone``); capped at rounds x eps0 (pure composition)."""
+    result = compose_rounds([Round(PureLDP(float(epsilon0)), int(n), int(rounds))], delta,
+                            "fmt21-clone")
+    return min(float(result.epsilon), rounds * epsilon0)
+
+
+def clone_with_tv(epsilon0: float, n: int, rounds: int, delta: float,
+                  tv: float) -> tuple[float | None, str]:
+    """(eps, note): the composed clone bound at total ``delta`` when the real run is within total
+    variation ``tv`` of a pure one (module docstring). Finds eps with
+    eps >= clone(delta - (1 + e^eps) tv) by fixed-point steps; every returned eps is checked."""
+    if tv <= 0:
+        return clone_composed(epsilon0, n, rounds, delta), ""
+    if 2.0 * tv >= delta:
+        return None, (f"total variation to the pure run {tv:.3g} (reports x delta0) leaves no "
+                      f"room in delta = {delta:g}")
+    eps = clone_composed(epsilon0, n, rounds, delta - 2.0 * tv)
+    for _ in range(60):
+        d_in = delta - (1.0 + math.exp(eps)) * tv
+        if d_in > 0:
+            value = clone_composed(epsilon0, n, rounds, d_in)
+            if value <= eps:
+                return eps, f"delta_in = {d_in:.4g} for the pure run"
+            eps = value
+        else:
+            break
+        eps = eps * 1.02 + 1e-6
+    return None, f"no eps found with (1 + e^eps) x {tv:.3g} < delta = {delta:g}"
+
+
+def gaussian_local_epsilon(sensitivity: float, sigma, rounds: int, delta: float) -> np.ndarray:
+    """Exact lifetime eps at ``delta`` of ``rounds`` Gaussian releases N(g, sigma^2 I) with L2
+    sensitivity ``sensitivity``: one Gaussian mechanism with mu = sqrt(rounds) Delta / sigma."""
+    sigma = np.asarray(sigma, dtype=float)
+    unique, inverse = np.unique(sigma, return_inverse=True)
+    values = np.array([gdp_epsilon(math.sqrt(rounds) * sensitivity / s, delta).value
+                       for s in unique])
+    return values[inverse.ravel()].reshape(sigma.shape)
+
+
+def deletion_pure_epsilon(sensitivity: float, sigma: float, delta0: float) -> float:
+    """2 eps_d: the replacement eps of 002 Lemma 3.7's pure randomizer for N(g, sigma^2 I) on a
+    ball of diameter ``sensitivity`` (deletion eps_d at sensitivity Delta / 2 against N(0, .))."""
+    return 2.0 * gdp_epsilon(0.5 * sensitivity / sigma, delta0).value
+
+
+@dataclass(frozen=True)
+class RunPrivacy:
+    """What the accounting needs to know about a run."""
+
+    randomizer: str                 # "gaussian", "duchi" or "none"
+    epsilons: np.ndarray            # the clients' budgets (n,)
+    n_clients: int
+    clients_per_step: int
+    delta: float                    # central delta of every bound
+    delta0: float = 0.0             # Gaussian: the local delta of the calibration
+    sigma: np.ndarray | None = None  # Gaussian: each client's noise std
+    sensitivity: float = 0.0        # Gaussian: L2 sensitivity the sigma was calibrated for
+
+    def __post_init__(self):
+        require(0 < self.delta < 1, "delta", self.delta, "must lie in (0, 1)")
+        require_int_at_least("n_clients", self.n_clients, 1)
+        require_int_at_least("clients_per_step", self.clients_per_step, 1)
+
+
+def account(run: RunPrivacy, epochs: int) -> tuple[dict[str, float | None], str]:
+    """The bounds of :data:`BOUND_COLUMNS` after ``epochs`` passes (None where a bound does not
+    apply) and a note naming what was left out and why."""
+    require_int_at_least("epochs", epochs, 0)
+    out: dict[str, float | None] = dict.fromkeys(BOUND_COLUMNS)
+    if run.randomizer == "none":
+        return out, "no randomizer: no privacy"
+    if epochs == 0:
+        return dict.fromkeys(BOUND_COLUMNS, 0.0), ""
+    notes: list[str] = []
+    eps = np.asarray(run.epsilons, dtype=float)
+    eps_max = float(eps.max())
+    n, k, delta = run.n_clients, run.clients_per_step, run.delta
+    gaussian = run.randomizer == "gaussian"
+
+    # 002 Prop. 5.3 / Thm 3.8 (Thm 3.1 for pure randomizers): one pass.
+    try:
+        if n < 2:
+            raise ParameterError("n", n, "needs at least 2 clients")
+        one = (fmt21_approx_dp(eps_max, n, delta, run.delta0) if gaussian and run.delta0 > 0
+               else fmt21_closed_form(eps_max, n, delta))
+        out["fmt21_pass"] = float(one.epsilon)
+    except ParameterError as error:
+        notes.append(f"fmt21_pass: {error}")
+
+    # The pure eps0 of the clone pair, and the total variation to the pure run.
+    if gaussian:
+        sigma_min = float(np.min(run.sigma))
+        pure = min(eps_max, deletion_pure_epsilon(run.sensitivity, sigma_min, run.delta0))
+    else:
+        pure = eps_max
+    pure = _ceil_grid(pure)
+    reports = n * epochs
+    tv = reports * run.delta0 if gaussian else 0.0
+    clone = None
+    if n >= 2:
+        clone, note = clone_with_tv(pure, n, epochs, delta, tv)
+        out["clone_epochs"] = clone
+        if clone is None:
+            notes.append(f"clone_epochs: {note}")
+    if k >= 2:
+        value, note = clone_with_tv(pure, k, epochs, delta, tv)
+        out["clone_steps"] = value
+        if value is None:
+            notes.append(f"clone_steps: {note}")
+
+    # 003 Thm 2 (approximate), composed as sqrt(epochs) mu.
+    if n >= 2:
+        try:
+            mu = gdp_mu(eps, np.full(eps.shape, run.delta0) if gaussian else None)
+            out["gspa_epochs"] = float(gdp_epsilon(math.sqrt(epochs) * mu, delta).value)
+        except ParameterError as error:
+            notes.append(f"gspa_epochs: {error}")
+
+    # No amplification: each client's own reports.
+    if gaussian:
+        local = gaussian_local_epsilon(run.sensitivity, run.sigma, epochs, delta)
+    else:
+        local = epochs * eps
+    out["local_max"] = float(local.max())
+    users = local if clone is None else np.minimum(local, clone)
+    out["user_median"] = float(np.quantile(users, 0.5, method="higher"))
+    out["user_max"] = float(users.max())
+    return out, "; ".join(notes)

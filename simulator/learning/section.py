@@ -1,0 +1,236 @@
+"""The scenario section ``[learning]`` and the ``learning`` table of a run (issue 19).
+
+Keys: the fields of :class:`LearningSection` (all optional). The clients' budgets come from the
+scenario's ``population.budget`` (any registered distribution or 003 Table 2 preset, e.g.
+``{ distribution = "preset", preset = "gspa-unif2" }``): one draw per client and repetition.
+The core sections (``[population]``, ``[randomizer]``, ``[estimator]``) are still required by
+every scenario and run their own (small) frequency simulation; only ``population.budget`` is
+read here.
+
+Every sweep point with the section is one unit of work (a per-point table producer, resumable
+and spread over workers); repetition r of point p draws all its randomness (split, budgets,
+initialization, client order, noise) from ``SeedSequence(seed, spawn_key=(p, LEARNING_KEY, r))``,
+so the rows are the same whatever the executor and the number of workers. Rows: one per
+(point, repetition, epoch), epoch 0 being the initial model, with the privacy accounting of
+the run after that many epochs (protocols.learning.accounting; docs/learning.md).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from shufflesim.protocols.learning.accounting import BOUND_COLUMNS, RunPrivacy, account
+from shufflesim.protocols.learning.randomizers import GaussianGradient
+from shufflesim.simulator.errors import ScenarioError, UserError
+from shufflesim.simulator.execution.producers import register_table_producer
+from shufflesim.simulator.learning.data import Dataset, load_dataset, prepare
+from shufflesim.simulator.learning.train import LearningConfig, train_on_split
+from shufflesim.simulator.results.tables import TABLE_SCHEMAS, register_table_schema
+from shufflesim.simulator.scenario.convert import ParseContext, parse_dataclass
+from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.sections import register_section
+
+SECTION = "learning"
+TABLE = "learning"
+#: The second element of every learning unit's spawn key ("lrn").
+LEARNING_KEY = 0x6C726E
+
+
+@dataclass(frozen=True)
+class LearningSection:
+    """The parsed ``[learning]`` section (docs/learning.md describes every key).
+
+    ``clients_per_step``: clients sampled *without replacement* per step (002 Sec. 5.2; each
+    client once per epoch). ``examples_per_client``: examples each client holds (003 Alg. 3's
+    m). Clipping is per example, then the client averages (protocols.learning.clipping).
+    ``privacy_unit``: ``client`` (sensitivity 2 clip) or ``example`` (2 clip / m, 003's
+    sigma; Gaussian only). ``pca_components = 0`` keeps the raw features. ``delta``: the
+    central delta of every bound of the accounting."""
+
+    data: str = "digits"
+    label_column: str = "label"
+    test_fraction: float = 0.25
+    pca_components: int = 60
+    model: str = "softmax"
+    hidden: int = 64
+    randomizer: str = "gaussian"
+    delta0: float = 1e-5
+    clip: float = 1.0
+    calibration: str = "analytic"
+    privacy_unit: str = "client"
+    examples_per_client: int = 1
+    clients_per_step: int = 1
+    epochs: int = 10
+    learning_rate: float = 0.05
+    schedule: str = "constant"
+    l2: float = 0.0
+    repetitions: int = 1
+    delta: float = 1e-4
+
+    def __post_init__(self):
+        if not isinstance(self.repetitions, int) or self.repetitions < 1:
+            raise ScenarioError("repetitions", self.repetitions, "must be an integer >= 1")
+        if self.pca_components < 0:
+            raise ScenarioError("pca_components", self.pca_components,
+                                "must be >= 0 (0: no PCA)")
+        if not 0 < self.delta < 1:
+            raise ScenarioError("delta", self.delta, "must lie in (0, 1)")
+        if self.randomizer == "gaussian" and not 0 < self.delta0 < 1:
+            raise ScenarioError("delta0", self.delta0, "must lie in (0, 1)")
+        self.config(1.0)  # the training options' own checks
+
+    def config(self, epsilon0) -> LearningConfig:
+        return LearningConfig(
+            data=self.data, label_column=self.label_column, test_fraction=self.test_fraction,
+            pca_components=self.pca_components or None, model=self.model, hidden=self.hidden,
+            randomizer=self.randomizer, epsilon0=epsilon0, delta0=self.delta0, clip=self.clip,
+            calibration=self.calibration, privacy_unit=self.privacy_unit,
+            examples_per_client=self.examples_per_client,
+            clients_per_step=self.clients_per_step, epochs=self.epochs,
+            learning_rate=self.learning_rate, schedule=self.schedule, l2=self.l2)
+
+
+LEARNING_SCHEMA = pa.schema([
+    pa.field("point", pa.int32(), nullable=False),
+    pa.field("overrides", pa.string(), nullable=False),
+    pa.field("repetition", pa.int32(), nullable=False),
+    pa.field("epoch", pa.int32(), nullable=False),
+    pa.field("step", pa.int64(), nullable=False),
+    pa.field("data", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("randomizer", pa.string(), nullable=False),
+    pa.field("budget", pa.string(), nullable=False),
+    pa.field("n_clients", pa.int64(), nullable=False),
+    pa.field("clients_per_step", pa.int64(), nullable=False),
+    pa.field("examples_per_client", pa.int64(), nullable=False),
+    pa.field("epsilon0_min", pa.float64(), nullable=True),
+    pa.field("epsilon0_mean", pa.float64(), nullable=True),
+    pa.field("epsilon0_max", pa.float64(), nullable=True),
+    pa.field("delta0", pa.float64(), nullable=False),
+    pa.field("delta", pa.float64(), nullable=False),
+    pa.field("train_loss", pa.float64(), nullable=False),
+    pa.field("train_accuracy", pa.float64(), nullable=False),
+    pa.field("test_loss", pa.float64(), nullable=False),
+    pa.field("test_accuracy", pa.float64(), nullable=False),
+    *[pa.field(f"epsilon_{name}", pa.float64(), nullable=True) for name in BOUND_COLUMNS],
+    pa.field("accounting_note", pa.string(), nullable=False),
+])
+
+
+def parse_section(table: Mapping[str, Any], context: ParseContext) -> LearningSection:
+    """Parse ``[learning]`` (errors keyed ``learning.<key>``); a data path is resolved against
+    the scenario's directory."""
+    section = parse_dataclass(LearningSection, table, SECTION, context)
+    if section.data != "digits":
+        path = Path(section.data).expanduser()
+        if not path.is_absolute():
+            path = context.base_dir / path
+        section = _replace(section, data=str(path))
+    return section
+
+
+def _replace(section: LearningSection, **changes) -> LearningSection:
+    values = {name: getattr(section, name) for name in LearningSection.__dataclass_fields__}
+    values.update(changes)
+    return LearningSection(**values)
+
+
+def budget_label(budget) -> str:
+    """A short name of a budget distribution: the preset's name, or the distribution's name
+    with its parameters."""
+    preset = getattr(budget, "preset", None)
+    if preset is not None:
+        return str(preset)
+    fields = getattr(budget, "__dataclass_fields__", {})
+    params = ", ".join(f"{k}={getattr(budget, k)!r}" for k in fields if not k.startswith("_"))
+    return f"{budget.name}({params})"
+
+
+@functools.lru_cache(maxsize=8)
+def _dataset(data: str, label_column: str) -> Dataset:
+    return load_dataset(data, label_column)
+
+
+def run_repetition(section: LearningSection, budget, seed: np.random.SeedSequence
+                   ) -> tuple[list[dict], dict]:
+    """Train once and account for it: (rows per epoch, run facts)."""
+    split_seq, budget_seq, init_seq, train_seq = seed.spawn(4)
+    dataset = _dataset(section.data, section.label_column)
+    split = prepare(dataset, np.random.default_rng(split_seq),
+                    test_fraction=section.test_fraction,
+                    pca_components=section.pca_components or None)
+    n_clients = split.x_train.shape[0] // section.examples_per_client
+    if n_clients < 1:
+        raise UserError(f"learning.examples_per_client = {section.examples_per_client}: more "
+                        f"than the {split.x_train.shape[0]} training examples")
+    eps = np.asarray(budget.sample_budgets(n_clients, np.random.default_rng(budget_seq)),
+                     dtype=float).reshape(n_clients)
+    config = section.config(tuple(eps.tolist()))
+    result = train_on_split(config, split, init_seq, train_seq)
+    privacy = None
+    if section.randomizer != "none":
+        sensitivity = sigma = None
+        if section.randomizer == "gaussian":
+            gaussian = GaussianGradient(section.clip, section.calibration,
+                                        section.examples_per_client, section.privacy_unit)
+            sensitivity, sigma = gaussian.sensitivity, result.sigma
+        privacy = RunPrivacy(section.randomizer, eps, n_clients, section.clients_per_step,
+                             section.delta, section.delta0 if sigma is not None else 0.0,
+                             sigma, sensitivity or 0.0)
+    rows = []
+    for row in result.rows:
+        if privacy is None:
+            bounds, note = dict.fromkeys(BOUND_COLUMNS), "no randomizer: no privacy"
+        else:
+            bounds, note = account(privacy, int(row["epoch"]))
+        rows.append({**row, **{f"epsilon_{k}": v for k, v in bounds.items()},
+                     "accounting_note": note})
+    private = section.randomizer != "none"
+    facts = {"n_clients": n_clients,
+             "epsilon0_min": float(eps.min()) if private else None,
+             "epsilon0_mean": float(eps.mean()) if private else None,
+             "epsilon0_max": float(eps.max()) if private else None}
+    return rows, facts
+
+
+def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
+    """The ``learning`` table of a run (empty dict when no point has a ``[learning]``)."""
+    records: list[dict] = []
+    for point in scenario.points:
+        section = point.settings.sections.get(SECTION)
+        if section is None:
+            continue
+        budget = point.settings.population.budget
+        for rep in range(section.repetitions):
+            seed = np.random.SeedSequence(entropy=scenario.seed,
+                                          spawn_key=(point.index, LEARNING_KEY, rep))
+            rows, facts = run_repetition(section, budget, seed)
+            context = {
+                "point": point.index, "overrides": point.overrides_json(), "repetition": rep,
+                "data": Path(section.data).name, "model": section.model,
+                "randomizer": section.randomizer, "budget": budget_label(budget),
+                "clients_per_step": section.clients_per_step,
+                "examples_per_client": section.examples_per_client,
+                "delta0": section.delta0 if section.randomizer == "gaussian" else 0.0,
+                "delta": section.delta, **facts,
+            }
+            records += [{**context, **row} for row in rows]
+            if progress is not None:
+                progress(rep + 1, section.repetitions)
+    if not records:
+        return {}
+    columns = {name: [r.get(name) for r in records] for name in LEARNING_SCHEMA.names}
+    return {TABLE: pa.table(columns, schema=LEARNING_SCHEMA)}
+
+
+register_section(SECTION, parse_section)
+if TABLE not in TABLE_SCHEMAS:
+    register_table_schema(TABLE, LEARNING_SCHEMA)
+register_table_producer(TABLE, produce, per_point=True)
