@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -70,6 +71,8 @@ class WitchHat(IntervalPair):
     pair_x1: float | None = None
 
     name = "witch_hat"
+    #: the brim, where both densities are equal, carries mass (the pair lower bound's events)
+    events_exhaustive: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
