@@ -1,0 +1,192 @@
+"""Bounds for multi-message shuffle protocols (issue 15): 001's variation-ratio bound with the
+Table 3 parameters, an exact proven upper bound (the blanket-only model) and an exact proven
+lower bound (a concrete neighbouring pair); the mathematics is in
+:mod:`shufflesim.protocols.bounds.multi_message.models` (what is sufficient, why each model
+bounds what it claims) and :mod:`~shufflesim.protocols.bounds.multi_message.kernels` (exact
+divergences). docs/multi_message.md has the comparisons and timings.
+
+Counting blanket messages. A user sends one input message and b blanket messages; with n users
+there are N = n b blanket messages, all independent of user 1's input (its own b included).
+001 Sec. 4 ("Multi-message protocols") replaces the n - 1 other users of Thm 4.2 by
+n'(m - 1) = n b: that is the N used by every bound here.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from shufflesim.protocols.bounds.engine.core import epsilon_of_delta
+from shufflesim.protocols.bounds.multi_message import kernels
+from shufflesim.protocols.bounds.multi_message.models import (
+    candidate_pairs,
+    is_multi_message,
+    pair_model,
+    third_values,
+)
+from shufflesim.protocols.bounds.numerical.two_count import TwoCountPair, two_count_delta
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BoundSpec, register
+from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
+
+REFERENCE_VR = "001 Thm 4.2 + Alg. 1 with Table 3 (n - 1 -> n b blanket messages, Sec. 4)"
+REFERENCE_UPPER = "blanket-only model, exact (protocols/bounds/multi_message/models.py)"
+REFERENCE_LOWER = "concrete pair, post-processed view, exact (001 Thm 5.1 style)"
+#: eps searched in [0, log p], or [0, EPS_MAX_INFINITE] when p = +inf.
+EPS_MAX_INFINITE = 40.0
+#: Relative tolerance of the eps(delta) brackets.
+RTOL = 1e-6
+
+
+def blanket_count(randomizer, n: int) -> int:
+    """N = n b: all blanket messages (001 Sec. 4: n'(m - 1))."""
+    return int(n) * int(randomizer.blanket_messages_per_client)
+
+
+def _check(randomizer, n: int, delta: float) -> None:
+    require(is_multi_message(randomizer), "randomizer", getattr(randomizer, "name", randomizer),
+            "is not a multi-message randomizer")
+    require_int_at_least("n", n, 2)
+    require_probability_open("delta", delta)
+
+
+def _eps_max(randomizer) -> float:
+    p = float(randomizer.variation_ratio_parameters().p)
+    return EPS_MAX_INFINITE if math.isinf(p) else min(math.log(p), EPS_MAX_INFINITE)
+
+
+# ------------------------------------------------------------------------------------------
+# 001's variation-ratio bound with Table 3
+# ------------------------------------------------------------------------------------------
+def variation_ratio_pair(p: float, beta: float, q: float, blanket: int) -> TwoCountPair:
+    """001 Thm 4.2's pair with N = ``blanket`` clones: alpha = beta/(p - 1), r = alpha p / q;
+    p = +inf is the limit alpha -> 0, p alpha -> beta (Table 3 rows with p = +inf)."""
+    require(beta > 0 and q >= 1 and p > 1, "parameters", (p, beta, q),
+            "need p > 1, beta > 0 and q >= 1")
+    if math.isinf(p):
+        alpha, p_alpha = 0.0, float(beta)
+    else:
+        alpha = beta / (p - 1.0)
+        p_alpha = p * alpha
+    r = p_alpha / q
+    require(2.0 * r <= 1.0 + 1e-12, "parameters", (p, beta, q),
+            f"the clone probability 2r = {2 * r:.6g} must be at most 1")
+    return TwoCountPair(int(blanket) + 1, (r, r), (p_alpha, alpha), (alpha, p_alpha))
+
+
+def variation_ratio_delta(p: float, beta: float, q: float, blanket: int,
+                          epsilon: float) -> kernels.Estimate:
+    """delta(eps) of 001's reduction pair (both directions, guaranteed interval)."""
+    return two_count_delta(variation_ratio_pair(p, beta, q, blanket), epsilon)
+
+
+def variation_ratio_bound(randomizer, n: int, delta: float) -> BoundResult:
+    """001 Alg. 1 with the Table 3 row and n - 1 replaced by N = n b (status: relies on the
+    stronger-clone reduction, like all of 001's upper bounds)."""
+    started = time.perf_counter()
+    _check(randomizer, n, delta)
+    row = randomizer.variation_ratio_parameters()
+    big_n = blanket_count(randomizer, n)
+    pair = variation_ratio_pair(float(row.p), float(row.beta), float(row.q), big_n)
+    eps_max = _eps_max(randomizer)
+    found = epsilon_of_delta(lambda e: two_count_delta(pair, e), delta, "upper",
+                             eps_max=eps_max, rtol=RTOL)
+    value, error = found.value, found.error
+    if found.saturated and not math.isinf(float(row.p)):
+        value, error = eps_max, 0.0  # every view's likelihood ratio is at most p
+    return BoundResult("multi-message-variation-ratio", BoundKind.UPPER, float(value),
+                       float(delta), float(error), BoundStatus.STRONGER_CLONE, REFERENCE_VR,
+                       time.perf_counter() - started,
+                       f"p={row.p:.6g}, beta={row.beta:.6g}, q={row.q:.6g}, N={big_n} "
+                       f"blanket messages ({row.source})")
+
+
+# ------------------------------------------------------------------------------------------
+# Exact models
+# ------------------------------------------------------------------------------------------
+def upper_delta(randomizer, n: int, epsilon: float) -> kernels.Estimate:
+    """delta(eps) of the blanket-only model, maximised over the declared pairs (proven upper
+    bound on the shuffled view's delta(eps) for every dataset: models.py)."""
+    pairs, _ = candidate_pairs(randomizer)
+    big_n = blanket_count(randomizer, n)
+    return kernels.max_estimate(pair_model(randomizer, x0, x1).delta(big_n, epsilon)
+                                for x0, x1 in pairs)
+
+
+def lower_models(randomizer, n: int) -> list:
+    """(x0, x1, x*, model) for every supported concrete pair (other users at x*)."""
+    pairs, _ = candidate_pairs(randomizer)
+    found = []
+    for x0, x1 in pairs:
+        for x_star in third_values(randomizer, x0, x1):
+            model = pair_model(randomizer, x0, x1, x_star, n)
+            if model is not None:
+                found.append((x0, x1, x_star, model))
+    require(bool(found), "randomizer", randomizer.name,
+            "no concrete neighbouring pair with a supported lower model")
+    return found
+
+
+def lower_delta(randomizer, n: int, epsilon: float, models=None) -> kernels.Estimate:
+    """delta(eps) of the best concrete pair (a proven lower bound on the shuffled view's)."""
+    models = lower_models(randomizer, n) if models is None else models
+    big_n = blanket_count(randomizer, n)
+    best = None
+    for *_, model in models:
+        value = model.delta(big_n, epsilon)
+        if best is None or value.lower > best.lower:
+            best = value
+    return best
+
+
+def exact_upper_bound(randomizer, n: int, delta: float) -> BoundResult:
+    """The smallest eps with the blanket-only model's delta(eps) <= delta, rounded up."""
+    started = time.perf_counter()
+    _check(randomizer, n, delta)
+    _, exhaustive = candidate_pairs(randomizer)
+    require(exhaustive, "randomizer", randomizer.name,
+            "declares no exhaustive neighbour pairs: the maximum over pairs is not proven")
+    found = epsilon_of_delta(lambda e: upper_delta(randomizer, n, e), delta, "upper",
+                             eps_max=_eps_max(randomizer), rtol=RTOL)
+    return BoundResult("multi-message-exact-upper", BoundKind.UPPER, float(found.value),
+                       float(delta), float(found.error), BoundStatus.PROVEN, REFERENCE_UPPER,
+                       time.perf_counter() - started,
+                       f"user 1's input message + N={blanket_count(randomizer, n)} blanket "
+                       "messages, exact")
+
+
+def exact_lower_bound(randomizer, n: int, delta: float) -> BoundResult:
+    """The largest certified eps with the best concrete pair's delta(eps) > delta."""
+    started = time.perf_counter()
+    _check(randomizer, n, delta)
+    models = lower_models(randomizer, n)
+    found = epsilon_of_delta(lambda e: lower_delta(randomizer, n, e, models), delta, "lower",
+                             eps_max=_eps_max(randomizer), rtol=RTOL)
+    big_n = blanket_count(randomizer, n)
+    x0, x1, x_star, chosen = max(models, key=lambda m: m[3].delta(big_n, found.value).lower)
+    note = (f"pair ({x0}, {x1}), others at {x_star}; "
+            + ("their input messages are invisible to the statistic: the exact upper model"
+               if chosen.others is None else
+               f"their {chosen.others[0]} input messages enter the statistic"))
+    return BoundResult("multi-message-exact-lower", BoundKind.LOWER, float(found.value),
+                       float(delta), float(found.error), BoundStatus.PROVEN, REFERENCE_LOWER,
+                       time.perf_counter() - started, note)
+
+
+# ------------------------------------------------------------------------------------------
+# Catalogue entries
+# ------------------------------------------------------------------------------------------
+register(BoundSpec(
+    "multi-message-variation-ratio", BoundKind.UPPER, REFERENCE_VR,
+    BoundStatus.STRONGER_CLONE,
+    "multi-message randomizers with a Table 3 row (p, beta, q), 2 beta p/((p-1) q) <= 1",
+    is_multi_message, variation_ratio_bound, scope="specific"))
+register(BoundSpec(
+    "multi-message-exact-upper", BoundKind.UPPER, REFERENCE_UPPER, BoundStatus.PROVEN,
+    "multi-message randomizers whose messages give a two-count sufficient statistic "
+    "(cells or independent coordinates); exhaustive neighbour pairs",
+    is_multi_message, exact_upper_bound, scope="specific"))
+register(BoundSpec(
+    "multi-message-exact-lower", BoundKind.LOWER, REFERENCE_LOWER, BoundStatus.PROVEN,
+    "multi-message randomizers whose messages give a two-count statistic",
+    is_multi_message, exact_lower_bound, scope="specific"))

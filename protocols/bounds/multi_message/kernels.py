@@ -1,0 +1,258 @@
+"""Exact hockey-stick divergences of the count statistics of multi-message shuffle protocols.
+
+Plain-parameter mathematics (no randomizer objects): the adapter in
+:mod:`shufflesim.protocols.bounds.multi_message.models` maps a randomizer to these models.
+
+Every function returns an :class:`~shufflesim.protocols.bounds.engine.common.Estimate`
+``(lower, upper)`` that contains the exact divergence of its model: pmfs are evaluated in log
+space (``scipy.stats.binom.logpmf``) on windows of +-~10 standard deviations whose outside mass
+is computed exactly and charged to the conservative side; every sum of terms carries a relative
+slack of :data:`RELATIVE_SLACK` times the sum of the absolute terms; points whose side of the
+region {P > e^eps Q} rounding could misjudge are charged to the upper side.
+
+Two model families (derivations in the docstrings):
+
+* :func:`symmetric_cells_delta` -- two *cells* (message groups) that every other message hits
+  with the same probability s_g (group g), the distinguished user in cell 0 / cell 1 /
+  elsewhere w.p. (u0, u1, uw) under X0 and (u1, u0, uw) under X1 (DUMP, balls-into-bins; with
+  several groups of other messages: blanket messages and the other users' input messages);
+* :func:`product_delta` -- two independent coordinates a and b (Cheu et al.'s bit columns),
+  P0 = A0(a) B0(b), P1 = A1(a) B1(b).
+
+Single-group cell models with asymmetric cells (Balcer et al.'s binary summation) go through
+001's two-count kernel (:mod:`shufflesim.protocols.bounds.numerical.two_count`), reused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from shufflesim.protocols.bounds.engine.common import Estimate
+from shufflesim.protocols.errors import require
+
+#: Relative error allowed for each evaluated pmf / tail (they are accurate to a few ulps).
+RELATIVE_SLACK = 1e-10
+#: Relative tolerance for the location of a region boundary (log-likelihood ratios).
+BOUNDARY_TOLERANCE = 1e-9
+#: Target mass of a binomial left outside its window (the exact outside mass is charged).
+TAIL_TARGET = 1e-24
+
+
+def interval(lower: float, upper: float, method: str) -> Estimate:
+    """A guaranteed bracket clipped to [0, 1]; ``value`` is the upper end."""
+    lo = float(min(1.0, max(0.0, lower)))
+    hi = float(min(1.0, max(lo, upper)))
+    return Estimate(hi, lo, hi, method)
+
+
+# ------------------------------------------------------------------------------------------
+# Discrete laws on integer windows
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Law:
+    """A sub-probability pmf on {start, ..., start + len(pmf) - 1}; ``outside`` bounds the mass
+    of the full law that is not represented (truncated tails)."""
+
+    start: int
+    pmf: np.ndarray
+    outside: float = 0.0
+
+    @property
+    def support(self) -> np.ndarray:
+        return np.arange(self.start, self.start + self.pmf.size)
+
+    def plus_bernoulli(self, u: float) -> Law:
+        """The law of X + Bern(u), X independent."""
+        padded = np.concatenate([self.pmf, [0.0]])
+        shifted = np.concatenate([[0.0], self.pmf])
+        return Law(self.start, (1.0 - u) * padded + u * shifted, self.outside)
+
+    def convolve(self, other: Law) -> Law:
+        """The law of the sum of two independent variables."""
+        return Law(self.start + other.start, np.convolve(self.pmf, other.pmf),
+                   self.outside + other.outside)
+
+    def at(self, points: np.ndarray) -> np.ndarray:
+        """pmf at integer points (0 outside the window)."""
+        index = np.asarray(points, dtype=np.int64) - self.start
+        inside = (index >= 0) & (index < self.pmf.size)
+        out = np.zeros(index.shape)
+        out[inside] = self.pmf[index[inside]]
+        return out
+
+
+def binomial_window(trials: int, prob: float) -> tuple[int, int]:
+    """[lo, hi] holding all but ~:data:`TAIL_TARGET` of Bin(trials, prob) (Bernstein)."""
+    var = trials * prob * (1.0 - prob)
+    log_term = math.log(2.0 / TAIL_TARGET)
+    t = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * var * log_term)
+    mean = trials * prob
+    return max(0, int(math.floor(mean - t)) - 1), min(trials, int(math.ceil(mean + t)) + 1)
+
+
+def binomial_law(trials: int, prob: float) -> Law:
+    """Bin(trials, prob) on its window, from log-space pmfs; exact outside mass."""
+    require(trials >= 0, "trials", trials, "must be >= 0")
+    require(0.0 <= prob <= 1.0, "prob", prob, "must lie in [0, 1]")
+    if trials == 0 or prob == 0.0:
+        return Law(0, np.ones(1))
+    if prob == 1.0:
+        return Law(int(trials), np.ones(1))
+    lo, hi = binomial_window(int(trials), prob)
+    k = np.arange(lo, hi + 1)
+    pmf = np.exp(stats.binom.logpmf(k, trials, prob))
+    outside = float(stats.binom.cdf(lo - 1, trials, prob) + stats.binom.sf(hi, trials, prob))
+    return Law(lo, pmf, outside)
+
+
+def binomial_sum_law(groups) -> Law:
+    """Law of sum_g Bin(N_g, s_g) for groups [(N_g, s_g), ...] (windowed, convolved)."""
+    law = Law(0, np.ones(1))
+    for trials, prob in groups:
+        law = law.convolve(binomial_law(int(trials), float(prob)))
+    return law
+
+
+# ------------------------------------------------------------------------------------------
+# Symmetric two-cell model (DUMP, balls-into-bins)
+# ------------------------------------------------------------------------------------------
+def symmetric_cells_delta(groups, user: tuple[float, float, float],
+                          epsilon: float) -> Estimate:
+    """D_{e^eps}(P0 || P1) (= D(P1 || P0) by the mirror symmetry) for the count pair (a, b).
+
+    Model: other messages in groups [(N_g, s_g)]: each message of group g lands in cell 0 w.p.
+    s_g, in cell 1 w.p. s_g, elsewhere otherwise, independently. The distinguished user's
+    message lands in (cell 0, cell 1, elsewhere) w.p. (u0, u1, uw) under P0 and (u1, u0, uw)
+    under P1. Write C for the others in the two cells: C ~ sum_g Bin(N_g, 2 s_g) =: w, and,
+    because every group is symmetric, A | C ~ Bin(C, 1/2) whatever the groups. On the slice
+    t = a + b of the view (derivation: C(t-1, a-1) = (a/t) C(t, a)),
+
+        P0(a, t) = Bin(a; t, 1/2) [ (2 w(t-1)/t) (u0 a + u1 (t - a)) + uw w(t) ],
+
+    and P1 with u0, u1 exchanged, so P0 - e^eps P1 is Bin(a; t, 1/2) times a function linear and
+    increasing in a (for u0 > u1): the region is {a >= k_t}, and with
+    S_c(k) = P[Bin(c, 1/2) >= k], sum_{a >= k} a Bin(a; t) = (t/2) S_{t-1}(k-1) and
+    sum_{a >= k} (t - a) Bin(a; t) = (t/2) S_{t-1}(k), the slice contributes
+
+        w(t-1) [(u0 - e^eps u1) S_{t-1}(k_t - 1) + (u1 - e^eps u0) S_{t-1}(k_t)]
+            + uw (1 - e^eps) w(t) S_t(k_t)
+
+    (001 Thm 4.6's form, here with any symmetric mixture law of C). Vectorized over t.
+    """
+    u0, u1, uw = (float(x) for x in user)
+    require(min(u0, u1, uw) >= 0 and u0 + u1 + uw <= 1 + 1e-12, "user", user,
+            "must be probabilities summing to at most 1")
+    if u0 < u1:
+        u0, u1 = u1, u0
+    if u0 == u1:
+        return interval(0.0, 0.0, "symmetric-cells")
+    e = math.exp(epsilon)
+    law = binomial_sum_law([(n, 2.0 * s) for n, s in groups])
+    # slices t with w(t-1) or w(t) inside the window
+    t = np.arange(max(law.start, 1), law.start + law.pmf.size + 1)
+    w_prev = law.at(t - 1)
+    w_here = law.at(t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(w_prev > 0, w_here * t / (2.0 * w_prev), np.inf)
+        theta = ((e * u0 - u1) * t + uw * (e - 1.0) * ratio) / ((1.0 + e) * (u0 - u1))
+    # where w(t-1) = 0 only the elsewhere component remains: it is never in the region
+    theta = np.where(np.isfinite(theta), theta, t + 2.0)
+    theta = np.clip(theta, -2.0, t + 2.0)
+    k = np.floor(theta) + 1.0
+    nearest = np.round(theta)
+    ambiguous = np.abs(theta - nearest) <= BOUNDARY_TOLERANCE * (np.abs(theta) + 1.0)
+
+    def tail(c, kk):
+        return np.where(kk <= 0, 1.0, stats.binom.sf(kk - 1, c, 0.5))
+
+    s_prev_k1 = tail(t - 1, k - 1)
+    s_prev_k = tail(t - 1, k)
+    s_here_k = tail(t, k)
+    terms = [(u0 - e * u1) * w_prev * s_prev_k1, (u1 - e * u0) * w_prev * s_prev_k,
+             uw * (1.0 - e) * w_here * s_here_k]
+    value = float(sum(np.sum(x) for x in terms))
+    absolute = float(sum(np.sum(np.abs(x)) for x in terms))
+    extra = 0.0
+    if ambiguous.any():
+        tt, jj = t[ambiguous], nearest[ambiguous]
+        bin_j = stats.binom.pmf(jj, tt, 0.5)
+        p0 = bin_j * (2.0 * w_prev[ambiguous] / tt * (u0 * jj + u1 * (tt - jj))
+                      + uw * w_here[ambiguous])
+        extra = float(np.sum(p0))
+    slack = RELATIVE_SLACK * absolute
+    lower = value - slack - e * law.outside
+    upper = value + slack + extra + law.outside
+    return interval(lower, upper, "symmetric-cells")
+
+
+# ------------------------------------------------------------------------------------------
+# Product model (Cheu et al.: independent bit columns)
+# ------------------------------------------------------------------------------------------
+def _log_ratio(p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(p0) - np.log(p1)
+
+
+def _aligned(first: Law, second: Law) -> tuple[np.ndarray, np.ndarray]:
+    """Both laws' pmfs on the union of their windows."""
+    lo = min(first.start, second.start)
+    hi = max(first.start + first.pmf.size, second.start + second.pmf.size)
+    points = np.arange(lo, hi)
+    return first.at(points), second.at(points)
+
+
+def product_delta(a_laws: tuple[Law, Law], b_laws: tuple[Law, Law], epsilon: float) -> Estimate:
+    """D_{e^eps}(P0 || P1) for P0 = A0 x B0 and P1 = A1 x B1 (independent coordinates).
+
+    With l_a = log A0/A1 and l_b = log B0/B1 the region is {l_a(a) + l_b(b) > eps}: the b's are
+    sorted by l_b once, with cumulative sums of B0 and B1 in that order, and each a reads its
+    part with one binary search: delta = sum_a [A0(a) B0(b: l_b > eps - l_a(a))
+    - e^eps A1(a) B1(same)]. O(W log W) for windows of W points. Upper side: the region with
+    eps lowered by a tolerance t, plus 2 t e^eps P1(that region) (every point added has
+    P0 >= e^{eps - 2t} P1), plus the windows' outside mass.
+    """
+    a0, a1 = _aligned(*a_laws)
+    b0, b1 = _aligned(*b_laws)
+    keep_a = (a0 > 0) | (a1 > 0)
+    keep_b = (b0 > 0) | (b1 > 0)
+    a0, a1, b0, b1 = a0[keep_a], a1[keep_a], b0[keep_b], b1[keep_b]
+    la, lb = _log_ratio(a0, a1), _log_ratio(b0, b1)
+    order = np.argsort(-lb, kind="stable")
+    lb_sorted = lb[order]
+    cum0 = np.concatenate([[0.0], np.cumsum(b0[order])])
+    cum1 = np.concatenate([[0.0], np.cumsum(b1[order])])
+    ascending = lb_sorted[::-1]
+    e = math.exp(epsilon)
+
+    def region(threshold: float):
+        # number of b with l_b > threshold - l_a, for every a
+        with np.errstate(invalid="ignore"):
+            cut = threshold - la
+        count = lb.size - np.searchsorted(ascending, cut, side="right")
+        count = np.where(np.isnan(cut), 0, count)
+        mass0 = float(np.sum(a0 * cum0[count]))
+        mass1 = float(np.sum(a1 * cum1[count]))
+        return mass0, mass1
+
+    scale = max(1.0, float(np.max(np.abs(la[np.isfinite(la)]), initial=0.0)),
+                float(np.max(np.abs(lb[np.isfinite(lb)]), initial=0.0)), abs(epsilon))
+    tol = BOUNDARY_TOLERANCE * scale
+    m0, m1 = region(epsilon)
+    m0w, m1w = region(epsilon - tol)
+    outside0 = sum(law.outside for law in (a_laws[0], b_laws[0]))
+    outside1 = sum(law.outside for law in (a_laws[1], b_laws[1]))
+    lower = m0 - e * m1 - RELATIVE_SLACK * (m0 + e * m1) - e * outside1
+    upper = (m0w - e * m1w + RELATIVE_SLACK * (m0w + e * m1w) + 2.0 * tol * e * m1w
+             + outside0)
+    return interval(lower, upper, "product")
+
+
+def max_estimate(estimates) -> Estimate:
+    """The maximum of several bracketed quantities (e.g. both directions)."""
+    estimates = list(estimates)
+    return interval(max(x.lower for x in estimates), max(x.upper for x in estimates),
+                    estimates[0].method if estimates else "")

@@ -1,0 +1,224 @@
+"""From a multi-message randomizer to the count models of
+:mod:`shufflesim.protocols.bounds.multi_message.kernels` (the adapter; no name tables: it reads
+only the contract of protocols/randomizers/multi_message/base.py: ``message_groups``,
+``blanket_messages_per_client``, ``neighbour_candidates``).
+
+The view and what is sufficient
+-------------------------------
+The analyzer sees the multiset of all n m messages. Fix a neighbour pair (x0, x1) for user 1 and
+group the message alphabet so that every message of a group has the same probability under x0,
+under x1 and under the blanket (``message_groups``); lambda_j(g) = P_xj(y) / B(y) is the
+likelihood ratio of one message of group g. When every other message is a blanket message
+(i.i.d. B), a uniform shuffle gives P_j(multiset) proportional to sum_k lambda_j(y_k) (sum over
+the messages; the other factors do not depend on j), so the likelihood ratio of the view is
+
+    P0 / P1 = sum_g c_g lambda_0(g) / sum_g c_g lambda_1(g),   c_g = messages in group g.
+
+It depends on the group counts only through a two-dimensional statistic in two cases:
+
+* **cells**: exactly one group ("cell 0") has lambda_0 > lambda_1, one ("cell 1") has
+  lambda_1 > lambda_0, and lambda_0 = lambda_1 takes one common value on all other groups; the
+  ratio is then a function of (c_0, c_1) (DUMP, balls-into-bins, binary summation);
+* **product**: lambda_0 takes two values (groups H0 where it is high) and lambda_1 two values
+  (H1), and the blanket and both input laws make the events "in H0" and "in H1" independent;
+  the ratio is a function of (A, B) = (messages in H0, messages in H1), independent coordinates
+  (Cheu et al.: the bit columns x0 and x1).
+
+In either case the statistic is sufficient (the likelihood ratio is a function of it), so its
+hockey-stick divergence is the exact divergence of the whole view.
+
+Upper model (proven)
+--------------------
+Give the analyzer, besides the shuffled multiset, the multiset of the other users' *input*
+messages, separately. Those are independent of user 1's input, so the divergence of this richer
+view is that of "user 1's input message + the N = n b blanket messages of all users" (user 1's
+own blanket messages are independent of its input too). The real view is a post-processing
+of the richer one (merge the two multisets), so its divergence is at most the blanket-only
+model's, for every dataset of the other users: a proven upper bound, computed exactly, for the
+pairs the randomizer declares (``neighbour_candidates``: exhaustive under its permutation
+symmetry).
+
+Lower model (proven)
+--------------------
+A concrete neighbouring pair: the other users all hold x*. Any function of the view gives a
+lower bound (data processing); the bound keeps the two-dimensional statistic above. The other
+users' n - 1 input messages then add a second group of messages to it: ignored when they are
+invisible to it (no mass in the cells, or all of it in one cell: a constant shift), a second
+symmetric group (cells: each cell w.p. t, with symmetric blanket) or a second binomial per
+coordinate (product). When they are invisible the lower model *is* the upper model and the
+divergence is exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from shufflesim.protocols.bounds.engine.common import Estimate
+from shufflesim.protocols.bounds.multi_message import kernels
+from shufflesim.protocols.bounds.numerical.two_count import TwoCountPair, two_count_delta
+from shufflesim.protocols.errors import ParameterError, require
+
+#: Relative tolerance when comparing likelihood ratios of groups.
+RATIO_TOLERANCE = 1e-9
+
+
+def is_multi_message(randomizer) -> bool:
+    """The applicability predicate of the multi-message bounds."""
+    return bool(getattr(randomizer, "multi_message", False))
+
+
+def _close(a, b) -> np.ndarray:
+    return np.abs(np.asarray(a) - np.asarray(b)) <= RATIO_TOLERANCE * np.maximum(
+        np.abs(a), np.abs(b))
+
+
+@dataclass(frozen=True)
+class CellModel:
+    """Two cells: blanket masses (s0, s1), user (u0, u1) under X0 and (v0, v1) under X1,
+    ``exhaustive``: every message lies in a cell; ``others``: the other users' input messages
+    as (count, t0, t1), or None when they are invisible."""
+
+    blanket: tuple[float, float]
+    first: tuple[float, float]
+    second: tuple[float, float]
+    exhaustive: bool
+    others: tuple[int, float, float] | None = None
+
+    @property
+    def symmetric(self) -> bool:
+        return (self.blanket[0] == self.blanket[1] and self.first[0] == self.second[1]
+                and self.first[1] == self.second[0])
+
+    def delta(self, blanket_count: int, epsilon: float) -> Estimate:
+        """max of both directions' divergence at eps."""
+        if self.others is None:
+            pair = TwoCountPair(blanket_count + 1, self.blanket, self.first, self.second,
+                                exhaustive=self.exhaustive)
+            return two_count_delta(pair, epsilon)
+        count, t0, t1 = self.others
+        user = (self.first[0], self.first[1], max(0.0, 1.0 - sum(self.first)))
+        return kernels.symmetric_cells_delta(
+            [(blanket_count, self.blanket[0]), (count, t0)], user, epsilon)
+
+
+@dataclass(frozen=True)
+class ProductModel:
+    """Independent coordinates: blanket P[in H0], P[in H1] = (pa, pb); user's under X0 and X1;
+    others' input messages (count, wa, wb) or None."""
+
+    blanket: tuple[float, float]
+    first: tuple[float, float]
+    second: tuple[float, float]
+    others: tuple[int, float, float] | None = None
+
+    def delta(self, blanket_count: int, epsilon: float) -> Estimate:
+        laws = []
+        for coordinate in (0, 1):
+            base = kernels.binomial_law(blanket_count, self.blanket[coordinate])
+            if self.others is not None:
+                base = base.convolve(kernels.binomial_law(self.others[0],
+                                                          self.others[1 + coordinate]))
+            laws.append((base.plus_bernoulli(self.first[coordinate]),
+                         base.plus_bernoulli(self.second[coordinate])))
+        (a0, a1), (b0, b1) = laws
+        forward = kernels.product_delta((a0, a1), (b0, b1), epsilon)
+        backward = kernels.product_delta((a1, a0), (b1, b0), epsilon)
+        return kernels.max_estimate([forward, backward])
+
+
+def _ratios(groups, row: int) -> np.ndarray:
+    blanket = groups.blanket
+    mass = groups.mass[row]
+    require(bool(np.all((blanket > 0) | (mass == 0))), "randomizer", "multi-message",
+            "an input message lands where no blanket message can: no blanket model")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(blanket > 0, mass / np.where(blanket > 0, blanket, 1.0), 0.0)
+
+
+def _classify(groups):
+    """("cells", masks) or ("product", masks) for the anchors' first two rows, else None."""
+    keep = groups.blanket > 0
+    lam0, lam1 = _ratios(groups, 0), _ratios(groups, 1)
+    same = _close(lam0, lam1)
+    cell0 = keep & ~same & (lam0 > lam1)
+    cell1 = keep & ~same & (lam1 > lam0)
+    rest = keep & same
+
+    def uniform(mask, values):
+        return mask.any() and bool(np.all(_close(values[mask], values[mask][0])))
+
+    if (uniform(cell0, lam0) and uniform(cell0, lam1) and uniform(cell1, lam0)
+            and uniform(cell1, lam1) and (not rest.any() or uniform(rest, lam0))):
+        return "cells", (cell0, cell1, rest)
+    hi0 = keep & _close(lam0, lam0[keep].max())
+    hi1 = keep & _close(lam1, lam1[keep].max())
+    lo0, lo1 = keep & ~hi0, keep & ~hi1
+    if (lo0.any() and lo1.any() and uniform(lo0, lam0) and uniform(lo1, lam1)
+            and _independent(groups.blanket, hi0, hi1)
+            and all(_independent(groups.mass[j], hi0, hi1) for j in (0, 1))):
+        return "product", (hi0, hi1)
+    return None
+
+
+def _independent(mass: np.ndarray, first: np.ndarray, second: np.ndarray) -> bool:
+    joint = float(mass[first & second].sum())
+    product = float(mass[first].sum()) * float(mass[second].sum())
+    return abs(joint - product) <= 1e-10 * max(product, 1e-300) or joint == product
+
+
+def pair_model(randomizer, x0: int, x1: int, x_star: int | None = None, n: int = 2):
+    """The count model of the pair (x0, x1): the blanket-only model (x_star None) or the
+    concrete pair with the n - 1 other users at x_star. ParameterError when the randomizer's
+    messages fit neither family; None when x_star's messages fit no supported lower model."""
+    anchors = (x0, x1) if x_star is None else (x0, x1, x_star)
+    groups = randomizer.message_groups(anchors)
+    found = _classify(groups)
+    if found is None:
+        raise ParameterError(
+            "randomizer", getattr(randomizer, "name", randomizer),
+            "its messages give no two-count sufficient statistic (neither cells nor "
+            "independent coordinates): no exact multi-message model")
+    kind, masks = found
+    mass, blanket = groups.mass, groups.blanket
+    if kind == "cells":
+        cell0, cell1, rest = masks
+        cells = (float(blanket[cell0].sum()), float(blanket[cell1].sum()))
+        first = (float(mass[0][cell0].sum()), float(mass[0][cell1].sum()))
+        second = (float(mass[1][cell0].sum()), float(mass[1][cell1].sum()))
+        exhaustive = not rest.any() or float(blanket[rest].sum()) == 0.0
+        model = CellModel(cells, first, second, exhaustive)
+        if x_star is None:
+            return model
+        t0, t1 = float(mass[2][cell0].sum()), float(mass[2][cell1].sum())
+        if t0 + t1 == 0.0 or max(t0, t1) >= 1.0 - 1e-15:
+            return model  # invisible, or a constant shift of one count
+        if model.symmetric and t0 == t1 and not exhaustive:
+            return CellModel(cells, first, second, exhaustive, (n - 1, t0, t1))
+        return None
+    hi0, hi1 = masks
+    cols = (float(blanket[hi0].sum()), float(blanket[hi1].sum()))
+    first = (float(mass[0][hi0].sum()), float(mass[0][hi1].sum()))
+    second = (float(mass[1][hi0].sum()), float(mass[1][hi1].sum()))
+    if x_star is None:
+        return ProductModel(cols, first, second)
+    if not _independent(mass[2], hi0, hi1):
+        return None
+    others = (n - 1, float(mass[2][hi0].sum()), float(mass[2][hi1].sum()))
+    return ProductModel(cols, first, second, others)
+
+
+def candidate_pairs(randomizer) -> tuple[tuple, bool]:
+    """(pairs, exhaustive) from the randomizer's ``neighbour_candidates``."""
+    candidates = randomizer.neighbour_candidates()
+    return tuple(tuple(int(x) for x in p) for p in candidates.pairs), bool(candidates.exhaustive)
+
+
+def third_values(randomizer, x0: int, x1: int) -> list[int]:
+    """Values x* for the other users in the lower model: one value outside {x0, x1} (any one,
+    for the permutation-symmetric randomizers; else every value up to 16), then x0 and x1."""
+    size = int(randomizer.input_domain.size)
+    outside = [x for x in range(size) if x not in (x0, x1)]
+    symmetric = getattr(randomizer, "input_symmetry", None) == "permutation"
+    return (outside[:1] if symmetric else outside[:16]) + [x0, x1]
