@@ -15,6 +15,7 @@ from shufflesim.protocols.errors import ParameterError
 _PACKAGE = "shufflesim.protocols.estimators"
 _ESTIMATORS = {
     "frequency": (f"{_PACKAGE}.frequency", "FrequencyEstimator"),
+    "location_mean": (f"{_PACKAGE}.location", "LocationMeanEstimator"),
     "mean": (f"{_PACKAGE}.mean", "MeanEstimator"),
     "sum": (f"{_PACKAGE}.sum", "SumEstimator"),
     "multi_message_frequency": (f"{_PACKAGE}.multi_message", "MultiMessageFrequencyEstimator"),
