@@ -24,6 +24,19 @@ reports shuffled together with user 1 (:func:`shuffled_size`): n, or the batch s
 pipeline releases fixed-size batches (batch membership depends on arrival order only, so the
 other batches carry no information about user 1). With dropouts, timeouts, thresholding or
 colluders the shuffled set is random and smaller; the comparison is then indicative only.
+
+An implementation under test (implementation.ImplementationRandomizer) runs inside the SimPy
+clients (``randomize`` of every client calls the user's code). With ``cover_domain`` (the
+default for implementations, categorical domains) the other users do not all hold x2: user i
+(i = 2..n) holds (x2 + i - 2) mod d, a fixed assignment that passes every value of the domain
+through the code every round (with a fixed x2 an off-by-one at a value nobody holds is never
+exercised). The histogram attacks then use the output groups of the mixture of the others'
+inputs (a fixed function of the histogram: valid whatever the law), and no exact value stands
+beside their rows (the others are not exchangeable). A goodness-of-fit row per world tests the
+pooled released reports against their declared expectation, the sum of R(value of the sender)
+over the released messages (senders are known to the auditor; the same conservative Pearson
+test as the shuffle level). A user's own shuffler is audited through ``permutation``
+(implementation.shuffler_permutation); the ``order`` attack catches one that does not permute.
 """
 
 from __future__ import annotations
@@ -34,17 +47,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from shufflesim.protocols.bounds.atoms import RatioAtoms
 from shufflesim.protocols.errors import require
-from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS
+from shufflesim.protocols.randomizers.domains import Categorical
 from shufflesim.simulator.audit.attacks import (
     Attack,
     AttackSetting,
     HistogramChunk,
-    PairModel,
     build_attacks,
 )
+from shufflesim.simulator.audit.groups import OutputGroups, output_groups
 from shufflesim.simulator.audit.levels import Level, register_attack
+from shufflesim.simulator.audit.randomizer_level import FitResult, chi_square_fit
 from shufflesim.simulator.audit.sampling import child, chunk_sizes
 from shufflesim.simulator.audit.shuffle_level import (
     AttackAudit,
@@ -59,56 +72,11 @@ from shufflesim.simulator.pipeline.clients import messages_per_client
 
 #: Rounds per pipeline run (bounded memory: the run keeps rounds x n reports).
 ROUNDS_PER_RUN = 500
-#: Relative precision at which outputs with equal ratios are merged into one group.
-_MERGE = 2.0**-40
 
 
 def identity_permutation(rng: np.random.Generator, size: int) -> np.ndarray:
     """A faulty shuffler that releases messages in arrival order (for audits and demos)."""
     return np.arange(size)
-
-
-@dataclasses.dataclass(frozen=True)
-class OutputGroups:
-    """Outputs of an enumerable randomizer grouped for the pair, with the pair's model."""
-
-    group: np.ndarray  # group of each output index
-    order_bin: np.ndarray  # bin of each output for the order attack
-    missing_bin: int  # bin of "no report at that position"
-    order_bins: int
-    model: PairModel
-
-
-def output_groups(randomizer, n: int, x0, x1, x2) -> OutputGroups:
-    """Group the outputs by their ratio pair (a, b) and order them for the order attack."""
-    size = randomizer.output_size
-    require(size is not None and size <= MAX_ENUMERABLE_OUTPUTS, "output_size", size,
-            f"the pipeline audit needs at most {MAX_ENUMERABLE_OUTPUTS} discrete outputs")
-    rows = np.asarray(randomizer.output_pmf(np.array([x0, x1, x2])), dtype=float)
-    positive = rows[2] > 0
-    require(bool((rows[:2, ~positive] == 0).all()), "x2", x2,
-            "R(x2) must charge every output that R(x0) or R(x1) can produce")
-    # Outputs no input of the pair can produce go to group 0 (they never occur).
-    a = rows[0, positive] / rows[2, positive]
-    b = rows[1, positive] / rows[2, positive]
-    scale = max(float(a.max()), float(b.max()))
-    keys = np.rint(np.stack([a, b], axis=1) / (scale * _MERGE)).astype(np.int64)
-    _, inverse = np.unique(keys, axis=0, return_inverse=True)
-    group = np.zeros(rows.shape[1], dtype=np.int64)
-    group[positive] = inverse.reshape(-1)
-    g = int(group.max()) + 1
-    masses = [np.bincount(group, weights=row, minlength=g) for row in rows]
-    ref = masses[2]
-    atoms = RatioAtoms(masses[0] / ref, masses[1] / ref, ref / ref.sum())
-    model = PairModel(masses[0] / masses[0].sum(), masses[1] / masses[1].sum(), ref / ref.sum(),
-                      int(n), f"(x0, x1, x2) = ({x0}, {x1}, {x2})", atoms)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        single = np.log(rows[0]) - np.log(rows[1])
-    single = np.where(np.isnan(single), 0.0, single)  # outputs neither input can produce
-    levels = np.unique(np.append(np.round(single, 12), 0.0))
-    order_bin = np.searchsorted(levels, np.round(single, 12))
-    missing = int(np.searchsorted(levels, 0.0))
-    return OutputGroups(group, order_bin, missing, int(levels.size), model)
 
 
 class RoundChunk(HistogramChunk):
@@ -144,14 +112,21 @@ class OrderAttack(Attack):
         return f"report at user 1's arrival position: ratio rank {op} {threshold}"
 
 
-def _round_statistics(result, groups: OutputGroups, randomizer, rounds: int):
-    """(group histograms (rounds, G), order-attack bins (rounds,)) of one pipeline run."""
+def _round_statistics(result, groups: OutputGroups, randomizer, rounds: int, fit=None):
+    """(group histograms (rounds, G), order-attack bins (rounds,)) of one pipeline run;
+    ``fit`` = (observed, senders) count arrays to add the released outputs and their senders'
+    values to (goodness of fit of an implementation)."""
     g = groups.model.groups
     released = [b for b in result.outputs if b.reports is not None]
     if released:
         reports = np.concatenate([b.reports for b in released])
         idx = np.asarray(randomizer.output_index(reports), dtype=np.int64)
         batch_round = np.repeat([b.round for b in released], [b.size for b in released])
+        if fit is not None:
+            observed, senders, values = fit
+            observed += np.bincount(idx, minlength=observed.size)
+            clients = np.concatenate([b.clients for b in released])
+            senders += np.bincount(values[clients], minlength=senders.size)
     else:
         idx = np.zeros(0, dtype=np.int64)
         batch_round = np.zeros(0, dtype=np.int64)
@@ -179,12 +154,14 @@ def audit_pipeline(
     randomizer, n: int, deltas, options: AuditOptions, seed: np.random.SeedSequence | int,
     *, x0, x1, x2, config: PipelineConfig | None = None,
     permutation: Callable = uniform_permutation, with_exact: bool = True,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, cover_domain: bool | None = None,
 ) -> AttackAudit:
     """Audit the pipeline (module docstring); ``options.attacks`` may include "order".
 
     ``permutation`` replaces the shuffler's permutation (fault injection, e.g.
-    :func:`identity_permutation`)."""
+    :func:`identity_permutation`, or a user's shuffler); ``cover_domain`` (default: for an
+    implementation under test with a categorical domain) cycles the others' inputs through
+    the domain."""
     start = time.perf_counter()
     deltas = check_deltas(deltas)
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
@@ -193,12 +170,34 @@ def audit_pipeline(
         raise UserError(f"randomizer {randomizer.name}: the pipeline audit needs one message "
                         "per client")
     config = config or PipelineConfig()
-    groups = output_groups(randomizer, n, x0, x1, x2)
+    implementation = hasattr(randomizer, "implementation")
+    declared = randomizer.declared if implementation else randomizer
+    require(declared is not None, "implementation",
+            getattr(getattr(randomizer, "implementation", None), "source", None),
+            "a black box is audited at the randomizer level only: the pipeline level needs a "
+            "claimed randomizer (its output groups)")
+    domain = declared.input_domain
+    categorical = isinstance(domain, Categorical)
+    if cover_domain is None:
+        cover_domain = implementation and categorical
+    require(not cover_domain or categorical, "cover_domain", cover_domain,
+            "needs a categorical input domain")
+    others = np.full(n - 1, x2)
+    if cover_domain:
+        others = (int(x2) + np.arange(n - 1)) % domain.size
+        others_law = np.bincount(others, minlength=domain.size) / (n - 1)
+        groups = output_groups(declared, n, x0, x1, others_law)
+    else:
+        groups = output_groups(declared, n, x0, x1, x2)
     attacks = build_attacks(groups.model, options.attacks, options.resolution,
                             level=Level.PIPELINE, outputs=groups)
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    values = [np.full(n, x2), np.full(n, x2)]
-    values[0][0], values[1][0] = x0, x1
+    values = [np.concatenate(([x0], others)), np.concatenate(([x1], others))]
+    fit_state = None
+    if implementation and categorical and domain.size <= MAX_FIT_INPUTS:
+        size = int(declared.output_size)
+        fit_state = [(np.zeros(size, dtype=np.int64), np.zeros(domain.size, dtype=np.int64),
+                      values[w]) for w in (0, 1)]
     total = 2 * options.trials
     done = 0
     names = [a.name for a in attacks]
@@ -212,7 +211,8 @@ def audit_pipeline(
                 result = run_pipeline(randomizer, values[w],
                                       dataclasses.replace(config, rounds=rounds), rng,
                                       keep_outputs=True, permutation=permutation)
-                hist, order = _round_statistics(result, groups, randomizer, rounds)
+                hist, order = _round_statistics(result, groups, randomizer, rounds,
+                                                None if fit_state is None else fit_state[w])
                 chunk = RoundChunk(n, hist, order)
                 for a in attacks:
                     counts[(a.name, w, phase)] += np.bincount(
@@ -226,12 +226,34 @@ def audit_pipeline(
     describe = {a.name: a.describe for a in attacks}
     shuffled = shuffled_size(n, config)
     exact = ({d: exact_by_direction(groups.model, d, shuffled) for d in deltas}
-             if with_exact else None)
+             if with_exact and not cover_domain else None)
     rows = attack_rows(names, per_bin, describe, options, deltas, exact)
     summary = {d: max(v[0] for v in exact[d]) for d in deltas} if exact else {}
-    return AttackAudit("pipeline", randomizer.name, float(randomizer.epsilon0), n,
-                       groups.model.label, options, tuple(rows), time.perf_counter() - start,
-                       summary)
+    fits = ()
+    if fit_state is not None:
+        pmf = np.asarray(declared.output_pmf(np.arange(domain.size)), dtype=float)
+        fits = tuple(_pooled_fit(w, observed, senders, pmf)
+                     for w, (observed, senders, _) in enumerate(fit_state))
+    label = groups.model.label
+    note = ""
+    if cover_domain:
+        label = f"x0 = {x0}, x1 = {x1}, others hold (x2 + i) mod {domain.size} from x2 = {x2}"
+        note = "others cycle through the domain: no exact value for this pair"
+    source = randomizer.implementation.source if implementation else ""
+    return AttackAudit("pipeline", randomizer.name, float(randomizer.epsilon0), n, label,
+                       options, tuple(rows), time.perf_counter() - start, summary, fits,
+                       source, note)
+
+
+#: Largest categorical domain whose pooled goodness of fit the pipeline level computes.
+MAX_FIT_INPUTS = 1 << 12
+
+
+def _pooled_fit(world: int, observed, senders, pmf) -> FitResult:
+    """Pearson chi-square of the pooled released outputs against sum_sender R(value)."""
+    law = senders @ pmf
+    stat, dof, p = chi_square_fit(observed, law / law.sum() if law.sum() > 0 else law)
+    return FitResult(f"X{world}", "pooled chi-square", stat, dof, p, int(observed.sum()))
 
 
 def shuffled_size(n: int, config: PipelineConfig | None) -> int:

@@ -20,6 +20,21 @@ the eps0 lower bound exceeding the declared eps0.
   (discrete outputs only) the outputs are ordered by the declared ratio instead and the error
   level is split over every prefix.
   The error level is split over the pairs; the maximum over pairs holds at ``confidence``.
+
+An implementation under test (simulator/audit/implementation.py, ``ImplementationRandomizer``)
+is audited the same way, from its own samples: ``randomize`` calls the user's code, the
+declared distribution is the claim's. Output spaces too large to tabulate (unary encodings over
+more than 20 values) and black boxes are reduced by an *event function* (``events``; default
+implementation.default_events, for a black box with discrete reports the reports seen in a
+pilot sample drawn from its own stream): the counts are then per event, the events are chosen
+on held-out samples (``holdout_fraction`` > 0 is required), and the goodness of fit is a
+two-sample chi-square test of homogeneity between the implementation's and the declared
+sampler's event counts (the declared randomizer's own ``randomize``, same number of samples,
+cells of expected count < 5 pooled); a black box has no declared distribution and no fit.
+With a claimed delta0 > 0 the bound is ln((P_x_lo(S) - delta0) / P_x'_hi(S)), which exceeds
+eps0 only if the implementation is not (eps0, delta0)-LDP. Large categorical domains of an
+implementation are audited on the decomposition's candidate inputs plus the domain's first two
+and last two values (where off-by-one faults live).
 """
 
 from __future__ import annotations
@@ -42,6 +57,7 @@ from shufflesim.simulator.audit.events import (
     evaluate_events,
     select_events,
 )
+from shufflesim.simulator.audit.implementation import ObservedOutputs, default_events
 from shufflesim.simulator.audit.sampling import child, chunk_sizes
 
 #: Largest discrete output space tabulated densely (one counter per output).
@@ -128,6 +144,9 @@ class RandomizerAudit:
     pairs: tuple[PairBound, ...]
     seconds: float
     note: str = ""
+    delta0: float = 0.0
+    events: str = "outputs"
+    implementation: str = ""
 
     @property
     def epsilon_lb(self) -> float:
@@ -159,13 +178,22 @@ class RandomizerAudit:
 # Inputs and samples
 # ------------------------------------------------------------------------------------------
 def audit_inputs(randomizer, max_inputs: int) -> list:
-    """Every input of a small categorical domain, else the decomposition's candidate inputs."""
+    """Every input of a small categorical domain, else the decomposition's candidate inputs
+    (for an implementation under test also the domain's two first and two last values; a black
+    box's interval: its ends and midpoint)."""
     domain = randomizer.input_domain
     if isinstance(domain, Categorical) and domain.size <= max_inputs:
         return list(range(domain.size))
+    implementation = hasattr(randomizer, "implementation")
+    if implementation and getattr(randomizer, "declared", None) is None:
+        if isinstance(domain, Categorical):
+            return sorted({0, 1, domain.size - 2, domain.size - 1})
+        return [domain.low, (domain.low + domain.high) / 2, domain.high]
     cand = neighbour_candidates(randomizer)
     seen = []
-    for x in itertools.chain.from_iterable(cand.pairs):
+    extra = ([0, 1, domain.size - 2, domain.size - 1]
+             if implementation and isinstance(domain, Categorical) else [])
+    for x in itertools.chain(itertools.chain.from_iterable(cand.pairs), extra):
         if x not in seen:
             seen.append(x)
     return seen
@@ -175,19 +203,21 @@ def _continuous(randomizer) -> bool:
     return getattr(randomizer, "output_kind", "discrete") == "continuous"
 
 
-def _draw(randomizer, x, size: int, rng: np.random.Generator) -> np.ndarray:
+def _draw(randomizer, x, size: int, rng: np.random.Generator, events=None) -> np.ndarray:
     out = randomizer.randomize(np.full(size, x), rng)
     if _continuous(randomizer):
         return np.asarray(out, dtype=float)
+    if events is not None:
+        return np.asarray(events(np.asarray(out)), dtype=np.int64)
     return np.asarray(randomizer.output_index(out), dtype=np.int64)
 
 
-def _samples(randomizer, x, trials: int, seed, chunk: int, dense: int | None):
-    """Dense output counts (discrete, ``dense`` outputs) or the samples themselves."""
+def _samples(randomizer, x, trials: int, seed, chunk: int, dense: int | None, events=None):
+    """Dense output (or event) counts (discrete, ``dense`` cells) or the samples themselves."""
     parts = []
     counts = np.zeros(dense, dtype=np.int64) if dense else None
     for c, size in enumerate(chunk_sizes(trials, chunk)):
-        y = _draw(randomizer, x, size, np.random.default_rng(child(seed, c)))
+        y = _draw(randomizer, x, size, np.random.default_rng(child(seed, c)), events)
         if dense:
             if y.size and (y.min() < 0 or y.max() >= dense):
                 raise ValueError(f"{randomizer.name}: output index outside [0, {dense})")
@@ -221,6 +251,27 @@ def chi_square_fit(counts: np.ndarray, pmf: np.ndarray) -> tuple[float, int, flo
     exp = exp * (obs.sum() / exp.sum())
     result = stats.chisquare(obs, exp)
     return float(result.statistic), int(obs.size - 1), float(result.pvalue)
+
+
+def two_sample_fit(counts_a: np.ndarray, counts_b: np.ndarray) -> tuple[float, int, float]:
+    """Chi-square test of homogeneity of two count vectors (cells whose expected count is < 5
+    in either sample pooled into one cell)."""
+    a = np.asarray(counts_a, dtype=float)
+    b = np.asarray(counts_b, dtype=float)
+    na, nb = a.sum(), b.sum()
+    if na == 0 or nb == 0:
+        return 0.0, 0, 1.0
+    total = a + b
+    small = np.minimum(total * na, total * nb) / (na + nb) < MIN_EXPECTED
+    cols = [a[~small], b[~small]]
+    if small.any() and total[small].sum() > 0:
+        cols = [np.append(cols[0], a[small].sum()), np.append(cols[1], b[small].sum())]
+    table = np.vstack(cols)
+    table = table[:, table.sum(axis=0) > 0]
+    if table.shape[1] < 2:
+        return 0.0, 0, 1.0
+    result = stats.chi2_contingency(table, correction=False)
+    return float(result.statistic), int(result.dof), float(result.pvalue)
 
 
 def _fit(randomizer, x, data, dense: int | None) -> FitResult | None:
@@ -259,18 +310,18 @@ def _ordered_bins(key: np.ndarray) -> np.ndarray:
 
 
 def _pair_bound(sel, ev, declared_key, options: RandomizerAuditOptions,
-                budget: ErrorBudget) -> EventBound:
+                budget: ErrorBudget, delta0: float = 0.0) -> EventBound:
     """sel/ev: (counts of x, counts of x') per output (sel None: split strategy)."""
     if sel is None:
         bins = _ordered_bins(declared_key)
         ev_a, ev_b = _coarsen(bins, list(ev))
-        return evaluate_all(ev_a, ev_b, options.evaluation_trials, 0.0, budget.row_alpha)
+        return evaluate_all(ev_a, ev_b, options.evaluation_trials, delta0, budget.row_alpha)
     ratio = np.log(sel[0] + 0.5) - np.log(sel[1] + 0.5)
     bins = _ordered_bins(ratio)
     sel_a, sel_b, ev_a, ev_b = _coarsen(bins, [*sel, *ev])
     events = select_events(sel_a, sel_b, options.selection_trials, options.evaluation_trials,
-                           0.0, budget.limit_alpha, options.shortlist)
-    return evaluate_events(events, ev_a, ev_b, options.evaluation_trials, 0.0,
+                           delta0, budget.limit_alpha, options.shortlist)
+    return evaluate_events(events, ev_a, ev_b, options.evaluation_trials, delta0,
                            budget.limit_alpha, options.selection_trials)
 
 
@@ -280,65 +331,104 @@ def _quantile_bins(pooled: np.ndarray, bins: int) -> np.ndarray:
 
 
 def audit_randomizer(randomizer, options: RandomizerAuditOptions,
-                     seed: np.random.SeedSequence | int, inputs=None) -> RandomizerAudit:
+                     seed: np.random.SeedSequence | int, inputs=None, events=None,
+                     delta0: float = 0.0) -> RandomizerAudit:
     """Run the randomizer-level audit (module docstring) on ``inputs`` (default
-    :func:`audit_inputs`)."""
+    :func:`audit_inputs`), with outputs reduced by ``events`` (an event function,
+    implementation.EventFunction; default: the output index when the outputs can be
+    tabulated)."""
     start = time.perf_counter()
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     inputs = audit_inputs(randomizer, options.max_inputs) if inputs is None else list(inputs)
     require(len(inputs) >= 2, "inputs", inputs, "needs at least two inputs")
     continuous = _continuous(randomizer)
+    declared = getattr(randomizer, "declared", randomizer)
     require(not continuous or options.selection_trials > 0, "holdout_fraction",
             options.holdout_fraction, "continuous outputs are binned on selection samples: "
             "must be > 0")
-    size = None if continuous else randomizer.output_size
     dense = None
     if not continuous:
-        require(size is not None and size <= MAX_DENSE_OUTPUTS, "output_size", size,
-                f"the randomizer-level audit tabulates at most {MAX_DENSE_OUTPUTS} outputs")
-        dense = int(size)
+        if events is None:
+            events = default_events(randomizer, inputs)
+        if events is None and declared is None:
+            events = _pilot_events(randomizer, inputs, child(seq, len(inputs), 9), options)
+        if events is None:
+            size = randomizer.output_size
+            require(size is not None and size <= MAX_DENSE_OUTPUTS, "output_size", size,
+                    f"the randomizer-level audit tabulates at most {MAX_DENSE_OUTPUTS} outputs "
+                    "(give an event function)")
+            dense = int(size)
+        else:
+            require(options.selection_trials > 0, "holdout_fraction",
+                    options.holdout_fraction, "events are chosen on selection samples when "
+                    "outputs are reduced by an event function: must be > 0")
+            dense = int(events.size)
     sel, ev = {}, {}
     for i, x in enumerate(inputs):  # a loop over the few audited inputs
         if options.selection_trials:
             sel[i] = _samples(randomizer, x, options.selection_trials, child(seq, i, 0),
-                              options.chunk, dense)
+                              options.chunk, dense, events)
         ev[i] = _samples(randomizer, x, options.evaluation_trials, child(seq, i, 1),
-                         options.chunk, dense)
+                         options.chunk, dense, events)
     fits = []
     for i, x in enumerate(inputs):
         data = ev[i] if i not in sel else (sel[i] + ev[i] if dense else
                                            np.concatenate([sel[i], ev[i]]))
-        fit = _fit(randomizer, x, data, dense)
+        if events is None:
+            fit = _fit(randomizer, x, data, dense)
+        elif declared is not None:  # two samples: the implementation's, the declared sampler's
+            ref = _samples(declared, x, options.trials, child(seq, i, 2), options.chunk, dense,
+                           events)
+            stat, dof, p = two_sample_fit(data, ref)
+            fit = FitResult(x, "two-sample chi-square", stat, dof, p, int(data.sum()))
+        else:
+            fit = None
         if fit is not None:
             fits.append(fit)
     pairs = [(i, j) for i in range(len(inputs)) for j in range(len(inputs)) if i != j]
     budget = ErrorBudget(options.confidence, rows=len(pairs), events=options.shortlist)
     results = []
+    label = "outputs" if events is None else events.label
     for i, j in pairs:  # a loop over input pairs (vectorized over outputs and samples)
-        results.append(_pair_result(randomizer, inputs, i, j, sel, ev, dense, options, budget))
+        results.append(_pair_result(randomizer, inputs, i, j, sel, ev, dense, options, budget,
+                                    delta0, events is not None, label))
     note = "" if len(fits) == len(inputs) else "goodness of fit not available for some inputs"
+    if declared is None:
+        note = "black box: no declared distribution, no goodness of fit"
+    source = getattr(getattr(randomizer, "implementation", None), "source", "")
     return RandomizerAudit(randomizer.name, float(randomizer.epsilon0), options, tuple(fits),
-                           tuple(results), time.perf_counter() - start, note)
+                           tuple(results), time.perf_counter() - start, note, float(delta0),
+                           label, source)
 
 
-def _pair_result(randomizer, inputs, i, j, sel, ev, dense, options, budget) -> PairBound:
+def _pilot_events(randomizer, inputs, seed, options) -> ObservedOutputs:
+    """Events of a black box with discrete reports: the reports seen in a pilot sample (its
+    own random stream, independent of the selection and evaluation samples)."""
+    size = max(1, options.selection_trials // 4)
+    pilot = [np.asarray(randomizer.randomize(np.full(size, x),
+                                             np.random.default_rng(child(seed, i))))
+             for i, x in enumerate(inputs)]
+    return ObservedOutputs.from_pilot(np.concatenate(pilot))
+
+
+def _pair_result(randomizer, inputs, i, j, sel, ev, dense, options, budget, delta0=0.0,
+                 reduced: bool = False, label: str = "outputs") -> PairBound:
     x, xp = inputs[i], inputs[j]
     holdout = bool(sel)
     if dense:
         declared = None
-        if not holdout:
+        if not holdout and not reduced:
             rows = np.asarray(randomizer.output_pmf(np.array([x, xp])))
             with np.errstate(divide="ignore"):
                 declared = np.log(rows[0]) - np.log(rows[1])
         bound = _pair_bound((sel[i], sel[j]) if holdout else None, (ev[i], ev[j]), declared,
-                            options, budget)
-        label = "outputs"
+                            options, budget, delta0)
     else:
         edges = _quantile_bins(np.concatenate([sel[i], sel[j]]), options.bins)
         nb = edges.size + 1
         count = [np.bincount(np.searchsorted(edges, d), minlength=nb)
                  for d in (sel[i], sel[j], ev[i], ev[j])]
-        bound = _pair_bound(count[:2], count[2:], None, options, budget)
+        bound = _pair_bound(count[:2], count[2:], None, options, budget, delta0)
         label = "output bins"
     event = f"{label} ranked {'>=' if bound.event.side == 'upper' else '<='} " \
             f"{bound.event.threshold} by the x/x' ratio"

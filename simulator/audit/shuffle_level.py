@@ -14,6 +14,25 @@ the same trials: each delta's result is a separate statement at the stated confi
 Beside each row stands the exact eps(delta) of the very pair and direction attacked (000 Thm 14
 through the engine, lower side of its numerical error), which no valid empirical bound may
 exceed beyond its confidence.
+
+An implementation under test (implementation.ImplementationRandomizer) is run itself: every
+trial is n reports of the user's code, user 1 holding x0 (X0) or x1 (X1) and the others x2 (or
+inputs drawn from ``others``), mapped to the declared output groups of the pair
+(groups.output_groups) - the group histogram is the shuffled output up to a relabelling that
+the attacks do not need. The attacks' statistics are fixed functions of the histogram, so the
+bounds hold whatever the implementation does; the exact value beside a row is the declared
+mechanism's. Beside the attacks, a goodness-of-fit row per world: Pearson's chi-square of the
+pooled output counts of all reports against their declared expectation (T (R(x_w) + (n - 1) m));
+a sum of independent multinomials with different laws has a smaller covariance than the
+multinomial of the averaged law, so the test is conservative. Cost: trials x n calls of the
+implementation (vectorized, in chunks of at most IMPLEMENTATION_REPORTS reports).
+
+``two_stage = True`` is the faster estimate: per trial only user 1's report comes from the
+implementation; the other n - 1 reports' group histogram is drawn from the *declared* law
+(multinomial). It tests exactly "is user 1's report, produced by the implementation, hidden
+among n - 1 reports of the declared mechanism as well as the declared mechanism's would be": a
+fault that changes every client's reports is caught through user 1's report; a fault in the
+blanket alone (the others' reports) is not. Its goodness of fit uses user 1's reports only.
 """
 
 from __future__ import annotations
@@ -32,6 +51,7 @@ from shufflesim.protocols.bounds.result import BoundKind
 from shufflesim.protocols.errors import require
 from shufflesim.simulator.audit.attacks import (
     LR_RESOLUTION,
+    HistogramChunk,
     PairModel,
     build_attacks,
     pair_model,
@@ -43,10 +63,14 @@ from shufflesim.simulator.audit.events import (
     evaluate_events,
     select_events,
 )
+from shufflesim.simulator.audit.groups import OutputGroups, output_groups
 from shufflesim.simulator.audit.levels import Level, attack_names
+from shufflesim.simulator.audit.randomizer_level import FitResult, chi_square_fit
 from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK, HistogramSampler, child, tabulate
 
 DIRECTIONS = ("X0 vs X1", "X1 vs X0")
+#: Reports of an implementation under test per chunk of trials (trials per chunk x n).
+IMPLEMENTATION_REPORTS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -136,6 +160,16 @@ class AttackAudit:
     rows: tuple[AttackRow, ...]
     seconds: float
     exact: dict = field(default_factory=dict)  # delta -> exact eps (max over directions)
+    fits: tuple[FitResult, ...] = ()  # an implementation's goodness of fit per world
+    implementation: str = ""  # the implementation under test ("": the declared sampler)
+    note: str = ""
+
+    @property
+    def fit_p_value(self) -> float | None:
+        """Bonferroni-adjusted p-value of the goodness-of-fit rows (None if none)."""
+        if not self.fits:
+            return None
+        return min(1.0, min(f.p_value for f in self.fits) * len(self.fits))
 
     def best(self, delta: float) -> AttackRow:
         """The row with the largest bound at ``delta`` (valid at ``options.confidence``)."""
@@ -219,15 +253,76 @@ def attack_rows(names: Sequence[str], per_bin: dict, describe: dict, options: Au
     return rows
 
 
+class ImplementationSampler:
+    """Group histograms of trials made of the implementation's own reports (module docstring),
+    and the pooled output counts of the reports that came from the implementation."""
+
+    def __init__(self, randomizer, groups: OutputGroups, x0, x1, others, n: int,
+                 two_stage: bool = False) -> None:
+        self.randomizer = randomizer
+        self.groups = groups
+        self.inputs = (x0, x1)
+        self.others = others
+        self.n = n
+        self.two_stage = two_stage
+        self.declared_sampler = HistogramSampler(groups.model) if two_stage else None
+        size = int(randomizer.output_size)
+        self.output_counts = [np.zeros(size, dtype=np.int64) for _ in (0, 1)]
+        self.trials = [0, 0]
+
+    def _index(self, reports) -> np.ndarray:
+        return np.asarray(self.randomizer.output_index(reports), dtype=np.int64)
+
+    def sample(self, world: int, trials: int, rng: np.random.Generator) -> HistogramChunk:
+        model = self.groups.model
+        g = model.groups
+        x = self.inputs[world]
+        self.trials[world] += trials
+        if self.two_stage:
+            idx = self._index(self.randomizer.randomize(np.full(trials, x), rng))
+            self.output_counts[world] += np.bincount(idx, minlength=self.output_counts[0].size)
+            counts = rng.multinomial(self.n - 1, model.ref, size=trials)
+            counts[np.arange(trials), self.groups.group[idx]] += 1
+        else:
+            values = np.empty((trials, self.n), dtype=np.asarray(x).dtype)
+            values[:, 0] = x
+            if np.ndim(self.others) == 0:
+                values[:, 1:] = self.others
+            else:
+                pi = np.asarray(self.others, dtype=float)
+                values[:, 1:] = rng.choice(pi.size, p=pi, size=(trials, self.n - 1))
+            idx = self._index(self.randomizer.randomize(values, rng))
+            self.output_counts[world] += np.bincount(idx.ravel(),
+                                                     minlength=self.output_counts[0].size)
+            rows = np.arange(trials)[:, None] * g
+            counts = np.bincount((rows + self.groups.group[idx]).ravel(),
+                                 minlength=trials * g).reshape(trials, g)
+        return HistogramChunk(self.n, counts[:, 1] if g == 2 else counts)
+
+    def fits(self) -> tuple[FitResult, ...]:
+        """Goodness of fit of the pooled output counts per world (module docstring)."""
+        rows = self.groups.rows
+        out = []
+        for w in (0, 1):
+            if not self.trials[w]:
+                continue
+            law = rows[w] if self.two_stage else rows[w] + (self.n - 1) * rows[2]
+            stat, dof, p = chi_square_fit(self.output_counts[w], law / law.sum())
+            out.append(FitResult(f"X{w}", "pooled chi-square", stat, dof, p,
+                                 int(self.output_counts[w].sum())))
+        return tuple(out)
+
+
 def audit_shuffle(
     randomizer, n: int, deltas, options: AuditOptions, seed: np.random.SeedSequence | int,
     *, x0=None, x1=None, others=None, with_exact: bool = True,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, two_stage: bool = False,
 ) -> AttackAudit:
     """Audit the shuffled ``randomizer`` with n users at each delta (module docstring).
 
     The pair defaults to the triple maximising the exact lower bound at the first delta;
-    ``others`` is x2 or a probability vector over inputs (attacks.pair_model).
+    ``others`` is x2 or a probability vector over inputs (attacks.pair_model). An
+    implementation under test is run itself (``two_stage``: only user 1's report).
     """
     start = time.perf_counter()
     deltas = check_deltas(deltas)
@@ -237,10 +332,23 @@ def audit_shuffle(
         x0 = t0 if x0 is None else x0
         x1 = t1 if x1 is None else x1
         others = t2 if others is None else others
-    model = pair_model(randomizer, n, x0, x1, others)
+    implementation = hasattr(randomizer, "implementation")
+    chunk = options.chunk
+    if implementation:
+        require(randomizer.declared is not None, "implementation",
+                randomizer.implementation.source, "a black box is audited at the randomizer "
+                "level only: the shuffle level needs a claimed randomizer (its output groups)")
+        groups = output_groups(randomizer.declared, n, x0, x1, others)
+        model = groups.model
+        sampler = ImplementationSampler(randomizer, groups, x0, x1, others, n, two_stage)
+        chunk = max(1, min(chunk, IMPLEMENTATION_REPORTS // (1 if two_stage else n)))
+    else:
+        require(not two_stage, "two_stage", two_stage, "applies to an implementation under "
+                "test only")
+        model = pair_model(randomizer, n, x0, x1, others)
+        sampler = HistogramSampler(model)
     attacks = build_attacks(model, options.attacks, options.resolution)
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    sampler = HistogramSampler(model)
     total = 2 * options.trials
     done = [0]
 
@@ -251,7 +359,7 @@ def audit_shuffle(
 
     counts = {}
     for phase, size in ((0, options.selection_trials), (1, options.evaluation_trials)):
-        per_world = [tabulate(sampler, attacks, w, size, child(seq, w, phase), options.chunk,
+        per_world = [tabulate(sampler, attacks, w, size, child(seq, w, phase), chunk,
                               advance) if size else None for w in (0, 1)]
         counts[phase] = per_world
     per_bin = {}
@@ -263,5 +371,10 @@ def audit_shuffle(
     rows = attack_rows([a.name for a in attacks], per_bin,
                        {a.name: a.describe for a in attacks}, options, deltas, exact)
     summary = {d: max(v[0] for v in exact[d]) for d in deltas} if exact else {}
+    fits = sampler.fits() if implementation else ()
+    source = randomizer.implementation.source if implementation else ""
+    note = ("two-stage: user 1's report from the implementation, the others' from the "
+            "declared law" if two_stage else "")
     return AttackAudit("shuffle", randomizer.name, float(randomizer.epsilon0), n, model.label,
-                       options, tuple(rows), time.perf_counter() - start, summary)
+                       options, tuple(rows), time.perf_counter() - start, summary, fits,
+                       source, note)
