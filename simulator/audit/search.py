@@ -316,6 +316,7 @@ class CellMap:
     keys: np.ndarray
     buckets: int
     edges: np.ndarray | None = None
+    examples: np.ndarray | None = None  # a report of each key (for descriptions)
 
     @property
     def size(self) -> int:
@@ -352,6 +353,9 @@ class CellEvent:
         if self.cells.edges is not None:
             return f"{k} of {self.cells.size} quantile bins of the report"
         own = int(self.member[: self.cells.keys.size].sum())
+        if k == own and k <= 3 and self.cells.examples is not None:
+            shown = [_show(self.cells.examples[i]) for i in np.flatnonzero(self.member)]
+            return f"report in {{{', '.join(shown)}}}"
         return (f"{k} output cells ranked by the selection ratio ({own} distinct reports, "
                 f"{k - own} hash buckets)")
 
@@ -400,6 +404,16 @@ class SupportEvent:
     def describe(self) -> str:
         tail = f" and not {self.b}" if self.exclusive else ""
         return f"report supports {self.a}{tail}"
+
+
+def _show(row: np.ndarray) -> str:
+    """A report for a description: its value, or its nonzero coordinates (long vectors)."""
+    if row.size == 1:
+        return f"{row[0]:g}"
+    if row.size <= 8:
+        return "(" + ", ".join(f"{v:g}" for v in row) + ")"
+    nz = np.flatnonzero(row)
+    return f"nonzero at {nz[:8].tolist()}{'...' if nz.size > 8 else ''}"
 
 
 def _features(rows: np.ndarray) -> np.ndarray:
@@ -460,12 +474,13 @@ def _cell_map(pooled: list[np.ndarray], options: SearchOptions) -> CellMap:
         if distinct.size > options.max_cells:
             q = np.quantile(rows[:, 0], np.linspace(0, 1, options.buckets + 1)[1:-1])
             return CellMap(np.zeros(0, dtype=np.uint64), 1, np.unique(q))
-    keys, counts = np.unique(row_keys(rows), return_counts=True)
+    keys, first, counts = np.unique(row_keys(rows), return_index=True, return_counts=True)
     if keys.size <= options.max_cells:
-        return CellMap(keys, 1)
+        return CellMap(keys, 1, examples=rows[first])
     frequent = np.flatnonzero(counts >= 2)
-    frequent = frequent[np.argsort(-counts[frequent], kind="stable")[: options.max_cells]]
-    return CellMap(np.sort(keys[frequent]), options.buckets)
+    frequent = np.sort(frequent[np.argsort(-counts[frequent], kind="stable")
+                                [: options.max_cells]])
+    return CellMap(keys[frequent], options.buckets, examples=rows[first[frequent]])
 
 
 def _pairs(c: int):
