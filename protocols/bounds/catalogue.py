@@ -26,7 +26,12 @@ from dataclasses import dataclass, field
 
 from shufflesim.protocols.bounds import plugins  # noqa: F401  (every built-in bound registers itself)
 from shufflesim.protocols.bounds.result import BoundResult
-from shufflesim.protocols.bounds.spec import BOUNDS, BoundEvaluation, BoundSpec
+from shufflesim.protocols.bounds.spec import (
+    BOUNDS,
+    BoundEvaluation,
+    BoundSpec,
+    single_message,
+)
 from shufflesim.protocols.errors import ParameterError
 
 __all__ = ["BoundEvaluation", "BoundSpec", "all_bounds", "applicable_bounds", "bound_names",
@@ -66,9 +71,13 @@ def evaluate(name: str, randomizer, n: int, delta: float) -> BoundEvaluation:
     spec = get_bound(name)
     started = time.perf_counter()
     if not spec.applies_to(randomizer):
+        reason = spec.regime if single_message(randomizer) else (
+            "a multi-message randomizer (several messages per user); this single-message "
+            "bound does not cover it: see the "
+            "multi-message-* bounds")
         return BoundEvaluation(spec, n, delta, error=(
             f"does not apply to randomizer {getattr(randomizer, 'name', randomizer)!r} "
-            f"({spec.regime})"))
+            f"({reason})"))
     refusal = spec.delta0_refusal(randomizer)
     if refusal is not None:
         return BoundEvaluation(spec, n, delta, error=refusal)

@@ -128,9 +128,15 @@ def register(spec: BoundSpec) -> BoundSpec:
 # ------------------------------------------------------------------------------------------
 # Applicability predicates and adapters
 # ------------------------------------------------------------------------------------------
+def single_message(randomizer) -> bool:
+    """False for multi-message randomizers (``multi_message``: several messages per user, 001
+    Table 3; not eps0-LDP): the single-message bounds refuse them."""
+    return not getattr(randomizer, "multi_message", False)
+
+
 def any_ldp(randomizer) -> bool:
     """Generic bounds: every randomizer is eps0-LDP with eps0 = randomizer.epsilon0."""
-    return getattr(randomizer, "epsilon0", None) is not None
+    return getattr(randomizer, "epsilon0", None) is not None and single_message(randomizer)
 
 
 def named(*names: str) -> Callable[[object], bool]:
@@ -151,7 +157,8 @@ def randomizer_delta0(subject) -> float:
 
 
 def discrete_output(randomizer) -> bool:
-    return getattr(randomizer, "output_kind", "discrete") == "discrete"
+    return (getattr(randomizer, "output_kind", "discrete") == "discrete"
+            and single_message(randomizer))
 
 
 def generic(function: Callable[[float, int, float], BoundResult]):
