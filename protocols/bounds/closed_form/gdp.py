@@ -31,7 +31,7 @@ from shufflesim.protocols.bounds.engine.common import Estimate
 from shufflesim.protocols.bounds.engine.core import EpsilonEstimate
 from shufflesim.protocols.bounds.numerical.variation_ratio import invert
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, register
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, randomizer_delta0, register
 from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
 
 METHOD = "gspa-gdp"
@@ -69,14 +69,16 @@ def gdp_mu(epsilons, deltas=None) -> float:
     return math.sqrt(2.0 / total)
 
 
-def gdp_mu_identical(epsilon0: float, n: int) -> float:
-    """mu for n identical eps0-LDP users: sqrt(2 (1 + e^eps0) / (n - 1))."""
+def gdp_mu_identical(epsilon0: float, n: int, delta0: float = 0.0) -> float:
+    """mu for n identical (eps0, delta0)-LDP users: sqrt(2 (1 + e^eps0) / ((n - 1)(1 - delta0)))
+    (delta0 = 0: eps0-LDP users)."""
     require(isinstance(epsilon0, (int, float)) and 0 < epsilon0 < math.inf, "epsilon0", epsilon0,
             "must be a finite number > 0")
     require(epsilon0 <= EPSILON0_MAX, "epsilon0", epsilon0,
             f"003's mu needs 1/(1 + e^eps0) > 0 in floating point: eps0 <= {EPSILON0_MAX:g}")
     require_int_at_least("n", n, 2)
-    return math.sqrt(2.0 / ((n - 1) * float(special.expit(-epsilon0))))
+    require(0 <= delta0 < 1, "delta0", delta0, "must lie in [0, 1)")
+    return math.sqrt(2.0 / ((n - 1) * (1.0 - delta0) * float(special.expit(-epsilon0))))
 
 
 def gdp_delta(epsilon: float, mu: float) -> Estimate:
@@ -131,12 +133,18 @@ def _result(mu: float, n: int, delta: float, started: float, detail: str,
 
 
 def gdp_bound(randomizer, n: int, delta: float) -> BoundResult:
-    """003's bound for n identical users running an eps0-LDP ``randomizer``."""
+    """003's bound for n identical users running an (eps0, delta0)-LDP ``randomizer`` (003 Thm 2
+    holds for (eps_i, delta_i)-LDP users; delta0 is the randomizer's, 0 for eps0-LDP). With
+    delta0 > 0 there is no cap at eps0 (the local guarantee alone is only (eps0, delta0))."""
     started = time.perf_counter()
     require_int_at_least("n", n, 2)
     require_probability_open("delta", delta)
     eps0 = float(randomizer.epsilon0)
-    return _result(gdp_mu_identical(eps0, n), n, delta, started, "", eps0)
+    delta0 = randomizer_delta0(randomizer)
+    mu = gdp_mu_identical(eps0, n, delta0)
+    if delta0 > 0:
+        return _result(mu, n, delta, started, f", local delta0 = {delta0:g}", math.inf)
+    return _result(mu, n, delta, started, "", eps0)
 
 
 def gdp_personalized_bound(epsilons, delta: float, deltas=None) -> BoundResult:
@@ -156,5 +164,5 @@ def gdp_personalized_bound(epsilons, delta: float, deltas=None) -> BoundResult:
 # ------------------------------------------------------------------------------------------
 register(BoundSpec(
     METHOD, BoundKind.UPPER, REFERENCE, STATUSES[0],
-    "any eps0 > 0, n >= 2; asymptotic in n (Berry-Esseen term dropped)", any_ldp,
-    gdp_bound, also=STATUSES[1:]))
+    "any eps0 > 0 (and delta0 in [0, 1)), n >= 2; asymptotic in n (Berry-Esseen term "
+    "dropped)", any_ldp, gdp_bound, also=STATUSES[1:], accepts_delta0=True))
