@@ -388,46 +388,36 @@ class PersonalizedMeanEstimator:
 # ---------------------------------------------------------------------------------------------
 # Registered names (protocols.estimators.make_estimator(name, randomizer))
 # ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
 class GspaFrequencyEstimator(PersonalizedFrequencyEstimator):
     """003 Alg. 2, generalized to frequency oracles: (C_v - sum q_i) / sum (p_i - q_i)."""
-
-    name = "gspa_frequency"
-
-    def __init__(self, randomizer):
-        super().__init__(randomizer, "gspa")
+    name: ClassVar[str] = "gspa_frequency"
+    weighting: str = "gspa"
 
 
+@dataclass(frozen=True)
 class UniformFrequencyEstimator(PersonalizedFrequencyEstimator):
     """Equal weights on tagged debiased reports (unbiased for every assignment)."""
-
-    name = "uniform_frequency"
-
-    def __init__(self, randomizer):
-        super().__init__(randomizer, "uniform")
+    name: ClassVar[str] = "uniform_frequency"
+    weighting: str = "uniform"
 
 
+@dataclass(frozen=True)
 class WeightedFrequencyEstimator(PersonalizedFrequencyEstimator):
     """Inverse-variance weights on tagged debiased reports (module docstring)."""
-
-    name = "weighted_frequency"
-
-    def __init__(self, randomizer):
-        super().__init__(randomizer, "inverse_variance")
+    name: ClassVar[str] = "weighted_frequency"
+    weighting: str = "inverse_variance"
 
 
+@dataclass(frozen=True)
 class GspaMeanEstimator(PersonalizedMeanEstimator):
     """003 Alg. 1: the plain average of the reports (debiased by the affine map)."""
-
-    name = "gspa_mean"
-
-    def __init__(self, randomizer):
-        super().__init__(randomizer, "gspa")
+    name: ClassVar[str] = "gspa_mean"
+    weighting: str = "gspa"
 
 
+@dataclass(frozen=True)
 class WeightedMeanEstimator(PersonalizedMeanEstimator):
     """Inverse-variance weights on tagged reports (module docstring)."""
-
-    name = "weighted_mean"
-
-    def __init__(self, randomizer):
-        super().__init__(randomizer, "inverse_variance")
+    name: ClassVar[str] = "weighted_mean"
+    weighting: str = "inverse_variance"
