@@ -24,7 +24,7 @@ from shufflesim.simulator.audit import section as audit_section  # noqa: F401
 from shufflesim.simulator.audit.levels import ATTACKS
 
 # estimator targets
-from shufflesim.simulator.batch import metrics  # noqa: F401
+from shufflesim.simulator.batch import location, metrics  # noqa: F401
 
 # the registries, filled
 from shufflesim.simulator.batch.targets import TARGETS
@@ -35,7 +35,7 @@ from shufflesim.simulator.learning import section as learning_section  # noqa: F
 from shufflesim.simulator.pipeline import section as pipeline_section  # noqa: F401
 
 # data and budget distributions
-from shufflesim.simulator.population import budgets, data, files  # noqa: F401
+from shufflesim.simulator.population import budgets, data, files, points  # noqa: F401
 from shufflesim.simulator.population.base import BUDGET_DISTRIBUTIONS, DATA_DISTRIBUTIONS
 from shufflesim.simulator.results.tables import TABLE_SCHEMAS
 from shufflesim.simulator.scenario import bounds  # noqa: F401
