@@ -21,7 +21,11 @@ from shufflesim.simulator.audit import attacks, pipeline_level  # noqa: F401
 
 # scenario sections with their tables: [audit] (per-point producer), [bounds], [pipeline]
 from shufflesim.simulator.audit import section as audit_section  # noqa: F401
+
+# randomizer-level attacks on an implementation: input/event search, (eps0, delta0) audit
+from shufflesim.simulator.audit.approximate import ApproximateLDPAudit  # noqa: F401
 from shufflesim.simulator.audit.levels import ATTACKS
+from shufflesim.simulator.audit.search import InputEventSearch  # noqa: F401
 
 # estimator targets
 from shufflesim.simulator.batch import location, metrics  # noqa: F401
