@@ -50,6 +50,12 @@ CONFIGS: dict[str, dict] = {
     "duchi": dict(epsilon0=0.8),
     "summation": dict(epsilon0=1.7, precision=4),
     "gaussian": dict(epsilon0=1.1, delta0=1e-3, low=-0.5, high=1.5),
+    # multi-message (protocols/randomizers/multi_message); epsilon0 is the design target
+    "balcer": dict(epsilon0=1.0, blanket_messages=3, coin_probability=0.3),
+    "cheu": dict(epsilon0=1.0, domain_size=4, flip_probability=0.2, blanket_messages=2),
+    "balls_into_bins": dict(epsilon0=1.0, bins=9, special_bins=2, blanket_messages=2),
+    "pure_dump": dict(epsilon0=1.0, domain_size=4, blanket_messages=3),
+    "mix_dump": dict(epsilon0=1.0, domain_size=4, flip_probability=0.3, blanket_messages=2),
 }
 #: Budgets of the two groups of users for the personalized estimators (times eps0).
 BUDGET_FACTORS = (0.4, 1.0)
@@ -157,7 +163,7 @@ def simulate(estimator, randomizer, rng, reps: int = REPS, n: int = N_USERS):
         return estimator.estimate(aggregate, n), counts / n, estimator.variance(counts)
     reports = randomizer.randomize(np.broadcast_to(values, (reps, n)), rng)
     aggregate = randomizer.aggregate(reports)
-    scale = n if estimator.name == "sum" else 1.0
+    scale = n if estimator.name.endswith("sum") else 1.0  # sum, multi_message_sum
     truth = scale * values.mean()
     return estimator.estimate(aggregate, n), truth, estimator.variance(values, n)
 
