@@ -22,6 +22,12 @@ from shufflesim.simulator.population.budgets import Budget, shape_of
 from shufflesim.simulator.population.checks import require_int
 
 
+def _sampled_column(member) -> np.ndarray:
+    """The values of a file member's ``column`` (``path``), after checking its ``replace``."""
+    if not isinstance(member.replace, bool):
+        raise ScenarioError("replace", member.replace, "must be true or false")
+    return read_column(Path(member.path), member.column)
+
 @register_data_distribution
 @dataclass(frozen=True)
 class FileColumn(DataDistribution):
@@ -45,11 +51,9 @@ class FileColumn(DataDistribution):
     path_fields = ("path",)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.replace, bool):
-            raise ScenarioError("replace", self.replace, "must be true or false")
         if self.domain_size is not None:
             require_int("domain_size", self.domain_size, 1)
-        values = read_column(Path(self.path), self.column)
+        values = _sampled_column(self)
         if self.domain_size is not None:
             if not np.issubdtype(values.dtype, np.integer):
                 raise ScenarioError(
@@ -163,9 +167,7 @@ class FileBudget(Budget):
     path_fields = ("path",)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.replace, bool):
-            raise ScenarioError("replace", self.replace, "must be true or false")
-        values = read_column(Path(self.path), self.column)
+        values = _sampled_column(self)
         if not np.issubdtype(values.dtype, np.number):
             raise ScenarioError("column", self.column, f"must hold numbers (found {values.dtype})")
         values = values.astype(np.float64)
