@@ -1,0 +1,144 @@
+"""The ``[learning]`` section end to end (issue 19): parsing, the shipped 003 scenarios, the
+learning table, reproducibility across worker counts, the figure."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from shufflesim.protocols.learning.accounting import BOUND_COLUMNS
+from shufflesim.simulator.cli import main
+from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.execution.executors import InlineExecutor, ProcessExecutor
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.learning.section import LEARNING_SCHEMA, LearningSection
+from shufflesim.simulator.scenario.loader import load_scenario, parse_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+LEARNING = ROOT / "scenarios" / "learning"
+COMPARISON = {"gspa_constant": "gspa-constant", "gspa_unif2": "gspa-unif2",
+              "gspa_unif3": "gspa-unif3", "gspa_three_groups": "gspa-three-groups"}
+
+SMALL = """
+name = "learning_small"
+seed = 7
+repetitions = 1
+
+[population]
+n = 200
+data = { distribution = "categorical", weights = [0.5, 0.5] }
+budget = { distribution = "preset", preset = "gspa-constant" }
+
+[randomizer]
+name = "brr"
+
+[estimator]
+name = "gspa_frequency"
+
+[learning]
+pca_components = 10
+examples_per_client = 20
+clients_per_step = 3
+epochs = 2
+learning_rate = 0.2
+clip = 0.5
+repetitions = 2
+delta = 0.01
+delta0 = 1e-6
+
+[sweep]
+"population.budget.preset" = ["gspa-constant", "gspa-unif2"]
+"learning.randomizer" = ["gaussian", "duchi"]
+"""
+
+
+def test_shipped_scenarios_follow_003s_design():
+    for stem, preset in COMPARISON.items():
+        scenario = load_scenario(LEARNING / f"{stem}.toml")
+        (point,) = scenario.points
+        section = point.settings.sections["learning"]
+        assert isinstance(section, LearningSection)
+        assert point.settings.population.budget.preset == preset
+        # 003 Table 3 / Alg. 3: one client per step, delta0 = 1e-5, 50 epochs, example-level
+        assert (section.clients_per_step, section.delta0, section.epochs) == (1, 1e-5, 50)
+        assert section.privacy_unit == "example" and section.randomizer == "gaussian"
+        assert section.repetitions >= 10
+    fig4 = load_scenario(LEARNING / "fig4.toml")
+    assert [p.settings.population.budget.preset for p in fig4.points] == list(
+        COMPARISON.values())
+
+
+def test_section_errors_name_the_key():
+    bad = SMALL.replace("epochs = 2", "epochs = 0")
+    with pytest.raises(UserError, match="learning.epochs"):
+        parse_scenario(bad)
+    with pytest.raises(UserError, match="learning.learning_rat"):
+        parse_scenario(SMALL.replace("learning_rate = 0.2", "learning_rat = 0.2"))
+    with pytest.raises(UserError, match="learning.delta"):
+        parse_scenario(SMALL.replace("delta = 0.01", "delta = 2.0"))
+
+
+@pytest.fixture(scope="module")
+def small_tables():
+    return run_scenario(parse_scenario(SMALL), executor=InlineExecutor())
+
+
+def test_learning_table_rows_and_accounting(small_tables):
+    table = small_tables["learning"]
+    assert table.schema.names == LEARNING_SCHEMA.names
+    frame = table.to_pandas()
+    # 4 points x 2 repetitions x (epochs + 1) rows, in point, repetition, epoch order
+    assert len(frame) == 4 * 2 * 3
+    assert frame.groupby(["point", "repetition"]).epoch.apply(list).map(
+        lambda e: e == [0, 1, 2]).all()
+    assert set(frame.randomizer) == {"gaussian", "duchi"}
+    assert set(frame.budget) == {"gspa-constant", "gspa-unif2"}
+    start, end = frame[frame.epoch == 0], frame[frame.epoch == 2]
+    for column in BOUND_COLUMNS:
+        assert (start[f"epsilon_{column}"] == 0).all()
+    # the accounting grows with the epochs and the per-user bound never exceeds the local one
+    last = end.set_index(["point", "repetition"])
+    first = frame[frame.epoch == 1].set_index(["point", "repetition"])
+    assert (last.epsilon_local_max >= first.epsilon_local_max).all()
+    assert (last.epsilon_user_max <= last.epsilon_local_max + 1e-12).all()
+    assert (last.epsilon_user_median <= last.epsilon_user_max).all()
+    # constant budgets: every client 0.5; Unif 2: drawn in (0.01, 2)
+    const = frame[frame.budget == "gspa-constant"]
+    assert (const.epsilon0_min == 0.5).all() and (const.epsilon0_max == 0.5).all()
+    unif = frame[frame.budget == "gspa-unif2"]
+    assert (unif.epsilon0_min > 0.01).all() and (unif.epsilon0_max < 2).all()
+    # Duchi (pure): local lifetime = epochs x the largest budget
+    duchi = end[end.randomizer == "duchi"]
+    np.testing.assert_allclose(duchi.epsilon_local_max, 2 * duchi.epsilon0_max)
+    # the two repetitions differ (own seeds), the points' splits too
+    reps = end.groupby("point").test_accuracy.nunique()
+    assert (reps >= 1).all() and frame.test_loss.nunique() > 4
+
+
+def test_same_rows_whatever_the_worker_count(small_tables):
+    with ProcessExecutor(2, inline_seconds=0) as pool:
+        again = run_scenario(parse_scenario(SMALL), executor=pool)
+        assert pool.inline_items == 0  # every unit ran in a worker process
+    assert again["learning"].equals(small_tables["learning"])
+
+
+def test_cli_run_and_plot(tmp_path):
+    text = re.sub(r'"learning.randomizer" = .*', "", SMALL)
+    path = tmp_path / "small.toml"
+    path.write_text(text)
+    runner = CliRunner()
+    result = runner.invoke(main, ["run", str(path), "--out", str(tmp_path / "out"),
+                                  "--workers", "1", "--quiet"])
+    assert result.exit_code == 0, result.output
+    run = tmp_path / "out" / "learning_small"
+    assert pq.read_table(run / "learning.parquet").num_rows == 2 * 2 * 3
+    pytest.importorskip("matplotlib")
+    result = runner.invoke(main, ["plot", str(run), "--out", str(tmp_path / "fig")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "fig" / "learning_accuracy.png").stat().st_size > 10_000
+    assert (tmp_path / "fig" / "learning_epsilon.png").stat().st_size > 10_000
