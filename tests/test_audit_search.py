@@ -1,0 +1,301 @@
+"""The search over input pairs and output events (simulator/audit/search.py), the learned attack
+(classifier.py) and the (eps0, delta0) audit (approximate.py) on small vectorized mechanisms
+written here, correct and with planted faults (issue 17, items 3 and 4)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers.domains import Categorical, Interval
+from shufflesim.simulator.audit.approximate import audit_approximate
+from shufflesim.simulator.audit.classifier import fit_logistic
+from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
+from shufflesim.simulator.audit.search import (
+    SearchOptions,
+    candidate_inputs,
+    row_keys,
+    search,
+)
+
+
+# ------------------------------------------------------------------------------------------
+# mechanisms (vectorized; `leak` = probability of a report that reveals the input)
+# ------------------------------------------------------------------------------------------
+def krr(eps, d, leak=0.0, top_bypass=False):
+    p = math.exp(eps) / (math.exp(eps) + d - 1)
+
+    def sample(v, rng):
+        v = np.asarray(v, dtype=np.int64)
+        keep = rng.random(v.shape) < p
+        y = np.where(keep, v, (v + rng.integers(1, d, v.shape)) % d)
+        if top_bypass:  # off-by-one: the client randomizes values 0..d-2 only
+            y = np.where(v == d - 1, v, y)
+        if leak:
+            y = np.where(rng.random(v.shape) < leak, v + d, y)
+        return y
+
+    return sample
+
+
+def oue(eps, d, leak=0.0):
+    q = 1 / (math.exp(eps) + 1)
+
+    def sample(v, rng):
+        v = np.asarray(v, dtype=np.int64)
+        y = rng.random(v.shape + (d,)) < q
+        y[np.arange(v.size), v] = rng.random(v.shape) < 0.5
+        if leak:
+            clean = rng.random(v.shape) < leak
+            y[clean] = False
+            y[np.flatnonzero(clean), v[clean]] = True
+        return y
+
+    return sample
+
+
+def laplace(eps, low=0.0, high=1.0):
+    def sample(v, rng):
+        return np.asarray(v, dtype=float) + rng.laplace(0.0, (high - low) / eps, np.shape(v))
+
+    return sample
+
+
+P31 = (1 << 31) - 1
+
+
+def olh(eps, d):
+    """Local hashing with hash h_(s)(x) = ((s1 x + s2) mod P) mod g and a support decoder."""
+    g = int(round(math.exp(eps))) + 1
+    p = math.exp(eps) / (math.exp(eps) + g - 1)
+
+    def h(s1, s2, x):
+        return ((s1 * np.asarray(x, dtype=np.int64) + s2) % P31) % g
+
+    def sample(v, rng):
+        v = np.asarray(v, dtype=np.int64)
+        s1 = rng.integers(1, P31, v.shape)
+        s2 = rng.integers(0, P31, v.shape)
+        hv = h(s1, s2, v)
+        keep = rng.random(v.shape) < p
+        y = np.where(keep, hv, (hv + rng.integers(1, g, v.shape)) % g)
+        return np.stack([y, s1, s2], axis=-1)
+
+    def support(reports, x):
+        r = np.asarray(reports, dtype=np.int64)
+        return h(r[:, 1], r[:, 2], x) == r[:, 0]
+
+    return sample, support
+
+
+# ------------------------------------------------------------------------------------------
+# small categorical domains: every pair, exact output cells
+# ------------------------------------------------------------------------------------------
+def test_krr_correct_is_consistent_and_close():
+    r = search(krr(2.0, 4), 4, SearchOptions(40_000), seed=1)
+    assert r.pairs == 12 and r.inputs == (0, 1, 2, 3)
+    assert not r.violates(2.0)
+    assert 1.85 < r.epsilon_lb <= 2.0
+    assert "consistent with 2-LDP" in r.verdict(2.0)
+    assert len(r.certified) == 4 and r.confidence == 0.95
+
+
+@pytest.mark.parametrize("factor", [1.3, 1.05])
+def test_krr_misdeclared_epsilon_is_caught(factor):
+    trials = 40_000 if factor > 1.1 else 600_000
+    r = search(krr(2.0 * factor, 4), Categorical(4), SearchOptions(trials, certify=2), seed=2)
+    assert r.violates(2.0), r.epsilon_lb
+    assert r.epsilon_lb <= 2.0 * factor
+    text = r.verdict(2.0)
+    assert text.startswith("the implementation is not 2-LDP: lower bound")
+    assert "on inputs (" in text and "event report in {" in text
+
+
+def test_off_by_one_top_value_found_by_the_pair_search():
+    r = search(krr(1.0, 6, top_bypass=True), 6, SearchOptions(20_000), seed=3)
+    assert r.violates(1.0)
+    assert 5 in (r.best.x, r.best.x_prime)
+    assert r.epsilon_lb > 3
+
+
+def test_leak_with_small_probability_on_a_large_domain():
+    # d = 200 > max_inputs: candidates are the two ends and a seeded sample of the others
+    d = 200
+    r = search(krr(1.0, d, leak=0.01), d, SearchOptions(20_000, max_inputs=6), seed=4)
+    assert len(r.inputs) == 6 and r.inputs[0] == 0 and r.inputs[-1] == d - 1
+    assert r.violates(1.0)
+    assert r.best.family == "cells"
+    assert r.best.count_b == 0  # the leaked value x + d is never reported for another input
+    clean = search(krr(1.0, d), d, SearchOptions(20_000, max_inputs=6), seed=4)
+    assert not clean.violates(1.0)
+
+
+def test_candidate_inputs():
+    rng = np.random.default_rng(0)
+    assert candidate_inputs(5, 16, rng) == [0, 1, 2, 3, 4]
+    big = candidate_inputs(Categorical(10_000), 8, rng)
+    assert len(big) == 8 and big[0] == 0 and big[-1] == 9_999 and len(set(big)) == 8
+    grid = candidate_inputs(Interval(-1.0, 1.0), 5, rng)
+    assert grid == [-1.0, -0.5, 0.0, 0.5, 1.0]
+    assert candidate_inputs([3, 7], 16, rng) == [3, 7]
+    with pytest.raises(ParameterError):
+        candidate_inputs([3, 3], 16, rng)
+
+
+# ------------------------------------------------------------------------------------------
+# large output spaces: unary encodings, learned attack, hashed cells
+# ------------------------------------------------------------------------------------------
+def test_oue_over_64_values_no_output_table():
+    opts = SearchOptions(30_000, max_inputs=5)
+    ok = search(oue(2.0, 64), 64, opts, seed=5)
+    assert not ok.violates(2.0)
+    assert ok.epsilon_lb > 1.5  # the learned attack finds {bit a = 1, bit b = 0}
+    bad = search(oue(2.6, 64), 64, opts, seed=5)
+    assert bad.violates(2.0)
+    assert bad.best.family in ("learned", "coordinates")
+
+
+def test_oue_leak_found_by_exact_frequent_reports():
+    r = search(oue(2.0, 64, leak=0.01), 64, SearchOptions(30_000, max_inputs=4), seed=6)
+    assert r.violates(2.0)
+    assert r.best.family == "cells"
+    assert "nonzero at" in r.best.event
+
+
+def test_learned_attack_only():
+    opts = SearchOptions(30_000, max_inputs=3, families=("learned",))
+    r = search(oue(3.0, 32), 32, opts, seed=7)
+    assert {c.family for c in r.certified} == {"learned"}
+    assert r.violates(2.0) and r.epsilon_lb <= 3.0
+
+
+def test_support_events_for_local_hashing():
+    sample, support = olh(2.0, 1024)
+    opts = SearchOptions(40_000, max_inputs=4)
+    ok = search(sample, 1024, opts, seed=8, support=support)
+    assert not ok.violates(2.0)
+    assert ok.best.family == "support" and ok.epsilon_lb > 1.6
+    bad_sample, bad_support = olh(2.0 * 1.3, 1024)  # its own decoder (g follows eps)
+    bad = search(bad_sample, 1024, opts, seed=8, support=bad_support)
+    assert bad.violates(2.0), bad.epsilon_lb
+    # without the decoder the reports are all distinct: nothing to find, and nothing false
+    blind = search(bad_sample, 1024, SearchOptions(10_000, max_inputs=3), seed=8)
+    assert blind.epsilon_lb < 1.0
+
+
+# ------------------------------------------------------------------------------------------
+# interval inputs, continuous outputs
+# ------------------------------------------------------------------------------------------
+def test_laplace_on_an_interval():
+    opts = SearchOptions(40_000, max_inputs=4)
+    ok = search(laplace(1.0), Interval(0.0, 1.0), opts, seed=9)
+    assert ok.inputs[0] == 0.0 and ok.inputs[-1] == 1.0
+    assert not ok.violates(1.0) and ok.epsilon_lb > 0.5
+    bad = search(laplace(2.0), Interval(0.0, 1.0), opts, seed=9)
+    assert bad.violates(1.0)
+    assert {bad.best.x, bad.best.x_prime} == {0.0, 1.0}
+
+
+# ------------------------------------------------------------------------------------------
+# honest confidence
+# ------------------------------------------------------------------------------------------
+def test_false_violations_stay_below_the_error_level():
+    """A mechanism exactly at eps0 (k-RR, every event's ratio <= e^eps0): over 40 seeds the
+    95% statements may fail at most 5% of the time; more than 6 failures (P < 0.02 under
+    Binomial(40, 0.05)) would mean the confidence is not honest."""
+    opts = SearchOptions(4_000, certify=3)
+    wrong = sum(search(krr(1.0, 3), 3, opts, seed=s).violates(1.0) for s in range(40))
+    assert wrong <= 6
+
+
+def test_bonferroni_split_over_certified_events():
+    opts = SearchOptions(1_000, certify=5, confidence=0.9)
+    assert opts.limit_alpha == pytest.approx(0.1 / 10)
+    r = search(krr(1.0, 3), 3, opts, seed=1)
+    for c in r.certified:
+        from scipy import stats
+
+        lo = stats.beta.ppf(opts.limit_alpha, c.count_a, c.trials - c.count_a + 1) \
+            if c.count_a else 0.0
+        assert c.p_a_lower <= lo + 1e-12
+        assert c.trials == opts.evaluation_trials
+
+
+def test_same_seed_same_result():
+    a = search(oue(2.0, 16), 16, SearchOptions(4_000, max_inputs=4), seed=11)
+    b = search(oue(2.0, 16), 16, SearchOptions(4_000, max_inputs=4), seed=11)
+    assert [(c.x, c.x_prime, c.count_a, c.count_b) for c in a.certified] == \
+        [(c.x, c.x_prime, c.count_a, c.count_b) for c in b.certified]
+    c = search(oue(2.0, 16), 16, SearchOptions(4_000, max_inputs=4), seed=12)
+    assert [x.count_a for x in c.certified] != [x.count_a for x in a.certified]
+
+
+def test_row_keys_are_a_function_of_the_row():
+    rows = np.array([[0, 1, 0, 1, 1, 0, 0, 0, 1, 1], [2, 0, 0, 0, 0, 0, 0, 0, 0, 300]])
+    k_int = row_keys(rows)
+    k_one = np.concatenate([row_keys(rows[:1].astype(np.uint8)), row_keys(rows[1:])])
+    k_float = row_keys(rows.astype(float))
+    assert np.array_equal(k_int, k_one) and np.array_equal(k_int, k_float)
+    assert k_int[0] != k_int[1]
+    many = row_keys(np.random.default_rng(0).integers(0, 2, (20_000, 64)))
+    assert np.unique(many).size == 20_000
+
+
+def test_options_are_checked():
+    for kwargs in ({"trials": 5}, {"trials": 100, "confidence": 1.0},
+                   {"trials": 100, "holdout_fraction": 0.0}, {"trials": 100, "certify": 0},
+                   {"trials": 100, "families": ("magic",)}, {"trials": 100, "delta": 1.0}):
+        with pytest.raises(ParameterError):
+            SearchOptions(**kwargs)
+    with pytest.raises(ParameterError, match="implementation"):
+        search(lambda v, rng: np.zeros(3), 4, SearchOptions(100), seed=0)
+
+
+# ------------------------------------------------------------------------------------------
+# approximate LDP
+# ------------------------------------------------------------------------------------------
+def test_approximate_audit():
+    sample = krr(2.0, 4, leak=0.01)
+    opts = SearchOptions(60_000)
+    bad = audit_approximate(sample, 4, 2.0, 0.001, opts, seed=13)
+    assert bad.violated and 0.001 < bad.delta_lb <= 0.01
+    assert bad.verdict().startswith("the implementation is not (2, 0.001)-LDP")
+    ok = audit_approximate(sample, 4, 2.0, 0.02, opts, seed=13)
+    assert not ok.violated and ok.delta_lb <= 0.02
+    clean = audit_approximate(krr(2.0, 4), 4, 2.0, 1e-4, opts, seed=13)
+    assert not clean.violated
+    with pytest.raises(ParameterError):
+        audit_approximate(sample, 4, 2.0, 1.5, opts, seed=13)
+
+
+# ------------------------------------------------------------------------------------------
+# the classifier and the registry
+# ------------------------------------------------------------------------------------------
+def test_logistic_regression_learns_the_informative_coordinates():
+    rng = np.random.default_rng(0)
+    a = (rng.random((5_000, 8)) < 0.2).astype(float)
+    b = (rng.random((5_000, 8)) < 0.2).astype(float)
+    a[:, 2] = rng.random(5_000) < 0.6
+    b[:, 5] = rng.random(5_000) < 0.6
+    model = fit_logistic(a, b)
+    assert model.weights[2] > 0.5 and model.weights[5] < -0.5
+    assert np.all(np.abs(np.delete(model.weights, [2, 5])) < 0.1)
+    assert model.score(a).mean() > model.score(b).mean()
+
+
+def test_logistic_regression_agrees_with_scikit_learn():
+    pytest.importorskip("sklearn")
+    rng = np.random.default_rng(1)
+    a = rng.normal(0.3, 1.0, (3_000, 4))
+    b = rng.normal(0.0, 1.0, (3_000, 4))
+    ours, theirs = fit_logistic(a, b), fit_logistic(a, b, backend="sklearn")
+    assert np.allclose(ours.weights, theirs.weights, atol=2e-3)
+
+
+def test_registered_attacks():
+    assert {"search", "approximate"} <= set(attack_names(Level.RANDOMIZER))
+    assert ATTACKS.get("search").attack.run is search
+    assert "search" not in attack_names(Level.SHUFFLE)
