@@ -98,6 +98,16 @@ class Budget(BudgetDistribution):
         return eps, np.full(eps.shape, float(getattr(self, "local_delta", 0.0)))
 
 
+def _require_range(member) -> None:
+    """A bounded member's budgets [low, high] (0 < low < high) and its ``local_delta``."""
+    _require_budget_interval(member.low, member.high)
+    _require_local_delta("local_delta", member.local_delta)
+
+
+#: ``reference_epsilon`` of a member whose budgets are bounded by ``high``.
+_RANGE_TOP = property(lambda member: float(member.high), doc="The largest budget: ``high``.")
+
+
 def _require_budget_interval(low: float, high: float) -> None:
     """0 < low < high (the budgets' range)."""
     require_positive("low", low)
@@ -142,12 +152,9 @@ class UniformBudget(Budget):
     name = "uniform"
 
     def __post_init__(self) -> None:
-        _require_budget_interval(self.low, self.high)
-        _require_local_delta("local_delta", self.local_delta)
+        _require_range(self)
 
-    @property
-    def reference_epsilon(self) -> float:
-        return float(self.high)
+    reference_epsilon = _RANGE_TOP
 
     def sample_budgets(self, n, rng):
         return rng.uniform(float(self.low), float(self.high), size=shape_of(n))
@@ -310,12 +317,9 @@ class ClippedNormalBudget(Budget):
     def __post_init__(self) -> None:
         require_finite("mean", self.mean)
         require_positive("std", self.std)
-        _require_budget_interval(self.low, self.high)
-        _require_local_delta("local_delta", self.local_delta)
+        _require_range(self)
 
-    @property
-    def reference_epsilon(self) -> float:
-        return float(self.high)
+    reference_epsilon = _RANGE_TOP
 
     def sample_budgets(self, n, rng):
         z = rng.normal(float(self.mean), float(self.std), size=shape_of(n))
