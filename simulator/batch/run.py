@@ -247,7 +247,8 @@ def _reports_path(setup: BatchSetup, repetitions: int, rng):
                 np.pad(counts, ((0, 0), (0, setup.domain_size - counts.shape[1])))
             )
     else:
-        values = np.asarray(setup.data.sample((repetitions, n), rng), dtype=np.float64)
+        values = setup.data.sample((repetitions, n), rng)  # planar points: complex x + iy
+        values = np.asarray(values, np.complex128 if np.iscomplexobj(values) else np.float64)
         stats = DataStats(counts=None, sums=values.sum(axis=-1))
     budgets = None if setup.budget.is_constant else setup.budget.sample_budgets(values.shape, rng)
     per_slice = max(1, setup.memory_bytes // (repetitions * setup.bytes_per_user))

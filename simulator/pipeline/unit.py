@@ -209,7 +209,8 @@ class PipelineSetup:
                 return values, DataStats(counts=counts, sums=sums)
             padded = np.pad(counts, ((0, 0), (0, domain - counts.shape[1])))
             return values, DataStats(counts=padded, sums=sums)
-        values = np.asarray(self.data.sample((repetitions, n), rng), dtype=np.float64)
+        values = self.data.sample((repetitions, n), rng)  # planar points: complex x + iy
+        values = np.asarray(values, np.complex128 if np.iscomplexobj(values) else np.float64)
         return values, DataStats(counts=None, sums=values.sum(axis=-1))
 
     def _batch_epsilon(self, local: float) -> _BatchEpsilon:
