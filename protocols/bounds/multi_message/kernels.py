@@ -178,11 +178,12 @@ def symmetric_cells_delta(groups, user: tuple[float, float, float],
     absolute = float(sum(np.sum(np.abs(x)) for x in terms))
     extra = 0.0
     if ambiguous.any():
-        tt, jj = t[ambiguous], nearest[ambiguous]
-        bin_j = stats.binom.pmf(jj, tt, 0.5)
-        p0 = bin_j * (2.0 * w_prev[ambiguous] / tt * (u0 * jj + u1 * (tt - jj))
-                      + uw * w_here[ambiguous])
-        extra = float(np.sum(p0))
+        # there P0 - e^eps P1 = Bin(j; t) * slope * (j - theta_true) with
+        # |j - theta_true| <= |j - theta| + (the tolerance): charge that much
+        tt, jj, th = t[ambiguous], nearest[ambiguous], theta[ambiguous]
+        slope = 2.0 * w_prev[ambiguous] / tt * (1.0 + e) * (u0 - u1)
+        gap = np.abs(jj - th) + 2.0 * BOUNDARY_TOLERANCE * (np.abs(th) + 1.0)
+        extra = float(np.sum(stats.binom.pmf(jj, tt, 0.5) * slope * gap))
     slack = RELATIVE_SLACK * absolute
     lower = value - slack - e * law.outside
     upper = value + slack + extra + law.outside
