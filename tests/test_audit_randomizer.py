@@ -36,6 +36,12 @@ CONFIGS = {
     "laplace": dict(epsilon0=0.9), "laplace_binary": dict(epsilon0=1.1),
     "piecewise": dict(epsilon0=1.3), "duchi": dict(epsilon0=0.8),
     "summation": dict(epsilon0=1.7, precision=4),
+    # multi-message: audited against their LDP level log p (epsilon0: the design target)
+    "balcer": dict(epsilon0=1.0, blanket_messages=2, coin_probability=0.3),
+    "cheu": dict(epsilon0=1.0, domain_size=3, flip_probability=0.2, blanket_messages=1),
+    "balls_into_bins": dict(epsilon0=1.0, bins=6, special_bins=2, blanket_messages=1),
+    "pure_dump": dict(epsilon0=1.0, domain_size=3, blanket_messages=2),
+    "mix_dump": dict(epsilon0=1.0, domain_size=3, flip_probability=0.3, blanket_messages=2),
 }
 
 

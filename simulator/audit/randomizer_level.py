@@ -396,7 +396,11 @@ def audit_randomizer(randomizer, options: RandomizerAuditOptions,
     if declared is None:
         note = "black box: no declared distribution, no goodness of fit"
     source = getattr(getattr(randomizer, "implementation", None), "source", "")
-    return RandomizerAudit(randomizer.name, float(randomizer.epsilon0), options, tuple(fits),
+    # multi-message randomizers: epsilon0 is a design target; one user's LDP level is log p
+    level = float(getattr(randomizer, "local_epsilon", randomizer.epsilon0))
+    if level != float(randomizer.epsilon0):
+        note = (note + "; " if note else "") + f"declared LDP level log p = {level:g}, not eps0"
+    return RandomizerAudit(randomizer.name, level, options, tuple(fits),
                            tuple(results), time.perf_counter() - start, note, float(delta0),
                            label, source)
 
