@@ -72,7 +72,7 @@ function of the claim, or of pilot samples from a separate stream). Built in:
 bits of a few coordinates of binary vectors), :class:`HashedEvents` (a hash of each report's
 bytes into buckets), :class:`ObservedOutputs` (black-box scalars seen in a pilot sample).
 
-Entry point: :func:`audit_implementation` (the same rows as ``shufflesim audit
+Entry point: simulator.audit.run.audit_implementation (the same rows as ``shufflesim audit
 --implementation`` and the scenario key ``[audit] implementation``).
 """
 
@@ -117,6 +117,9 @@ def _load_object(spec: str) -> Any:
         path = Path(target).expanduser()
         require(path.is_file(), FIELD, spec, f"no such file: {target}")
         module_name = f"_shufflesim_implementation_{abs(hash(str(path.resolve())))}"
+        module = sys.modules.get(module_name)
+        if module is not None:  # loaded once per process
+            return _attribute(module, target, name, spec)
         loader_spec = importlib.util.spec_from_file_location(module_name, path)
         require(loader_spec is not None and loader_spec.loader is not None, FIELD, spec,
                 f"cannot import {target}")
@@ -136,6 +139,10 @@ def _load_object(spec: str) -> Any:
         except Exception as error:
             raise ParameterError(FIELD, spec, f"importing {target} failed: "
                                  f"{type(error).__name__}: {error}") from None
+    return _attribute(module, target, name, spec)
+
+
+def _attribute(module, target: str, name: str, spec: str):
     obj = module
     for part in name.split("."):
         if not hasattr(obj, part):

@@ -4,6 +4,16 @@
 command both build; :func:`run_audit` returns the rows of the ``audit`` table (tables.py) for
 one randomizer and n. Randomness: everything is drawn from the SeedSequence given (the command
 line uses ``SeedSequence(seed)``, a scenario ``SeedSequence(seed, spawn_key=(point, AUDIT_KEY))``).
+
+An implementation under test (``implementation = "path/file.py:function"`` or
+``"module:function"``, simulator/audit/implementation.py) is audited instead of the
+randomizer's own sampler; the randomizer is then its claim (or ``claim=`` a black-box
+:class:`Claim`). Its rows are the same from the three entry points - Python
+(:func:`audit_implementation`), ``shufflesim audit --implementation`` and a scenario's
+``[audit] implementation`` key - because all three draw from :func:`implementation_seed`
+(``SeedSequence(seed, spawn_key=(point, AUDIT_KEY))``, point 0 outside a scenario). At the
+shuffle level the other users' inputs default to the uniform law over a categorical domain
+(every value passes through the code); at the pipeline level they cycle through the domain.
 """
 
 from __future__ import annotations
@@ -17,6 +27,12 @@ import numpy as np
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.base import Categorical
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
+from shufflesim.simulator.audit.implementation import (
+    Claim,
+    ImplementationRandomizer,
+    load_implementation,
+    shuffler_permutation,
+)
 from shufflesim.simulator.audit.levels import Level, attack_names
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
@@ -26,8 +42,13 @@ from shufflesim.simulator.audit.pipeline_level import (
 from shufflesim.simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
 from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK
 from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle, default_triple
-from shufflesim.simulator.audit.tables import attack_records, randomizer_records, verdict_records
-from shufflesim.simulator.audit.verdicts import bound_verdicts
+from shufflesim.simulator.audit.tables import (
+    attack_records,
+    implementation_records,
+    randomizer_records,
+    verdict_records,
+)
+from shufflesim.simulator.audit.verdicts import bound_verdicts, fit_verdict, shuffled_verdict
 from shufflesim.simulator.pipeline import PipelineConfig, uniform_permutation
 
 #: Second element of a scenario audit's spawn key (keeps it apart from the runner's units).
@@ -48,6 +69,14 @@ class AuditSettings:
     theirs (shuffle level); bounds: catalogue bounds to judge (default: every applicable one;
     empty: no verdicts); permute: false makes the pipeline's shuffler keep arrival order (a
     planted fault, for demonstrations); chunk: trials per random stream chunk.
+
+    Implementation under test (implementation.py): implementation: "path/file.py:function" or
+    "module:function"; input_offset / output_offset: numbering of its inputs / scalar reports
+    (a client numbering items from 1: input_offset = 1); vectorized: false calls it once per
+    report (default: detected); two_stage: the shuffle level's faster estimate (user 1's
+    report from the implementation, the others' from the declared law); shuffler:
+    "path/file.py:function" of a user shuffler ``(messages, rng) -> messages`` for the
+    pipeline level; claim_delta0: the delta0 it claims (randomizer level).
     """
 
     trials: int
@@ -65,6 +94,13 @@ class AuditSettings:
     permute: bool = True
     chunk: int = DEFAULT_CHUNK
     resolution: int = LR_RESOLUTION
+    implementation: str | None = None
+    input_offset: int = 0
+    output_offset: int | None = None
+    vectorized: bool | None = None
+    two_stage: bool = False
+    shuffler: str | None = None
+    claim_delta0: float = 0.0
 
     def __post_init__(self) -> None:
         try:
@@ -96,6 +132,18 @@ class AuditSettings:
                 "only the shuffle level draws the other users' inputs from a distribution")
         require(self.permute or level is Level.PIPELINE, "permute", self.permute,
                 "only applies at the pipeline level")
+        require(self.implementation is not None or not self.two_stage, "two_stage",
+                self.two_stage, "applies to an implementation under test")
+        require(not self.two_stage or level is Level.SHUFFLE, "two_stage", self.two_stage,
+                "only applies at the shuffle level")
+        require(self.shuffler is None or level is Level.PIPELINE, "shuffler", self.shuffler,
+                "only applies at the pipeline level")
+        require(self.shuffler is None or self.permute, "shuffler", self.shuffler,
+                "give either shuffler or permute = false, not both")
+        require(isinstance(self.claim_delta0, (int, float)) and 0 <= self.claim_delta0 < 1,
+                "claim_delta0", self.claim_delta0, "must lie in [0, 1)")
+        require(self.claim_delta0 == 0 or level is Level.RANDOMIZER, "claim_delta0",
+                self.claim_delta0, "only applies at the randomizer level")
         self.options()  # validates trials, confidence, holdout_fraction, shortlist, chunk
 
     def options(self) -> AuditOptions | RandomizerAuditOptions:
@@ -143,11 +191,48 @@ def _triple(settings: AuditSettings, randomizer, n: int):
     return tuple(t[i] if given[i] is None else given[i] for i in range(3))
 
 
+def implementation_seed(seed: int, point: int = 0) -> np.random.SeedSequence:
+    """The SeedSequence of an implementation audit (module docstring)."""
+    return np.random.SeedSequence(entropy=seed, spawn_key=(point, AUDIT_KEY))
+
+
+def _implementation(settings: AuditSettings, randomizer, claim: Claim | None):
+    """The adapter that runs the user's code, or None when no implementation is named."""
+    if settings.implementation is None:
+        require(claim is None, "claim", claim, "needs an implementation")
+        return None
+    if claim is None:
+        require(randomizer is not None, "randomizer", None,
+                "name the randomizer the implementation claims (or a black-box claim)")
+        claim = Claim(randomizer, delta0=settings.claim_delta0,
+                      input_offset=settings.input_offset, output_offset=settings.output_offset)
+    impl = load_implementation(settings.implementation, vectorized=settings.vectorized)
+    return ImplementationRandomizer(impl, claim)
+
+
 def run_audit(settings: AuditSettings, randomizer, n: int | None,
               seed: np.random.SeedSequence, context: Mapping | None = None,
               pipeline: PipelineConfig | None = None,
-              progress: Callable[[int, int], None] | None = None) -> list[dict]:
-    """The ``audit`` rows of one setting (attack rows, then verdict rows)."""
+              progress: Callable[[int, int], None] | None = None, *,
+              claim: Claim | None = None, events=None, implementation=None) -> list[dict]:
+    """The ``audit`` rows of one setting (attack rows, then verdict rows).
+
+    With ``settings.implementation`` (or ``implementation``: a callable already loaded) the
+    implementation is audited against ``claim`` (default: ``randomizer`` with the settings'
+    offsets); ``events``: an event function for the randomizer level
+    (implementation.EventFunction)."""
+    tested = None
+    if implementation is not None:
+        claim = claim or Claim(randomizer, delta0=settings.claim_delta0,
+                               input_offset=settings.input_offset,
+                               output_offset=settings.output_offset)
+        tested = ImplementationRandomizer(
+            load_implementation(implementation, vectorized=settings.vectorized), claim)
+    else:
+        tested = _implementation(settings, randomizer, claim)
+    if tested is not None:
+        return _run_implementation(settings, tested, n, seed, context, pipeline, progress,
+                                   events)
     context = dict(context or {})
     context.setdefault("point", 0)
     context.setdefault("overrides", "{}")
@@ -156,7 +241,7 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
     context.setdefault("n", n)
     options = settings.options()
     if settings.level is Level.RANDOMIZER:
-        audit = audit_randomizer(randomizer, options, seed)
+        audit = audit_randomizer(randomizer, options, seed, events=events)
         return randomizer_records(audit, context)
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
     require_finite_groups(randomizer)
@@ -184,3 +269,93 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
         records += verdict_records(verdicts, {**context, "pair": audit.pair},
                                    settings.level.value)
     return records
+
+
+def _run_implementation(settings: AuditSettings, tested: ImplementationRandomizer,
+                        n: int | None, seed: np.random.SeedSequence, context, pipeline,
+                        progress, events) -> list[dict]:
+    """The rows of an audit of an implementation under test (every level runs its code)."""
+    claim = tested.claim
+    declared = claim.randomizer
+    source = tested.implementation.source
+    context = dict(context or {})
+    context.setdefault("point", 0)
+    context.setdefault("overrides", "{}")
+    context.setdefault("randomizer", tested.name)
+    context.setdefault("epsilon0", float(claim.epsilon0))
+    context.setdefault("n", n)
+    context["implementation"] = source
+    options = settings.options()
+    if settings.level is Level.RANDOMIZER:
+        audit = audit_randomizer(tested, options, seed, events=events, delta0=claim.delta0)
+        return randomizer_records(audit, context)
+    require(declared is not None, "implementation", source, "a black box is audited at the "
+            "randomizer level only (--level randomizer): the shuffle and pipeline levels need "
+            "a claimed randomizer")
+    require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
+    require_finite_groups(declared)
+    x0, x1, x2 = _triple(settings, declared, n)
+    if settings.level is Level.SHUFFLE:
+        others = x2
+        if settings.others is not None:
+            others = np.asarray(settings.others)
+        elif settings.x2 is None and isinstance(declared.input_domain, Categorical):
+            d = declared.input_domain.size
+            others = np.full(d, 1.0 / d)
+        audit = audit_shuffle(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
+                              others=others, progress=progress, two_stage=settings.two_stage)
+        bound_n = n
+    else:
+        permutation = uniform_permutation if settings.permute else identity_permutation
+        if settings.shuffler is not None:
+            permutation = shuffler_permutation(
+                load_implementation(settings.shuffler).function)
+        audit = audit_pipeline(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
+                               x2=x2, config=pipeline, permutation=permutation,
+                               progress=progress)
+        bound_n = shuffled_size(n, pipeline)
+    records = attack_records(audit, context)
+    claimed = f"{declared.name}(eps0 = {float(declared.epsilon0):g})"
+    level = settings.level.value
+    own = [fit_verdict(audit.fit_p_value, options.confidence, claimed, len(audit.fits),
+                       "pooled reports")]
+    bound_rows = []
+    for delta in settings.delta:
+        best = audit.best(delta)
+        empirical = best.epsilon_lb if math.isfinite(best.epsilon_lb) else None
+        names = None if settings.bounds is None else list(settings.bounds)
+        verdicts = bound_verdicts(declared, bound_n, delta, empirical=empirical,
+                                  confidence=options.confidence, names=names)
+        where = f"{audit.pair}, attack {best.attack} {best.direction}, event {best.event}"
+        own.append(shuffled_verdict(empirical, options.confidence, verdicts, claimed,
+                                    bound_n, delta, where))
+        if settings.bounds is None or len(settings.bounds) > 0:
+            bound_rows += verdict_records(verdicts, {**context, "pair": audit.pair}, level,
+                                          source)
+    return (records + implementation_records(own, {**context, "pair": audit.pair}, level,
+                                             source, seconds=audit.seconds, note=audit.note)
+            + bound_rows)
+
+
+def audit_implementation(implementation, claim, *, trials: int, level: str = "randomizer",
+                         n: int | None = None, delta=(), seed: int = 0,
+                         pipeline: PipelineConfig | None = None, events=None,
+                         **options) -> list[dict]:
+    """Audit a user's implementation (the Python entry point; the same rows as ``shufflesim
+    audit --implementation`` and a one-point scenario's ``[audit] implementation``).
+
+    implementation: a callable ``(values, rng) -> reports``, ``"path/file.py:function"`` or
+    ``"module:function"``; claim: an implementation.Claim, or a registered randomizer instance
+    it claims to implement; options: the other :class:`AuditSettings` fields (confidence,
+    x0, x1, x2, input_offset, vectorized, two_stage, shuffler, bounds, ...). Randomness:
+    :func:`implementation_seed` (seed).
+    """
+    if not isinstance(claim, Claim):
+        claim = Claim(claim, delta0=options.get("claim_delta0", 0.0),
+                      input_offset=options.get("input_offset", 0),
+                      output_offset=options.get("output_offset"))
+    loaded = load_implementation(implementation, vectorized=options.get("vectorized"))
+    settings = AuditSettings(trials=trials, level=level, delta=delta,
+                             implementation=loaded.source, **options)
+    return run_audit(settings, claim.randomizer, n, implementation_seed(seed),
+                     pipeline=pipeline, claim=claim, events=events, implementation=loaded)

@@ -7,16 +7,25 @@ pipeline level, and randomness from ``SeedSequence(seed, spawn_key=(point, AUDIT
 rows go to ``audit.parquet`` (schema: simulator.audit.tables.AUDIT_SCHEMA). Importing this
 module registers the section, the table schema and :func:`produce` as a per-point table
 producer (simulator.plugins imports it).
+
+``implementation = "impl.py:function"`` (or ``"module:function"``) audits the user's code
+against the scenario's randomizer as its claim (simulator/audit/implementation.py); a relative
+file path (also of ``shuffler``) is resolved against the scenario's directory. Its rows equal
+those of ``shufflesim audit --implementation`` and of ``audit_implementation`` with the same
+seed (point 0 of the scenario; simulator/audit/run.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator.audit.implementation import load_implementation
 from shufflesim.simulator.audit.levels import ATTACKS
 from shufflesim.simulator.audit.run import AUDIT_KEY, AuditSettings, run_audit
 from shufflesim.simulator.audit.tables import AUDIT_SCHEMA, to_table
@@ -36,7 +45,28 @@ def parse_section(table: Mapping[str, Any], context: ParseContext) -> AuditSetti
     table = dict(table)
     if isinstance(table.get("delta"), (int, float)) and not isinstance(table["delta"], bool):
         table["delta"] = [table["delta"]]
-    return parse_dataclass(AuditSettings, table, SECTION, context)
+    for key in ("implementation", "shuffler"):
+        if isinstance(table.get(key), str):
+            table[key] = resolve_spec(table[key], context.base_dir)
+    settings = parse_dataclass(AuditSettings, table, SECTION, context)
+    for key in ("implementation", "shuffler"):  # a missing file or function: an error now
+        spec = getattr(settings, key)
+        if spec is not None:
+            try:
+                load_implementation(spec)
+            except ParameterError as error:
+                raise ScenarioError(f"{SECTION}.{key}", spec, error.requirement) from None
+    return settings
+
+
+def resolve_spec(spec: str, base_dir: Path) -> str:
+    """``file.py:function`` with a relative file path resolved against ``base_dir``;
+    ``module:function`` unchanged."""
+    target, sep, name = spec.rpartition(":")
+    if not sep or not (target.endswith(".py") or "/" in target or "\\" in target):
+        return spec
+    path = Path(target).expanduser()
+    return f"{path if path.is_absolute() else base_dir / path}:{name}"
 
 
 def section_schema() -> dict[str, Any]:

@@ -17,7 +17,17 @@ Columns (docs: results/README and docs/results.md):
 * verdict rows: bound, bound_kind, bound_status, bound_epsilon, bound_error, exact_lower (the
   catalogue's exact lower bound), epsilon_lb / confidence (the setting's empirical lower bound
   and its confidence), verdict, reason, tightness (upper / exact);
-* seconds (wall time of the audit or the bound) and note.
+* seconds (wall time of the audit or the bound) and note;
+* subject (verdict rows): what a ``violated`` verdict blames - ``implementation`` (the user's
+  code under test is not what it claims: its own rows ``implementation-ldp``,
+  ``implementation-fit``, ``implementation-shuffled``, and a bound exceeded only by the
+  empirical lower bound of an implementation), ``bound`` (a bound below the exact lower bound
+  of the declared mechanism, or a lower bound above a proven upper bound) or ``randomizer`` (a
+  project randomizer's sampler against its own declaration);
+* implementation: the implementation under test (``path.py:function`` or
+  ``module:function``; null when the project's own sampler was audited). Fit rows also come
+  from the shuffle and pipeline levels of an implementation (pair ``X0`` / ``X1``: pooled
+  output counts of that world).
 """
 
 from __future__ import annotations
@@ -29,7 +39,17 @@ import pyarrow as pa
 
 from shufflesim.simulator.audit.randomizer_level import RandomizerAudit
 from shufflesim.simulator.audit.shuffle_level import DIRECTIONS, AttackAudit
-from shufflesim.simulator.audit.verdicts import CONSISTENT, VIOLATED, Verdict
+from shufflesim.simulator.audit.verdicts import (
+    CONSISTENT,
+    SUBJECT_IMPLEMENTATION,
+    SUBJECT_RANDOMIZER,
+    VIOLATED,
+    ImplementationVerdict,
+    Verdict,
+    fit_verdict,
+    ldp_verdict,
+    verdict_subject,
+)
 
 AUDIT_SCHEMA = pa.schema([
     pa.field("point", pa.int32(), nullable=False),
@@ -68,6 +88,8 @@ AUDIT_SCHEMA = pa.schema([
     pa.field("tightness", pa.float64()),
     pa.field("seconds", pa.float64()),
     pa.field("note", pa.string()),
+    pa.field("subject", pa.string()),
+    pa.field("implementation", pa.string()),
 ])
 
 COLUMNS = tuple(AUDIT_SCHEMA.names)
@@ -96,7 +118,13 @@ def attack_records(audit: AttackAudit, context: Mapping) -> list[dict]:
             epsilon_lb=r.epsilon_lb, confidence=r.row_confidence, exact_lower=r.exact,
             ratio=r.ratio, seconds=audit.seconds,
             note=f"{b.events} event(s) evaluated; exact error {r.exact_error}"
-            if r.exact_error is not None else f"{b.events} event(s) evaluated"))
+            if r.exact_error is not None else f"{b.events} event(s) evaluated",
+            implementation=audit.implementation or None))
+    for f in audit.fits:
+        out.append(_row(context, n=audit.n, level=audit.level, row_type="fit", pair=f.input,
+                        attack=f.test, trials=f.samples, statistic=f.statistic,
+                        p_value=f.p_value, note="" if f.dof is None else f"dof {f.dof}",
+                        implementation=audit.implementation or None))
     return out
 
 
@@ -119,6 +147,15 @@ def randomizer_records(audit: RandomizerAudit, context: Mapping) -> list[dict]:
                         p_value=f.p_value, note="" if f.dof is None else f"dof {f.dof}"))
     confidence = audit.options.confidence
     best = audit.best
+    if audit.implementation:
+        claimed = f"{audit.randomizer}(eps0 = {audit.epsilon0:g})"
+        verdicts = [ldp_verdict(audit.epsilon_lb, audit.epsilon0, confidence,
+                                (best.x, best.x_prime), best.event, audit.delta0),
+                    fit_verdict(audit.fit_p_value, confidence, claimed, len(audit.fits),
+                                f"events: {audit.events}")]
+        return out + implementation_records(verdicts, {**context, "delta": 0.0},
+                                            "randomizer", audit.implementation,
+                                            seconds=audit.seconds, note=audit.note)
     out.append(_row(
         context, delta=0.0, level="randomizer", row_type="verdict", bound="declared-eps0",
         bound_kind="upper", bound_status="declared", bound_epsilon=audit.epsilon0,
@@ -128,7 +165,7 @@ def randomizer_records(audit: RandomizerAudit, context: Mapping) -> list[dict]:
                 f"({best.x}, {best.x_prime}) " + ("> " if audit.ldp_violated else "<= ")
                 + f"declared eps0 {audit.epsilon0:g}"),
         tightness=audit.epsilon0 / audit.epsilon_lb if audit.epsilon_lb > 0 else None,
-        seconds=audit.seconds, note=audit.note))
+        seconds=audit.seconds, note=audit.note, subject=SUBJECT_RANDOMIZER))
     p = audit.fit_p_value
     out.append(_row(
         context, level="randomizer", row_type="verdict", bound="goodness-of-fit",
@@ -137,11 +174,29 @@ def randomizer_records(audit: RandomizerAudit, context: Mapping) -> list[dict]:
                  else CONSISTENT),
         reason=("no goodness-of-fit test for these outputs" if p is None else
                 f"Bonferroni p-value {p:.3g} " + ("<" if audit.fit_rejected else ">=")
-                + f" {1 - confidence:.3g}")))
+                + f" {1 - confidence:.3g}"), subject=SUBJECT_RANDOMIZER))
     return out
 
 
-def verdict_records(verdicts: Iterable[Verdict], context: Mapping, level: str) -> list[dict]:
+def implementation_records(verdicts: Iterable[ImplementationVerdict], context: Mapping,
+                           level: str, implementation: str, seconds: float | None = None,
+                           note: str = "") -> list[dict]:
+    """Verdict rows about the implementation under test (subject ``implementation``)."""
+    out = []
+    for v in verdicts:
+        values = dict(level=level, row_type="verdict", bound=v.bound, bound_kind="claim",
+                      bound_status="claimed", bound_epsilon=v.bound_epsilon,
+                      epsilon_lb=v.epsilon_lb, confidence=v.confidence, p_value=v.p_value,
+                      verdict=v.verdict, reason=v.sentence, seconds=seconds, note=note,
+                      subject=SUBJECT_IMPLEMENTATION, implementation=implementation)
+        if v.delta is not None:
+            values["delta"] = v.delta
+        out.append(_row(context, **values))
+    return out
+
+
+def verdict_records(verdicts: Iterable[Verdict], context: Mapping, level: str,
+                    implementation: str = "") -> list[dict]:
     out = []
     for v in verdicts:
         out.append(_row(
@@ -149,7 +204,9 @@ def verdict_records(verdicts: Iterable[Verdict], context: Mapping, level: str) -
             bound_kind=v.kind, bound_status=v.status, bound_epsilon=v.epsilon,
             bound_error=v.epsilon_error, exact_lower=v.exact_lower,
             epsilon_lb=v.empirical_lower, confidence=v.empirical_confidence,
-            verdict=v.verdict, reason=v.reason, tightness=v.tightness, note=v.note))
+            verdict=v.verdict, reason=v.reason, tightness=v.tightness, note=v.note,
+            subject=verdict_subject(v, bool(implementation)),
+            implementation=implementation or None))
     return out
 
 

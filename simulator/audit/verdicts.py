@@ -123,3 +123,115 @@ def bound_verdicts(randomizer, n: int, delta: float, *, empirical: float | None 
     exact_eval = next(e for e in evaluations if e.spec.name == EXACT_METHOD)
     exact = float(exact_eval.result.epsilon) if exact_eval.ok else None
     return judge(evaluations, exact, empirical, confidence)
+
+
+# ------------------------------------------------------------------------------------------
+# Verdicts on an implementation under test (issue 17)
+# ------------------------------------------------------------------------------------------
+#: ``subject`` of a verdict: what a "violated" row says is wrong.
+SUBJECT_IMPLEMENTATION = "implementation"  # the user's code is not what it claims
+SUBJECT_BOUND = "bound"  # a bound is below a lower bound of the declared mechanism
+SUBJECT_RANDOMIZER = "randomizer"  # a project randomizer's sampler against its declaration
+
+
+@dataclass(frozen=True)
+class ImplementationVerdict:
+    """One statement about the implementation under test: ``check`` is "ldp" (the randomizer
+    level's eps0 lower bound against the claimed eps0), "fit" (its reports against the claimed
+    distribution) or "shuffled" (the shuffled output's lower bound against the smallest proven
+    upper bound of the claimed mechanism); ``sentence`` is the finding in words."""
+
+    check: str
+    verdict: str
+    sentence: str
+    epsilon_lb: float | None = None
+    confidence: float | None = None
+    bound_epsilon: float | None = None
+    p_value: float | None = None
+    delta: float | None = None
+
+    @property
+    def bound(self) -> str:
+        return f"implementation-{self.check}"
+
+
+def _eps_words(epsilon0: float, delta0: float) -> str:
+    return (f"({epsilon0:g}, {delta0:g})-LDP" if delta0 > 0 else f"{epsilon0:g}-LDP")
+
+
+def ldp_verdict(epsilon_lb: float, epsilon0: float, confidence: float, inputs: tuple,
+                event: str, delta0: float = 0.0) -> ImplementationVerdict:
+    """"the implementation is not eps0-LDP: lower bound X at confidence C on inputs (a, b),
+    event E" when X > eps0 (beyond TOLERANCE), else consistent."""
+    a, b = inputs
+    claim = _eps_words(epsilon0, delta0)
+    where = f"at confidence {confidence:g} on inputs ({a}, {b}), event {event}"
+    if _exceeds(epsilon_lb, epsilon0):
+        sentence = (f"the implementation is not {claim}: lower bound {epsilon_lb:.6g} "
+                    f"{where}")
+        verdict = VIOLATED
+    else:
+        sentence = (f"no evidence against {claim}: largest lower bound {epsilon_lb:.6g} <= "
+                    f"{epsilon0:g} ({where})")
+        verdict = CONSISTENT
+    return ImplementationVerdict("ldp", verdict, sentence, epsilon_lb, confidence, epsilon0,
+                                 delta=delta0)
+
+
+def fit_verdict(p_value: float | None, confidence: float, claimed: str, tests: int,
+                where: str = "") -> ImplementationVerdict:
+    """"the implementation does not follow the claimed distribution" when the Bonferroni
+    p-value of its goodness-of-fit tests is below 1 - confidence."""
+    if p_value is None:
+        return ImplementationVerdict("fit", NOT_EVALUATED, "no goodness-of-fit test (no "
+                                     "declared distribution for these reports)",
+                                     confidence=confidence)
+    rejected = p_value < 1.0 - confidence
+    scope = f" ({where})" if where else ""
+    if rejected:
+        sentence = (f"the implementation does not follow the claimed distribution of "
+                    f"{claimed}{scope}: Bonferroni p-value {p_value:.3g} < {1 - confidence:.3g} "
+                    f"over {tests} test(s)")
+    else:
+        sentence = (f"its reports fit the claimed distribution of {claimed}{scope}: Bonferroni "
+                    f"p-value {p_value:.3g} >= {1 - confidence:.3g} over {tests} test(s)")
+    return ImplementationVerdict("fit", VIOLATED if rejected else CONSISTENT, sentence,
+                                 confidence=confidence, p_value=p_value)
+
+
+def shuffled_verdict(epsilon_lb: float | None, confidence: float, verdicts: list[Verdict],
+                     claimed: str, n: int, delta: float, where: str) -> ImplementationVerdict:
+    """The shuffled output of the implementation against the smallest *proven* upper bound of
+    the claimed mechanism at (n, delta): above it, the implementation's shuffled output is not
+    that of the claimed mechanism (the bound is proven for the claim, so the code is at
+    fault, at the stated confidence)."""
+    proven = [v for v in verdicts if v.kind == BoundKind.UPPER.value and v.proven
+              and v.epsilon is not None and math.isfinite(v.epsilon)]
+    if epsilon_lb is None or not proven:
+        return ImplementationVerdict("shuffled", NOT_EVALUATED, "no empirical lower bound or "
+                                     "no proven upper bound to compare", epsilon_lb,
+                                     confidence, delta=delta)
+    best = min(proven, key=lambda v: v.epsilon)
+    if _exceeds(epsilon_lb, best.epsilon):
+        sentence = (f"the implementation's shuffled output is not that of the claimed "
+                    f"{claimed} with n = {n}: central eps lower bound {epsilon_lb:.6g} at "
+                    f"confidence {confidence:g} ({where}) exceeds the proven upper bound "
+                    f"{best.bound} = {best.epsilon:.6g} at delta = {delta:g}")
+        verdict = VIOLATED
+    else:
+        sentence = (f"no evidence against the claim after shuffling: central eps lower bound "
+                    f"{epsilon_lb:.6g} <= proven upper bound {best.bound} = {best.epsilon:.6g} "
+                    f"(confidence {confidence:g}, {where})")
+        verdict = CONSISTENT
+    return ImplementationVerdict("shuffled", verdict, sentence, epsilon_lb, confidence,
+                                 best.epsilon, delta=delta)
+
+
+def verdict_subject(v: Verdict, implementation: bool) -> str:
+    """Who a bound verdict blames: the bound (the exact lower bound of the declared mechanism
+    exceeds it, or it is another lower bound above a proven upper bound), or - in an audit of
+    an implementation - the implementation when only the empirical lower bound exceeds it."""
+    if (implementation and v.verdict == VIOLATED and v.kind == BoundKind.UPPER.value
+            and not _exceeds(v.exact_lower, v.epsilon if v.epsilon is not None else math.inf)):
+        return SUBJECT_IMPLEMENTATION
+    return SUBJECT_BOUND

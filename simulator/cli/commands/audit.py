@@ -6,6 +6,16 @@
 Prints the attack rows (event, counts, Clopper-Pearson limits, eps_lb beside the exact value of
 the attacked pair) and one verdict per bound (simulator.audit.verdicts); ``--json`` prints the
 rows of the ``audit`` table as JSON records instead.
+
+Your own implementation (simulator/audit/implementation.py):
+
+    shufflesim audit --implementation client.py:randomize --randomizer krr --domain-size 4 \
+        --epsilon0 2 --trials 200000 --level randomizer
+    shufflesim audit --implementation client.py:randomize --claim-epsilon0 2 --domain-size 4 \
+        --trials 200000 --level randomizer          # a black box: only its eps0
+
+The rows equal those of simulator.audit.run.audit_implementation and of a one-point scenario
+with ``[audit] implementation`` at the same seed.
 """
 
 from __future__ import annotations
@@ -21,7 +31,6 @@ from shufflesim.simulator.cli.options import (
     check_setting,
     flag_errors,
     parse_params,
-    randomizer_options,
     render_table,
     resolve_methods,
 )
@@ -30,12 +39,13 @@ from shufflesim.simulator.execution.progress import ProgressReport
 
 np = lazy_module("numpy")
 audit_run = lazy_module("shufflesim.simulator.audit.run")
+audit_implementation = lazy_module("shufflesim.simulator.audit.implementation")
 audit_tables = lazy_module("shufflesim.simulator.audit.tables")
 
 ATTACK_HEADER = ("level", "attack", "direction", "delta", "event", "trials", "p0", "p1",
                  "eps_lb", "conf", "exact", "ratio")
 VERDICT_HEADER = ("bound", "kind", "status", "delta", "epsilon", "exact", "empirical", "verdict",
-                  "tightness")
+                  "tightness", "subject")
 FIT_HEADER = ("input", "test", "samples", "statistic", "p_value")
 
 
@@ -67,17 +77,57 @@ def render(records: list[dict]) -> str:
         parts.append(render_table([[r["bound"], r["bound_kind"] or "-", r["bound_status"],
                                     _num(r["delta"], 3), _num(r["bound_epsilon"], 5),
                                     _num(r["exact_lower"], 5), _num(r["epsilon_lb"], 5),
-                                    r["verdict"], _num(r["tightness"], 4)] for r in verdicts],
+                                    r["verdict"], _num(r["tightness"], 4),
+                                    r.get("subject") or "-"] for r in verdicts],
                                   VERDICT_HEADER))
         notes = [f"{r['bound']}: {r['reason']}" for r in verdicts
-                 if r["verdict"] in ("violated", "not-evaluated")]
+                 if r["verdict"] in ("violated", "not-evaluated")
+                 or r.get("subject") == "implementation"]
         parts.append("\n".join(notes))
     return "\n\n".join(p for p in parts if p)
 
 
+def _claim_options(function):
+    """--randomizer (optional here: a black box names none), --domain-size, --param."""
+    function = click.option(
+        "--param", "params", multiple=True, metavar="KEY=VALUE",
+        help="Further randomizer parameter (repeatable), e.g. --param hash_range=4.")(function)
+    function = click.option(
+        "--domain-size", type=int, default=None,
+        help="Domain size k of a categorical randomizer (or of a black box's inputs).")(function)
+    return click.option("--randomizer", "randomizer_name", default=None,
+                        help="Registered randomizer name (see `shufflesim list`); with "
+                             "--implementation, the randomizer it claims.")(function)
+
+
 @click.command("audit")
-@randomizer_options
-@click.option("--epsilon0", type=float, required=True, help="Local budget eps0.")
+@_claim_options
+@click.option("--epsilon0", type=float, default=None,
+              help="Local budget eps0 (required with --randomizer).")
+@click.option("--implementation", default=None, metavar="FILE.py:FUNCTION|MODULE:FUNCTION",
+              help="Audit your own randomizer code (values, rng) -> reports instead of the "
+                   "project's sampler; it claims --randomizer (or --claim-epsilon0).")
+@click.option("--claim-epsilon0", type=float, default=None,
+              help="Black box: the eps0 the implementation claims (no --randomizer; "
+                   "randomizer level).")
+@click.option("--claim-delta0", type=float, default=0.0, show_default=True,
+              help="The delta0 the implementation claims (randomizer level).")
+@click.option("--interval", default=None, metavar="LOW,HIGH",
+              help="Black box: real inputs in [LOW, HIGH] (instead of --domain-size).")
+@click.option("--output", "output_kind", type=click.Choice(["discrete", "vector", "continuous"]),
+              default="discrete", show_default=True, help="Black box: its reports' encoding.")
+@click.option("--input-offset", type=int, default=0, show_default=True,
+              help="Added to inputs before calling the implementation (1: it numbers items "
+                   "from 1).")
+@click.option("--output-offset", type=int, default=None,
+              help="Subtracted from its scalar integer reports (default: --input-offset).")
+@click.option("--not-vectorized", is_flag=True,
+              help="The implementation takes one value at a time (called once per report).")
+@click.option("--two-stage", is_flag=True,
+              help="Shuffle level, faster: only user 1's report from the implementation, the "
+                   "others' from the declared law.")
+@click.option("--shuffler", default=None, metavar="FILE.py:FUNCTION|MODULE:FUNCTION",
+              help="Pipeline level: your shuffler (messages, rng) -> messages.")
 @click.option("--n", "n", type=int, default=None,
               help="Number of users (shuffle and pipeline levels).")
 @click.option("--delta", "deltas", type=float, multiple=True,
@@ -112,30 +162,81 @@ def render(records: list[dict]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the audit rows as JSON records.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @flag_errors(aliases={"method": "--bound", "attacks": "--attack", "delta": "--delta",
-                      "others": "--others", "permute": "--no-permute"})
-def command(randomizer_name, domain_size, params, epsilon0, n, deltas, trials, level,
-            confidence, holdout_fraction, shortlist, attacks, x0, x1, x2, others, bounds,
-            no_verdicts, no_permute, seed, as_json, quiet):
+                      "others": "--others", "permute": "--no-permute",
+                      "implementation": "--implementation", "shuffler": "--shuffler",
+                      "two_stage": "--two-stage", "claim_delta0": "--claim-delta0",
+                      "input_offset": "--input-offset", "output_offset": "--output-offset",
+                      "output": "--output"})
+def command(randomizer_name, domain_size, params, epsilon0, implementation, claim_epsilon0,
+            claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
+            two_stage, shuffler, n, deltas, trials, level, confidence, holdout_fraction,
+            shortlist, attacks, x0, x1, x2, others, bounds, no_verdicts, no_permute, seed,
+            as_json, quiet):
     """Empirical lower bounds on eps (attacks with Clopper-Pearson confidence) beside the exact
-    lower bound and a verdict on every registered bound."""
+    lower bound and a verdict on every registered bound; with --implementation, of your own
+    randomizer code against what it claims."""
     _check_level_options(level, n)
     check_setting(n, None)
-    randomizer = build_randomizer(randomizer_name, epsilon0, parse_params(domain_size, params))
+    claim = None
+    randomizer = None
+    if claim_epsilon0 is not None:
+        if implementation is None or randomizer_name is not None or epsilon0 is not None:
+            raise UserError("--claim-epsilon0 names a black box: give it with --implementation "
+                            "and without --randomizer / --epsilon0")
+        bounds_interval = _interval(interval)
+        claim = audit_implementation.Claim(
+            epsilon0=claim_epsilon0, delta0=claim_delta0,
+            domain_size=None if bounds_interval else domain_size, interval=bounds_interval,
+            output=output_kind, input_offset=input_offset, output_offset=output_offset)
+    else:
+        if randomizer_name is None:
+            raise UserError("--randomizer is required (or --implementation with "
+                            "--claim-epsilon0 for a black box)")
+        if epsilon0 is None:
+            raise UserError("--epsilon0 is required with --randomizer")
+        if interval is not None:
+            raise UserError("--interval describes a black box (with --claim-epsilon0)")
+        randomizer = build_randomizer(randomizer_name, epsilon0,
+                                      parse_params(domain_size, params))
     names = () if no_verdicts else resolve_methods(bounds)
     settings = audit_run.AuditSettings(
         trials=trials, level=level, delta=tuple(deltas), confidence=confidence,
         holdout_fraction=holdout_fraction, shortlist=shortlist, attacks=attacks or None,
         x0=x0, x1=x1, x2=x2, others=_probabilities(others),
-        bounds=None if names is None else tuple(names), permute=not no_permute)
+        bounds=None if names is None else tuple(names), permute=not no_permute,
+        implementation=implementation, input_offset=input_offset, output_offset=output_offset,
+        vectorized=False if not_vectorized else None, two_stage=two_stage, shuffler=shuffler,
+        claim_delta0=claim_delta0)
+    if implementation is None:
+        for flag, value in (("--shuffler", shuffler), ("--two-stage", two_stage or None),
+                            ("--not-vectorized", not_vectorized or None)):
+            if value is not None:
+                raise UserError(f"{flag} applies to an audit of --implementation")
+    seq = (np.random.SeedSequence(seed) if implementation is None
+           else audit_run.implementation_seed(seed))
     report = ProgressReport("auditing", enabled=not quiet, unit="steps")
     with report, report.heartbeat():
-        records = audit_run.run_audit(settings, randomizer, n, np.random.SeedSequence(seed),
-                            progress=report)
+        records = audit_run.run_audit(settings, randomizer, n, seq, progress=report,
+                                      claim=claim)
     if as_json:
         click.echo(json.dumps(audit_tables.to_json_records(records), indent=2))
         return
-    click.echo(f"{randomizer!r}, n = {n}, level = {level}, trials = {trials}")
+    what = randomizer if claim is None else claim.describe()
+    if implementation is not None:
+        what = f"{implementation} claiming {what!r}" if claim is None else \
+            f"{implementation} claiming {what}"
+    click.echo(f"{what}, n = {n}, level = {level}, trials = {trials}")
     click.echo(render(records))
+
+
+def _interval(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        low, high = (float(v) for v in text.split(","))
+    except ValueError:
+        raise UserError(f"--interval = {text!r}: expected LOW,HIGH") from None
+    return low, high
 
 
 def _check_level_options(level: str, n: int | None) -> None:
