@@ -189,7 +189,9 @@ def audit_inputs(randomizer, max_inputs: int) -> list:
         if isinstance(domain, Categorical):
             return sorted({0, 1, domain.size - 2, domain.size - 1})
         return [domain.low, (domain.low + domain.high) / 2, domain.high]
-    cand = neighbour_candidates(randomizer)
+    # metric-DP randomizers declare their pair without a decomposition (2-D, bounded support)
+    cand = (randomizer.neighbour_candidates() if getattr(randomizer, "metric_privacy", False)
+            else neighbour_candidates(randomizer))
     seen = []
     extra = ([0, 1, domain.size - 2, domain.size - 1]
              if implementation and isinstance(domain, Categorical) else [])
@@ -205,8 +207,9 @@ def _continuous(randomizer) -> bool:
 
 def _draw(randomizer, x, size: int, rng: np.random.Generator, events=None) -> np.ndarray:
     out = randomizer.randomize(np.full(size, x), rng)
-    if _continuous(randomizer):
-        return np.asarray(out, dtype=float)
+    if _continuous(randomizer):  # planar points: the randomizer's 1-D statistic (its cdf's)
+        statistic = getattr(randomizer, "audit_statistic", None)
+        return np.asarray(out if statistic is None else statistic(out), dtype=float)
     if events is not None:
         return np.asarray(events(np.asarray(out)), dtype=np.int64)
     return np.asarray(randomizer.output_index(out), dtype=np.int64)

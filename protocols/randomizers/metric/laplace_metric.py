@@ -72,6 +72,14 @@ class IntervalPair(MetricRandomizer):
         x0, x1 = self.pair
         return max(abs(x - e) for x in (x0, x1) for e in (float(self.low), float(self.high)))
 
+    def neighbour_candidates(self, pair_grid: int | None = None) -> NeighbourCandidates:
+        """The declared pair (default: the interval's ends, the worst pair: TV and the loss grow
+        with the distance); not exhaustive over the domain's pairs."""
+        x0, x1 = self.pair
+        triples = tuple((x0, x1, float(x2)) for x2 in (x0, x1, 0.5 * (x0 + x1)))
+        return NeighbourCandidates(((x0, x1),), triples, (x0,), False, f"{self.name}-pair",
+                                   "the declared metric pair only")
+
     def lower_references(self) -> tuple:
         """Both pair inputs, their midpoint and both ends of the interval."""
         x0, x1 = self.pair

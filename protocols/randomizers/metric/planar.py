@@ -188,6 +188,24 @@ class PlanarLaplace(MetricRandomizer):
         u = self.metric_epsilon * np.maximum(np.asarray(r, dtype=float), 0.0)
         return -np.expm1(-u) - u * np.exp(-u)
 
+    @property
+    def audit_direction(self) -> complex:
+        """e = (x1 - x0)/|x1 - x0| for the declared pair."""
+        x0, x1 = self.pair
+        return (x1 - x0) / abs(x1 - x0)
+
+    def audit_statistic(self, outputs) -> np.ndarray:
+        """<y, e>: the projection of a report on the pair's direction (the auditor's 1-D
+        statistic; it is all that distinguishes R(x0) from R(x1) in 001 Thm 5.1's events)."""
+        return (np.asarray(outputs) * np.conj(self.audit_direction)).real
+
+    def cdf(self, x, t):
+        """P[<R(x), e> <= t] (the declared law of ``audit_statistic``): the projection's cdf at
+        eps (t - <x, e>)."""
+        shift = (np.asarray(x, dtype=complex) * np.conj(self.audit_direction)).real
+        u = self.metric_epsilon * (np.asarray(t, dtype=float) - shift)
+        return np.vectorize(projection_cdf, otypes=[float])(u)
+
     def total_variation(self, distance: float) -> float:
         """P(|Z| < eps d/2) = 2 int_0^{eps d/2} t K_1(t)/pi dt (module docstring), rounded up by
         the quadrature's error."""
