@@ -34,6 +34,8 @@ state, no display). Which figures a run gets depends on its tables (docs/results
 * ``lifetime_users.png`` (users table of pipeline runs with rounds, lifetime.py): the
   distribution (ECDF) of the users' lifetime eps per sweep point, and lifetime eps versus the
   number of rounds a user took part in.
+* ``multi_message_extra_amplification.png`` (bounds table of a multi-message randomizer swept
+  over its target eps', multi_message.py): log2(eps'/eps) per bound, 001 Figs. 3 and 4.
 * ``learning_accuracy.png`` and ``learning_epsilon.png`` (learning table, learning.py): test
   accuracy and loss against epochs per budget distribution (003 Fig. 4), and the privacy
   accounting of the run after every epoch per bound.
@@ -52,12 +54,13 @@ from .bounds import bound_curves, plot_bounds_vs_n
 from .common import DPI, MAX_PANELS, find_runs, load_tables, require_matplotlib, short_overrides
 from .learning import plot_learning
 from .lifetime import plot_bounds_vs_rounds, plot_lifetime_users
+from .multi_message import plot_extra_amplification
 from .utility import _utility_axis, plot_utility, plot_utility_vs_keys
 
 __all__ = [
     "DPI", "MAX_PANELS", "bound_curves", "find_runs", "load_tables", "plot_audit_sandwich",
-    "plot_batches", "plot_bounds_vs_n", "plot_bounds_vs_rounds", "plot_learning",
-    "plot_lifetime_users", "plot_run", "plot_utility", "plot_utility_vs_keys",
+    "plot_batches", "plot_bounds_vs_n", "plot_bounds_vs_rounds", "plot_extra_amplification",
+    "plot_learning", "plot_lifetime_users", "plot_run", "plot_utility", "plot_utility_vs_keys",
     "require_matplotlib", "short_overrides", "_utility_axis",
 ]
 
@@ -66,7 +69,7 @@ PLOTTERS: list[tuple[str, Callable]] = [
     ("utility", plot_utility), ("utility", plot_utility_vs_keys),
     ("bounds", plot_bounds_vs_n), ("bounds", plot_bounds_vs_rounds),
     ("audit", plot_audit_sandwich), ("batches", plot_batches), ("users", plot_lifetime_users),
-    ("learning", plot_learning),
+    ("learning", plot_learning), ("bounds", plot_extra_amplification),
 ]
 
 
