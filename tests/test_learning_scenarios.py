@@ -3,6 +3,7 @@ learning table, reproducibility across worker counts, the figure."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -142,3 +143,40 @@ def test_cli_run_and_plot(tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "fig" / "learning_accuracy.png").stat().st_size > 10_000
     assert (tmp_path / "fig" / "learning_epsilon.png").stat().st_size > 10_000
+
+
+FIG2 = ROOT / "scenarios" / "gspa_fig2.toml"
+
+
+def test_fig2_scenario_covers_table_2_and_n_from_1e3_to_1e4():
+    scenario = load_scenario(FIG2)
+    presets = {p.settings.population.budget.preset for p in scenario.points}
+    assert presets == {"gspa-unif1", "gspa-unif2", "gspa-constant", "gspa-mixed"}
+    ns = sorted({p.settings.population.n for p in scenario.points})
+    assert ns[0] == 1000 and ns[-1] == 10_000 and len(ns) >= 10  # curves, not single points
+    assert {p.settings.sections["bounds"].delta for p in scenario.points} == {(1e-4,)}
+    methods = scenario.points[0].settings.sections["bounds"].methods
+    assert "gspa-gdp-personalized" in methods and "optimal-blanket-personalized" in methods
+
+
+def test_fig2_reduced_run_orders_its_bounds(tmp_path):
+    text = FIG2.read_text()
+    text = re.sub(r'^"population.n" = \[.*\]$', '"population.n" = [1000, 3000]', text,
+                  flags=re.M)
+    text = re.sub(r'^"population.budget.preset" = \[.*\]$',
+                  '"population.budget.preset" = ["gspa-unif2", "gspa-mixed"]', text, flags=re.M)
+    tables = run_scenario(parse_scenario(text), executor=InlineExecutor())
+    bounds = tables["bounds"].to_pandas()
+    bounds = bounds[bounds.epsilon.notna()]
+    for _, rows in bounds.groupby(["point"]):
+        lower = rows[rows.kind == "lower"].epsilon.max()
+        proven_upper = rows[(rows.kind == "upper") & (rows.status == "proven")].epsilon
+        assert len(proven_upper) >= 2 and (proven_upper >= lower).all()
+    # every bound decreases with n (one curve per bound and budget distribution)
+    bounds["preset"] = bounds.overrides.map(lambda o: json.loads(o)["population.budget.preset"])
+    curves = 0
+    for _, rows in bounds.groupby(["preset", "method"]):
+        if rows.n.nunique() == 2:
+            curves += 1
+            assert rows.sort_values("n").epsilon.is_monotonic_decreasing
+    assert curves >= 6
