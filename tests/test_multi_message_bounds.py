@@ -257,3 +257,17 @@ def test_large_n_is_fast():
     started = time.perf_counter()
     _three(r, 100000, 1e-6)
     assert time.perf_counter() - started < 10.0
+
+
+@pytest.mark.parametrize("d,f,b,n,eps", [(3, 0.2, 2, 2, 1.0), (3, 0.2, 2, 2, 2.0),
+                                         (3, 0.1, 1, 4, 2.0), (3, 0.3, 3, 2, 1.0)])
+def test_cheu_variation_ratio_below_a_real_pair(d, f, b, n, eps):
+    """Refutation by enumeration of every message multiset: with the other users at x* = 2,
+    the real protocol's delta(eps) exceeds 001's variation-ratio delta(eps) (Table 3 row,
+    n'(m - 1) = n b blanket messages), so that bound is not an upper bound for Cheu et al."""
+    r = make("cheu", domain_size=d, flip_probability=f, blanket_messages=b)
+    row = r.variation_ratio_parameters()
+    vr = mm.variation_ratio_delta(row.p, row.beta, row.q, n * b, eps)
+    real = _brute(r, n, 0, 1, 2, eps)
+    assert vr.upper < real
+    assert real <= mm.upper_delta(r, n, eps).upper + ABS  # the proven upper bound holds
