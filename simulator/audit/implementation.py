@@ -12,9 +12,10 @@ An *implementation* is a Python callable ``function(values, rng) -> reports``:
 
 A function that handles one value at a time, ``function(value, rng) -> report``, is accepted
 too: it is detected (calling it with a 3-value array raises or returns the wrong shape in any
-of 64 probe calls) or, better, declared with ``vectorized=False``, and is then called once per
-report in :func:`per_report` (the one loop over reports in the audit), with a
-``RuntimeWarning`` about speed.
+of 64 probe calls, or 64 copies of one value always give 64 equal reports that change from
+call to call: one random draw per call) or, better, declared with ``vectorized=False``, and is
+then called once per report in :func:`per_report` (the one loop over reports in the audit),
+with a ``RuntimeWarning`` about speed.
 
 Name it with :func:`load_implementation`: a callable, ``"path/to/file.py:function"`` or
 ``"package.module:function"`` (importlib). A missing file, module or function, or an object
@@ -211,6 +212,13 @@ def _detect_vectorized(impl: Implementation, values: np.ndarray) -> bool:
             ok = ok and out.ndim >= 1 and out.shape[0] == probe.shape[0]
             if not ok:
                 break
+        if ok:  # one random draw per call, applied to the whole array: a scalar function
+            same = np.full(64, probe[0])
+            outs = [np.asarray(impl.function(same, np.random.default_rng(100 + s)))
+                    for s in range(8)]
+            constant = all(bool(np.all(o == o[:1])) for o in outs)
+            varies = any(not np.array_equal(outs[0], o) for o in outs[1:])
+            ok = not (constant and varies)
     except Exception:
         ok = False
     if not ok:
