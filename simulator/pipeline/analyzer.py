@@ -7,6 +7,12 @@ together (000 Sec. 2, 004 Sec. 3: the bound is evaluated with n = the batch's ho
 That epsilon comes from a callable ``batch_epsilon(honest_size) -> float | None`` (None: not
 available, e.g. no bound configured); values are cached by size.
 
+Multi-message clients (``messages_per_client`` m = 1 + b > 1): sizes count messages, and
+``honest_blanket`` the batch's honest blanket (input-independent) messages B. The batch's
+epsilon is evaluated in users, at n = floor(B / b) (:func:`privacy_size`): the bounds of
+protocols.bounds.multi_message see a victim's input message among N = n b blanket messages, and
+every other message of the batch is independent of the victim (a post-processing).
+
 Its estimates are those of the scenario's estimator applied to the sum of the aggregates of the
 released batches, with n = the number of released messages per client message (dropped batches
 and dropped-out clients are simply absent from the data the analyzer sees).
@@ -33,6 +39,7 @@ BATCHES_SCHEMA = pa.schema([
     pa.field("release_time", pa.float64(), nullable=False),
     pa.field("size", pa.int64(), nullable=False),
     pa.field("honest_size", pa.int64(), nullable=False),
+    pa.field("honest_blanket", pa.int64(), nullable=False),
     pa.field("dropped", pa.bool_(), nullable=False),
     pa.field("reason", pa.string(), nullable=False),
     pa.field("epsilon", pa.float64(), nullable=True),
@@ -44,6 +51,13 @@ def aggregate_messages(randomizer, reports: np.ndarray) -> np.ndarray:
     if messages_per_client(randomizer) > 1:
         return np.asarray(randomizer.aggregate_messages(reports))
     return np.asarray(randomizer.aggregate(reports))
+
+
+def privacy_size(randomizer, batch: Batch) -> int:
+    """The n at which a batch's central epsilon is evaluated: its honest size (one message per
+    client), or floor(honest blanket messages / b) users for m = 1 + b > 1 (module docstring)."""
+    m = messages_per_client(randomizer)
+    return batch.honest_size if m == 1 else batch.honest_blanket // (m - 1)
 
 
 class EpsilonCache:
@@ -103,14 +117,15 @@ class Analyzer:
             current = self.aggregates[batch.round]
             self.aggregates[batch.round] = statistic if current is None else current + statistic
             self.released[batch.round] += batch.size
-            epsilon = self.epsilon(batch.honest_size)
+            epsilon = self.epsilon(privacy_size(self.randomizer, batch))
             if self.member_sizes is not None:
                 self.member_sizes[batch.round, batch.clients] = batch.honest_size
             if self.keep_outputs:
                 self.outputs.append(batch)
         self.rows.append((
             batch.round, batch.index, batch.open_time, batch.release_time, batch.size,
-            batch.honest_size, batch.dropped, batch.reason.value, epsilon,
+            batch.honest_size, batch.honest_blanket, batch.dropped, batch.reason.value,
+            epsilon,
         ))
 
     def batches_table(self) -> pd.DataFrame:

@@ -39,6 +39,8 @@ class RoundStream:
         honest size of the slice [lo, hi) is honest_cumsum[hi] - honest_cumsum[lo].
     start, end: the round's start and end times (end = max(start + window, last arrival)).
     clients, dropouts: population size and how many clients did not send this round.
+    blanket_cumsum[i]: multi-message clients (m > 1): number of honest blanket messages (a
+        client's messages 1..m-1, input-independent) among the first i; None for m = 1.
     """
 
     times: np.ndarray
@@ -51,6 +53,7 @@ class RoundStream:
     end: float
     clients: int
     dropouts: int
+    blanket_cumsum: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -120,6 +123,10 @@ def build_round(
         order = np.argsort(times)
     honest = ~colluding[client[order]]
     honest_cumsum = np.concatenate(([0], np.cumsum(honest, dtype=np.int64)))
+    blanket_cumsum = None
+    if m > 1:  # message j of a client is its report's position j; 1..m-1 are blanket messages
+        blanket = (np.arange(client.size) % m > 0)[order] & honest
+        blanket_cumsum = np.concatenate(([0], np.cumsum(blanket, dtype=np.int64)))
     times = times[order]
     last = float(times[-1]) if times.size else start
     return RoundStream(
@@ -133,6 +140,7 @@ def build_round(
         end=max(start + config.window, last),
         clients=n,
         dropouts=n - sent_ids.size,
+        blanket_cumsum=blanket_cumsum,
     )
 
 

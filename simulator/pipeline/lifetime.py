@@ -158,7 +158,8 @@ def lifetime_columns(member_sizes: np.ndarray, colluding: np.ndarray, randomizer
     pure_cap = rounds * float(epsilon0)
     if delta is None or multi_message:
         why = ("no central delta (set pipeline.delta, or a [bounds] section): k x eps0, pure DP"
-               if delta is None else "multi-message randomizer: k x eps0, pure DP")
+               if delta is None else "multi-message randomizer: k x its LDP level log p "
+               "(local_epsilon), pure DP")
         epsilon = pure_cap.astype(np.float64)
         methods = _strings(np.zeros(users, dtype=np.int32), ["local"])
         notes = np.where(rounds > 0, 0, 1).astype(np.int32)

@@ -64,6 +64,8 @@ class Batch:
     reason: ReleaseReason
     reports: np.ndarray | None
     clients: np.ndarray | None
+    #: honest blanket messages in the batch (multi-message clients; 0 for one message each)
+    honest_blanket: int = 0
 
 
 def shuffler_process(
@@ -97,8 +99,10 @@ def shuffler_process(
             order = lo + np.asarray(permutation(rng, size))
             reports = stream.reports[order]
             clients = stream.client[order]
+        blanket = 0 if stream.blanket_cumsum is None else \
+            int(stream.blanket_cumsum[hi] - stream.blanket_cumsum[lo])
         batch = Batch(round_index, count, open_time, at, size, honest, dropped, reason,
-                      reports, clients)
+                      reports, clients, honest_blanket=blanket)
         lo, last_release, count = hi, at, count + 1
         return batch
 

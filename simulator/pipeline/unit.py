@@ -180,7 +180,7 @@ class PipelineSetup:
             if lifetime:
                 columns = lifetime_columns(
                     result.member_sizes, result.colluding, epsilon_functions[local].randomizer,
-                    local, self.delta,
+                    epsilon_functions[local].local, self.delta,
                     multi_message=messages_per_client(self.randomizer) > 1)
                 users.append(users_table(self.point, self.overrides, first_repetition + i,
                                          columns))
@@ -217,7 +217,9 @@ class PipelineSetup:
         randomizer = self.randomizer
         if self.delta is not None and local != randomizer.epsilon0:
             randomizer = dataclasses.replace(randomizer, epsilon0=local)
-        return _BatchEpsilon(self.bound, self.delta, randomizer, local, self.delta_source)
+        # a multi-message randomizer's epsilon0 is a design target: its LDP level is log p
+        level = float(getattr(randomizer, "local_epsilon", local))
+        return _BatchEpsilon(self.bound, self.delta, randomizer, level, self.delta_source)
 
     def _rows(self, batches, repetition: int, epsilon: _BatchEpsilon) -> pa.Table:
         rows = len(batches)
@@ -235,7 +237,9 @@ class PipelineSetup:
                 columns[field.name] = pa.array(column.astype(str).tolist(), type=pa.string())
             else:
                 columns[field.name] = pa.array(column.to_numpy(), type=field.type)
-        pairs = list(zip(batches["dropped"], batches["honest_size"], strict=True))
+        m = messages_per_client(self.randomizer)  # m > 1: eps in users (pipeline.analyzer)
+        sizes = batches["honest_size"] if m == 1 else batches["honest_blanket"] // (m - 1)
+        pairs = list(zip(batches["dropped"], sizes, strict=True))
         columns["epsilon_source"] = pa.array(
             [None if d else epsilon.source(h) for d, h in pairs], type=pa.string())
         columns["bound"] = pa.array(
