@@ -62,6 +62,10 @@ from shufflesim.protocols.errors import ParameterError, require
 
 #: Relative tolerance when comparing likelihood ratios of groups.
 RATIO_TOLERANCE = 1e-9
+#: Groups whose mass under the blanket and under every anchor is below this are left out of
+#: the classification (their ratios are underflow noise; their total mass is charged nowhere
+#: else because it is below 1e-250 per group, far below every kernel's slack).
+NEGLIGIBLE = 1e-250
 
 
 def is_multi_message(randomizer) -> bool:
@@ -128,9 +132,13 @@ class ProductModel:
         return kernels.max_estimate([forward, backward])
 
 
+def _negligible(groups) -> np.ndarray:
+    return (groups.blanket < NEGLIGIBLE) & np.all(groups.mass < NEGLIGIBLE, axis=0)
+
+
 def _ratios(groups, row: int) -> np.ndarray:
-    blanket = groups.blanket
-    mass = groups.mass[row]
+    blanket = np.where(_negligible(groups), 0.0, groups.blanket)
+    mass = np.where(_negligible(groups), 0.0, groups.mass[row])
     require(bool(np.all((blanket > 0) | (mass == 0))), "randomizer", "multi-message",
             "an input message lands where no blanket message can: no blanket model")
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -139,7 +147,7 @@ def _ratios(groups, row: int) -> np.ndarray:
 
 def _classify(groups):
     """("cells", masks) or ("product", masks) for the anchors' first two rows, else None."""
-    keep = groups.blanket > 0
+    keep = (groups.blanket > 0) & ~_negligible(groups)
     lam0, lam1 = _ratios(groups, 0), _ratios(groups, 1)
     same = _close(lam0, lam1)
     cell0 = keep & ~same & (lam0 > lam1)
