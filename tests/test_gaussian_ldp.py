@@ -370,3 +370,20 @@ def test_audit_with_delta0():
     leaky = LeakyGaussian(1.1, 0.1, -0.5, 1.5)
     audit = audit_randomizer(leaky, options, 1, inputs=pair, delta0=leaky.delta0)
     assert audit.ldp_violated and audit.epsilon_lb > leaky.epsilon0 and audit.fit_rejected
+
+
+def test_composition_over_rounds_refuses_delta0():
+    """Every composed method composes pure eps0-LDP rounds (PLDs of decompositions, the clone
+    reduction): an (eps0, delta0)-LDP round must not get a pure round's number."""
+    from shufflesim.protocols.accounting.compose import Round, compose_rounds
+
+    r = make_randomizer("gaussian", epsilon0=1.0, delta0=1e-12)
+    with pytest.raises(ParameterError) as info:
+        compose_rounds([Round(r, 10_000, 3)], 1e-6, "fmt21-clone")
+    assert info.value.field == "randomizer.delta0"
+    result = invoke("bound", "--randomizer", "gaussian", "--epsilon0", 1, "--delta0", 1e-12,
+                    "--n", 10_000, "--delta", 1e-6, "--rounds", 3, "--json", "-q")
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.output)
+    assert records and all(r["epsilon"] is None for r in records)
+    assert any("delta0" in r["error"] for r in records if r["method"] == "fmt21-clone")

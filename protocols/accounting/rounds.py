@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.protocols.bounds.spec import randomizer_delta0
 from shufflesim.protocols.errors import require, require_int_at_least
 
 
@@ -28,6 +29,10 @@ class Round:
         require_int_at_least("repeat", self.repeat, 1)
         require(getattr(self.randomizer, "epsilon0", None) is not None, "randomizer",
                 self.randomizer, "must be a local randomizer with an epsilon0")
+        delta0 = randomizer_delta0(self.randomizer)
+        require(delta0 == 0, "randomizer.delta0", delta0,
+                "composition over rounds composes pure eps0-LDP rounds (delta0 = 0); this "
+                "randomizer is (eps0, delta0)-LDP")
 
 
 @dataclass(frozen=True)
