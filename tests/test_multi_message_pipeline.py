@@ -143,6 +143,6 @@ def test_scenario_batch_epsilon_in_users(tmp_path):
                          ids=lambda p: p.stem)
 def test_example_scenarios_run(tmp_path, path):
     text = path.read_text()
-    text = text.replace("repetitions = 50", "repetitions = 2")
+    text = text.replace("repetitions = 50", "repetitions = 2").replace("n = 10000", "n = 2000")
     _run(_scenario(tmp_path, text), tmp_path / "out")
     assert any((tmp_path / "out").rglob("utility.parquet"))
