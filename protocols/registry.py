@@ -77,6 +77,13 @@ class Registry(Generic[T]):
         self._items[name] = item
         return item
 
+    def remove(self, name: str) -> T:
+        """Unregister ``name`` and return its item (for tests that register a plug-in of their
+        own and must leave the registry as they found it); KeyError if it is not registered."""
+        if name not in self._items:
+            raise KeyError(f"{self.what} {name!r} is not registered")
+        return self._items.pop(name)
+
     def get(self, name: object) -> T:
         """The item registered as ``name``; ParameterError (field, value, hint) if none is."""
         if isinstance(name, str) and name in self._items:

@@ -57,7 +57,8 @@ from shufflesim.protocols.accounting.rounds import (
     total_rounds,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
-from shufflesim.protocols.errors import ParameterError, require, require_probability_open
+from shufflesim.protocols.errors import require, require_probability_open
+from shufflesim.protocols.registry import Registry
 
 __all__ = ["COMPOSED_METHODS", "COMPOSING_BOUNDS", "ComposedMethod", "ComposedResult", "Round",
            "compose_models", "compose_rounds", "composed_method_names", "composition_support",
@@ -196,11 +197,8 @@ def _exact_of(randomizer):
 # ----------------------------------------------------------------------------------------------
 # Registry
 # ----------------------------------------------------------------------------------------------
-COMPOSED_METHODS: dict[str, ComposedMethod] = {}
-
-
-def _register(method: ComposedMethod) -> None:
-    COMPOSED_METHODS[method.name] = method
+COMPOSED_METHODS: Registry[ComposedMethod] = Registry("composed method", field="method")
+_register = COMPOSED_METHODS.register
 
 
 _register(ComposedMethod(
@@ -231,15 +229,11 @@ for _method in (*baselines.METHODS, *rdp.METHODS):
 
 
 def composed_method_names() -> list[str]:
-    return sorted(COMPOSED_METHODS)
+    return COMPOSED_METHODS.names()
 
 
 def get_composed_method(name: str) -> ComposedMethod:
-    try:
-        return COMPOSED_METHODS[name]
-    except KeyError:
-        raise ParameterError("method", name, "unknown composed method; choose one of "
-                             f"{composed_method_names()}") from None
+    return COMPOSED_METHODS.get(name)
 
 
 def compose_rounds(rounds, delta: float, method: str = "optimal-blanket",

@@ -34,6 +34,7 @@ from typing import ClassVar
 import numpy as np
 
 from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.estimators.registry import register_estimator
 from shufflesim.protocols.randomizers.base import Randomizer
 
 
@@ -54,6 +55,7 @@ def _check_counts(field: str, counts, domain_size: int) -> np.ndarray:
     return counts
 
 
+@register_estimator
 @dataclass(frozen=True)
 class FrequencyEstimator:
     """f_hat_v = (C_v / n - q*) / (p* - q*) for a frequency oracle (module docstring)."""

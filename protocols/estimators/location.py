@@ -23,6 +23,7 @@ from typing import ClassVar
 import numpy as np
 
 from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.estimators.registry import register_estimator
 from shufflesim.protocols.randomizers.metric.base import MetricRandomizer
 from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
 
@@ -32,6 +33,7 @@ def location_randomizer_names() -> list[str]:
             if issubclass(randomizer_class(name), MetricRandomizer)]
 
 
+@register_estimator
 @dataclass(frozen=True)
 class LocationMeanEstimator:
     """Mean location of the inputs from the sum of metric-DP reports (module docstring)."""

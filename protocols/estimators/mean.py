@@ -29,6 +29,7 @@ from typing import ClassVar
 import numpy as np
 
 from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.estimators.registry import register_estimator
 from shufflesim.protocols.randomizers.base import Randomizer
 from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
 
@@ -63,6 +64,7 @@ def _check_n(n):
     return n_arr
 
 
+@register_estimator
 @dataclass(frozen=True)
 class MeanEstimator:
     """Mean of the inputs from the sum of the reports (see the module docstring)."""

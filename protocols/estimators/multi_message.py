@@ -30,6 +30,7 @@ import numpy as np
 
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.estimators.frequency import _check_counts, _check_n
+from shufflesim.protocols.estimators.registry import register_estimator
 from shufflesim.protocols.randomizers.multi_message.base import MultiMessageRandomizer
 
 
@@ -50,6 +51,7 @@ def _count_variance(randomizer: MultiMessageRandomizer, owners, n):
             + n * b * blanket * (1 - blanket))
 
 
+@register_estimator
 @dataclass(frozen=True)
 class MultiMessageFrequencyEstimator:
     """f_hat_v = (S_v / n - other - b blanket) / (own - other) (module docstring)."""
@@ -94,6 +96,7 @@ class MultiMessageFrequencyEstimator:
         return self.per_value_variance(frequencies * n[..., None], n)
 
 
+@register_estimator
 @dataclass(frozen=True)
 class MultiMessageSumEstimator:
     """z = (S_1 - n other - n b blanket) / (own - other): sum of binary inputs."""

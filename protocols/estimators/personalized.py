@@ -63,6 +63,7 @@ import numpy as np
 
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.estimators.mean import check_numeric_randomizer
+from shufflesim.protocols.estimators.registry import register_estimator
 from shufflesim.protocols.randomizers.base import Categorical, Randomizer
 
 WEIGHTINGS = ("gspa", "uniform", "inverse_variance")
@@ -388,6 +389,7 @@ class PersonalizedMeanEstimator:
 # ---------------------------------------------------------------------------------------------
 # Registered names (protocols.estimators.make_estimator(name, randomizer))
 # ---------------------------------------------------------------------------------------------
+@register_estimator
 @dataclass(frozen=True)
 class GspaFrequencyEstimator(PersonalizedFrequencyEstimator):
     """003 Alg. 2, generalized to frequency oracles: (C_v - sum q_i) / sum (p_i - q_i)."""
@@ -395,6 +397,7 @@ class GspaFrequencyEstimator(PersonalizedFrequencyEstimator):
     weighting: str = "gspa"
 
 
+@register_estimator
 @dataclass(frozen=True)
 class UniformFrequencyEstimator(PersonalizedFrequencyEstimator):
     """Equal weights on tagged debiased reports (unbiased for every assignment)."""
@@ -402,6 +405,7 @@ class UniformFrequencyEstimator(PersonalizedFrequencyEstimator):
     weighting: str = "uniform"
 
 
+@register_estimator
 @dataclass(frozen=True)
 class WeightedFrequencyEstimator(PersonalizedFrequencyEstimator):
     """Inverse-variance weights on tagged debiased reports (module docstring)."""
@@ -409,6 +413,7 @@ class WeightedFrequencyEstimator(PersonalizedFrequencyEstimator):
     weighting: str = "inverse_variance"
 
 
+@register_estimator
 @dataclass(frozen=True)
 class GspaMeanEstimator(PersonalizedMeanEstimator):
     """003 Alg. 1: the plain average of the reports (debiased by the affine map)."""
@@ -416,6 +421,7 @@ class GspaMeanEstimator(PersonalizedMeanEstimator):
     weighting: str = "gspa"
 
 
+@register_estimator
 @dataclass(frozen=True)
 class WeightedMeanEstimator(PersonalizedMeanEstimator):
     """Inverse-variance weights on tagged reports (module docstring)."""

@@ -24,9 +24,11 @@ from typing import ClassVar
 import numpy as np
 
 from shufflesim.protocols.estimators.mean import MeanEstimator, check_numeric_randomizer
+from shufflesim.protocols.estimators.registry import register_estimator
 from shufflesim.protocols.randomizers.base import Randomizer
 
 
+@register_estimator
 @dataclass(frozen=True)
 class SumEstimator:
     """Sum of the inputs from the sum of the reports (n times :class:`MeanEstimator`)."""

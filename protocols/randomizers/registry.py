@@ -1,4 +1,5 @@
-"""Name -> randomizer class registry."""
+"""The randomizers' registry (one :class:`~protocols.registry.Registry`): a randomizer class
+registers itself beside its definition with ``@register``."""
 
 from __future__ import annotations
 
@@ -6,37 +7,31 @@ from dataclasses import MISSING, fields
 from typing import Any
 
 from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.registry import Registry
 
-_REGISTRY: dict[str, type] = {}
+#: Every randomizer class, by its ``name``.
+RANDOMIZERS: Registry[type] = Registry("randomizer", field="randomizer.name")
 
 
 def register(cls: type) -> type:
     """Class decorator: make ``cls`` available under ``cls.name``."""
-    if cls.name in _REGISTRY:
-        raise RuntimeError(f"randomizer {cls.name!r} registered twice")
-    _REGISTRY[cls.name] = cls
-    return cls
+    return RANDOMIZERS.register(cls)
 
 
 def unregister(name: str) -> type:
     """Remove the randomizer registered as ``name`` and return its class (for tests that
     register a randomizer of their own and must leave the registry as they found it)."""
-    if name not in _REGISTRY:
-        raise KeyError(f"randomizer {name!r} is not registered")
-    return _REGISTRY.pop(name)
+    return RANDOMIZERS.remove(name)
 
 
 def randomizer_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return RANDOMIZERS.names()
 
 
 def randomizer_class(name: str) -> type:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ParameterError(
-            "randomizer.name", name, f"unknown randomizer; choose one of {randomizer_names()}"
-        ) from None
+    """The class registered as ``name``; ParameterError (field ``randomizer.name``) naming the
+    closest registered name otherwise."""
+    return RANDOMIZERS.get(name)
 
 
 def randomizer_parameters(name: str) -> list[str]:
