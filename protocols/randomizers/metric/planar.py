@@ -84,6 +84,23 @@ def projection_cdf(t: float) -> float:
     return 0.5 + central if t >= 0 else 0.5 - central
 
 
+def projection_cdf_array(t) -> np.ndarray:
+    """P(Z <= t) for arrays (unit budget), in closed form: with K_1 = -K_0' and
+    int_0^x K_0 = (pi x/2)(K_0(x) L_{-1}(x) + K_1(x) L_0(x)) (L the modified Struve functions,
+    L_{-1} = L_1 + 2/pi), P(0 < Z < x) = (int_0^x K_0 - x K_0(x)) / pi. Absolute error ~1e-15 up to
+    |t| = 30; beyond, the tail (< 1e-12) is dropped. For the bounds' masses the quadrature of
+    :func:`projection_cdf` is used (relative accuracy in the tails)."""
+    t = np.asarray(t, dtype=float)
+    x = np.minimum(np.abs(t), 30.0)
+    k0, k1 = special.k0(x), special.k1(x)
+    l0, l1 = special.modstruve(0, x), special.modstruve(1, x)
+    with np.errstate(invalid="ignore"):
+        central = (0.5 * math.pi * x * (k0 * (l1 + 2.0 / math.pi) + k1 * l0) - x * k0) / math.pi
+    central = np.where(x == 0.0, 0.0, np.clip(central, 0.0, 0.5))
+    central = np.where(np.abs(t) >= 30.0, 0.5, central)
+    return 0.5 + np.sign(t) * central
+
+
 @register
 @dataclass(frozen=True)
 class PlanarLaplace(MetricRandomizer):
@@ -204,7 +221,7 @@ class PlanarLaplace(MetricRandomizer):
         eps (t - <x, e>)."""
         shift = (np.asarray(x, dtype=complex) * np.conj(self.audit_direction)).real
         u = self.metric_epsilon * (np.asarray(t, dtype=float) - shift)
-        return np.vectorize(projection_cdf, otypes=[float])(u)
+        return projection_cdf_array(u)
 
     def total_variation(self, distance: float) -> float:
         """P(|Z| < eps d/2) = 2 int_0^{eps d/2} t K_1(t)/pi dt (module docstring), rounded up by
