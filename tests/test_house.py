@@ -1,0 +1,137 @@
+"""The house rules of issue 13, checked on the source: no module over 500 lines, no import
+circles between the project's modules, and no imports inside functions except optional
+dependencies (imported where they are used, so the core never needs them)."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+FOLDERS = ("protocols", "simulator")
+MAX_LINES = 500
+#: Optional extras and heavy tools a function may import where it uses them.
+OPTIONAL = {"matplotlib", "dask", "distributed", "sklearn", "multi_freq_ldpy", "pure_ldp",
+            "mpmath", "importlib", "threadpoolctl"}
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    found = {}
+    for folder in FOLDERS:
+        for path in (REPO / folder).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found["shufflesim." + ".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _top_level_imports(tree: ast.Module):
+    """Import statements executed when the module is imported (not inside a def)."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If | ast.Try | ast.With):
+            stack.extend(ast.iter_child_nodes(node))
+        elif isinstance(node, ast.ExceptHandler):
+            stack.extend(node.body)
+
+
+def _edges(name: str, path: pathlib.Path) -> set[str]:
+    """The project modules ``name`` imports at import time (explicitly named ones)."""
+    out = set()
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    for node in _top_level_imports(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names if alias.name in MODULES}
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            base = f"{anchor}.{base}".rstrip(".")
+        for alias in node.names:
+            target = f"{base}.{alias.name}"
+            if target in MODULES:
+                out.add(target)
+            elif base in MODULES:
+                out.add(base)
+    out.discard(name)
+    return out
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index, low, on_stack, stack, result, counter = {}, {}, set(), [], [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    result.append(sorted(component))
+    return result
+
+
+def test_no_source_module_over_500_lines():
+    long = {str(p.relative_to(REPO)): n for p in MODULES.values()
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"split these modules (over {MAX_LINES} lines): {long}"
+
+
+def test_no_import_circles():
+    graph = {name: _edges(name, path) for name, path in MODULES.items()}
+    assert not _cycles(graph)
+
+
+def test_the_circle_check_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_functions_import_only_optional_dependencies():
+    found = {}
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import):
+                    roots = {a.name.split(".")[0] for a in inner.names}
+                elif isinstance(inner, ast.ImportFrom) and not inner.level:
+                    roots = {(inner.module or "").split(".")[0]}
+                else:
+                    continue
+                if roots - OPTIONAL:
+                    found.setdefault(str(path.relative_to(REPO)), set()).update(roots)
+    assert not found, f"imports inside functions: {found}"
