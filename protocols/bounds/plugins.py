@@ -5,7 +5,14 @@ A new bound in an existing module needs nothing here; a new bound module adds on
 """
 
 # ruff: noqa: F401  (imported for their registrations)
-from shufflesim.protocols.bounds.closed_form import blanket, blanket_randomizer, efmrtt, fmt21, gdp
+from shufflesim.protocols.bounds.closed_form import (
+    blanket,
+    blanket_randomizer,
+    efmrtt,
+    fmt21,
+    gaussian_sum,
+    gdp,
+)
 from shufflesim.protocols.bounds.multi_message import bounds as multi_message_bounds
 from shufflesim.protocols.bounds.numerical import clones, metric, optimal, variation_ratio
 from shufflesim.protocols.bounds.personalized import bounds
