@@ -36,14 +36,26 @@ class LogisticModel:
     mean: np.ndarray
     scale: np.ndarray
 
+    @property
+    def raw_weights(self) -> tuple[np.ndarray, float]:
+        """(w, b) with score(x) = x . w + b on unstandardised features."""
+        w = self.weights / self.scale
+        return w, float(self.intercept - self.mean @ w)
+
     def score(self, features: np.ndarray) -> np.ndarray:
-        z = (np.asarray(features, dtype=float) - self.mean) / self.scale
-        return z @ self.weights + self.intercept
+        w, b = self.raw_weights
+        return linear(np.asarray(features, dtype=float), w) + b
 
     def describe(self, limit: int = 3) -> str:
         order = np.argsort(-np.abs(self.weights), kind="stable")[:limit]
         terms = ", ".join(f"f{int(j)}:{self.weights[j]:+.3g}" for j in order)
         return f"logistic score (largest weights {terms})"
+
+
+def linear(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """x @ w on one BLAS thread (see _one_blas_thread)."""
+    with _one_blas_thread():
+        return x @ w
 
 
 def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

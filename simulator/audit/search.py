@@ -60,7 +60,7 @@ from scipy import stats
 
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.domains import Categorical, Interval
-from shufflesim.simulator.audit.classifier import LogisticModel, fit_logistic
+from shufflesim.simulator.audit.classifier import LogisticModel, fit_logistic, linear
 from shufflesim.simulator.audit.confidence import (
     ErrorBudget,
     clopper_pearson_lower,
@@ -381,7 +381,7 @@ class ScoreEvent:
     above: bool
 
     def __call__(self, rows, support=None) -> np.ndarray:
-        s = self.model.score(_features(rows))
+        s = _score(self.model, rows)
         return s >= self.threshold if self.above else s <= self.threshold
 
     def describe(self) -> str:
@@ -414,6 +414,13 @@ def _show(row: np.ndarray) -> str:
         return "(" + ", ".join(f"{v:g}" for v in row) + ")"
     nz = np.flatnonzero(row)
     return f"nonzero at {nz[:8].tolist()}{'...' if nz.size > 8 else ''}"
+
+
+def _score(model: LogisticModel, rows: np.ndarray) -> np.ndarray:
+    """model.score(_features(rows)) without building the features (coordinates, their sum)."""
+    w, b = model.raw_weights
+    x = rows.astype(np.float64)
+    return linear(x, w[:-1]) + x.sum(axis=1) * w[-1] + b
 
 
 def _features(rows: np.ndarray) -> np.ndarray:
@@ -565,8 +572,8 @@ def _learned_family(fit, val, options, pairs, out: list[_Candidate]) -> None:
     for a, b in pairs:
         model = fit_logistic(_features(fit[a][:MAX_TRAINING]),
                              _features(fit[b][:MAX_TRAINING]))
-        sa = model.score(_features(val[a]))
-        sb = model.score(_features(val[b]))
+        sa = _score(model, val[a])
+        sb = _score(model, val[b])
         edges = np.unique(np.quantile(np.concatenate([sa, sb]),
                                       np.linspace(0, 1, SCORE_BINS + 1)[1:-1]))
         if edges.size == 0:
