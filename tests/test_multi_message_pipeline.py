@@ -146,3 +146,36 @@ def test_example_scenarios_run(tmp_path, path):
     text = text.replace("repetitions = 50", "repetitions = 2").replace("n = 10000", "n = 2000")
     _run(_scenario(tmp_path, text), tmp_path / "out")
     assert any((tmp_path / "out").rglob("utility.parquet"))
+
+
+@pytest.mark.parametrize(("replace", "field"), [
+    (("design_users = 10000", "design_users = 100"), "randomizer.design_users"),
+    (("domain_size = 16\nblanket", "domain_size = 16\nflip_probability = 0.7\nblanket"),
+     "flip_probability"),
+])
+def test_run_bad_parameter_is_one_line_exit_2(tmp_path, replace, field):
+    text = (ROOT / "scenarios" / "multi_message" / "cheu.toml").read_text()
+    assert replace[0] in text
+    path = _scenario(tmp_path, text.replace(*replace))
+    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and field in lines[0]
+
+
+@pytest.mark.parametrize("args", [
+    ["--randomizer", "balcer", "--param", "blanket_messages=2", "--param", "coin=uniform"],
+    ["--randomizer", "cheu", "--domain-size", "3", "--param", "flip_probability=0.2"],
+    ["--randomizer", "balls_into_bins", "--param", "bins=6", "--param", "special_bins=2",
+     "--param", "blanket_messages=1"],
+    ["--randomizer", "pure_dump", "--domain-size", "3", "--param", "blanket_messages=1"],
+    ["--randomizer", "mix_dump", "--domain-size", "3", "--param", "flip_probability=0.3",
+     "--param", "blanket_messages=1"],
+], ids=lambda a: a[1])
+def test_randomizer_level_audit_cli(args):
+    """`shufflesim audit --level randomizer`: the fit is consistent and the empirical lower
+    bound stays below the declared LDP level log p (inf where p = +inf)."""
+    result = CliRunner().invoke(main, ["audit", *args, "--epsilon0", "1.0", "--trials", "20000",
+                                       "--confidence", "0.999", "--level", "randomizer"])
+    assert result.exit_code == 0, result.output
+    assert "violated" not in result.output and "consistent" in result.output
