@@ -34,10 +34,7 @@ from shufflesim.protocols.randomizers.analysis import (
     VariationRatioRow,
     ldp_row,
 )
-from shufflesim.protocols.randomizers.base import (
-    CategoricalRandomizer,
-    OutputGroups,
-)
+from shufflesim.protocols.randomizers.base import CategoricalRandomizer, OutputGroups
 from shufflesim.protocols.randomizers.rappor import bit_patterns, unique_anchors
 from shufflesim.protocols.randomizers.registry import register
 

@@ -17,10 +17,7 @@ from shufflesim.protocols.randomizers.analysis import (
     grr_total_variation,
     ldp_row,
 )
-from shufflesim.protocols.randomizers.base import (
-    CategoricalRandomizer,
-    OutputGroups,
-)
+from shufflesim.protocols.randomizers.base import CategoricalRandomizer, OutputGroups
 from shufflesim.protocols.randomizers.rappor import unique_anchors
 from shufflesim.protocols.randomizers.registry import register
 

@@ -31,10 +31,7 @@ from shufflesim.protocols.randomizers.analysis import (
     VariationRatioRow,
     ldp_row,
 )
-from shufflesim.protocols.randomizers.base import (
-    CategoricalRandomizer,
-    OutputGroups,
-)
+from shufflesim.protocols.randomizers.base import CategoricalRandomizer, OutputGroups
 from shufflesim.protocols.randomizers.registry import register
 
 #: Random numbers drawn per chunk in ``randomize`` (bounds the temporary memory to ~32 MB).
