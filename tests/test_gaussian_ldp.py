@@ -387,3 +387,47 @@ def test_composition_over_rounds_refuses_delta0():
     records = json.loads(result.output)
     assert records and all(r["epsilon"] is None for r in records)
     assert any("delta0" in r["error"] for r in records if r["method"] == "fmt21-clone")
+
+
+# -- a proven lower bound, and no proven upper bound below it ------------------------------------
+def test_sum_lower_bound_is_the_sum_statistics_hockey_stick():
+    r = make_randomizer("gaussian", epsilon0=2.0, delta0=0.01)
+    n, delta = 2, 1e-2
+    ev = catalogue.evaluate("gaussian-sum-lower", r, n, delta)
+    assert ev.ok and ev.spec.kind.value == "lower" and ev.spec.accepts_delta0
+    eps = ev.result.epsilon
+    scale = r.sigma * math.sqrt(n)
+    # quadrature (not the closed form): the sum's delta at eps is above delta, and a little
+    # above eps it is below: the bound is the root, from below
+    assert hockey_stick_by_quadrature(scale, eps, 1.0) > delta
+    assert hockey_stick_by_quadrature(scale, eps * (1 + 1e-6), 1.0) < delta
+    # Monte Carlo of the attack "sum > t" at the threshold where the two sum densities' ratio
+    # is e^eps: P1(S) - e^eps P0(S) = delta (within 5 standard errors, which are < delta / 10)
+    rng = np.random.default_rng(5)
+    others = np.full(n - 1, 0.3)
+    reps = 400_000
+    s1 = r.sample_sum(np.full(reps, 1.0 + others.sum()), n, rng)
+    s0 = r.sample_sum(np.full(reps, 0.0 + others.sum()), n, rng)
+    t = others.sum() + 0.5 + eps * scale ** 2
+    z = (s1 > t) - math.exp(eps) * (s0 > t)
+    se = z.std() / math.sqrt(reps)
+    assert se < delta / 10 and abs(z.mean() - delta) < 5 * se
+    # and the bound of 2 users is below the randomizer's own eps0 (post-processing)
+    assert eps < r.epsilon0
+
+
+@pytest.mark.parametrize("epsilon0", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("n", [10**4, 10**5])
+@pytest.mark.parametrize("delta", [1e-6, 1e-8])
+def test_no_proven_upper_bound_below_the_lower_bound(epsilon0, n, delta):
+    r = make_randomizer("gaussian", epsilon0=epsilon0, delta0=delta / (100 * n))
+    evaluations = catalogue.evaluate_many(r, n, delta)
+    lower = [e.result.epsilon for e in evaluations
+             if e.ok and e.spec.kind.value == "lower" and e.result.status.value == "proven"]
+    upper = {e.spec.name: e.result.epsilon for e in evaluations
+             if e.ok and e.spec.kind.value == "upper" and e.result.status.value == "proven"}
+    assert lower and max(lower) > 0
+    for name, eps in upper.items():
+        assert eps >= max(lower), name
+    if epsilon0 <= 1.0:  # Thm 3.8's regime holds there on this grid
+        assert "fmt21_approx_dp" in upper
