@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from scipy import integrate, stats
 
 from shufflesim.protocols import learning
+from shufflesim.protocols.accounting.compose import Round, compose_rounds
 from shufflesim.protocols.bounds import catalogue
 from shufflesim.protocols.bounds.closed_form import fmt21
 from shufflesim.protocols.bounds.personalized.bounds import PersonalizedUsers
@@ -375,8 +376,6 @@ def test_audit_with_delta0():
 def test_composition_over_rounds_refuses_delta0():
     """Every composed method composes pure eps0-LDP rounds (PLDs of decompositions, the clone
     reduction): an (eps0, delta0)-LDP round must not get a pure round's number."""
-    from shufflesim.protocols.accounting.compose import Round, compose_rounds
-
     r = make_randomizer("gaussian", epsilon0=1.0, delta0=1e-12)
     with pytest.raises(ParameterError) as info:
         compose_rounds([Round(r, 10_000, 3)], 1e-6, "fmt21-clone")
