@@ -160,7 +160,9 @@ def test_krr_exact_variance_formula_matches_enumeration():
     assert exact_var == pytest.approx(var, rel=1e-10)
 
 
-SAMPLER_RANDOMIZERS = [n for n in randomizer_names() if randomizer_class(n).has_aggregate_sampler]
+# multi-message randomizers: their own paths test (tests/test_multi_message_randomizers.py)
+SAMPLER_RANDOMIZERS = [n for n in randomizer_names() if randomizer_class(n).has_aggregate_sampler
+                       and not getattr(randomizer_class(n), "multi_message", False)]
 FREQUENCY_ORACLES = [
     n for n in randomizer_names()
     if hasattr(randomizer_class(n), "support_probabilities")
