@@ -56,6 +56,9 @@ CONFIGS: dict[str, dict] = {
     "balls_into_bins": dict(epsilon0=1.0, bins=9, special_bins=2, blanket_messages=2),
     "pure_dump": dict(epsilon0=1.0, domain_size=4, blanket_messages=3),
     "mix_dump": dict(epsilon0=1.0, domain_size=4, flip_probability=0.3, blanket_messages=2),
+    "laplace_metric": dict(epsilon0=2.0, low=-1.0, high=2.0),
+    "planar_laplace": dict(epsilon0=2.0, high=2.0, low_y=0.0, high_y=1.0),
+    "witch_hat": dict(epsilon0=2.0, height=1.5, brim=0.3),
 }
 #: Budgets of the two groups of users for the personalized estimators (times eps0).
 BUDGET_FACTORS = (0.4, 1.0)
@@ -171,6 +174,8 @@ def simulate(estimator, randomizer, rng, reps: int = REPS, n: int = N_USERS):
 @pytest.mark.parametrize("estimator_name,rname", CASES)
 def test_unbiased_with_declared_variance(estimator_name, rname):
     randomizer = _make(rname)
+    if getattr(randomizer, "dimension", 1) == 2:
+        pytest.skip("complex (planar) estimates: per-coordinate check in tests/test_metric_dp.py")
     estimator = make_estimator(estimator_name, randomizer)
     rng = np.random.default_rng([SEED, len(rname), len(estimator_name)])
     estimates, mean, variance = simulate(estimator, randomizer, rng)

@@ -238,9 +238,13 @@ def test_location_mean_a_wrong_variance_would_fail():
     assert abs(err2.mean() - wrong) > 4.5 * math.sqrt(np.var(err2) / reps)
 
 
-def test_location_mean_refuses_other_randomizers():
+def test_location_mean_refuses_other_randomizers_and_mean_refuses_planar_points():
     with pytest.raises(ParameterError, match="metric-DP randomizer"):
         make_estimator("location_mean", make_randomizer("krr", epsilon0=1.0, domain_size=3))
+    for name in ("mean", "sum"):
+        with pytest.raises(ParameterError, match="numeric randomizer"):
+            make_estimator(name, make("planar_laplace"))
+        make_estimator(name, make("witch_hat"))  # on the line they apply
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """Location mean of metric-DP reports (001 Table 2's randomizers): unbiased, with exact variance.
 
 Points are real numbers (``laplace_metric``, ``witch_hat``) or complex numbers x + iy
-(``planar_laplace``). Each metric randomizer declares ``report_affine = (a, b)`` with
-E[y | x] = a + b x and ``report_variance(x)`` = E|y - E[y | x]|^2 (summed over the coordinates), so
+(``planar_laplace``). Each metric randomizer declares ``location_affine = (a, b)`` with
+E[y | x] = a + b x and ``location_variance(x)`` = E|y - E[y | x]|^2 (summed over the
+coordinates), so
 from the aggregate S = sum_i y_i the unbiased estimate of the mean location is (S/n - a)/b, and
 
-    E|estimate - mean|^2 = sum_i report_variance(x_i) / (b^2 n^2),
+    E|estimate - mean|^2 = sum_i location_variance(x_i) / (b^2 n^2),
 
 per coordinate that divided by the dimension (independent, equal coordinates in 2-D). Per user:
 
@@ -58,12 +59,13 @@ class LocationMeanEstimator:
         aggregate = np.asarray(aggregate)
         if not np.iscomplexobj(aggregate):
             aggregate = aggregate.astype(float)
-        a, b = self.randomizer.report_affine
+        a, b = self.randomizer.location_affine
         return (aggregate / n_arr - a) / b
 
     def per_user_variance(self, x, epsilon=None):
         """E|y - E y|^2 / b^2 for one user with input x (all coordinates)."""
-        return self.randomizer.report_variance(x, epsilon) / self.randomizer.report_affine[1] ** 2
+        b = self.randomizer.location_affine[1]
+        return self.randomizer.location_variance(x, epsilon) / b ** 2
 
     def variance(self, values, n, epsilon=None):
         """E|estimate - mean|^2 given the true inputs (users on the last axis; a scalar means

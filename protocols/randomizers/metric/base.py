@@ -151,6 +151,15 @@ class MetricRandomizer(Randomizer):
         """1 for inputs on R, 2 for points of R^2 (carried as complex numbers x + iy)."""
         return 1
 
+    @property
+    @abstractmethod
+    def location_affine(self) -> tuple[float, float]:
+        """(a, b) with E[y | x] = a + b x (read by protocols.estimators.location)."""
+
+    @abstractmethod
+    def location_variance(self, x, epsilon=None):
+        """E|y - E[y | x]|^2 given x, summed over the coordinates."""
+
     def coordinate_variance(self, x, epsilon=None):
         """Var of one coordinate of a report given x (equal for both coordinates in 2-D)."""
-        return np.asarray(self.report_variance(x, epsilon), dtype=float) / self.dimension
+        return np.asarray(self.location_variance(x, epsilon), dtype=float) / self.dimension

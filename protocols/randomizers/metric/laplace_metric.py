@@ -94,6 +94,14 @@ class IntervalPair(MetricRandomizer):
 
         return tuple((mass(x, a_lo, a_hi), mass(x, b_lo, b_hi)) for x in (x0, x1, reference))
 
+    # -- moments: on the line the mean and sum estimators read them too --------------------------
+    @property
+    def report_affine(self) -> tuple[float, float]:
+        return self.location_affine
+
+    def report_variance(self, x, epsilon=None):
+        return self.location_variance(x, epsilon)
+
     def _events(self, x0: float, x1: float) -> tuple[float, float, float, float]:
         """Intervals (a_lo, a_hi) = {R(x0) > R(x1)} and (b_lo, b_hi) = {R(x1) > R(x0)}."""
         mid = 0.5 * (x0 + x1)
@@ -174,9 +182,9 @@ class LaplaceMetric(IntervalPair):
 
     # -- moments ----------------------------------------------------------------------------------
     @property
-    def report_affine(self) -> tuple[float, float]:
+    def location_affine(self) -> tuple[float, float]:
         return 0.0, 1.0
 
-    def report_variance(self, x, epsilon=None):
+    def location_variance(self, x, epsilon=None):
         """2/eps^2 per report, independent of x."""
         return np.zeros(np.shape(x)) + 2.0 * self.scale ** 2

@@ -254,9 +254,11 @@ class PlanarLaplace(MetricRandomizer):
 
     # -- moments ----------------------------------------------------------------------------------
     @property
-    def report_affine(self) -> tuple[float, float]:
+    def location_affine(self) -> tuple[float, float]:
+        """E[y | x] = x. (No ``report_affine``: the real-valued mean and sum estimators do not
+        take points of the plane; location_mean does.)"""
         return 0.0, 1.0
 
-    def report_variance(self, x, epsilon=None):
+    def location_variance(self, x, epsilon=None):
         """E||y - x||^2 = E r^2 = 6/eps^2 (3/eps^2 per coordinate)."""
         return np.zeros(np.shape(x)) + 6.0 / self.metric_epsilon ** 2

@@ -188,13 +188,13 @@ class WitchHat(IntervalPair):
         return 0.5 * (float(self.low) + float(self.high))
 
     @property
-    def report_affine(self) -> tuple[float, float]:
+    def location_affine(self) -> tuple[float, float]:
         """E[y | x] = (|O| c + H x)/Z, c the centre of O: (a, b) = (|O| c/Z, H/Z)."""
         out = self.output_domain
         z = self.normalizer
         return (out.high - out.low) * self._center / z, self.hat_mass / z
 
-    def report_variance(self, x, epsilon=None):
+    def location_variance(self, x, epsilon=None):
         """Var[y | x] = E[y'^2] - E[y']^2 with y' = y - c:
         E[y'^2] = (|O|^3/12 + H (x - c)^2 + H2)/Z, E[y'] = H (x - c)/Z,
         H2 = int s^2 (e^{m - |s|/F} - 1)_+ ds = 2F^3 (2e^m - 2 - 2m - m^2 - m^3/3)."""
