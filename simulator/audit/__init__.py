@@ -4,7 +4,9 @@ registry; run: one audited setting; section: the [audit] scenario section)."""
 
 #: The public API: the package's modules (import the one you need).
 __all__ = [
+    "approximate",
     "attacks",
+    "classifier",
     "confidence",
     "events",
     "levels",
@@ -12,6 +14,7 @@ __all__ = [
     "randomizer_level",
     "run",
     "sampling",
+    "search",
     "section",
     "shuffle_level",
     "tables",
