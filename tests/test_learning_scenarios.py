@@ -69,6 +69,10 @@ def test_shipped_scenarios_follow_003s_design():
         assert (section.clients_per_step, section.delta0, section.epochs) == (1, 1e-5, 50)
         assert section.privacy_unit == "example" and section.randomizer == "gaussian"
         assert section.repetitions >= 10
+    (duchi,) = load_scenario(LEARNING / "duchi_clients.toml").points
+    section = duchi.settings.sections["learning"]
+    assert (section.randomizer, section.examples_per_client) == ("duchi", 1)
+    assert section.clients_per_step > 1
     fig4 = load_scenario(LEARNING / "fig4.toml")
     assert [p.settings.population.budget.preset for p in fig4.points] == list(
         COMPARISON.values())
