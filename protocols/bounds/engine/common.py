@@ -264,6 +264,7 @@ def minimise_unimodal(fun, lo: float, hi: float) -> float:
     than the 1e-4 tolerance of the bounded Brent search it replaces (~30 Python-level function
     calls, now 4 vectorized ones)."""
     best = math.inf
+    first, last = lo, hi
     for _ in range(MIN_PASSES):
         grid = np.linspace(lo, hi, MIN_GRID)
         vals = np.asarray(fun(grid), dtype=float)
@@ -271,7 +272,7 @@ def minimise_unimodal(fun, lo: float, hi: float) -> float:
         i = int(np.argmin(vals))
         best = min(best, float(vals[i]))
         step = (hi - lo) / (MIN_GRID - 1)
-        lo, hi = grid[i] - step, grid[i] + step
+        lo, hi = max(grid[i] - step, first), min(grid[i] + step, last)
     return best
 
 

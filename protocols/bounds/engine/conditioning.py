@@ -112,6 +112,18 @@ def main_pool_share(cat: Categories) -> float:
     return main_var / total if total > 0 else 1.0
 
 
+def well_posed(cat: Categories) -> bool:
+    """False when a binomial parameter of the decomposition rounds to 0 or 1 although both of
+    its categories carry mass (rho = w_a / (w_a + w_b) or q = 1 for a pool of two categories;
+    e.g. the piecewise mechanism at eps0 = 40, whose extreme atoms weigh ~1e-18 of the others):
+    the count laws would then be degenerate in float, and the method does not apply."""
+    roles = choose_roles(cat)
+    k = _coeffs(cat, roles)
+    if not 0.0 < k.rho < 1.0:
+        return False
+    return roles.main < 0 or 0.0 < k.q < 1.0 or not roles.rest
+
+
 # ---------------------------------------------------------------------------------------------
 # evaluation
 # ---------------------------------------------------------------------------------------------

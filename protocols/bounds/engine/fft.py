@@ -49,9 +49,15 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import fft, optimize
-from scipy.special import logsumexp
 
-from shufflesim.protocols.bounds.engine.common import REL_SUM, TINY, Categories, U
+from shufflesim.protocols.bounds.engine.common import (
+    REL_SUM,
+    TINY,
+    Categories,
+    U,
+    log_sum_exp,
+    minimise_unimodal,
+)
 from shufflesim.protocols.errors import ParameterError
 
 L_MIN = 1 << 12
@@ -69,26 +75,30 @@ class _Law:
     count: int
 
 
-def _log_mgf(lam: float, laws: list[_Law], h: float) -> float:
-    """ln E e^{lam S} for S = h * (sum over users of the lattice points)."""
-    return sum(law.count * float(logsumexp(lam * h * law.k, b=law.mass)) for law in laws)
+def _log_mgf(lam, laws: list[_Law], h: float):
+    """ln E e^{lam S} for S = h * (sum over users of the lattice points); ``lam`` a number
+    (returns a float) or an array (returns an array)."""
+    lam_arr = np.asarray(lam, dtype=float)
+    rows = np.atleast_1d(lam_arr)[:, None]
+    out = sum(law.count * log_sum_exp(rows * h * law.k[None, :], law.mass) for law in laws)
+    return float(out[0]) if lam_arr.ndim == 0 else out
 
 
 def _minimise_log(fun, lo: float, hi: float) -> float:
-    """min of fun over [lo, hi] (log-parametrised); any point is a valid bound."""
-    res = optimize.minimize_scalar(fun, bounds=(lo, hi), method="bounded",
-                                   options={"xatol": 1e-4})
-    return min(float(res.fun), fun(0.5 * (lo + hi)))
+    """min of fun over [lo, hi] (log-parametrised, ``fun`` vectorized); any point is a valid
+    bound. Every exponent minimised here is convex in lam (a log-MGF plus -lam x, -ln lam or
+    ln(top + 1/(lam e))), hence unimodal in ln lam: common.minimise_unimodal."""
+    return minimise_unimodal(fun, lo, hi)
 
 
 def _upper_tail_mean(laws, h, top: float, scale: float) -> float:
     """Upper bound on E[S 1{S > top}] for top > 0, or on E[S_+] for top <= 0 (Chernoff)."""
     def fun(s):
-        lam = math.exp(s)
+        lam = np.exp(s)
         log_m = _log_mgf(lam, laws, h)
         if top > 0:
-            return -lam * top + log_m + math.log(top + 1.0 / (lam * math.e))
-        return log_m - math.log(lam * math.e)
+            return -lam * top + log_m + np.log(top + 1.0 / (lam * math.e))
+        return log_m - np.log(lam * math.e)
     best = _minimise_log(fun, math.log(1e-6 / scale), math.log(1e3 / scale))
     return math.exp(min(best, 700.0)) + TINY
 
@@ -100,7 +110,7 @@ def _tilted_tail_prob(laws, h, theta: float, level: float, upper: bool, scale: f
     base = _log_mgf(theta, laws, h)
 
     def fun(s):
-        lam = math.exp(s)
+        lam = np.exp(s)
         return -sign * lam * level + _log_mgf(theta + sign * lam, laws, h) - base
     best = _minimise_log(fun, math.log(1e-6 / scale), math.log(1e3 / scale))
     return min(1.0, math.exp(min(best, 0.0)) + TINY)
@@ -212,7 +222,7 @@ def _convolve(laws: list[_Law], h: float, length: int, scale: float,
     tilted = []
     for law in laws:
         v = law.k * h
-        wt = law.mass * np.exp(theta * v - logsumexp(theta * v, b=law.mass))
+        wt = law.mass * np.exp(theta * v - log_sum_exp(theta * v, law.mass))
         m1 = float(wt @ v)
         mean_t += law.count * m1
         var_t += law.count * float(wt @ (v - m1) ** 2)
@@ -353,7 +363,7 @@ def window_sd(cats: list[Categories], rtol: float) -> float:
     base = _log_mgf(theta, laws, 1.0)
     mean_t, var_t = 0.0, 0.0
     for law in laws:
-        wt = law.mass * np.exp(theta * law.k - logsumexp(theta * law.k, b=law.mass))
+        wt = law.mass * np.exp(theta * law.k - log_sum_exp(theta * law.k, law.mass))
         m1 = float(wt @ law.k)
         mean_t += law.count * m1
         var_t += law.count * float(wt @ (law.k - m1) ** 2)

@@ -14,7 +14,11 @@ import numpy as np
 from shufflesim.protocols.bounds.engine.common import (
     Categories,
 )
-from shufflesim.protocols.bounds.engine.conditioning import conditioning_bounds, main_pool_share
+from shufflesim.protocols.bounds.engine.conditioning import (
+    conditioning_bounds,
+    main_pool_share,
+    well_posed,
+)
 from shufflesim.protocols.bounds.engine.enumerate import composition_count, joint_outcomes
 
 ENUMERATE_MAX = 300_000      # joint count vectors for the "enumerate" method (auto)
@@ -75,7 +79,7 @@ def _applicable(method: str, cats: list[Categories]) -> bool:
     if method == "conditioning":
         main = _main_group(cats)
         others = [cat for i, cat in enumerate(cats) if i != main]
-        return _enumeration_size(others) <= SHIFT_OUTCOMES_MAX
+        return _enumeration_size(others) <= SHIFT_OUTCOMES_MAX and well_posed(cats[main])
     return True
 
 

@@ -7,6 +7,7 @@ families of protocols.bounds.numerical.decompositions assemble.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cmp_to_key
 
 import numpy as np
 from scipy.special import exprel
@@ -178,6 +179,57 @@ def _piecewise_constant_atoms(
         mass0 = np.exp(f0) * width
         mass1 = np.exp(f1) * width
     return atoms_from_masses(mass0, mass1, ref_mass)
+
+
+def piecewise_interval_atoms(
+    gap: float, high_mass: float, low_mass: float, inputs: Sequence[float],
+    reference_inputs: Sequence[float],
+) -> RatioAtoms:
+    """Exact atoms of the piecewise mechanism (001 Table 1; protocols.randomizers.piecewise),
+    from its cell geometry instead of from differences of breakpoints.
+
+    With g = C - 1 (``gap``, the high interval's length), every breakpoint is affine in g:
+    l(x) = x + g (x - 1)/2, r(x) = x + g (x + 1)/2, and +-C = +-(1 + g); a point is kept as
+    (alpha, beta) with value alpha + beta g, and a cell's width as
+    (alpha' - alpha) + (beta' - beta) g. Near eps0 = 30 the output range is [-1 - g, 1 + g]
+    with g ~ 2 e^{-eps0/2} ~ 6e-7, so a width taken as a difference of computed breakpoints
+    (e.g. C - l(1) = g) kept only ~g / ulp digits and the masses stopped summing to 1; here
+    it is exact (alpha' = alpha) or a difference of inputs. A cell's mass under R(x) is
+    high_mass * width / g inside [l(x), r(x)] (width / g = (alpha' - alpha) / g + beta' - beta)
+    and low_mass * width / (2 + g) outside (the low part has length C + 1 = 2 + g); the masses
+    come from the randomizer's accessors (expit(+-eps0 / 2), no cancellation).
+
+    ``inputs`` = (x0, x1); ``reference_inputs``: (x2,) for 000 Thm 14, or the blanket inputs
+    (the reference is the pointwise minimum of their densities, 000 Def. of the blanket).
+    """
+    def point_cmp(p, q) -> int:
+        d = (p[0] - q[0]) + (p[1] - q[1]) * gap
+        return (d > 0) - (d < 0)
+
+    xs = [float(x) for x in (*inputs, *reference_inputs)]
+    points = [(-1.0, -1.0), (1.0, 1.0)]
+    for x in xs:
+        points += [(x, (x - 1.0) / 2.0), (x, (x + 1.0) / 2.0)]
+    points.sort(key=cmp_to_key(point_cmp))
+    kept = [points[0]]
+    for p in points[1:]:
+        if point_cmp(p, kept[-1]) > 0:
+            kept.append(p)
+    lefts, rights = kept[:-1], kept[1:]
+    d_alpha = np.array([r[0] - q[0] for q, r in zip(lefts, rights, strict=True)])
+    d_beta = np.array([r[1] - q[1] for q, r in zip(lefts, rights, strict=True)])
+
+    def masses(x: float) -> np.ndarray:
+        low_end, high_end = (x, (x - 1.0) / 2.0), (x, (x + 1.0) / 2.0)
+        inside = np.array([point_cmp(low_end, q) <= 0 and point_cmp(r, high_end) <= 0
+                           for q, r in zip(lefts, rights, strict=True)])
+        high = high_mass * (d_alpha / gap + d_beta)
+        low = low_mass * (d_alpha + d_beta * gap) / (2.0 + gap)
+        return np.where(inside, high, low)
+
+    mass0, mass1 = masses(xs[0]), masses(xs[1])
+    reference = np.min([masses(x) for x in xs[2:]], axis=0)
+    return atoms_from_masses(mass0, mass1, reference)
 
 
 def _merge_close(sorted_points: np.ndarray) -> np.ndarray:

@@ -95,6 +95,7 @@ from shufflesim.protocols.bounds.numerical.atom_sets import (
     _piecewise_constant_atoms,
     atoms_from_masses,
     check_decomposition,
+    piecewise_interval_atoms,
 )
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.analysis import (
@@ -151,15 +152,27 @@ def _float_inputs(r) -> tuple:
 def _piecewise_blanket(r, x0, x1, cells, rounding):
     # inf_x R(x)(y) = min over the blanket inputs (piecewise: R(-1), R(1), whose high intervals
     # are disjoint; every density is >= lo).
-    vertices = _float_inputs(r)
-    breaks = r.density_breakpoints((x0, x1, *vertices))
-    return _piecewise_constant_atoms((_logpdf(r, x0), _logpdf(r, x1)),
-                                     _min_logpdf(r, vertices), breaks)
+    # The cell masses come from the randomizer's accessors (atom_sets.piecewise_interval_atoms:
+    # no breakpoint differences, which cancelled from eps0 ~ 30 on).
+    return _piecewise_cells(r, (x0, x1), _float_inputs(r))
 
 
 def _piecewise_exact(r, x0, x1, x2, cells, rounding):
-    breaks = r.density_breakpoints((x0, x1, x2))
-    return _piecewise_constant_atoms((_logpdf(r, x0), _logpdf(r, x1)), _logpdf(r, x2), breaks)
+    return _piecewise_cells(r, (x0, x1), (x2,))
+
+
+def _piecewise_cells(r, inputs, reference_inputs):
+    """Exact atoms from the piecewise cell geometry when the randomizer declares it
+    (high_interval_length, high_mass, low_mass: protocols.randomizers.piecewise), else from its
+    log density between its breakpoints."""
+    if all(hasattr(r, name) for name in ("high_interval_length", "high_mass", "low_mass")):
+        return piecewise_interval_atoms(
+            float(r.high_interval_length()), float(r.high_mass()), float(r.low_mass()),
+            inputs, reference_inputs)
+    logref = (_logpdf(r, reference_inputs[0]) if len(reference_inputs) == 1
+              else _min_logpdf(r, reference_inputs))
+    breaks = r.density_breakpoints((*inputs, *reference_inputs))
+    return _piecewise_constant_atoms(tuple(_logpdf(r, x) for x in inputs), logref, breaks)
 
 
 def _log_linear_blanket(r, x0, x1, cells, rounding):
