@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from scipy import optimize
+
 from shufflesim.protocols.bounds.catalogue import BoundEvaluation, evaluate, get_bound
 from shufflesim.protocols.bounds.result import BoundKind
 from shufflesim.protocols.errors import (
@@ -77,6 +79,14 @@ class _Certifier:
         outcome = self.outcomes[x]
         return outcome.ok and outcome.result.epsilon <= self.target
 
+    def score(self, x: float) -> float | None:
+        """ln(eps(x) / target) of an evaluated point (<= 0 iff certified), None without a
+        number."""
+        outcome = self.outcomes.get(x)
+        if outcome is None or not outcome.ok or not outcome.result.epsilon > 0:
+            return None
+        return math.log(outcome.result.epsilon / self.target)
+
     def reason(self, x: float) -> str:
         outcome = self.outcomes[x]
         if not outcome.ok:
@@ -94,12 +104,98 @@ def _check_target(name: str, target_epsilon: float, delta: float) -> None:
 
 
 def largest_certified(certified: Callable[[float], bool], low: float, limit: float,
-                      rtol: float) -> tuple[float, float | None]:
-    """Bracket the largest certified value above ``low`` (certified) up to ``limit``:
-    geometric steps of 4 up to the first failure, then bisection (geometric while the bracket
-    spans more than a factor 2) to relative ``rtol``. Returns (certified, not certified), the
-    second None when ``limit`` itself was certified. The first is always a value that was
-    certified, whatever the monotonicity of ``certified``."""
+                      rtol: float, score: Callable[[float], float | None] | None = None,
+                      ) -> tuple[float, float | None]:
+    """Bracket the largest certified value above ``low`` (certified) up to ``limit``, to
+    relative ``rtol``. Returns (certified, not certified), the second None when ``limit`` itself
+    was certified. The first is always a value that was certified, whatever the monotonicity of
+    ``certified``: every step only moves an end of the bracket to a point evaluated on that side.
+
+    Without ``score``: geometric steps of 4 up to the first failure, then bisection (geometric
+    while the bracket spans more than a factor 2).
+
+    With ``score`` (issue 18; x -> ln(eps(x) / target) of a point already passed to
+    ``certified``, <= 0 exactly where it is certified, None where the bound gave no number):
+    the steps follow the bound's own values. Step-up: the crossing predicted by a secant of
+    the score in ln x (slope 1 from a single point: eps ~ eps0 near the bottom), overshot by
+    20% and capped at a factor 64 per step. Refinement: Brent's method on the score in ln x
+    (:func:`_brent_refinement`), then bisection if a bracket of relative width rtol is still
+    not reached (a point without a number, or a non-monotone bound).
+    """
+    if score is None:
+        return _largest_certified_bisection(certified, low, limit, rtol)
+    high = None
+    points: list[tuple[float, float]] = []     # (ln x, score) of certified points, in order
+
+
+    def remember(x: float) -> None:
+        value = score(x)
+        if value is not None and math.isfinite(value):
+            points.append((math.log(x), value))
+
+    remember(low)
+    while high is None:
+        trial = min(low * 4.0, limit)
+        if points and points[-1][1] < 0:
+            ln_x, s_x = points[-1]
+            slope = 1.0
+            if len(points) >= 2 and points[-1][0] > points[-2][0]:
+                fitted = (s_x - points[-2][1]) / (ln_x - points[-2][0])
+                slope = fitted if fitted > 0.05 else 1.0
+            predicted = math.exp(ln_x - s_x / slope) * 1.2
+            trial = min(max(predicted, low * 1.05), low * 64.0, limit)
+        if certified(trial):
+            low = trial
+            remember(trial)
+            if trial >= limit:
+                break
+        else:
+            high = trial
+    if high is not None and high - low > rtol * low:
+        low, high = _brent_refinement(certified, score, low, high, rtol)
+    while high is not None and high - low > rtol * low:     # safeguard: bisection
+        mid = math.sqrt(low * high) if high > 2 * low else 0.5 * (low + high)
+        if certified(mid):
+            low = mid
+        else:
+            high = mid
+    return low, high
+
+
+class _NoScore(Exception):
+    """A point without a finite score: the refinement falls back to bisection."""
+
+
+def _brent_refinement(certified, score, low: float, high: float, rtol: float):
+    """Brent's method (scipy.optimize.brentq) on the score in ln x, started from the bracket
+    (low certified, high not): every point it evaluates goes through ``certified``; the result
+    is the tightest (certified, not certified) pair among them, so it only ever moves an end to
+    a point evaluated on that side. Stops when the bracket is ~0.8 rtol wide in ln x."""
+    tried: dict[float, bool] = {}
+
+    def fun(u: float) -> float:
+        x = math.exp(u)
+        ok = certified(x)
+        tried[x] = ok
+        value = score(x)
+        if value is None or not math.isfinite(value):
+            raise _NoScore
+        return min(value, -1e-300) if ok else max(value, 1e-300)
+
+    try:
+        optimize.brentq(fun, math.log(low), math.log(high), xtol=0.4 * rtol, rtol=1e-15,
+                        maxiter=100)
+    except (_NoScore, RuntimeError, ValueError):
+        pass
+    above = [x for x, ok in tried.items() if not ok and low < x < high]
+    high = min(above, default=high)
+    below = [x for x, ok in tried.items() if ok and low < x < high]
+    low = max(below, default=low)
+    return low, high
+
+
+def _largest_certified_bisection(certified: Callable[[float], bool], low: float, limit: float,
+                                 rtol: float) -> tuple[float, float | None]:
     high = None
     while high is None:
         trial = min(low * 4.0, limit)
@@ -139,7 +235,7 @@ def largest_epsilon0(bound_name: str, randomizer_factory: Callable[[float], obje
         raise ParameterError("target_epsilon", target_epsilon,
                           f"{bound_name} does not certify it even at eps0 = {eps0_min:g} "
                           f"(n = {n}): {certified.reason(eps0_min)}")
-    low, high = largest_certified(certified, eps0_min, eps0_max, rtol)
+    low, high = largest_certified(certified, eps0_min, eps0_max, rtol, score=certified.score)
     note = "" if high is not None else f"certified up to the search limit eps0 = {eps0_max:g}"
     outcome = certified.outcomes[low]
     return Calibration(bound_name, "epsilon0", low, (low, high), outcome.result.epsilon,
