@@ -154,3 +154,59 @@ def test_conditioning_declines_a_degenerate_binomial():
     assert not well_posed(cat)
     ok = common.Categories(np.array([-1.0, 0.0, 2.0]), np.array([0.3, 0.4, 0.3]), 1000, 0.0)
     assert well_posed(ok)
+
+
+# ------------------------------------------------------------------------------------------
+# Calibration search (protocols/bounds/calibration.py largest_certified with a score)
+# ------------------------------------------------------------------------------------------
+def _synthetic(crossing: float, power: float = 2.0, holes=()):
+    """eps(x) = 0.5 (x / crossing)^power; certified iff eps <= 0.5; ``holes``: points with no
+    number (a regime error there)."""
+    calls = []
+
+    def eps(x):
+        return 0.5 * (x / crossing) ** power
+
+    def certified(x):
+        calls.append(x)
+        return not any(abs(x - h) < 1e-12 for h in holes) and eps(x) <= 0.5
+
+    def score(x):
+        if any(abs(x - h) < 1e-12 for h in holes):
+            return None
+        return math.log(eps(x) / 0.5)
+    return certified, score, calls
+
+
+@pytest.mark.parametrize("crossing,power", [(2.659, 1.0), (0.3, 3.0), (7.7, 0.5), (19.0, 2.0)])
+def test_largest_certified_with_score_is_certified_and_faster(crossing, power):
+    from shufflesim.protocols.bounds.calibration import largest_certified
+    certified, score, calls = _synthetic(crossing, power)
+    low, high = largest_certified(certified, 1e-4, 20.0, 1e-4, score=score)
+    assert low <= crossing < high and high - low <= 1e-4 * low
+    fast = len(calls)
+    certified, _, calls = _synthetic(crossing, power)
+    low_b, high_b = largest_certified(certified, 1e-4, 20.0, 1e-4)
+    assert low_b <= crossing < high_b
+    assert fast < len(calls)
+
+
+def test_largest_certified_with_score_falls_back_without_numbers():
+    """Points without a score (regime errors) send the search to bisection; the result is still
+    a certified point and a bracket of width rtol."""
+    from shufflesim.protocols.bounds.calibration import largest_certified
+    seen = []
+
+    def certified(x):
+        seen.append(x)
+        return x <= 1.5
+
+    low, high = largest_certified(certified, 1e-4, 20.0, 1e-4, score=lambda x: None)
+    assert low <= 1.5 < high and high - low <= 1e-4 * low
+    assert all(x <= 1.5 for x in [low])
+
+
+def test_largest_certified_limit_certified():
+    from shufflesim.protocols.bounds.calibration import largest_certified
+    certified, score, _ = _synthetic(100.0)
+    assert largest_certified(certified, 1e-4, 20.0, 1e-4, score=score) == (20.0, None)
