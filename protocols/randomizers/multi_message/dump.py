@@ -151,14 +151,11 @@ class MixDump(_Dump):
         d = self.domain_size
         kept = rng.binomial(c, 1.0 - self.flip)
         landed = rng.multinomial(c - kept, np.full(d - 1, 1.0 / (d - 1)))  # (..., d, d-1)
-        target = (np.arange(d)[:, None] + 1 + np.arange(d - 1)[None, :]) % d
-        lead = c.shape[:-1]
-        rows = int(np.prod(lead, dtype=np.int64))
-        offsets = (np.arange(rows, dtype=np.int64) * d)[:, None, None]
-        spread = np.bincount((target[None] + offsets).ravel(),
-                             weights=landed.reshape(rows, d, d - 1).ravel(),
-                             minlength=rows * d)
-        spread = np.rint(spread).astype(np.int64).reshape(lead + (d,))
+        # value t receives landed[v, (t - v - 1) mod d] from every v != t (integer gather)
+        t, v = np.meshgrid(np.arange(d), np.arange(d), indexing="ij")
+        j = (t - v - 1) % d
+        gathered = landed[..., v, np.minimum(j, d - 2)]  # (..., t, v)
+        spread = np.where(v != t, gathered, 0).sum(axis=-1)
         return kept + spread + self._sample_blanket_aggregate(c.sum(axis=-1), rng)
 
     def variation_ratio_parameters(self) -> VariationRatioRow:
