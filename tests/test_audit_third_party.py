@@ -281,3 +281,53 @@ def test_no_false_verdicts_over_10_seeds(library, kind):
 @pytest.mark.parametrize("library,kind", CLIENTS)
 def test_no_false_verdicts_over_50_seeds(library, kind):
     assert _false_verdicts(library, kind, 50, 6_000) <= MAX_FALSE_OF_50
+
+
+# ------------------------------------------------------------------------------------------
+# every level through the implementation entry point (simulator/audit/run.py)
+# ------------------------------------------------------------------------------------------
+SHUFFLERS = '''
+import numpy as np
+
+
+def permute(messages, rng):
+    return messages[rng.permutation(len(messages))]
+
+
+def no_shuffle(messages, rng):
+    return messages
+'''
+
+
+def _verdicts(rows):
+    return {r["bound"]: r for r in rows if r["row_type"] == "verdict"}
+
+
+@pytest.mark.parametrize("factor, expected", [(1.0, "consistent"), (1.3, "violated")])
+def test_randomizer_level_rows_for_a_third_party_client(factor, expected):
+    from shufflesim.simulator.audit.run import audit_implementation
+
+    claim = Claim.registered("krr", epsilon0=EPS, domain_size=4)
+    rows = audit_implementation(mfl_client("grr", 4, EPS * factor), claim, trials=20_000,
+                                level="randomizer", seed=7, vectorized=True)
+    found = _verdicts(rows)["implementation-ldp"]
+    assert found["verdict"] == expected, found
+
+
+def test_pipeline_shuffler_that_does_not_permute(tmp_path):
+    from shufflesim.simulator.audit.run import audit_implementation
+
+    path = tmp_path / "shufflers.py"
+    path.write_text(SHUFFLERS)
+    claim = Claim.registered("krr", epsilon0=EPS, domain_size=4)
+
+    def run(shuffler):
+        rows = audit_implementation(mfl_client("grr", 4, EPS), claim, trials=1_000,
+                                    level="pipeline", n=40, delta=1e-3, seed=8,
+                                    bounds=("optimal-blanket",), attacks=("order",),
+                                    shuffler=f"{path}:{shuffler}", vectorized=True)
+        return _verdicts(rows)["implementation-shuffled"]
+
+    assert run("permute")["verdict"] == "consistent"
+    bad = run("no_shuffle")
+    assert bad["verdict"] == "violated" and "attack order" in bad["reason"]

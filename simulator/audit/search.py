@@ -230,7 +230,7 @@ def candidate_inputs(domain, max_inputs: int, rng: np.random.Generator) -> list:
         require(d >= 2, "domain_size", d, "needs at least two inputs")
         if d <= max_inputs:
             return list(range(d))
-        inner = rng.choice(np.arange(1, d - 1), size=max_inputs - 2, replace=False)
+        inner = rng.choice(d - 2, size=max_inputs - 2, replace=False) + 1
         return [0, *sorted(int(v) for v in inner), d - 1]
     values = list(domain)
     require(len(values) >= 2 and len(set(values)) == len(values), "inputs", values,
