@@ -32,6 +32,7 @@ from shufflesim.simulator.audit.implementation import (
 )
 from shufflesim.simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
 from shufflesim.simulator.audit.run import audit_implementation
+from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle
 from shufflesim.simulator.audit.verdicts import (
     SUBJECT_BOUND,
     SUBJECT_IMPLEMENTATION,
@@ -428,3 +429,20 @@ def test_python_cli_and_scenario_give_the_same_rows(tmp_path, client_file, level
     assert _comparable(python) == [{k: v for k, v in r.items() if k != "seconds"} for r in
                                    _comparable(cli)]
     assert any(r.get("verdict") == "violated" for r in python)
+
+
+def test_shuffle_level_no_false_alarm_over_50_seeds():
+    """Correct client at the shuffle level, confidence 0.9, 50 seeds: the pooled goodness of
+    fit rejects with probability <= 0.1 per seed, and no attack bound may exceed the exact
+    value of the declared pair beyond its confidence (each <= 0.1 per seed); both counts stay
+    below the binomial(50, 0.1) 1e-4 quantile."""
+    tested = implementation_randomizer(krr, claim())
+    opts = AuditOptions(2_000, confidence=0.9)
+    pi = np.full(K, 1.0 / K)
+    rejected = exceeded = 0
+    for seed in range(50):
+        audit = audit_shuffle(tested, 30, [1e-3], opts, seed, x0=0, x1=1, others=pi)
+        rejected += audit.fit_p_value < 0.1
+        exceeded += audit.best(1e-3).epsilon_lb > audit.exact[1e-3]
+    limit = stats.binom.ppf(1 - 1e-4, 50, 0.1)
+    assert rejected <= limit and exceeded <= limit
