@@ -301,3 +301,34 @@ def test_bad_parameters_are_one_line_errors(name, params, field):
     with pytest.raises(ParameterError) as info:
         make_randomizer(name, **params)
     assert field in str(info.value) and "\n" not in str(info.value)
+
+
+# ------------------------------------------------------------------------------------------
+# Negative controls: the checks above reject a wrong sampler
+# ------------------------------------------------------------------------------------------
+def test_negative_control_fit_rejects_wrong_input_message():
+    """A mixDUMP that flips with probability 0.8 f while declaring f is rejected."""
+    from shufflesim.protocols.randomizers.multi_message.dump import MixDump
+
+    class Leaky(MixDump):
+        def sample_input_messages(self, values, rng):
+            honest = MixDump(self.epsilon0, self.domain_size, 0.8 * self.flip_probability,
+                             self.blanket_messages)
+            return honest.sample_input_messages(values, rng)
+
+    leaky = Leaky(1.0, 4, 0.3, 2)
+    reports = leaky.randomize(np.zeros(20_000, dtype=int), np.random.default_rng(1))
+    observed = np.bincount(reports[:, 0], minlength=4)
+    assert chi_square_p(observed, leaky.message_distribution(0)) < ALPHA
+
+
+def test_negative_control_moments_reject_wrong_aggregate_sampler():
+    """A cheu sampler that forgets the blanket messages' flips is rejected by the moments."""
+    r = make_randomizer("cheu", epsilon0=1.0, domain_size=3, flip_probability=0.2,
+                        blanket_messages=2)
+    counts = np.array([7, 14, 21])
+    rng = np.random.default_rng(3)
+    c = np.broadcast_to(counts, (4000, 3))
+    wrong = rng.binomial(c, 0.8) + rng.binomial(counts.sum() - c, 0.2)
+    mean, var = _expected_moments(r, counts)
+    assert np.any(np.abs(wrong.mean(axis=0) - mean) > 5 * np.sqrt(var / 4000))
