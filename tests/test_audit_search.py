@@ -299,3 +299,24 @@ def test_registered_attacks():
     assert {"search", "approximate"} <= set(attack_names(Level.RANDOMIZER))
     assert ATTACKS.get("search").attack.run is search
     assert "search" not in attack_names(Level.SHUFFLE)
+
+
+def test_rows_of_the_registered_attacks():
+    from shufflesim.simulator.audit.tables import COLUMNS
+
+    context = {"point": 0, "randomizer": "black-box", "epsilon0": 2.0}
+    for name, bound in (("search", "implementation-ldp-search"),
+                        ("approximate", "implementation-approximate-ldp")):
+        run = ATTACKS.get(name).attack.rows
+        bad = run(krr(2.6, 4), 4, epsilon0=2.0, trials=20_000, confidence=0.95, seed=1,
+                  context=context, implementation="test:krr")
+        assert all(set(r) == set(COLUMNS) for r in bad)
+        attacks = [r for r in bad if r["row_type"] == "attack"]
+        assert len(attacks) == 4 and all(r["attack"].startswith(f"{name}:") for r in attacks)
+        (verdict,) = [r for r in bad if r["row_type"] == "verdict"]
+        assert verdict["bound"] == bound and verdict["verdict"] == "violated"
+        assert verdict["reason"].startswith("the implementation is not")
+        assert verdict["subject"] == "implementation"
+        ok = run(krr(2.0, 4), 4, epsilon0=2.0, trials=20_000, confidence=0.95, seed=1,
+                 context=context, delta0=1e-3)
+        assert [r for r in ok if r["row_type"] == "verdict"][0]["verdict"] == "consistent"

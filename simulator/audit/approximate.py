@@ -28,7 +28,15 @@ import numpy as np
 
 from shufflesim.protocols.errors import require
 from shufflesim.simulator.audit.levels import Level, register_attack
-from shufflesim.simulator.audit.search import Certified, SearchOptions, SearchResult, search
+from shufflesim.simulator.audit.search import (
+    Certified,
+    SearchOptions,
+    SearchResult,
+    search,
+    search_records,
+)
+from shufflesim.simulator.audit.tables import implementation_records
+from shufflesim.simulator.audit.verdicts import CONSISTENT, VIOLATED, ImplementationVerdict
 
 
 @dataclass(frozen=True)
@@ -87,12 +95,37 @@ def audit_approximate(sample, domain, epsilon0: float, delta0: float, options: S
     return ApproximateAudit(float(epsilon0), float(delta0), result)
 
 
+def approximate_records(audit: ApproximateAudit, context: dict,
+                        implementation: str = "") -> list[dict]:
+    """Rows of the audit table: the search's attack rows (epsilon at delta0) and the verdict
+    ``implementation-approximate-ldp`` (its sentence gives the delta lower bound)."""
+    rows = [r for r in search_records(audit.search, audit.epsilon0, context, implementation,
+                                      attack="approximate") if r["row_type"] == "attack"]
+    verdict = ImplementationVerdict(
+        "approximate-ldp", VIOLATED if audit.violated else CONSISTENT, audit.verdict(),
+        audit.epsilon_lb, audit.confidence, audit.epsilon0, delta=audit.delta0)
+    return rows + implementation_records([verdict], {**context, "delta": audit.delta0},
+                                         "randomizer", implementation,
+                                         seconds=audit.search.seconds,
+                                         note=f"delta lower bound {audit.delta_lb:.6g}")
+
+
 @register_attack("approximate", levels=(Level.RANDOMIZER,),
                  description="an (eps0, delta0) audit: delta lower bound P_a_lo(E) - e^eps0 "
                              "P_b_hi(E) over searched pairs and events, and eps at delta0",
                  note="simulator/audit/approximate.py")
 class ApproximateLDPAudit:
-    """The randomizer-level (eps0, delta0) attack: ``run`` is :func:`audit_approximate`."""
+    """The randomizer-level (eps0, delta0) attack: ``run`` is :func:`audit_approximate`,
+    ``rows`` runs it and returns its audit-table rows."""
 
     name = "approximate"
     run = staticmethod(audit_approximate)
+
+    @staticmethod
+    def rows(sample, domain, *, epsilon0: float, trials: int, confidence: float, seed,
+             context: dict, implementation: str = "", delta0: float = 0.0, support=None,
+             **options) -> list[dict]:
+        audit = audit_approximate(sample, domain, epsilon0, delta0,
+                                  SearchOptions(trials, confidence, **options), seed,
+                                  support=support)
+        return approximate_records(audit, context, implementation)

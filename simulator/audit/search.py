@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import stats
@@ -70,6 +70,8 @@ from shufflesim.simulator.audit.confidence import (
 from shufflesim.simulator.audit.events import SELECTION_ALPHA
 from shufflesim.simulator.audit.levels import Level, register_attack
 from shufflesim.simulator.audit.sampling import child, chunk_sizes
+from shufflesim.simulator.audit.tables import _row, implementation_records
+from shufflesim.simulator.audit.verdicts import ldp_verdict
 
 Sample = Callable[[np.ndarray, np.random.Generator], np.ndarray]
 Support = Callable[[np.ndarray, object], np.ndarray]
@@ -670,13 +672,50 @@ def _certify(sample, inputs, chosen, options, seq, support, pairs, searched,
                         elapsed + time.perf_counter() - start)
 
 
+def search_records(result: SearchResult, epsilon0: float, context: dict,
+                   implementation: str = "", attack: str = "search") -> list[dict]:
+    """Rows of the audit table (tables.py): one attack row per certified event, then the
+    verdict ``implementation-ldp-search`` ("the implementation is not eps0-LDP: lower bound X
+    at confidence C on inputs (a, b), event E", or consistent)."""
+    rows = []
+    for c in result.certified:
+        rows.append(_row(
+            context, delta=result.options.delta, level="randomizer", row_type="attack",
+            pair=f"({c.x}, {c.x_prime})", attack=f"{attack}:{c.family}",
+            direction=f"{c.x} vs {c.x_prime}", event=c.event, trials=c.trials,
+            selection_trials=result.options.selection_trials, count0=c.count_a,
+            count1=c.count_b, p0=c.count_a / c.trials, p1=c.count_b / c.trials,
+            p0_limit=c.p_a_lower, p1_limit=c.p_b_upper, epsilon_lb=c.epsilon,
+            confidence=result.confidence, ratio=c.epsilon / epsilon0 if epsilon0 else None,
+            seconds=result.seconds,
+            note=f"{len(result.inputs)} inputs, {result.pairs} pairs, {result.candidates} "
+                 f"events searched; {len(result.certified)} certified (Bonferroni)"))
+    b = result.best
+    verdict = replace(ldp_verdict(result.epsilon_lb, epsilon0, result.confidence,
+                                  (b.x, b.x_prime), b.event, result.options.delta),
+                      check=f"ldp-{attack}")
+    return rows + implementation_records([verdict], {**context, "delta": result.options.delta},
+                                         "randomizer", implementation,
+                                         seconds=result.seconds)
+
+
 @register_attack("search", levels=(Level.RANDOMIZER,),
                  description="a search over neighbouring input pairs and output events (exact "
                              "and hashed output cells, coordinates, a learned classifier, the "
                              "oracle's support) for an eps0 lower bound of a black box",
                  note="simulator/audit/search.py")
 class InputEventSearch:
-    """The randomizer-level search attack (module docstring): ``run`` is :func:`search`."""
+    """The randomizer-level search attack (module docstring): ``run`` is :func:`search`,
+    ``rows`` runs it and returns its audit-table rows."""
 
     name = "search"
     run = staticmethod(search)
+
+    @staticmethod
+    def rows(sample: Sample, domain, *, epsilon0: float, trials: int, confidence: float,
+             seed, context: dict, implementation: str = "", delta0: float = 0.0,
+             support: Support | None = None, **options) -> list[dict]:
+        """Search ``sample`` (eps0 at delta0, the claim) and return the rows."""
+        opts = SearchOptions(trials, confidence, delta=float(delta0), **options)
+        result = search(sample, domain, opts, seed, support=support)
+        return search_records(result, epsilon0, context, implementation)
