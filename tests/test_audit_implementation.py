@@ -446,3 +446,19 @@ def test_shuffle_level_no_false_alarm_over_50_seeds():
         exceeded += audit.best(1e-3).epsilon_lb > audit.exact[1e-3]
     limit = stats.binom.ppf(1 - 1e-4, 50, 0.1)
     assert rejected <= limit and exceeded <= limit
+
+
+def test_scenario_with_a_missing_implementation_is_one_line(tmp_path):
+    text = scenario_text(name="bad", seed=1, repetitions=None, n=20, data=uniform(4),
+                         budget=constant_budget(2.0), sections=textwrap.dedent("""
+                         [audit]
+                         level = "randomizer"
+                         trials = 1000
+                         implementation = "nowhere.py:krr"
+                         """))
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "audit.implementation" in lines[0] and "no such file" in lines[0]

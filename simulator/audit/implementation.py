@@ -86,6 +86,7 @@ import math
 import random
 import sys
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,13 +195,14 @@ class Implementation:
 #: Probe calls of the vectorization check.
 PROBES = 64
 #: Detected vectorization, per function (the probe runs once per function per process).
-_VECTORIZED: dict[int, bool] = {}
+_VECTORIZED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _detect_vectorized(impl: Implementation, values: np.ndarray) -> bool:
-    key = id(impl.function)
-    if key in _VECTORIZED:
-        return _VECTORIZED[key]
+    try:
+        return _VECTORIZED[impl.function]
+    except (KeyError, TypeError):  # not seen yet, or not weakly referenceable
+        pass
     probe = np.asarray(values).reshape(-1)[:3]
     if probe.size == 0:
         return True
@@ -225,7 +227,10 @@ def _detect_vectorized(impl: Implementation, values: np.ndarray) -> bool:
         warnings.warn(f"implementation {impl.source}: not vectorized (calling it with an array "
                       "failed or returned the wrong shape); it is called once per report, "
                       "which is slow for large audits", RuntimeWarning, stacklevel=3)
-    _VECTORIZED[key] = ok
+    try:
+        _VECTORIZED[impl.function] = ok
+    except TypeError:
+        pass
     return ok
 
 
