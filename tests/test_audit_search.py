@@ -320,3 +320,13 @@ def test_rows_of_the_registered_attacks():
         ok = run(krr(2.0, 4), 4, epsilon0=2.0, trials=20_000, confidence=0.95, seed=1,
                  context=context, delta0=1e-3)
         assert [r for r in ok if r["row_type"] == "verdict"][0]["verdict"] == "consistent"
+
+
+def test_unary_encoding_over_1024_values_no_cap():
+    """2^1024 possible reports: frequent reports are cells of their own, the rest hashed; the
+    coordinates family still sees each bit."""
+    opts = SearchOptions(6_000, max_inputs=3)
+    ok = search(oue(2.0, 1024), 1024, opts, seed=14)
+    assert not ok.violates(2.0) and ok.epsilon_lb > 1.0
+    leaky = search(oue(2.0, 1024, leak=0.02), 1024, opts, seed=14)
+    assert leaky.violates(2.0) and leaky.best.family == "cells"
