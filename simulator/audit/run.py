@@ -308,8 +308,11 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     else:
         permutation = uniform_permutation if settings.permute else identity_permutation
         if settings.shuffler is not None:
-            permutation = shuffler_permutation(
-                load_implementation(settings.shuffler).function)
+            try:
+                shuffler = load_implementation(settings.shuffler).function
+            except ParameterError as error:
+                raise ParameterError("shuffler", settings.shuffler, error.requirement) from None
+            permutation = shuffler_permutation(shuffler)
         audit = audit_pipeline(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
                                x2=x2, config=pipeline, permutation=permutation,
                                progress=progress)
