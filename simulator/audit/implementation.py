@@ -58,9 +58,11 @@ randomizer's declarations, the user's ``randomize``):
   the claimed distribution (chi-square on the events, exact declared pmf when the events are
   the outputs themselves, else a two-sample chi-square against the declared sampler), and an
   eps0 lower bound (events chosen on held-out samples);
-* shuffle level (shuffle_level.audit_shuffle with ``implementation``): every trial is n
-  reports of the implementation (X0 or X1 passed through the user's code), reduced to the
-  group histogram (= the shuffled output), attacked with the histogram attacks;
+* shuffle level (shuffle_level.audit_shuffle given the adapter): every trial is n reports of
+  the implementation (X0 or X1 passed through the user's code), reduced to the group
+  histogram (= the shuffled output), attacked with the histogram attacks, plus a pooled
+  goodness of fit; ``two_stage`` runs only user 1's report through the code (the faster
+  estimate; shuffle_level's docstring says exactly what it tests);
 * pipeline level: the implementation inside the SimPy clients, with a user-supplied shuffler
   if given (:func:`shuffler_permutation`), other users' inputs cycling through the domain.
 
@@ -88,7 +90,7 @@ import sys
 import warnings
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -625,16 +627,6 @@ def default_events(randomizer, inputs) -> EventFunction | None:
             and shape[0] == declared.input_domain.size and len(inputs) <= 16:
         return CoordinateEvents(tuple(int(x) for x in inputs))
     return HashedEvents()
-
-
-@dataclass(frozen=True)
-class ImplementationAudit:
-    """What :func:`audit_implementation` was asked (for the rows' context)."""
-
-    implementation: Implementation
-    claim: Claim
-    shuffler: Callable | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def shuffler_permutation(shuffler: Callable) -> Callable[[np.random.Generator, int], np.ndarray]:
