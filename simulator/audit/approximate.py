@@ -8,9 +8,10 @@ fixed in advance gives
     eps0   >= eps_lb(E)   = ln((lower(P[E | a]) - delta0) / upper(P[E | b]))   (at the claimed
                                                                                delta0).
 
-Pairs and events come from the search (search.py) with the objective "delta": candidates are
-ranked on selection samples by their predicted delta_lb at the claimed eps0, and ``certify`` of
-them are certified on fresh samples with every limit at error level alpha / (2 certify). All
+Pairs and events come from the search (search.py) with the objective "delta": half of the
+``certify`` candidates (rounded up) are the best ranked on selection samples by their predicted
+delta_lb at the claimed eps0, the other half the best by their predicted eps_lb at delta0; all
+are certified on fresh samples with every limit at error level alpha / (2 certify). All
 limits then hold together with probability >= confidence, so both statements (the maximum
 delta_lb over the certified events, and the maximum eps_lb at delta0) hold together at that
 confidence.

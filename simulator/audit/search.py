@@ -624,6 +624,30 @@ def search(sample: Sample, domain, options: SearchOptions,
     half = [len(rows) // 2 for rows in sel]
     fit = [rows[:h] for rows, h in zip(sel, half, strict=True)]
     val = [rows[h:] for rows, h in zip(sel, half, strict=True)]
+    found = _select(fit, val, inputs, support, options)
+    if options.objective == "delta" and options.certify >= 2:
+        # half the certified slots for the best eps at delta0 (module docstring of
+        # approximate.py): ranked by the epsilon objective on the same selection samples
+        also = _select(fit, val, inputs, support, replace(options, objective="epsilon"),
+                       learned=False)
+        chosen = _best(found, (options.certify + 1) // 2) + _best(also, options.certify // 2)
+        searched = len(found) + len(also)
+    else:
+        chosen, searched = _best(found, options.certify), len(found)
+    pairs = len(inputs) * (len(inputs) - 1)
+    return _certify(sample, inputs, chosen, options, seq, support, pairs, searched,
+                    time.perf_counter() - start)
+
+
+def _best(found: list[_Candidate], k: int) -> list[_Candidate]:
+    return sorted(found, key=lambda c: -c.predicted if math.isfinite(c.predicted)
+                  else math.inf)[:k]
+
+
+def _select(fit, val, inputs, support, options, learned: bool = True) -> list[_Candidate]:
+    """Every family's candidates (one per pair and family), predicted under
+    ``options.objective``."""
+    families = options.families
     found: list[_Candidate] = []
     if "cells" in families:
         _cells_family(fit, val, options, found)
@@ -631,19 +655,15 @@ def search(sample: Sample, domain, options: SearchOptions,
         _coordinates_family(fit, val, options, found)
     if "support" in families and support is not None:
         _support_family(fit, val, inputs, support, options, found)
-    if "learned" in families and options.learned_pairs:
-        by_pair = {pair: -np.inf for pair in _pairs(len(sel))}
+    if learned and "learned" in families and options.learned_pairs:
+        by_pair = {pair: -np.inf for pair in _pairs(len(fit))}
         for cand in found:
             key = (cand.a, cand.b)
             by_pair[key] = max(by_pair[key], cand.predicted)
         ranked = sorted(by_pair, key=lambda k: -by_pair[k])[: options.learned_pairs]
         _learned_family(fit, val, options, ranked, found)
     require(found, "families", list(families), "found no event to search for these reports")
-    pairs = len(inputs) * (len(inputs) - 1)
-    chosen = sorted(found, key=lambda c: -c.predicted if math.isfinite(c.predicted)
-                    else math.inf)[: options.certify]
-    return _certify(sample, inputs, chosen, options, seq, support, pairs, len(found),
-                    time.perf_counter() - start)
+    return found
 
 
 def _certify(sample, inputs, chosen, options, seq, support, pairs, searched,
