@@ -42,6 +42,10 @@ CONFIGS = {
     "balls_into_bins": dict(epsilon0=1.0, bins=6, special_bins=2, blanket_messages=1),
     "pure_dump": dict(epsilon0=1.0, domain_size=3, blanket_messages=2),
     "mix_dump": dict(epsilon0=1.0, domain_size=3, flip_probability=0.3, blanket_messages=2),
+    # metric DP: audited on their declared pair (planar: the projection on its direction)
+    "laplace_metric": dict(epsilon0=1.2, low=-1.0, high=1.0),
+    "planar_laplace": dict(epsilon0=3.0, high=2.0, low_y=0.0, high_y=1.0),
+    "witch_hat": dict(epsilon0=1.2, height=2.0, brim=0.3),
 }
 
 

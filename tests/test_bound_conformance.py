@@ -50,6 +50,8 @@ RANDOMIZERS: dict[str, dict] = {
     "oue": dict(domain_size=4),
     "hr": dict(domain_size=4),
     "duchi": {},
+    # metric DP (001 Table 2): the pair bounds; no engine bound applies to it (fast)
+    "witch_hat": dict(height=3.0, brim=0.2, pair_x0=0.3, pair_x1=0.6),
 }
 NS = (50, 200, 1000)
 EPS0S = (0.5, 1.0, 2.0)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from shufflesim.protocols.bounds import catalogue as cat
+from shufflesim.protocols.bounds.numerical.metric import is_metric
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers import make_randomizer
@@ -34,6 +35,8 @@ STRONGER_CLONE = {"stronger_clone_numerical", "variation-ratio", "variation-rati
                   "variation-ratio-thm4.7", "variation-ratio-thm4.8", "gspa-gdp"}
 LOWER = {"exact-lower", "variation-ratio-lower"}
 HOMOGENEOUS = sorted(s.name for s in cat.all_bounds() if s.scope != "personalized")
+#: Bounds per pair of metric-DP randomizers (001 Table 2): they apply to those alone.
+METRIC_PAIR = {s.name for s in cat.all_bounds() if s.applies_to is is_metric}
 
 
 def test_required_bounds_are_registered():
@@ -73,7 +76,9 @@ def test_applicability():
     laplace = make_randomizer("laplace", epsilon0=1.0)
     names_krr = {s.name for s in cat.applicable_bounds(krr)}
     names_lap = {s.name for s in cat.applicable_bounds(laplace)}
-    assert names_krr == set(HOMOGENEOUS)
+    assert names_krr == set(HOMOGENEOUS) - METRIC_PAIR
+    metric = make_randomizer("laplace_metric", epsilon0=1.0)
+    assert METRIC_PAIR and METRIC_PAIR <= {s.name for s in cat.applicable_bounds(metric)}
     assert {s.name for s in cat.all_bounds() if s.scope == "generic"} <= names_lap
     assert {"fmt21_krr_closed", "blanket_krr_thm31", "variation-ratio-lower",
             "blanket_bennett"}.isdisjoint(names_lap)

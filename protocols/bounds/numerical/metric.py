@@ -34,7 +34,7 @@ from shufflesim.protocols.bounds.numerical import variation_ratio as vr
 from shufflesim.protocols.bounds.numerical.two_count import TwoCountPair, two_count_delta
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, register
-from shufflesim.protocols.errors import require
+from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
 
 REFERENCE_UPPER = "001 Thm 4.2 + Thm 4.6, Alg. 1 with Table 2 (d01, d_max)"
 REFERENCE_LOWER = "001 Thm 5.1 post-processing of a concrete metric pair"
@@ -110,7 +110,8 @@ def pair_lower_candidates(randomizer, n: int) -> list[vr.LowerCandidate]:
 def metric_pair_lower_bound(randomizer, n: int, delta: float) -> BoundResult:
     """The proven lower bound of the module docstring, on its conservative side."""
     started = time.perf_counter()
-    require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
+    require_int_at_least("n", n, 2)
+    require_probability_open("delta", delta)
     vr.check_epsilon0(randomizer)
     candidates = pair_lower_candidates(randomizer, n)
     eps_max = max(randomizer.privacy_loss(randomizer.pair_distance), 1e-12)
