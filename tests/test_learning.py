@@ -310,6 +310,7 @@ def test_bad_options_are_one_line_user_errors():
         LearningConfig(epochs=0)
 
 
+@pytest.mark.slow
 def test_mlp_non_private_reaches_high_accuracy():
     ds = _digits()
     config = LearningConfig(model="mlp", hidden=64, randomizer="none", clip=None,

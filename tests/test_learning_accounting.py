@@ -11,7 +11,6 @@ from shufflesim.protocols.accounting.compose import compose_rounds
 from shufflesim.protocols.accounting.rounds import Round
 from shufflesim.protocols.bounds.closed_form.fmt21 import fmt21_approx_dp
 from shufflesim.protocols.bounds.closed_form.gdp import gdp_epsilon, gdp_mu
-from shufflesim.protocols.learning import analytic_gaussian_sigma, gaussian_delta
 from shufflesim.protocols.learning.accounting import (
     BOUND_COLUMNS,
     RunPrivacy,
@@ -22,6 +21,7 @@ from shufflesim.protocols.learning.accounting import (
     gaussian_local_epsilon,
 )
 from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.protocols.randomizers.gaussian import analytic_gaussian_sigma, gaussian_delta
 
 
 @pytest.mark.parametrize("rounds", [1, 7, 50])

@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from shufflesim.protocols.learning import DuchiL2, GaussianGradient, gaussian_delta
+from shufflesim.protocols.learning import DuchiL2, GaussianGradient
+from shufflesim.protocols.randomizers.gaussian import gaussian_delta
 
 D = 6
 CLIP = 1.5
