@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -365,11 +365,29 @@ def blanket_bennett_generic_delta(epsilon: float, epsilon0: float, n: int) -> fl
     return bennett_delta(n, generic_parv_bounds(epsilon, epsilon0))
 
 
+#: results of the generic bounds by (method, eps0, n, delta, tol) (pure functions of these;
+#: issue 18: warm closed forms at library speed)
+_GENERIC_RESULTS: dict = {}
+GENERIC_RESULTS_MAX = 4096
+
+
 def _generic_result(method, delta_fn, epsilon0, n, delta, reference, tol):
     epsilon0 = check_epsilon0(epsilon0, maximum=EPSILON0_MAX)
     n = check_n(n)
     delta = check_delta(delta)
     start = time.perf_counter()
+    key = (method, float(epsilon0), n, float(delta), float(tol))
+    hit = _GENERIC_RESULTS.get(key)
+    if hit is not None:
+        return replace(hit, seconds=time.perf_counter() - start)
+    result = _generic_compute(method, delta_fn, epsilon0, n, delta, reference, tol, start)
+    if len(_GENERIC_RESULTS) >= GENERIC_RESULTS_MAX:
+        _GENERIC_RESULTS.pop(next(iter(_GENERIC_RESULTS)))
+    _GENERIC_RESULTS[key] = result
+    return result
+
+
+def _generic_compute(method, delta_fn, epsilon0, n, delta, reference, tol, start):
     eps, err = smallest_epsilon(lambda e: delta_fn(e, epsilon0, n), delta, epsilon0, tol)
     return BoundResult(
         method=method, kind=BoundKind.UPPER, epsilon=eps, delta=delta, epsilon_error=err,

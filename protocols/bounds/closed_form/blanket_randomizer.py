@@ -7,7 +7,9 @@ the pairs.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -89,13 +91,62 @@ def _pair_set(randomizer, atoms) -> PairSet:
     return PairSet(list(atoms), True, "caller-supplied atoms (assumed to cover the worst pair)")
 
 
+@lru_cache(maxsize=128)
+def _cached_pairs(randomizer) -> tuple[PairAtoms, PairSet]:
+    """The stacked blanket atoms of a (frozen, hashable) randomizer: per-randomizer quantities,
+    computed once (issue 18)."""
+    pair_set = randomizer_blanket_atoms(randomizer)
+    return PairAtoms.stack(pair_set.atoms), pair_set
+
+
+def _pairs_of(randomizer, atoms) -> tuple[PairAtoms, PairSet]:
+    if atoms is None:
+        try:
+            hash(randomizer)
+        except TypeError:
+            pass
+        else:
+            return _cached_pairs(randomizer)
+    pair_set = _pair_set(randomizer, atoms)
+    return PairAtoms.stack(pair_set.atoms), pair_set
+
+
+#: results of the per-randomizer bounds by (method, randomizer, n, delta, tol): a bound is a
+#: pure function of these (frozen randomizers), and calibration, pipelines and the CLI ask the
+#: same points again (issue 18: closed forms at library speed when warm)
+_RESULTS: OrderedDict = OrderedDict()
+RESULTS_MAX = 4096
+
+
+def _remembered(key, compute) -> BoundResult:
+    start = time.perf_counter()
+    try:
+        hit = _RESULTS.get(key)
+    except TypeError:                  # an unhashable randomizer: no cache
+        return compute()
+    if hit is not None:
+        _RESULTS.move_to_end(key)
+        return replace(hit, seconds=time.perf_counter() - start)
+    result = compute()
+    _RESULTS[key] = result
+    if len(_RESULTS) > RESULTS_MAX:
+        _RESULTS.popitem(last=False)
+    return result
+
+
 def _per_randomizer_result(method, concentration, randomizer, n, delta, atoms, tol, reference):
     check_epsilon0(randomizer.epsilon0, maximum=EPSILON0_MAX)
     n = check_n(n)
     delta = check_delta(delta)
+    if atoms is None:
+        return _remembered((method, randomizer, n, delta, tol), lambda: _compute_result(
+            method, concentration, randomizer, n, delta, atoms, tol, reference))
+    return _compute_result(method, concentration, randomizer, n, delta, atoms, tol, reference)
+
+
+def _compute_result(method, concentration, randomizer, n, delta, atoms, tol, reference):
     start = time.perf_counter()
-    pair_set = _pair_set(randomizer, atoms)
-    pairs = PairAtoms.stack(pair_set.atoms)
+    pairs, pair_set = _pairs_of(randomizer, atoms)
     upper = pairs.trivial_epsilon()
     if not np.isfinite(upper):
         raise ParameterError("randomizer", getattr(randomizer, "name", randomizer),
@@ -147,7 +198,7 @@ def blanket_bennett_randomizer_delta(epsilon: float, randomizer, n: int,
                                      atoms: list[RatioAtoms] | None = None) -> float:
     """delta(eps) of :func:`blanket_bennett`."""
     epsilon = check_epsilon(epsilon)
-    pairs = PairAtoms.stack(_pair_set(randomizer, atoms).atoms)
+    pairs = _pairs_of(randomizer, atoms)[0]
     if epsilon >= pairs.trivial_epsilon():
         return 0.0
     return bennett_delta(n, atoms_parv_bounds(epsilon, pairs))
@@ -157,7 +208,7 @@ def blanket_hoeffding_randomizer_delta(epsilon: float, randomizer, n: int,
                                        atoms: list[RatioAtoms] | None = None) -> float:
     """delta(eps) of :func:`blanket_hoeffding`."""
     epsilon = check_epsilon(epsilon)
-    pairs = PairAtoms.stack(_pair_set(randomizer, atoms).atoms)
+    pairs = _pairs_of(randomizer, atoms)[0]
     if epsilon >= pairs.trivial_epsilon():
         return 0.0
     return hoeffding_delta(n, atoms_parv_bounds(epsilon, pairs))
