@@ -171,7 +171,9 @@ def test_run_bad_parameter_is_one_line_exit_2(tmp_path, replace, field):
     ["--randomizer", "pure_dump", "--domain-size", "3", "--param", "blanket_messages=1"],
     ["--randomizer", "mix_dump", "--domain-size", "3", "--param", "flip_probability=0.3",
      "--param", "blanket_messages=1"],
-], ids=lambda a: a[1])
+    # a domain above the audit's max_inputs: inputs from the randomizer's own candidates
+    ["--randomizer", "pure_dump", "--domain-size", "20", "--param", "blanket_messages=2"],
+], ids=lambda a: f"{a[1]}-{a[3]}")
 def test_randomizer_level_audit_cli(args):
     """`shufflesim audit --level randomizer`: the fit is consistent and the empirical lower
     bound stays below the declared LDP level log p (inf where p = +inf)."""

@@ -189,9 +189,11 @@ def audit_inputs(randomizer, max_inputs: int) -> list:
         if isinstance(domain, Categorical):
             return sorted({0, 1, domain.size - 2, domain.size - 1})
         return [domain.low, (domain.low + domain.high) / 2, domain.high]
-    # metric-DP randomizers declare their pair without a decomposition (2-D, bounded support)
-    cand = (randomizer.neighbour_candidates() if getattr(randomizer, "metric_privacy", False)
-            else neighbour_candidates(randomizer))
+    # metric-DP randomizers declare their pair without a decomposition (2-D, bounded support);
+    # multi-message ones declare theirs beside their own bounds (protocols/bounds/multi_message)
+    own = getattr(randomizer, "metric_privacy", False) or getattr(randomizer, "multi_message",
+                                                                   False)
+    cand = randomizer.neighbour_candidates() if own else neighbour_candidates(randomizer)
     seen = []
     extra = ([0, 1, domain.size - 2, domain.size - 1]
              if implementation and isinstance(domain, Categorical) else [])
