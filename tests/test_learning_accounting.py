@@ -121,3 +121,23 @@ def test_account_duchi_is_pure():
     assert values["user_median"] == min(4 * 0.5, values["clone_epochs"])
     nothing, why = account(RunPrivacy("none", eps, eps.size, 10, 1e-5), 4)
     assert all(v is None for v in nothing.values()) and "no privacy" in why
+
+
+def test_example_level_shuffle_bounds_use_the_client_level_parameters():
+    """sigma calibrated to one example (2C/m): the shuffle bounds must use the reports' eps
+    between arbitrary clients (sensitivity 2C), about m times larger; the local bound keeps the
+    example-level sensitivity."""
+    m, clip, delta0 = 10, 0.5, 1e-12
+    eps = np.full(3000, 0.5)
+    sigma = analytic_gaussian_sigma(eps, delta0, 2 * clip / m)
+    example = RunPrivacy("gaussian", eps, 3000, 1, 1e-4, delta0, sigma, 2 * clip / m,
+                         client_sensitivity=2 * clip)
+    naive = RunPrivacy("gaussian", eps, 3000, 1, 1e-4, delta0, sigma, 2 * clip / m)
+    values, _ = account(example, 2)
+    wrong, _ = account(naive, 2)
+    assert values["local_max"] == wrong["local_max"]
+    client_eps = gdp_epsilon(2 * clip / float(sigma[0]), delta0).value
+    assert client_eps > 5 * 0.5
+    assert values["fmt21_pass"] is None or values["fmt21_pass"] > wrong["fmt21_pass"]
+    assert values["clone_epochs"] > wrong["clone_epochs"]
+    assert values["gspa_epochs"] > wrong["gspa_epochs"]

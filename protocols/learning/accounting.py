@@ -36,6 +36,14 @@ parameters after ``epochs`` passes (rounded to the conservative side of its own 
 * per-user lifetime eps: user i's loss is bounded both by its ``local`` value and by the
   shuffled bound ``clone_epochs`` (computed at the largest budget, so valid for everyone):
   ``min(local_i, clone_epochs)``; reported as the median and the maximum over the clients.
+
+Example-level privacy (003's unit: sigma calibrated to one example's sensitivity 2C/m). The
+shuffle bounds need every *other* client's randomizer to be close to the target's on arbitrary
+inputs (002 Thm 3.2 writes R(x_j) as a mixture containing R(x_1^0) and R(x_1^1); 003 Thm 2
+likewise), i.e. the client-level LDP parameters: the same noise at sensitivity 2C, whose eps at
+delta0 is about m times the example-level budget. ``fmt21_pass``, ``clone_*`` and ``gspa_epochs``
+therefore use the client-level eps_i (``client_sensitivity``); a client-level guarantee covers
+the change of one example. ``local`` uses the example-level sensitivity.
 """
 
 from __future__ import annotations
@@ -132,6 +140,8 @@ class RunPrivacy:
     delta0: float = 0.0             # Gaussian: the local delta of the calibration
     sigma: np.ndarray | None = None  # Gaussian: each client's noise std
     sensitivity: float = 0.0        # Gaussian: L2 sensitivity the sigma was calibrated for
+    #: Gaussian: the sensitivity between two arbitrary clients' inputs (2C); 0: ``sensitivity``
+    client_sensitivity: float = 0.0
 
     def __post_init__(self):
         require(0 < self.delta < 1, "delta", self.delta, "must lie in (0, 1)")
@@ -150,9 +160,16 @@ def account(run: RunPrivacy, epochs: int) -> tuple[dict[str, float | None], str]
         return dict.fromkeys(BOUND_COLUMNS, 0.0), ""
     notes: list[str] = []
     eps = np.asarray(run.epsilons, dtype=float)
-    eps_max = float(eps.max())
     n, k, delta = run.n_clients, run.clients_per_step, run.delta
     gaussian = run.randomizer == "gaussian"
+    client_sensitivity = run.client_sensitivity or run.sensitivity
+    if gaussian and client_sensitivity > run.sensitivity:
+        # client-level LDP parameters of the reports (module docstring): eps at delta0
+        unique, inverse = np.unique(np.asarray(run.sigma, dtype=float), return_inverse=True)
+        client = np.array([gdp_epsilon(client_sensitivity / s, run.delta0).value
+                           for s in unique])
+        eps = np.maximum(eps, client[inverse.ravel()].reshape(eps.shape))
+    eps_max = float(eps.max())
 
     # 002 Prop. 5.3 / Thm 3.8 (Thm 3.1 for pure randomizers): one pass.
     try:
@@ -167,7 +184,7 @@ def account(run: RunPrivacy, epochs: int) -> tuple[dict[str, float | None], str]
     # The pure eps0 of the clone pair, and the total variation to the pure run.
     if gaussian:
         sigma_min = float(np.min(run.sigma))
-        pure = min(eps_max, deletion_pure_epsilon(run.sensitivity, sigma_min, run.delta0))
+        pure = min(eps_max, deletion_pure_epsilon(client_sensitivity, sigma_min, run.delta0))
     else:
         pure = eps_max
     pure = _ceil_grid(pure)

@@ -183,7 +183,7 @@ def run_repetition(section: LearningSection, budget, seed: np.random.SeedSequenc
             sensitivity, sigma = gaussian.sensitivity, result.sigma
         privacy = RunPrivacy(section.randomizer, eps, n_clients, section.clients_per_step,
                              section.delta, section.delta0 if sigma is not None else 0.0,
-                             sigma, sensitivity or 0.0)
+                             sigma, sensitivity or 0.0, client_sensitivity=2.0 * section.clip)
     rows = []
     for row in result.rows:
         if privacy is None:
