@@ -181,3 +181,47 @@ def test_randomizer_level_audit_cli(args):
                                        "--confidence", "0.999", "--level", "randomizer"])
     assert result.exit_code == 0, result.output
     assert "violated" not in result.output and "consistent" in result.output
+
+
+BATCH = """
+name = "b"
+seed = {seed}
+repetitions = 400
+[population]
+n = 300
+data = {{ distribution = "zipf", domain_size = {k}, exponent = 0.8 }}
+budget = {{ distribution = "constant", epsilon0 = 1.0 }}
+[randomizer]
+{randomizer}
+[estimator]
+name = "{estimator}"
+[batch]
+path = "{path}"
+"""
+
+
+@pytest.mark.parametrize(("k", "randomizer", "estimator", "metric"), [
+    (4, 'name = "cheu"\ndomain_size = 4\nflip_probability = 0.1\nblanket_messages = 2',
+     "multi_message_frequency", "l2"),
+    (3, 'name = "balls_into_bins"\nbins = 7\nspecial_bins = 2\nblanket_messages = 2',
+     "multi_message_frequency", "l2"),
+    (5, 'name = "mix_dump"\ndomain_size = 5\nflip_probability = 0.4\nblanket_messages = 1',
+     "multi_message_frequency", "l2"),
+    (2, 'name = "balcer"\nblanket_messages = 3\ncoin_probability = 0.2',
+     "multi_message_sum", "mae"),
+], ids=["cheu", "balls_into_bins", "mix_dump", "balcer"])
+def test_run_reports_and_aggregate_paths_agree(tmp_path, k, randomizer, estimator, metric):
+    """`shufflesim run`: the error of the reports path and of the exact aggregate path have
+    the same law (two-sample KS on the per-repetition error, fixed seeds)."""
+    from scipy import stats
+
+    errors = {}
+    for seed, path in ((1, "reports"), (2, "aggregate")):
+        text = BATCH.format(seed=seed, k=k, randomizer=randomizer, estimator=estimator, path=path)
+        out = tmp_path / path
+        _run(_scenario(tmp_path, text), out)
+        table = pd.read_parquet(out / "b" / "utility.parquet")
+        assert set(table["path"]) == {path}
+        rows = table[(table.metric == metric) & (table.reference == "empirical")]
+        errors[path] = rows["value"].to_numpy()
+    assert stats.ks_2samp(errors["reports"], errors["aggregate"]).pvalue > 1e-3
