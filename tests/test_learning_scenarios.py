@@ -184,3 +184,16 @@ def test_fig2_reduced_run_orders_its_bounds(tmp_path):
             curves += 1
             assert rows.sort_values("n").epsilon.is_monotonic_decreasing
     assert curves >= 6
+
+
+@pytest.mark.parametrize("path", sorted(LEARNING.glob("*.toml")), ids=lambda p: p.name)
+def test_learning_scenarios_pass_the_json_schema(path):
+    """docs/scenario.schema.json covers [learning] (tests/test_scenario_schema.py checks only
+    the top-level scenarios/ folder)."""
+    import tomllib
+
+    from test_scenario_schema import errors
+
+    from shufflesim.simulator.scenario.schema import scenario_schema
+
+    assert errors(tomllib.loads(path.read_text()), scenario_schema()) == []
