@@ -245,8 +245,10 @@ class PipelineSetup:
         columns["bound"] = pa.array(
             [self.bound if d else epsilon.bound_name(h) for d, h in pairs], type=pa.string())
         columns["delta"] = pa.array([epsilon.delta_column] * rows, type=pa.float64())
+        users = "" if m == 1 else " [multi-message: n = {} users = honest blanket messages // {}]"
         columns["epsilon_reason"] = pa.array(
-            [DROPPED_REASON if d else epsilon.reason(h) for d, h in pairs], type=pa.string())
+            [DROPPED_REASON if d else epsilon.reason(h) + users.format(h, m - 1)
+             for d, h in pairs], type=pa.string())
         return pa.table(columns, schema=BATCHES_TABLE_SCHEMA)
 
     def _metrics(self, estimates: list, stats: DataStats) -> dict[tuple[str, str], np.ndarray]:
