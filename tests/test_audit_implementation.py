@@ -462,3 +462,21 @@ def test_scenario_with_a_missing_implementation_is_one_line(tmp_path):
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "audit.implementation" in lines[0] and "no such file" in lines[0]
+
+
+def test_shuffle_level_unary_encoding_over_64_values_by_ratio_pairs():
+    """OUE with 2^64 outputs: reports are mapped to the pair's groups by their declared ratio
+    pairs (no output table); the pooled fit over groups passes the correct client and
+    rejects the 1.3x one, in full and two-stage trials."""
+    c64 = Claim.registered("oue", epsilon0=1.0, domain_size=64)
+    opts = AuditOptions(2_000)
+    for two_stage in (False, True):
+        ok = audit_shuffle(implementation_randomizer(oue, c64), 20, [1e-3], opts, 1, x0=0,
+                           x1=1, others=2, with_exact=False, two_stage=two_stage)
+        bad = audit_shuffle(implementation_randomizer(oue_13, c64), 20, [1e-3], opts, 1,
+                            x0=0, x1=1, others=2, with_exact=False, two_stage=two_stage)
+        assert ok.fit_p_value > 0.05 and bad.fit_p_value < 1e-6
+        assert ok.fits[0].test == "pooled chi-square over groups"
+    leaky = audit_shuffle(implementation_randomizer(lambda v, r: 1 - oue(v, r), c64), 20,
+                          [1e-3], opts, 1, x0=0, x1=1, others=2, with_exact=False)
+    assert leaky.fit_p_value < 1e-6  # every bit flipped: valid reports, wrong group law

@@ -87,3 +87,67 @@ def output_groups(randomizer, n: int, x0, x1, others) -> OutputGroups:
     order_bin = np.searchsorted(levels, np.round(single, 12))
     missing = int(np.searchsorted(levels, 0.0))
     return OutputGroups(group, order_bin, missing, int(levels.size), model, rows)
+
+
+#: Reports per block when matching ratio pairs to atoms (bounded memory: block x groups).
+_MATCH_BLOCK = 1 << 15
+#: Largest distance in (ln a, ln b) at which a report's ratio pair matches an atom.
+_MATCH_TOLERANCE = 1e-7
+
+
+@dataclasses.dataclass(frozen=True)
+class RatioGroups:
+    """Reports of an output space too large to enumerate (e.g. a unary encoding of more than
+    20 values) mapped to the pair's groups by their declared ratio pair
+    (ln R(x0)(y) / m(y), ln R(x1)(y) / m(y)), computed with the claim's ``log_prob``; the
+    groups and their model come from the claim's decomposition (attacks.pair_model), so no
+    output table is built. A report whose ratio pair is no atom's (the claim gives it another
+    probability than any output it can produce, or probability 0) is ``unmatched``."""
+
+    model: PairModel
+    randomizer: object
+    x0: object
+    x1: object
+    others: object
+    log_a: np.ndarray
+    log_b: np.ndarray
+
+    @classmethod
+    def build(cls, randomizer, model: PairModel, x0, x1, others) -> RatioGroups:
+        with np.errstate(divide="ignore"):
+            return cls(model, randomizer, x0, x1, others, np.log(model.atoms.a),
+                       np.log(model.atoms.b))
+
+    def _log_m(self, reports: np.ndarray) -> np.ndarray:
+        r = self.randomizer
+        if np.ndim(self.others) == 0:
+            return np.asarray(r.log_prob(np.asarray(self.others), reports), dtype=float)
+        pi = np.asarray(self.others, dtype=float)
+        support = np.flatnonzero(pi)
+        terms = np.stack([np.asarray(r.log_prob(np.asarray(x), reports), dtype=float)
+                          + np.log(pi[x]) for x in support])  # a loop over the support
+        return np.logaddexp.reduce(terms, axis=0)
+
+    def groups_of(self, reports: np.ndarray) -> tuple[np.ndarray, int]:
+        """(group of every report (leading axes kept), number of unmatched reports, which are
+        put in group 0)."""
+        r = self.randomizer
+        shape = reports.shape[: reports.ndim - len(tuple(r.output_shape))]
+        flat = reports.reshape((-1,) + tuple(r.output_shape))
+        out = np.zeros(flat.shape[0], dtype=np.int64)
+        unmatched = 0
+        for start in range(0, flat.shape[0], _MATCH_BLOCK):  # blocks bound the memory
+            y = flat[start:start + _MATCH_BLOCK]
+            log_m = self._log_m(y)
+            with np.errstate(invalid="ignore"):
+                la = np.asarray(r.log_prob(np.asarray(self.x0), y), dtype=float) - log_m
+                lb = np.asarray(r.log_prob(np.asarray(self.x1), y), dtype=float) - log_m
+            with np.errstate(invalid="ignore"):
+                dist = (np.abs(la[:, None] - self.log_a[None, :])
+                        + np.abs(lb[:, None] - self.log_b[None, :]))
+            dist = np.where(np.isnan(dist), np.inf, dist)
+            best = np.argmin(dist, axis=1)
+            ok = dist[np.arange(best.size), best] <= _MATCH_TOLERANCE
+            unmatched += int((~ok).sum())
+            out[start:start + y.shape[0]] = np.where(ok, best, 0)
+        return out.reshape(shape), unmatched

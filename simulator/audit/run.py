@@ -13,7 +13,9 @@ randomizer's own sampler; the randomizer is then its claim (or ``claim=`` a blac
 ``[audit] implementation`` key - because all three draw from :func:`implementation_seed`
 (``SeedSequence(seed, spawn_key=(point, AUDIT_KEY))``, point 0 outside a scenario). At the
 shuffle level the other users' inputs default to the uniform law over a categorical domain
-(every value passes through the code); at the pipeline level they cycle through the domain.
+(every value passes through the code; for claims with more than 2^20 outputs, mapped by ratio
+pairs, the x2 of the exact lower bound's triple instead); at the pipeline level they cycle
+through the domain.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.protocols.errors import ParameterError, require
-from shufflesim.protocols.randomizers.base import Categorical
+from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.implementation import (
     Claim,
@@ -299,7 +301,9 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
         others = x2
         if settings.others is not None:
             others = np.asarray(settings.others)
-        elif settings.x2 is None and isinstance(declared.input_domain, Categorical):
+        elif (settings.x2 is None and isinstance(declared.input_domain, Categorical)
+              and declared.output_size is not None
+              and declared.output_size <= MAX_ENUMERABLE_OUTPUTS):
             d = declared.input_domain.size
             others = np.full(d, 1.0 / d)
         audit = audit_shuffle(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
@@ -323,7 +327,8 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     own = [fit_verdict(audit.fit_p_value, options.confidence, claimed, len(audit.fits),
                        "pooled reports")]
     bound_rows = []
-    for delta in settings.delta:
+    no_bounds = settings.bounds is not None and len(settings.bounds) == 0
+    for delta in () if no_bounds else settings.delta:  # bounds = (): no bound verdicts
         best = audit.best(delta)
         empirical = best.epsilon_lb if math.isfinite(best.epsilon_lb) else None
         names = None if settings.bounds is None else list(settings.bounds)
@@ -332,9 +337,8 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
         where = f"{audit.pair}, attack {best.attack} {best.direction}, event {best.event}"
         own.append(shuffled_verdict(empirical, options.confidence, verdicts, claimed,
                                     bound_n, delta, where))
-        if settings.bounds is None or len(settings.bounds) > 0:
-            bound_rows += verdict_records(verdicts, {**context, "pair": audit.pair}, level,
-                                          source)
+        bound_rows += verdict_records(verdicts, {**context, "pair": audit.pair}, level,
+                                      source)
     return (records + implementation_records(own, {**context, "pair": audit.pair}, level,
                                              source, seconds=audit.seconds, note=audit.note)
             + bound_rows)

@@ -25,7 +25,11 @@ mechanism's. Beside the attacks, a goodness-of-fit row per world: Pearson's chi-
 pooled output counts of all reports against their declared expectation (T (R(x_w) + (n - 1) m));
 a sum of independent multinomials with different laws has a smaller covariance than the
 multinomial of the averaged law, so the test is conservative. Cost: trials x n calls of the
-implementation (vectorized, in chunks of at most IMPLEMENTATION_REPORTS reports).
+implementation (vectorized, in chunks of at most IMPLEMENTATION_REPORTS reports). A claim with
+more than 2^20 outputs (a unary encoding of more than 20 values) is not tabulated: each report
+is mapped to its group by its declared ratio pair (groups.RatioGroups, from the claim's
+``log_prob``; the groups are the claim's decomposition), and the goodness of fit is over
+groups; a report with a ratio pair the claim cannot produce rejects it.
 
 ``two_stage = True`` is the faster estimate: per trial only user 1's report comes from the
 implementation; the other n - 1 reports' group histogram is drawn from the *declared* law
@@ -38,6 +42,7 @@ blanket alone (the others' reports) is not. Its goodness of fit uses user 1's re
 from __future__ import annotations
 
 import ast
+import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -49,6 +54,7 @@ from shufflesim.protocols.bounds.numerical.decompositions import neighbour_candi
 from shufflesim.protocols.bounds.numerical.optimal import epsilon_from_atoms, exact_lower_epsilon
 from shufflesim.protocols.bounds.result import BoundKind
 from shufflesim.protocols.errors import require
+from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS
 from shufflesim.simulator.audit.attacks import (
     LR_RESOLUTION,
     HistogramChunk,
@@ -63,7 +69,7 @@ from shufflesim.simulator.audit.events import (
     evaluate_events,
     select_events,
 )
-from shufflesim.simulator.audit.groups import OutputGroups, output_groups
+from shufflesim.simulator.audit.groups import OutputGroups, RatioGroups, output_groups
 from shufflesim.simulator.audit.levels import Level, attack_names
 from shufflesim.simulator.audit.randomizer_level import FitResult, chi_square_fit
 from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK, HistogramSampler, child, tabulate
@@ -255,9 +261,10 @@ def attack_rows(names: Sequence[str], per_bin: dict, describe: dict, options: Au
 
 class ImplementationSampler:
     """Group histograms of trials made of the implementation's own reports (module docstring),
-    and the pooled output counts of the reports that came from the implementation."""
+    and the pooled counts (per output, or per group for an output space mapped by its ratio
+    pairs, groups.RatioGroups) of the reports that came from the implementation."""
 
-    def __init__(self, randomizer, groups: OutputGroups, x0, x1, others, n: int,
+    def __init__(self, randomizer, groups: OutputGroups | RatioGroups, x0, x1, others, n: int,
                  two_stage: bool = False) -> None:
         self.randomizer = randomizer
         self.groups = groups
@@ -265,24 +272,32 @@ class ImplementationSampler:
         self.others = others
         self.n = n
         self.two_stage = two_stage
-        self.declared_sampler = HistogramSampler(groups.model) if two_stage else None
-        size = int(randomizer.output_size)
+        self.dense = isinstance(groups, OutputGroups)
+        size = int(randomizer.output_size) if self.dense else groups.model.groups
         self.output_counts = [np.zeros(size, dtype=np.int64) for _ in (0, 1)]
+        self.unmatched = [0, 0]
         self.trials = [0, 0]
 
-    def _index(self, reports) -> np.ndarray:
-        return np.asarray(self.randomizer.output_index(reports), dtype=np.int64)
+    def _cells(self, world: int, reports) -> tuple[np.ndarray, np.ndarray]:
+        """(group, counted cell) of every report."""
+        if self.dense:
+            idx = np.asarray(self.randomizer.output_index(reports), dtype=np.int64)
+            return self.groups.group[idx], idx
+        group, unmatched = self.groups.groups_of(np.asarray(reports))
+        self.unmatched[world] += unmatched
+        return group, group
 
     def sample(self, world: int, trials: int, rng: np.random.Generator) -> HistogramChunk:
         model = self.groups.model
         g = model.groups
         x = self.inputs[world]
         self.trials[world] += trials
+        size = self.output_counts[0].size
         if self.two_stage:
-            idx = self._index(self.randomizer.randomize(np.full(trials, x), rng))
-            self.output_counts[world] += np.bincount(idx, minlength=self.output_counts[0].size)
+            group, cell = self._cells(world, self.randomizer.randomize(np.full(trials, x), rng))
+            self.output_counts[world] += np.bincount(cell, minlength=size)
             counts = rng.multinomial(self.n - 1, model.ref, size=trials)
-            counts[np.arange(trials), self.groups.group[idx]] += 1
+            counts[np.arange(trials), group] += 1
         else:
             values = np.empty((trials, self.n), dtype=np.asarray(x).dtype)
             values[:, 0] = x
@@ -291,24 +306,34 @@ class ImplementationSampler:
             else:
                 pi = np.asarray(self.others, dtype=float)
                 values[:, 1:] = rng.choice(pi.size, p=pi, size=(trials, self.n - 1))
-            idx = self._index(self.randomizer.randomize(values, rng))
-            self.output_counts[world] += np.bincount(idx.ravel(),
-                                                     minlength=self.output_counts[0].size)
+            group, cell = self._cells(world, self.randomizer.randomize(values, rng))
+            self.output_counts[world] += np.bincount(cell.ravel(), minlength=size)
             rows = np.arange(trials)[:, None] * g
-            counts = np.bincount((rows + self.groups.group[idx]).ravel(),
+            counts = np.bincount((rows + group).ravel(),
                                  minlength=trials * g).reshape(trials, g)
         return HistogramChunk(self.n, counts[:, 1] if g == 2 else counts)
 
     def fits(self) -> tuple[FitResult, ...]:
-        """Goodness of fit of the pooled output counts per world (module docstring)."""
-        rows = self.groups.rows
+        """Goodness of fit of the pooled counts per world (module docstring); a report whose
+        ratio pair the claim cannot produce rejects outright."""
         out = []
         for w in (0, 1):
             if not self.trials[w]:
                 continue
-            law = rows[w] if self.two_stage else rows[w] + (self.n - 1) * rows[2]
+            if self.dense:
+                rows = self.groups.rows
+                law = rows[w] if self.two_stage else rows[w] + (self.n - 1) * rows[2]
+                test = "pooled chi-square"
+            else:
+                model = self.groups.model
+                law = model.world(w) if self.two_stage else model.world(w) + (
+                    self.n - 1) * model.ref
+                test = "pooled chi-square over groups"
             stat, dof, p = chi_square_fit(self.output_counts[w], law / law.sum())
-            out.append(FitResult(f"X{w}", "pooled chi-square", stat, dof, p,
+            if self.unmatched[w]:
+                stat, p, test = math.inf, 0.0, (f"{self.unmatched[w]} report(s) with a ratio "
+                                                "pair the claim cannot produce")
+            out.append(FitResult(f"X{w}", test, stat, dof, p,
                                  int(self.output_counts[w].sum())))
         return tuple(out)
 
@@ -338,7 +363,12 @@ def audit_shuffle(
         require(randomizer.declared is not None, "implementation",
                 randomizer.implementation.source, "a black box is audited at the randomizer "
                 "level only: the shuffle level needs a claimed randomizer (its output groups)")
-        groups = output_groups(randomizer.declared, n, x0, x1, others)
+        declared = randomizer.declared
+        if declared.output_size is not None and declared.output_size <= MAX_ENUMERABLE_OUTPUTS:
+            groups = output_groups(declared, n, x0, x1, others)
+        else:  # too many outputs to tabulate: groups by the reports' declared ratio pairs
+            groups = RatioGroups.build(declared, pair_model(declared, n, x0, x1, others), x0,
+                                       x1, others)
         model = groups.model
         sampler = ImplementationSampler(randomizer, groups, x0, x1, others, n, two_stage)
         chunk = max(1, min(chunk, IMPLEMENTATION_REPORTS // (1 if two_stage else n)))
