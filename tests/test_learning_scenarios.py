@@ -197,3 +197,25 @@ def test_learning_scenarios_pass_the_json_schema(path):
     from shufflesim.simulator.scenario.schema import scenario_schema
 
     assert errors(tomllib.loads(path.read_text()), scenario_schema()) == []
+
+
+def test_a_csv_file_relative_to_the_scenario(tmp_path):
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 3, 300)
+    features = rng.normal(size=(300, 4)) + labels[:, None]  # separable enough to learn
+    lines = ["a,b,c,d,kind"] + [",".join(f"{v:.6f}" for v in row) + f",{y}"
+                                for row, y in zip(features, labels, strict=True)]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "points.csv").write_text("\n".join(lines) + "\n")
+    text = re.sub(r'"learning.randomizer" = .*', "", SMALL).replace(
+        "pca_components = 10", 'pca_components = 0\ndata = "data/points.csv"\n'
+        'label_column = "kind"\nrandomizer = "none"').replace(
+        '"population.budget.preset" = ["gspa-constant", "gspa-unif2"]', "")
+    path = tmp_path / "csv.toml"
+    path.write_text(text)
+    scenario = load_scenario(path)
+    section = scenario.points[0].settings.sections["learning"]
+    assert Path(section.data) == tmp_path / "data" / "points.csv"
+    frame = run_scenario(scenario, executor=InlineExecutor())["learning"].to_pandas()
+    assert set(frame.data) == {"points.csv"} and frame.epsilon_local_max.isna().all()
+    assert frame[frame.epoch == 2].test_accuracy.min() > 0.6
