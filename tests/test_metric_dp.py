@@ -438,3 +438,44 @@ def test_bad_parameters_give_one_line_errors(args, field):
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and field in lines[0], result.output
+
+
+def test_cli_run_pipeline_with_planar_points(tmp_path):
+    """The SimPy pipeline keeps planar estimates complex; per-batch eps from the pair bound."""
+    import pandas as pd
+
+    path = tmp_path / "p.toml"
+    path.write_text("""
+name = "p"
+seed = 5
+repetitions = 20
+[population]
+n = 400
+data = { distribution = "uniform_box", low = 0.0, high = 2.0, low_y = 0.0, high_y = 1.0 }
+budget = { distribution = "constant", epsilon0 = 4.0 }
+[randomizer]
+name = "planar_laplace"
+high = 2.0
+low_y = 0.0
+high_y = 1.0
+[estimator]
+name = "location_mean"
+[pipeline]
+arrival = "uniform"
+window = 100.0
+batch_size = 400
+timeout = 1000.0
+min_batch = 1
+bound = "metric-variation-ratio"
+delta = 1e-6
+""")
+    result = cli("run", path, "--out", tmp_path / "res", "--quiet")
+    assert result.exit_code == 0, result.output
+    utility = pd.read_parquet(next((tmp_path / "res").rglob("utility.parquet")))
+    sq = utility[(utility["metric"] == "squared_distance")
+                 & (utility["reference"] == "empirical")]["value"]
+    r = make_randomizer("planar_laplace", epsilon0=4.0, high=2.0, low_y=0.0, high_y=1.0)
+    expected = 6.0 / r.metric_epsilon ** 2 / 400  # E|estimate - mean|^2
+    assert abs(sq.mean() - expected) < 4.5 * sq.std() / math.sqrt(len(sq)) + 1e-12
+    batches = pd.read_parquet(next((tmp_path / "res").rglob("batches.parquet")))
+    assert set(batches["bound"]) == {"metric-variation-ratio"}

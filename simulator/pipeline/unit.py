@@ -256,7 +256,8 @@ class PipelineSetup:
         domain = getattr(self.randomizer.input_domain, "size", None)
         shape = self.target.population(self.data, self.n, domain).shape
         estimate = np.stack([
-            np.full(shape, np.nan) if e is None else np.asarray(e, dtype=float)
+            np.full(shape, np.nan) if e is None  # planar estimates stay complex (x + iy)
+            else np.asarray(e, dtype=complex if np.iscomplexobj(e) else float)
             for e in estimates
         ])
         truths = {
