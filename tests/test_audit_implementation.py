@@ -37,6 +37,7 @@ from shufflesim.simulator.audit.verdicts import (
     SUBJECT_BOUND,
     SUBJECT_IMPLEMENTATION,
     Verdict,
+    shuffled_verdict,
     verdict_subject,
 )
 from shufflesim.simulator.cli import main
@@ -480,3 +481,14 @@ def test_shuffle_level_unary_encoding_over_64_values_by_ratio_pairs():
     leaky = audit_shuffle(implementation_randomizer(lambda v, r: 1 - oue(v, r), c64), 20,
                           [1e-3], opts, 1, x0=0, x1=1, others=2, with_exact=False)
     assert leaky.fit_p_value < 1e-6  # every bit flipped: valid reports, wrong group law
+
+
+def test_shuffled_verdict_ignores_a_bound_below_the_exact_value():
+    wrong = Verdict("low", "upper", "proven", "", 10, 1e-3, 0.5, 0.0, 0.9, 0.8, 0.95,
+                    "violated", "", None)
+    right = Verdict("high", "upper", "proven", "", 10, 1e-3, 1.2, 0.0, 0.9, 0.8, 0.95,
+                    "consistent", "", None)
+    v = shuffled_verdict(0.8, 0.95, [wrong, right], "krr", 10, 1e-3, "here")
+    assert v.verdict == "consistent" and "high" in v.sentence
+    v = shuffled_verdict(1.3, 0.95, [wrong, right], "krr", 10, 1e-3, "here")
+    assert v.verdict == "violated" and "high = 1.2" in v.sentence

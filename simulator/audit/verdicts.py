@@ -202,11 +202,13 @@ def fit_verdict(p_value: float | None, confidence: float, claimed: str, tests: i
 def shuffled_verdict(epsilon_lb: float | None, confidence: float, verdicts: list[Verdict],
                      claimed: str, n: int, delta: float, where: str) -> ImplementationVerdict:
     """The shuffled output of the implementation against the smallest *proven* upper bound of
-    the claimed mechanism at (n, delta): above it, the implementation's shuffled output is not
-    that of the claimed mechanism (the bound is proven for the claim, so the code is at
+    the claimed mechanism at (n, delta) (bounds that the exact lower bound already exceeds are
+    left out: they are at fault themselves): above it, the implementation's shuffled output is
+    not that of the claimed mechanism (the bound is proven for the claim, so the code is at
     fault, at the stated confidence)."""
     proven = [v for v in verdicts if v.kind == BoundKind.UPPER.value and v.proven
-              and v.epsilon is not None and math.isfinite(v.epsilon)]
+              and v.epsilon is not None and math.isfinite(v.epsilon)
+              and not _exceeds(v.exact_lower, v.epsilon)]  # a bound below exact is at fault
     if epsilon_lb is None or not proven:
         return ImplementationVerdict("shuffled", NOT_EVALUATED, "no empirical lower bound or "
                                      "no proven upper bound to compare", epsilon_lb,
