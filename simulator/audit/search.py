@@ -566,6 +566,19 @@ def _support_family(fit, val, inputs, support, options, out: list[_Candidate]) -
                               SupportEvent(inputs[a], inputs[b], i == 0)))
 
 
+def _midpoint_edges(scores: np.ndarray) -> np.ndarray:
+    """Thresholds at about SCORE_BINS quantiles of the scores, each moved to the midpoint
+    between two consecutive distinct scores: with discrete reports (few distinct scores) no
+    report scores within rounding error of a threshold, so whether it is in the event does not
+    depend on how its score was summed."""
+    distinct = np.unique(scores)
+    if distinct.size < 2:
+        return np.zeros(0)
+    q = np.quantile(scores, np.linspace(0, 1, SCORE_BINS + 1)[1:-1])
+    idx = np.unique(np.clip(np.searchsorted(distinct, q, side="left"), 1, distinct.size - 1))
+    return (distinct[idx - 1] + distinct[idx]) / 2
+
+
 def _learned_family(fit, val, options, pairs, out: list[_Candidate]) -> None:
     """Trained on the fit samples, its threshold chosen (and predicted) on the validation
     samples."""
@@ -576,23 +589,20 @@ def _learned_family(fit, val, options, pairs, out: list[_Candidate]) -> None:
                              _features(fit[b][:MAX_TRAINING]))
         sa = _score(model, val[a])
         sb = _score(model, val[b])
-        edges = np.unique(np.quantile(np.concatenate([sa, sb]),
-                                      np.linspace(0, 1, SCORE_BINS + 1)[1:-1]))
+        edges = _midpoint_edges(np.concatenate([sa, sb]))
         if edges.size == 0:
             continue
         ca = np.bincount(np.searchsorted(edges, sa, side="right"), minlength=edges.size + 1)
         cb = np.bincount(np.searchsorted(edges, sb, side="right"), minlength=edges.size + 1)
-        # upper[t] = {score >= edges[t]} = bins > t; lower[t] = {score < edges[t]} = bins <= t
+        # upper[t] = {score >= edges[t]} = bins > t; lower[t] = {score <= edges[t]} = bins <= t
+        # (no score equals an edge)
         up_a, up_b = np.cumsum(ca[::-1])[::-1][1:], np.cumsum(cb[::-1])[::-1][1:]
         lo_a, lo_b = np.cumsum(ca)[:-1], np.cumsum(cb)[:-1]
         pred = predict(np.concatenate([up_a, lo_a]), np.concatenate([up_b, lo_b]), len(sa),
                        len(sb), options)
         i = int(np.argmax(pred))
         t = i % edges.size
-        if i < edges.size:
-            event = ScoreEvent(model, float(edges[t]), True)
-        else:
-            event = ScoreEvent(model, float(np.nextafter(edges[t], -np.inf)), False)
+        event = ScoreEvent(model, float(edges[t]), i < edges.size)
         out.append(_Candidate(float(pred[i]), a, b, "learned", event))
 
 
