@@ -33,6 +33,8 @@ parameters after ``epochs`` passes (rounded to the conservative side of its own 
   Gaussian reports compose exactly into one Gaussian mechanism, mu_i = sqrt(epochs) Delta /
   sigma_i (Dong, Roth and Su 2022: Gaussian DP composes as sqrt of the sum of squares),
   converted at delta with the exact mu-GDP curve; Duchi reports: epochs x eps_i (pure DP).
+* every central bound above is capped at ``local_max`` (the released output is a
+  post-processing of the reports, and only the differing client's reports change);
 * per-user lifetime eps: user i's loss is bounded both by its ``local`` value and by the
   shuffled bound ``clone_epochs`` (computed at the largest budget, so valid for everyone):
   ``min(local_i, clone_epochs)``; reported as the median and the maximum over the clients.
@@ -216,6 +218,13 @@ def account(run: RunPrivacy, epochs: int) -> tuple[dict[str, float | None], str]
     else:
         local = epochs * eps
     out["local_max"] = float(local.max())
+    # Every central bound is at most the most exposed client's own loss (the output is a
+    # post-processing of the reports, and only that client's reports change).
+    for name in ("clone_epochs", "clone_steps", "gspa_epochs"):
+        if out[name] is not None and out[name] > out["local_max"]:
+            out[name] = out["local_max"]
+            notes.append(f"{name}: capped at local_max")
+    clone = out["clone_epochs"]
     users = local if clone is None else np.minimum(local, clone)
     out["user_median"] = float(np.quantile(users, 0.5, method="higher"))
     out["user_max"] = float(users.max())
