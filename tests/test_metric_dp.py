@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -479,3 +480,24 @@ delta = 1e-6
     assert abs(sq.mean() - expected) < 4.5 * sq.std() / math.sqrt(len(sq)) + 1e-12
     batches = pd.read_parquet(next((tmp_path / "res").rglob("batches.parquet")))
     assert set(batches["bound"]) == {"metric-variation-ratio"}
+
+
+SCENARIO_FILES = sorted((Path(__file__).resolve().parents[1] / "scenarios" / "metric")
+                        .glob("*.toml"))
+
+
+def test_metric_scenarios_load():
+    from shufflesim.simulator.scenario.loader import load_scenario
+
+    assert {p.stem for p in SCENARIO_FILES} == set(CONFIGS)
+    for path in SCENARIO_FILES:
+        scenario = load_scenario(path)
+        assert scenario.points
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SCENARIO_FILES, ids=lambda p: p.stem)
+def test_metric_scenarios_run(path, tmp_path):
+    result = cli("run", path, "--out", tmp_path, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert next(tmp_path.rglob("utility.parquet"))
