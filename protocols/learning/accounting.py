@@ -17,10 +17,10 @@ parameters after ``epochs`` passes (rounded to the conservative side of its own 
   part uses 002 Lemma 3.7: N(g, s^2 I) on the ball of radius C is *deletion* (eps_d, delta0)-DP
   against the reference N(0, s^2 I) with eps_d the Gaussian eps at sensitivity C, so there is a
   replacement 2 eps_d-DP randomizer within total variation delta0 of it (2 eps_d <= eps0 since the
-  Gaussian eps is convex in the sensitivity; the smaller of the two is used). Replacing all
-  ``N = n * epochs`` reports costs at most ``N delta0`` in total variation on either dataset,
-  so (eps, delta_in)-DP of the pure run gives (eps, delta_in + (1 + e^eps) N delta0) for the real
-  one; ``delta_in`` is solved for (None when ``2 N delta0 >= delta``).
+  Gaussian eps is convex in the sensitivity; tests/test_learning_accounting.py checks it).
+  Replacing all ``N = n * epochs`` reports costs at most ``N delta0`` in total variation on
+  either dataset, so (eps, delta_in)-DP of the pure run gives (eps, delta_in + (1 + e^eps) N
+  delta0) for the real one; ``delta_in`` is solved for (None when ``2 N delta0 >= delta``).
 * ``clone_steps``: the same composition seen per step: each step shuffles only its
   ``clients_per_step`` reports, and a client takes part in one step per epoch (conditioning on
   the random assignment of clients to steps only helps the adversary), so ``epochs`` rounds of
@@ -186,7 +186,7 @@ def account(run: RunPrivacy, epochs: int) -> tuple[dict[str, float | None], str]
     # The pure eps0 of the clone pair, and the total variation to the pure run.
     if gaussian:
         sigma_min = float(np.min(run.sigma))
-        pure = min(eps_max, deletion_pure_epsilon(client_sensitivity, sigma_min, run.delta0))
+        pure = deletion_pure_epsilon(client_sensitivity, sigma_min, run.delta0)
     else:
         pure = eps_max
     pure = _ceil_grid(pure)
