@@ -271,3 +271,17 @@ def test_cheu_variation_ratio_below_a_real_pair(d, f, b, n, eps):
     real = _brute(r, n, 0, 1, 2, eps)
     assert vr.upper < real
     assert real <= mm.upper_delta(r, n, eps).upper + ABS  # the proven upper bound holds
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.4, 0.8])
+def test_thinned_lower_below_dense_thinned_divergence(eps):
+    """The fast threshold-region estimate of the thinned (Cheu, marked messages dropped) model
+    is a lower estimate of its dense exact divergence, and not a trivial one."""
+    f = 0.15
+    retained = kernels.binomial_law(300, 1 - f, kernels.THINNED_TAIL).convolve(
+        kernels.binomial_law(299, f, kernels.THINNED_TAIL))
+    dense = kernels.thinned_product_delta(retained, 1 - f, (f, f), (1 - f, f), (f, 1 - f), eps)
+    tables = kernels.thinned_tables(retained, 1 - f, (f, f), (1 - f, f), (f, 1 - f))
+    fast = kernels.thinned_product_lower(tables, eps)
+    assert fast <= dense.upper + ABS
+    assert fast >= 0.9 * dense.lower

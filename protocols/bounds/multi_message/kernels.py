@@ -40,6 +40,9 @@ RELATIVE_SLACK = 1e-10
 BOUNDARY_TOLERANCE = 1e-9
 #: Target mass of a binomial left outside its window (the exact outside mass is charged).
 TAIL_TARGET = 1e-24
+#: The same for the dense (M, a, b) sums of :func:`thinned_product_delta` (its cost is cubic in
+#: the window; 1e-15 is far below any delta it is asked about, and charged exactly).
+THINNED_TAIL = 1e-15
 
 
 def interval(lower: float, upper: float, method: str) -> Estimate:
@@ -85,16 +88,16 @@ class Law:
         return out
 
 
-def binomial_window(trials: int, prob: float) -> tuple[int, int]:
-    """[lo, hi] holding all but ~:data:`TAIL_TARGET` of Bin(trials, prob) (Bernstein)."""
+def binomial_window(trials: int, prob: float, tail: float = TAIL_TARGET) -> tuple[int, int]:
+    """[lo, hi] holding all but ~``tail`` of Bin(trials, prob) (Bernstein)."""
     var = trials * prob * (1.0 - prob)
-    log_term = math.log(2.0 / TAIL_TARGET)
+    log_term = math.log(2.0 / tail)
     t = log_term / 3.0 + math.sqrt((log_term / 3.0) ** 2 + 2.0 * var * log_term)
     mean = trials * prob
     return max(0, int(math.floor(mean - t)) - 1), min(trials, int(math.ceil(mean + t)) + 1)
 
 
-def binomial_law(trials: int, prob: float) -> Law:
+def binomial_law(trials: int, prob: float, tail: float = TAIL_TARGET) -> Law:
     """Bin(trials, prob) on its window, from log-space pmfs; exact outside mass."""
     require(trials >= 0, "trials", trials, "must be >= 0")
     require(0.0 <= prob <= 1.0, "prob", prob, "must lie in [0, 1]")
@@ -102,7 +105,7 @@ def binomial_law(trials: int, prob: float) -> Law:
         return Law(0, np.ones(1))
     if prob == 1.0:
         return Law(int(trials), np.ones(1))
-    lo, hi = binomial_window(int(trials), prob)
+    lo, hi = binomial_window(int(trials), prob, tail)
     k = np.arange(lo, hi + 1)
     pmf = np.exp(stats.binom.logpmf(k, trials, prob))
     outside = float(stats.binom.cdf(lo - 1, trials, prob) + stats.binom.sf(hi, trials, prob))
@@ -257,3 +260,141 @@ def max_estimate(estimates) -> Estimate:
     estimates = list(estimates)
     return interval(max(x.lower for x in estimates), max(x.upper for x in estimates),
                     estimates[0].method if estimates else "")
+
+
+# ------------------------------------------------------------------------------------------
+# Thinned product model (Cheu et al.: the other users' messages marked by a third column)
+# ------------------------------------------------------------------------------------------
+def thinned_product_delta(retained: Law, keep_user: float, columns: tuple[float, float],
+                          first: tuple[float, float], second: tuple[float, float],
+                          epsilon: float, batch: int = 16) -> Estimate:
+    """D_{e^eps}(P0 || P1) for the view (M, A, B) of the *retained* messages.
+
+    Model: the analyzer keeps the messages outside a marker set (Cheu et al.: bit x* = 0) and
+    reads M = how many it kept and (A, B) = their column counts. The other messages it keeps
+    number M_o ~ ``retained`` and have independent columns Bern(columns[0]), Bern(columns[1])
+    (independent of being kept); user 1's message is kept w.p. ``keep_user`` under both inputs,
+    its columns then Bern(first[k]) under P0 and Bern(second[k]) under P1. So
+
+        P_j(M, a, b) = keep_user w(M - 1) A_j^(M-1)(a) B_j^(M-1)(b)
+                       + (1 - keep_user) w(M) Bin(a; M, pa) Bin(b; M, pb),
+
+    A_j^(m) = Bin(m, pa) + Bern(first/second[0]) (likewise B_j). The sum of positive parts is
+    evaluated densely on (a, b) windows, slice by slice in M (vectorized over batches of M).
+    """
+    e = math.exp(epsilon)
+    pa, pb = columns
+    m_values = np.arange(retained.start, retained.start + retained.pmf.size + 1)
+    w_prev, w_here = retained.at(m_values - 1), retained.at(m_values)
+    m_max = int(m_values[-1])
+    grids = []
+    outside_cols = 0.0
+    for p in (pa, pb):
+        lo_small, _ = binomial_window(max(int(m_values[0]) - 1, 0), p, THINNED_TAIL)
+        _, hi_large = binomial_window(m_max, p, THINNED_TAIL)
+        grids.append(np.arange(lo_small, hi_large + 2))
+        # the lower tail is largest at the smallest M, the upper tail at the largest
+        outside_cols += (float(stats.binom.cdf(lo_small - 1, max(int(m_values[0]) - 1, 0), p))
+                         + float(stats.binom.sf(hi_large, m_max, p)))
+    ga, gb = grids
+
+    def pmfs(m, grid, p):
+        with np.errstate(invalid="ignore"):
+            values = np.exp(stats.binom.logpmf(grid[None, :], m[:, None], p))
+        return np.nan_to_num(values, nan=0.0)  # m = -1: no mass
+
+    def plus(base_prev, base_prev_shift, u):
+        return (1.0 - u) * base_prev + u * base_prev_shift
+
+    positive = 0.0
+    absolute = 0.0
+    for start in range(0, m_values.size, batch):
+        m = m_values[start:start + batch].astype(float)
+        wp, wh = w_prev[start:start + batch], w_here[start:start + batch]
+        a_prev, a_shift = pmfs(m - 1, ga, pa), pmfs(m - 1, ga - 1, pa)
+        b_prev, b_shift = pmfs(m - 1, gb, pb), pmfs(m - 1, gb - 1, pb)
+        a_here, b_here = pmfs(m, ga, pa), pmfs(m, gb, pb)
+        a0, a1 = plus(a_prev, a_shift, first[0]), plus(a_prev, a_shift, second[0])
+        b0, b1 = plus(b_prev, b_shift, first[1]), plus(b_prev, b_shift, second[1])
+        c1 = (keep_user * wp)[:, None, None]
+        c2 = ((1.0 - keep_user) * wh)[:, None, None]
+        p0 = c1 * a0[:, :, None] * b0[:, None, :] + c2 * a_here[:, :, None] * b_here[:, None, :]
+        p1 = c1 * a1[:, :, None] * b1[:, None, :] + c2 * a_here[:, :, None] * b_here[:, None, :]
+        diff = p0 - e * p1
+        positive += float(np.sum(np.maximum(diff, 0.0)))
+        absolute += float(np.sum(p0) + e * np.sum(p1))
+    outside = retained.outside + 2.0 * outside_cols
+    slack = RELATIVE_SLACK * absolute
+    return interval(positive - slack - e * outside, positive + slack + outside,
+                    "thinned-product")
+
+
+#: Offsets c of the regions {l_a(a) + l_b(b) > eps + c} tried on every slice M by
+#: :func:`thinned_product_lower` (the mixture's own threshold lies a little above eps).
+THRESHOLD_OFFSETS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+
+def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float],
+                   first: tuple[float, float], second: tuple[float, float]) -> dict:
+    """The eps-independent arrays of :func:`thinned_product_lower` (one row per slice M on a
+    common grid): user-kept component laws, log-ratios, l_b sorted per row with cumulative sums,
+    and the windows' outside mass."""
+    pa, pb = columns
+    m = (retained.support + 1).astype(float)
+    c1 = keep_user * retained.pmf
+    c2 = (1.0 - keep_user) * retained.at(retained.support + 1)
+    tables = {"c1": c1, "c2": c2}
+    outside = retained.outside
+    for name, p, u, v in (("a", pa, first[0], second[0]), ("b", pb, first[1], second[1])):
+        lo, _ = binomial_window(max(int(m[0]) - 1, 0), p, THINNED_TAIL)
+        _, hi = binomial_window(int(m[-1]), p, THINNED_TAIL)
+        grid = np.arange(lo, hi + 2)[None, :]
+        with np.errstate(invalid="ignore"):
+            prev = np.nan_to_num(np.exp(stats.binom.logpmf(grid, m[:, None] - 1, p)))
+            shift = np.nan_to_num(np.exp(stats.binom.logpmf(grid - 1, m[:, None] - 1, p)))
+        here = np.exp(stats.binom.logpmf(grid, m[:, None], p))
+        outside += 2.0 * (float(stats.binom.cdf(lo - 1, max(int(m[0]) - 1, 0), p))
+                          + float(stats.binom.sf(hi, int(m[-1]), p)))
+        law0, law1 = (1 - u) * prev + u * shift, (1 - v) * prev + v * shift
+        ratio = np.clip(np.nan_to_num(_log_ratio(law0, law1), nan=-1e6, posinf=1e6,
+                                      neginf=-1e6), -1e6, 1e6)
+        tables[name] = (law0, law1, here, ratio)
+    b0, b1, gb, lb = tables["b"]
+    order = np.argsort(lb, axis=1, kind="stable")  # ascending per row
+    rows = np.arange(lb.shape[0])[:, None]
+    tables["lb_sorted"] = lb[rows, order]
+    # cumulative sums from the top (largest l_b first): top[k] = mass of the k largest
+    tables["top"] = [np.concatenate([np.zeros((lb.shape[0], 1)),
+                                     np.cumsum(x[rows, order][:, ::-1], axis=1)], axis=1)
+                     for x in (b0, b1, gb)]
+    tables["outside"] = outside
+    return tables
+
+
+def thinned_product_lower(tables: dict, epsilon: float) -> float:
+    """A guaranteed lower estimate of :func:`thinned_product_delta`'s divergence from
+    :func:`thinned_tables`: on each slice M the region is {l_a(a) + l_b(b) > eps + c} for the
+    user-kept component's log-ratios, with the best c of :data:`THRESHOLD_OFFSETS` per slice
+    (any region gives a lower bound: the sum over it of P0 - e^eps P1 is at most the
+    divergence). Vectorized over slices: one searchsorted per offset on the row-shifted sorted
+    l_b."""
+    e = math.exp(epsilon)
+    a0, a1, ga, la = tables["a"]
+    lb_sorted = tables["lb_sorted"]
+    top0, top1, topg = tables["top"]
+    c1, c2 = tables["c1"][:, None], tables["c2"][:, None]
+    rows, width = lb_sorted.shape
+    shift = (np.arange(rows) * 4e6)[:, None]
+    flat = (lb_sorted + shift).ravel()
+    best = np.zeros(rows)
+    for offset in THRESHOLD_OFFSETS:
+        cut = np.clip(epsilon + offset - la, -2e6, 2e6) + shift
+        below = np.searchsorted(flat, cut.ravel(), side="right").reshape(cut.shape)
+        count = width - (below - np.arange(rows)[:, None] * width)
+        count = np.clip(count, 0, width)
+        r = np.arange(rows)[:, None]
+        shared = c2 * ga * topg[r, count]
+        p0 = np.sum(c1 * a0 * top0[r, count] + shared, axis=1)
+        p1 = np.sum(c1 * a1 * top1[r, count] + shared, axis=1)
+        best = np.maximum(best, p0 - e * p1)
+    return float(best.sum()) - RELATIVE_SLACK * (1.0 + e) - e * tables["outside"]

@@ -52,6 +52,7 @@ divergence is exact.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -60,6 +61,9 @@ from shufflesim.protocols.bounds.multi_message import kernels
 from shufflesim.protocols.bounds.numerical.two_count import TwoCountPair, two_count_delta
 from shufflesim.protocols.errors import ParameterError, require
 
+#: Largest (slices x window) table of the thinned lower model; beyond it the model is skipped
+#: (its tables cost memory and time proportional to this).
+THINNED_MAX_CELLS = 1_500_000
 #: Relative tolerance when comparing likelihood ratios of groups.
 RATIO_TOLERANCE = 1e-9
 #: Groups whose mass under the blanket and under every anchor is below this are left out of
@@ -134,6 +138,81 @@ class ProductModel:
 
 def _negligible(groups) -> np.ndarray:
     return (groups.blanket < NEGLIGIBLE) & np.all(groups.mass < NEGLIGIBLE, axis=0)
+
+
+@dataclass(frozen=True)
+class ThinnedProductModel:
+    """The product model after the analyzer drops the messages of a marker set (those more
+    likely under x* than under the blanket, e.g. Cheu's bit x* = 1): ``keep`` = (blanket,
+    other users' input, user 1) probabilities of being kept, ``columns`` the kept messages'
+    column probabilities (the same for blanket and the others' kept messages), ``first`` /
+    ``second`` user 1's kept columns under X0 / X1; ``others`` the count n - 1."""
+
+    columns: tuple[float, float]
+    first: tuple[float, float]
+    second: tuple[float, float]
+    keep: tuple[float, float, float]
+    others: int
+
+    def delta(self, blanket_count: int, epsilon: float) -> Estimate:
+        """A lower estimate only (``upper`` = 1): the model serves the lower bound, whose
+        search reads the lower side (protocols.bounds.multi_message.bounds)."""
+        values = [kernels.thinned_product_lower(tables, epsilon)
+                  for tables in _thinned_tables(self, blanket_count)]
+        return kernels.interval(max(values, default=0.0), 1.0, "thinned-product")
+
+
+@lru_cache(maxsize=16)
+def _thinned_tables(model: ThinnedProductModel, blanket_count: int) -> tuple:
+    tail = kernels.THINNED_TAIL
+    retained = kernels.binomial_law(blanket_count, model.keep[0], tail).convolve(
+        kernels.binomial_law(model.others, model.keep[1], tail))
+    last = int(retained.start + retained.pmf.size)
+    width = max(np.diff(kernels.binomial_window(last, p, tail))[0] for p in model.columns)
+    if retained.pmf.size * (width + 2) > THINNED_MAX_CELLS:
+        return ()  # too large to tabulate: the cheap lower models stand alone
+    forward = kernels.thinned_tables(retained, model.keep[2], model.columns, model.first,
+                                     model.second)
+    if model.columns[0] == model.columns[1] and model.first == model.second[::-1]:
+        return (forward,)  # exchanging the columns maps P0 to P1: both directions agree
+    return (forward, kernels.thinned_tables(retained, model.keep[2], model.columns,
+                                            model.second, model.first))
+
+
+def thinned_model(randomizer, x0: int, x1: int, x_star: int, n: int):
+    """The :class:`ThinnedProductModel` of the pair with the others at x_star, or None when
+    the messages do not fit it (no product family, no marker, kept columns not product, or the
+    kept columns of blanket and others differ)."""
+    if x_star in (x0, x1):
+        return None
+    groups = randomizer.message_groups((x0, x1, x_star))
+    found = _classify(groups)
+    if found is None or found[0] != "product":
+        return None
+    hi0, hi1 = found[1]
+    lam2 = _ratios(groups, 2)
+    keep = (groups.blanket > 0) & ~_negligible(groups)
+    if not keep.any():
+        return None
+    kept = keep & ~_close(lam2, lam2[keep].max()) & (lam2 < lam2[keep].max())
+    if not kept.any() or kept.sum() == keep.sum():
+        return None
+    laws = [groups.blanket, groups.mass[0], groups.mass[1], groups.mass[2]]
+    probability, cols = [], []
+    for law in laws:
+        total = float(law[kept].sum())
+        if total <= 0:
+            return None
+        conditional = np.where(kept, law, 0.0) / total
+        if not _independent(conditional, hi0, hi1):
+            return None
+        probability.append(total)
+        cols.append((float(conditional[hi0].sum()), float(conditional[hi1].sum())))
+    if not (np.allclose(cols[0], cols[3], rtol=1e-12, atol=0)
+            and abs(probability[1] - probability[2]) <= 1e-12 * probability[1]):
+        return None
+    return ThinnedProductModel(cols[0], cols[1], cols[2],
+                               (probability[0], probability[3], probability[1]), n - 1)
 
 
 def _ratios(groups, row: int) -> np.ndarray:
