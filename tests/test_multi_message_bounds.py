@@ -284,4 +284,5 @@ def test_thinned_lower_below_dense_thinned_divergence(eps):
     tables = kernels.thinned_tables(retained, 1 - f, (f, f), (1 - f, f), (f, 1 - f))
     fast = kernels.thinned_product_lower(tables, eps)
     assert fast <= dense.upper + ABS
-    assert fast >= 0.9 * dense.lower
+    assert fast >= 0.9 * dense.lower - 1e-9
+    assert eps > 0.5 or fast > 1e-4  # the test can fail: a real quantity
