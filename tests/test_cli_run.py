@@ -132,7 +132,7 @@ def test_list_plain_and_json():
     exact = data["bounds"]["exact-lower"]
     assert exact["kind"] == "lower" and exact["status"] == "proven" and exact["regime"]
     assert set(data["audit"]["levels"]) == {"randomizer", "shuffle", "pipeline"}
-    assert set(data["audit"]["attacks"]) == {"lr", "count", "order"}
+    assert set(data["audit"]["attacks"]) == {"lr", "count", "order", "search", "approximate"}
     assert data["randomizers"]["krr"]["aggregate_sampler"] is True
     assert {"frequency", "mean", "sum"} <= set(data["estimators"])
     zipf = {p["name"]: p for p in data["data_distributions"]["zipf"]}
