@@ -9,8 +9,10 @@ other m = n - t users. When the pool is
 
 * empty: V = 0;
 * one category j: V = c_j m;
-* one category j and a category of value 0 (k-RR's blanket: c = 0 where both densities equal
-  the blanket): V = c_j X with X ~ Bin(m, q), q = w_j / (w_j + w_0);
+* two categories j and o (k-RR's blanket: j and the zero atom; 000 Thm 14's atoms for k-RR:
+  the two values below 0, once the zero atom of mass ~2e-16 left by rounding is folded in with
+  a bounded error, _reduced): V = c_o m + (c_j - c_o) X with X ~ Bin(m, q),
+  q = w_j / (w_j + w_o);
 
 the law of V given t is a binomial, and
 
@@ -55,25 +57,48 @@ from shufflesim.protocols.bounds.engine.plans import t_plan
 K_SD = 12.0
 #: largest number of (t, x) leaves for which the exact sum is used (auto method)
 MAX_LEAVES = 120_000
+#: categories lighter than this are folded into the others with a bounded error (_reduced)
+TINY_MASS = 1e-13
 
 
 def _pool(cat: Categories):
-    """(roles, j, q) when the pool is empty (j = -1), one category (q = 1) or one category plus
-    a zero-valued one; None otherwise."""
+    """(roles, j, other, q) when the pool is empty (j = -1), one category j (q = 1), or two
+    categories j and ``other`` (X ~ Bin(m, q) users in j, q = w_j / (w_j + w_other)); None
+    otherwise."""
     roles = choose_roles(cat)
     pool = list(roles.pool)
     if not pool:
-        return roles, -1, 0.0
+        return roles, -1, -1, 0.0
     if len(pool) == 1:
-        return roles, pool[0], 1.0
+        return roles, pool[0], -1, 1.0
     if len(pool) == 2:
-        zero = [k for k in pool if cat.c[k] == 0.0]
-        if len(zero) == 1:
-            j = pool[0] if pool[1] == zero[0] else pool[1]
-            q = float(cat.w[j] / (cat.w[j] + cat.w[zero[0]]))
-            if 0.0 < q < 1.0:
-                return roles, j, q
+        j, other = pool
+        if cat.c[j] == 0.0:
+            j, other = other, j
+        q = float(cat.w[j] / (cat.w[j] + cat.w[other]))
+        if 0.0 < q < 1.0:
+            return roles, j, other, q
     return None
+
+
+def _reduced(cat: Categories) -> tuple[Categories, float]:
+    """``cat`` without the categories of mass <= TINY_MASS (e.g. the zero atom of weight 2e-16
+    that the rounding of 1 - sum w leaves in 000 Thm 14's atoms), renormalized, and the
+    distance d with |E[S_+] - E[S'_+]| <= d: with probability eps (their total mass) a user is in
+    one of them, otherwise drawn from the renormalized law; replacing those users by draws of
+    the renormalized law changes S by at most max|c| + max|c'| per replaced user, so
+    d = n eps (max|c| + max|c'|) (E|S - S'| bounds the change of E[S_+], (.)_+ being
+    1-Lipschitz)."""
+    small = cat.w <= TINY_MASS
+    if not small.any() or small.all():
+        return cat, 0.0
+    keep = ~small
+    eps = float(cat.w[small].sum())
+    w = cat.w[keep] / float(cat.w[keep].sum())
+    c = cat.c[keep]
+    reduced = Categories(c, w, cat.count, cat.c_err)
+    spread = float(np.abs(cat.c).max()) + float(np.abs(c).max())
+    return reduced, cat.count * eps * spread * (1 + 8 * U)
 
 
 def _window(m: np.ndarray, p: float, k_sd: float) -> tuple[np.ndarray, int]:
@@ -123,11 +148,15 @@ def _tails(m: np.ndarray, p: float, lo: np.ndarray, width: int) -> np.ndarray:
 
 
 def applicable(cat: Categories) -> bool:
-    """The pool is binomial (module docstring) and the sum has at most MAX_LEAVES leaves."""
+    """The pool is binomial (module docstring), possibly after folding categories of mass
+    <= TINY_MASS, and the sum has at most MAX_LEAVES leaves."""
+    cat, _ = _reduced(cat)
+    if cat.c.size < 2 or not (cat.c.min() < 0 < cat.c.max()):
+        return False
     found = _pool(cat)
     if found is None:
         return False
-    roles, j, q = found
+    roles, j, _, q = found
     w_pair = float(cat.w[roles.a] + cat.w[roles.b])
     rho = float(cat.w[roles.a]) / w_pair
     if not (0.0 < rho < 1.0) or not (0.0 < w_pair < 1.0 or not roles.pool):
@@ -143,14 +172,17 @@ def applicable(cat: Categories) -> bool:
 def exact_pool_bounds(cat: Categories) -> tuple[float, float]:
     """Guaranteed (lower, upper) of E[S_+] for one group with a binomial pool (module
     docstring)."""
-    roles, j, q = _pool(cat)
+    cat, folded = _reduced(cat)
+    roles, j, other, q = _pool(cat)
     c = cat.c
     n = cat.count
     ca, cb = float(c[roles.a]), float(c[roles.b])
     d = ca - cb
     w_pair = 1.0 if not roles.pool else float(cat.w[roles.a] + cat.w[roles.b])
     rho = float(cat.w[roles.a]) / float(cat.w[roles.a] + cat.w[roles.b])
-    cj = float(c[j]) if j >= 0 else 0.0
+    # V = c_other m + (c_j - c_other) X  (c_other = 0 without a second pool category)
+    c_other = float(c[other]) if other >= 0 else 0.0
+    cj = float(c[j]) - c_other if j >= 0 else 0.0
     tp = t_plan(n, w_pair)
     t = tp.t
     m = n - t
@@ -174,7 +206,7 @@ def exact_pool_bounds(cat: Categories) -> tuple[float, float]:
         kx = (m if j >= 0 else np.zeros_like(m))[:, None]
         px = np.ones((t.size, 1))
         err_x, x_tail = 0.0, np.zeros(t.size)
-    v = cj * kx                                             # (t, x)
+    v = cj * kx + c_other * m[:, None]                      # (t, x)
     a_val = cb * t[:, None] + v                             # A = c_b t + v
     kstar = np.floor(-a_val / d) + 1.0                      # first k with A + d k > 0
     idx = np.clip(kstar - b_lo[:, None], 0, b_w).astype(np.int64)
@@ -184,7 +216,8 @@ def exact_pool_bounds(cat: Categories) -> tuple[float, float]:
     scale = np.abs(a_val) * p_ge + d * k_ge
     # a k* inside the window that is off by one (A + d k* within rounding of 0) changes h by
     # at most |A + d k*| P[B = k*] <= the value error below
-    value_err = 8 * U * (abs(cb) * t[:, None] + abs(cj) * np.abs(kx) + d * (t[:, None] + 1))
+    value_err = 8 * U * (abs(cb) * t[:, None] + abs(cj) * np.abs(kx)
+                         + abs(c_other) * m[:, None] + d * (t[:, None] + 1))
     # the anchor's error is a common factor of the row (REL_SPECIAL on h); the shape errors
     # and the suffix sums' rounding act on each term, hence on |A| P + d E[B 1] (cancellation)
     rel = err_b + 8 * U * (b_w + 2)
@@ -208,6 +241,6 @@ def exact_pool_bounds(cat: Categories) -> tuple[float, float]:
     # T outside its window
     upper += (pos_max * n * tp.tail_p) * (1 + 8 * U)
     n_terms = t.size * (kx.shape[1] + b_w)
-    lower = max(lower * (1 - REL_SUM - n_terms * U), 0.0)
-    upper = upper * (1 + REL_SUM + n_terms * U) + TINY
+    lower = max(lower * (1 - REL_SUM - n_terms * U) - folded, 0.0)
+    upper = upper * (1 + REL_SUM + n_terms * U) + folded + TINY
     return lower, upper
