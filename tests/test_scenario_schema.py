@@ -107,7 +107,7 @@ def test_names_come_from_the_registries():
     assert "frequency" in properties["estimator"]["properties"]["name"]["enum"]
     assert {"audit", "bounds", "pipeline"} <= set(properties)
     assert properties["audit"]["properties"]["attacks"]["items"]["enum"] == [
-        "count", "lr", "order"]
+        "approximate", "count", "lr", "order", "search"]
 
 
 BASE = scenario_text(seed=None, repetitions=None)
