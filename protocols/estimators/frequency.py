@@ -33,50 +33,28 @@ from typing import ClassVar
 
 import numpy as np
 
-from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.estimators.base import CountEstimator, check_counts, check_n
 from shufflesim.protocols.estimators.registry import register_estimator
 from shufflesim.protocols.randomizers.base import Randomizer
 
-
-def _check_n(n) -> np.ndarray:
-    n_arr = np.asarray(n, dtype=float)
-    bad = ~(np.isfinite(n_arr) & (n_arr > 0))
-    if bad.any():
-        raise ParameterError("n", n_arr[bad].flat[0].item(), "must be a number of users > 0")
-    return n_arr
-
-
-def _check_counts(field: str, counts, domain_size: int) -> np.ndarray:
-    counts = np.asarray(counts, dtype=float)
-    if counts.ndim == 0 or counts.shape[-1] != domain_size:
-        raise ParameterError(field, counts.shape, f"needs shape (..., {domain_size})")
-    if (counts < 0).any() or not np.isfinite(counts).all():
-        raise ParameterError(field, float(counts[~(counts >= 0)].flat[0]), "must be >= 0")
-    return counts
+#: The checks' former private names (protocols.estimators.multi_message imports them).
+_check_n, _check_counts = check_n, check_counts
 
 
 @register_estimator
 @dataclass(frozen=True)
-class FrequencyEstimator:
+class FrequencyEstimator(CountEstimator):
     """f_hat_v = (C_v / n - q*) / (p* - q*) for a frequency oracle (module docstring)."""
-
-    randomizer: Randomizer
 
     name: ClassVar[str] = "frequency"
 
-    def __post_init__(self) -> None:
-        if not (isinstance(self.randomizer, Randomizer)
-                and hasattr(self.randomizer, "support_probabilities")):
-            label = getattr(self.randomizer, "name", type(self.randomizer).__name__)
-            raise ParameterError(
-                "estimator.name", self.name,
-                f"does not fit randomizer {label!r}; it needs a frequency oracle "
-                "(a randomizer with support_probabilities)",
-            )
+    @classmethod
+    def fits(cls, randomizer: object) -> bool:
+        return isinstance(randomizer, Randomizer) and hasattr(randomizer, "support_probabilities")
 
-    @property
-    def domain_size(self) -> int:
-        return self.randomizer.input_domain.size
+    @classmethod
+    def needs(cls) -> str:
+        return "a frequency oracle (a randomizer with support_probabilities)"
 
     @property
     def support_probabilities(self) -> tuple[float, float]:
@@ -86,8 +64,8 @@ class FrequencyEstimator:
         """Unbiased frequency estimates from support counts ``counts`` (..., d) of ``n`` reports
         (an int, or an array broadcasting against the leading axes, e.g. realized batch sizes).
         Not clipped: estimates may be negative or sum to other than one."""
-        counts = _check_counts("counts", counts, self.domain_size)
-        n = _check_n(n)
+        counts = check_counts("counts", counts, self.domain_size)
+        n = check_n(n)
         p, q = self.support_probabilities
         return (counts / n[..., None] - q) / (p - q)
 
@@ -98,21 +76,10 @@ class FrequencyEstimator:
         var_counts = true_counts * p * (1 - p) + (n - true_counts) * q * (1 - q)
         return var_counts / (n * n * (p - q) ** 2)
 
-    def variance(self, true_counts):
-        """Exact Var(f_hat_v) given the true counts (..., d) of the n = sum_v n_v users."""
-        true_counts = _check_counts("true_counts", true_counts, self.domain_size)
-        return self.per_value_variance(true_counts, _check_n(true_counts.sum(axis=-1)))
-
-    def variance_from_frequencies(self, frequencies, n):
-        """Exact Var(f_hat_v) given the true frequencies f_v (n_v = f_v n) and n."""
-        frequencies = _check_counts("frequencies", frequencies, self.domain_size)
-        n = _check_n(n)
-        return self.per_value_variance(frequencies * n[..., None], n)
-
     def covariance(self, true_counts):
         """Exact covariance matrix of (f_hat_1, ..., f_hat_d), shape (..., d, d)."""
-        true_counts = _check_counts("true_counts", true_counts, self.domain_size)
-        n = _check_n(true_counts.sum(axis=-1))[..., None, None]
+        true_counts = check_counts("true_counts", true_counts, self.domain_size)
+        n = check_n(true_counts.sum(axis=-1))[..., None, None]
         p, q = self.support_probabilities
         r_own, r_other = (float(r) for r in self.randomizer.support_pair_probabilities())
         owners = true_counts[..., :, None] + true_counts[..., None, :]    # n_u + n_v

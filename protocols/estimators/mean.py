@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.estimators.base import Estimator, check_n, refusal, user_values
 from shufflesim.protocols.estimators.registry import register_estimator
 from shufflesim.protocols.randomizers.base import Randomizer
 from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
@@ -42,39 +42,43 @@ def numeric_randomizer_names() -> list[str]:
             and hasattr(randomizer_class(name), "report_variance")]
 
 
-def check_numeric_randomizer(estimator_name: str, randomizer: object) -> None:
-    """Raise ParameterError (field ``estimator.name``) unless ``randomizer`` reports numbers whose
-    conditional mean is affine in the input."""
-    fits = (isinstance(randomizer, Randomizer) and hasattr(randomizer, "report_affine")
+def is_numeric_randomizer(randomizer: object) -> bool:
+    """Whether ``randomizer`` reports numbers whose conditional mean is affine in the input
+    (it declares ``report_affine`` and ``report_variance``)."""
+    return (isinstance(randomizer, Randomizer) and hasattr(randomizer, "report_affine")
             and hasattr(randomizer, "report_variance"))
-    if not fits:
-        label = getattr(randomizer, "name", type(randomizer).__name__)
-        raise ParameterError(
-            "estimator.name", estimator_name,
-            f"does not fit randomizer {label!r}; it needs a numeric randomizer, one of "
-            f"{numeric_randomizer_names()}",
-        )
 
 
-def _check_n(n):
-    n_arr = np.asarray(n)
-    bad = ~(np.isfinite(n_arr) & (n_arr > 0))
-    if bad.any():
-        raise ParameterError("n", n_arr[bad].flat[0].item(), "must be a number of users > 0")
-    return n_arr
+def numeric_needs() -> str:
+    return f"a numeric randomizer, one of {numeric_randomizer_names()}"
+
+
+def check_numeric_randomizer(estimator_name: str, randomizer: object) -> None:
+    """Raise ParameterError (field ``estimator.name``) unless ``randomizer`` is numeric
+    (:func:`is_numeric_randomizer`)."""
+    if not is_numeric_randomizer(randomizer):
+        raise refusal(estimator_name, randomizer, numeric_needs())
+
+
+@dataclass(frozen=True)
+class NumericEstimator(Estimator):
+    """An estimator for a numeric randomizer (the mean and the sum)."""
+
+    @classmethod
+    def fits(cls, randomizer: object) -> bool:
+        return is_numeric_randomizer(randomizer)
+
+    @classmethod
+    def needs(cls) -> str:
+        return numeric_needs()
 
 
 @register_estimator
 @dataclass(frozen=True)
-class MeanEstimator:
+class MeanEstimator(NumericEstimator):
     """Mean of the inputs from the sum of the reports (see the module docstring)."""
 
-    randomizer: Randomizer
-
     name: ClassVar[str] = "mean"
-
-    def __post_init__(self) -> None:
-        check_numeric_randomizer(self.name, self.randomizer)
 
     def estimate(self, aggregate, n):
         """Unbiased estimate of (1/n) sum_i x_i from ``aggregate`` = sum of the n reports.
@@ -82,7 +86,7 @@ class MeanEstimator:
         ``aggregate`` has shape (...,) (one sum per batch row); ``n`` is an int or an array
         broadcasting against it (e.g. realized batch sizes).
         """
-        n = _check_n(n)
+        n = check_n(n, dtype=None)
         a, b = self.randomizer.report_affine
         return (np.asarray(aggregate, dtype=float) / n - a) / b
 
@@ -100,16 +104,7 @@ class MeanEstimator:
         ``values`` (personalized randomizers only). Returns sum_i v(x_i) / n^2 with v the
         per-user variance.
         """
-        values = np.asarray(values)
-        if values.ndim == 0:
-            require(isinstance(n, (int, np.integer)) and n >= 1, "n", n,
-                    "must be an integer >= 1")
-            values = np.broadcast_to(values, (int(n),))
-        else:
-            require(values.shape[-1] == n, "n", n,
-                    f"must equal the number of users on the last axis of values "
-                    f"({values.shape[-1]})")
-        values = self.randomizer.check_values(values)
+        values = self.randomizer.check_values(user_values(values, n))
         eps = None if epsilon is None else self.randomizer._epsilon_array(values, epsilon)
         per_user = np.broadcast_to(self.per_user_variance(values, eps), values.shape)
         return per_user.sum(axis=-1) / float(n) ** 2

@@ -23,22 +23,16 @@ from typing import ClassVar
 
 import numpy as np
 
-from shufflesim.protocols.estimators.mean import MeanEstimator, check_numeric_randomizer
+from shufflesim.protocols.estimators.mean import MeanEstimator, NumericEstimator
 from shufflesim.protocols.estimators.registry import register_estimator
-from shufflesim.protocols.randomizers.base import Randomizer
 
 
 @register_estimator
 @dataclass(frozen=True)
-class SumEstimator:
+class SumEstimator(NumericEstimator):
     """Sum of the inputs from the sum of the reports (n times :class:`MeanEstimator`)."""
 
-    randomizer: Randomizer
-
     name: ClassVar[str] = "sum"
-
-    def __post_init__(self) -> None:
-        check_numeric_randomizer(self.name, self.randomizer)
 
     @property
     def _mean(self) -> MeanEstimator:
