@@ -28,22 +28,23 @@ import pyarrow as pa
 
 from shufflesim.simulator.pipeline.clients import messages_per_client
 from shufflesim.simulator.pipeline.shuffler import Batch
+from shufflesim.simulator.results.tables import table_schema
 
 BatchEpsilon = Callable[[int], "float | None"]
 
 #: Columns of the batches table (one row per released or dropped batch).
-BATCHES_SCHEMA = pa.schema([
-    pa.field("round", pa.int64(), nullable=False),
-    pa.field("batch", pa.int64(), nullable=False),
-    pa.field("open_time", pa.float64(), nullable=False),
-    pa.field("release_time", pa.float64(), nullable=False),
-    pa.field("size", pa.int64(), nullable=False),
-    pa.field("honest_size", pa.int64(), nullable=False),
-    pa.field("honest_blanket", pa.int64(), nullable=False),
-    pa.field("dropped", pa.bool_(), nullable=False),
-    pa.field("reason", pa.string(), nullable=False),
-    pa.field("epsilon", pa.float64(), nullable=True),
-])
+BATCHES_SCHEMA = table_schema([
+    ("round", pa.int64()),
+    ("batch", pa.int64()),
+    ("open_time", pa.float64()),
+    ("release_time", pa.float64()),
+    ("size", pa.int64()),
+    ("honest_size", pa.int64()),
+    ("honest_blanket", pa.int64()),
+    ("dropped", pa.bool_()),
+    ("reason", pa.string()),
+    ("epsilon", pa.float64()),
+], nullable=("epsilon",))
 
 
 def aggregate_messages(randomizer, reports: np.ndarray) -> np.ndarray:

@@ -46,23 +46,23 @@ import pyarrow.compute as pc
 from shufflesim.protocols.accounting import compose as accounting
 from shufflesim.protocols.accounting.pairs import SUPPORTED
 from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator.results.tables import POINT_COLUMNS, table_schema
 
 TABLE = "users"
 
 #: users.parquet: one row per user of every repetition of every point run with rounds > 1.
-USERS_SCHEMA = pa.schema([
-    pa.field("point", pa.int32(), nullable=False),
-    pa.field("overrides", pa.string(), nullable=False),
-    pa.field("repetition", pa.int32(), nullable=False),
-    pa.field("user", pa.int64(), nullable=False),
-    pa.field("colluding", pa.bool_(), nullable=False),
-    pa.field("rounds", pa.int32(), nullable=False),
-    pa.field("smallest_batch", pa.int64(), nullable=False),
-    pa.field("epsilon", pa.float64(), nullable=True),
-    pa.field("delta", pa.float64(), nullable=False),
-    pa.field("method", pa.string(), nullable=False),
-    pa.field("note", pa.string(), nullable=False),
-])
+USERS_SCHEMA = table_schema([
+    *POINT_COLUMNS,
+    ("repetition", pa.int32()),
+    ("user", pa.int64()),
+    ("colluding", pa.bool_()),
+    ("rounds", pa.int32()),
+    ("smallest_batch", pa.int64()),
+    ("epsilon", pa.float64()),
+    ("delta", pa.float64()),
+    ("method", pa.string()),
+    ("note", pa.string()),
+], nullable=("epsilon",))
 
 #: Above this many distinct signatures in one repetition the size grid is coarsened.
 MAX_SIGNATURES = 400

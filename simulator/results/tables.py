@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,18 +26,34 @@ from shufflesim.protocols.registry import Registry
 from shufflesim.simulator import __version__
 from shufflesim.simulator.errors import UserError
 
-UTILITY_SCHEMA = pa.schema([
-    pa.field("point", pa.int32(), nullable=False),
-    pa.field("overrides", pa.string(), nullable=False),
-    pa.field("randomizer", pa.string(), nullable=False),
-    pa.field("estimator", pa.string(), nullable=False),
-    pa.field("n", pa.int64(), nullable=False),
-    pa.field("epsilon0", pa.float64(), nullable=False),
-    pa.field("path", pa.string(), nullable=False),
-    pa.field("repetition", pa.int32(), nullable=False),
-    pa.field("metric", pa.string(), nullable=False),
-    pa.field("reference", pa.string(), nullable=False),
-    pa.field("value", pa.float64(), nullable=False),
+Columns = Iterable[tuple[str, pa.DataType]]
+
+#: The columns every per-point table begins with: the point's index in the sweep and its
+#: overrides (JSON).
+POINT_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("point", pa.int32()),
+    ("overrides", pa.string()),
+)
+
+
+def table_schema(columns: Columns, nullable: Collection[str] = ()) -> pa.Schema:
+    """A result table's schema from its (name, type) columns in order: every column is
+    non-nullable except those named in ``nullable``."""
+    return pa.schema([pa.field(name, dtype, nullable=name in nullable)
+                      for name, dtype in columns])
+
+
+UTILITY_SCHEMA = table_schema([
+    *POINT_COLUMNS,
+    ("randomizer", pa.string()),
+    ("estimator", pa.string()),
+    ("n", pa.int64()),
+    ("epsilon0", pa.float64()),
+    ("path", pa.string()),
+    ("repetition", pa.int32()),
+    ("metric", pa.string()),
+    ("reference", pa.string()),
+    ("value", pa.float64()),
 ])
 
 #: Result tables' schemas by table name.

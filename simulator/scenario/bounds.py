@@ -58,7 +58,12 @@ from shufflesim.protocols.registry import closest
 from shufflesim.simulator.errors import ScenarioError
 from shufflesim.simulator.execution.producers import register_table_producer
 from shufflesim.simulator.population.budgets import budget_profile
-from shufflesim.simulator.results.tables import TABLE_SCHEMAS, register_table_schema
+from shufflesim.simulator.results.tables import (
+    POINT_COLUMNS,
+    TABLE_SCHEMAS,
+    register_table_schema,
+    table_schema,
+)
 from shufflesim.simulator.scenario.convert import ParseContext, parse_dataclass
 from shufflesim.simulator.scenario.model import Scenario
 from shufflesim.simulator.scenario.sections import register_section
@@ -67,27 +72,26 @@ SECTION = "bounds"
 TABLE = "bounds"
 HOMOGENEOUS = "shuffled randomizer (one eps0)"
 
-BOUNDS_SCHEMA = pa.schema([
-    pa.field("point", pa.int32(), nullable=False),
-    pa.field("overrides", pa.string(), nullable=False),
-    pa.field("randomizer", pa.string(), nullable=False),
-    pa.field("n", pa.int64(), nullable=False),
-    pa.field("epsilon0", pa.float64(), nullable=False),
-    pa.field("budget", pa.string(), nullable=False),
-    pa.field("delta", pa.float64(), nullable=False),
-    pa.field("rounds", pa.int64(), nullable=False),
-    pa.field("method", pa.string(), nullable=False),
-    pa.field("kind", pa.string(), nullable=False),
-    pa.field("mechanism", pa.string(), nullable=False),
-    pa.field("epsilon", pa.float64(), nullable=True),
-    pa.field("epsilon_error", pa.float64(), nullable=True),
-    pa.field("naive_epsilon", pa.float64(), nullable=True),
-    pa.field("status", pa.string(), nullable=False),
-    pa.field("statuses", pa.string(), nullable=False),
-    pa.field("reference", pa.string(), nullable=False),
-    pa.field("note", pa.string(), nullable=False),
-    pa.field("error", pa.string(), nullable=False),
-])
+BOUNDS_SCHEMA = table_schema([
+    *POINT_COLUMNS,
+    ("randomizer", pa.string()),
+    ("n", pa.int64()),
+    ("epsilon0", pa.float64()),
+    ("budget", pa.string()),
+    ("delta", pa.float64()),
+    ("rounds", pa.int64()),
+    ("method", pa.string()),
+    ("kind", pa.string()),
+    ("mechanism", pa.string()),
+    ("epsilon", pa.float64()),
+    ("epsilon_error", pa.float64()),
+    ("naive_epsilon", pa.float64()),
+    ("status", pa.string()),
+    ("statuses", pa.string()),
+    ("reference", pa.string()),
+    ("note", pa.string()),
+    ("error", pa.string()),
+], nullable=("epsilon", "epsilon_error", "naive_epsilon"))
 
 
 @dataclass(frozen=True)
