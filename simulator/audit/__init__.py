@@ -4,12 +4,17 @@ registry; run: one audited setting; section: the [audit] scenario section)."""
 
 #: The public API: the package's modules (import the one you need).
 __all__ = [
+    "adapter",
     "approximate",
     "attacks",
+    "claim",
     "classifier",
     "confidence",
     "events",
+    "implementation",
     "levels",
+    "loading",
+    "output_events",
     "pipeline_level",
     "randomizer_level",
     "run",

@@ -57,7 +57,7 @@ from shufflesim.simulator.audit.events import (
     evaluate_events,
     select_events,
 )
-from shufflesim.simulator.audit.implementation import ObservedOutputs, default_events
+from shufflesim.simulator.audit.output_events import ObservedOutputs, default_events
 from shufflesim.simulator.audit.sampling import child, chunk_sizes
 
 #: Largest discrete output space tabulated densely (one counter per output).

@@ -28,14 +28,11 @@ import numpy as np
 
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
+from shufflesim.simulator.audit.adapter import ImplementationRandomizer
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
-from shufflesim.simulator.audit.implementation import (
-    Claim,
-    ImplementationRandomizer,
-    load_implementation,
-    shuffler_permutation,
-)
+from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.levels import Level, attack_names
+from shufflesim.simulator.audit.loading import load_implementation, shuffler_permutation
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
     identity_permutation,
@@ -222,7 +219,7 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
     With ``settings.implementation`` (or ``implementation``: a callable already loaded) the
     implementation is audited against ``claim`` (default: ``randomizer`` with the settings'
     offsets); ``events``: an event function for the randomizer level
-    (implementation.EventFunction)."""
+    (output_events.EventFunction)."""
     tested = None
     if implementation is not None:
         claim = claim or Claim(randomizer, delta0=settings.claim_delta0,

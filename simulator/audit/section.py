@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 
 from shufflesim.protocols.errors import ParameterError
-from shufflesim.simulator.audit.implementation import load_implementation
 from shufflesim.simulator.audit.levels import ATTACKS
+from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.run import AUDIT_KEY, AuditSettings, run_audit
 from shufflesim.simulator.audit.tables import AUDIT_SCHEMA, to_table
 from shufflesim.simulator.errors import ScenarioError

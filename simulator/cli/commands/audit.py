@@ -39,7 +39,7 @@ from shufflesim.simulator.execution.progress import ProgressReport
 
 np = lazy_module("numpy")
 audit_run = lazy_module("shufflesim.simulator.audit.run")
-audit_implementation = lazy_module("shufflesim.simulator.audit.implementation")
+audit_claim = lazy_module("shufflesim.simulator.audit.claim")
 audit_tables = lazy_module("shufflesim.simulator.audit.tables")
 
 ATTACK_HEADER = ("level", "attack", "direction", "delta", "event", "trials", "p0", "p1",
@@ -184,7 +184,7 @@ def command(randomizer_name, domain_size, params, epsilon0, implementation, clai
             raise UserError("--claim-epsilon0 names a black box: give it with --implementation "
                             "and without --randomizer / --epsilon0")
         bounds_interval = _interval(interval)
-        claim = audit_implementation.Claim(
+        claim = audit_claim.Claim(
             epsilon0=claim_epsilon0, delta0=claim_delta0,
             domain_size=None if bounds_interval else domain_size, interval=bounds_interval,
             output=output_kind, input_offset=input_offset, output_offset=output_offset)
