@@ -70,13 +70,18 @@ def test_spec_fields(name):
 
 
 def test_applicability():
-    """Every homogeneous bound applies to k-RR (generic ones to any eps0-LDP randomizer);
-    personalized ones only to PersonalizedUsers; the k-RR / discrete ones not to Laplace."""
+    """Every bound of the bounds issue applies to k-RR, none for another family does (metric
+    pairs, multi-message protocols, the shuffled Gaussian: tests/test_bound_conformance.py checks
+    that each registered bound applies to some randomizer); generic ones apply to any eps0-LDP
+    randomizer; the k-RR / discrete ones not to Laplace."""
     krr = make_randomizer("krr", epsilon0=1.0, domain_size=4)
     laplace = make_randomizer("laplace", epsilon0=1.0)
     names_krr = {s.name for s in cat.applicable_bounds(krr)}
     names_lap = {s.name for s in cat.applicable_bounds(laplace)}
-    assert names_krr == set(HOMOGENEOUS) - METRIC_PAIR
+    assert REQUIRED <= names_krr <= set(HOMOGENEOUS) - METRIC_PAIR
+    other_families = {s.name for s in cat.all_bounds()
+                      if s.name.startswith(("multi-message", "gaussian"))}
+    assert other_families and not other_families & names_krr
     metric = make_randomizer("laplace_metric", epsilon0=1.0)
     assert METRIC_PAIR and METRIC_PAIR <= {s.name for s in cat.applicable_bounds(metric)}
     assert {s.name for s in cat.all_bounds() if s.scope == "generic"} <= names_lap
