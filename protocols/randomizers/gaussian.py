@@ -48,30 +48,30 @@ CALIBRATION_MARGIN = 1e-12
 
 
 # ---------------------------------------------------------------- analytic Gaussian mechanism
+def _log_delta_terms(sigma, epsilon, sensitivity):
+    """(log Phi(a - b), eps + log Phi(-a - b)) with a = Delta / (2 sigma), b = eps sigma / Delta:
+    delta = exp(first) - exp(second) (Balle and Wang 2018, Theorem 8), broadcast."""
+    sigma, epsilon, sensitivity = np.broadcast_arrays(
+        np.asarray(sigma, float), np.asarray(epsilon, float), np.asarray(sensitivity, float))
+    a = sensitivity / (2.0 * sigma)
+    b = epsilon * sigma / sensitivity
+    return special.log_ndtr(a - b), epsilon + special.log_ndtr(-a - b)
+
+
 def gaussian_delta(sigma, epsilon, sensitivity=1.0):
     """The exact delta of the Gaussian mechanism N(0, sigma^2) with L2 sensitivity Delta at eps
     (Balle and Wang 2018, Theorem 8; see the module docstring).
 
     Evaluated with log Phi so that e^eps Phi(.) neither overflows nor loses digits. Vectorized.
     """
-    sigma, epsilon, sensitivity = np.broadcast_arrays(
-        np.asarray(sigma, float), np.asarray(epsilon, float), np.asarray(sensitivity, float))
-    a = sensitivity / (2.0 * sigma)
-    b = epsilon * sigma / sensitivity
-    first = special.log_ndtr(a - b)
-    second = epsilon + special.log_ndtr(-a - b)
+    first, second = _log_delta_terms(sigma, epsilon, sensitivity)
     # Phi(a-b) - e^eps Phi(-a-b) = exp(first) (1 - exp(second - first)), second <= first.
     return np.exp(first) * -np.expm1(np.minimum(second - first, 0.0))
 
 
 def log_gaussian_delta(sigma, epsilon, sensitivity=1.0):
     """log of :func:`gaussian_delta`, finite far into the tail (no underflow to 0)."""
-    sigma, epsilon, sensitivity = np.broadcast_arrays(
-        np.asarray(sigma, float), np.asarray(epsilon, float), np.asarray(sensitivity, float))
-    a = sensitivity / (2.0 * sigma)
-    b = epsilon * sigma / sensitivity
-    first = special.log_ndtr(a - b)
-    second = epsilon + special.log_ndtr(-a - b)
+    first, second = _log_delta_terms(sigma, epsilon, sensitivity)
     with np.errstate(divide="ignore"):
         return first + np.log(-np.expm1(np.minimum(second - first, 0.0)))
 
