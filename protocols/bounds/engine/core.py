@@ -46,6 +46,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.bounds.engine import exact_pool
 from shufflesim.protocols.bounds.engine import fft as engine_fft
 from shufflesim.protocols.bounds.engine.common import (
     Categories,
@@ -434,9 +435,27 @@ def atoms_key(atoms: RatioAtoms) -> tuple:
                             strict=True)))
 
 
+#: eps-search tolerance (relative) by default, and for upper bounds where the exact sum
+#: applies (its delta brackets are ~1e-9 wide and cost ~3 ms, so a finer search is cheap and
+#: keeps the upper end at or below the former one)
+SEARCH_RTOL = 1e-5
+EXACT_SEARCH_RTOL = 1e-7
+
+
+def _search_rtol(atoms: RatioAtoms, n: int, top: float, method: str, side: str) -> float:
+    if side != "upper" or method not in ("auto", "conditioning"):
+        return SEARCH_RTOL
+    cat = categories(atoms, n, 0.5 * top)
+    if cat.c.size < 2 or not (cat.c.min() < 0 < cat.c.max()):
+        return SEARCH_RTOL
+    if _select([cat]) == "enumerate" and method == "auto":
+        return SEARCH_RTOL
+    return EXACT_SEARCH_RTOL if exact_pool.applicable(cat) else SEARCH_RTOL
+
+
 def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: float,
-                  side: str = "upper", *, eps_max: float | None = None, rtol: float = 1e-5,
-                  delta_rtol: float = 5e-3, method: str = "auto",
+                  side: str = "upper", *, eps_max: float | None = None,
+                  rtol: float | None = None, delta_rtol: float = 5e-3, method: str = "auto",
                   fft_step: float | None = None) -> EpsilonEstimate:
     """eps(delta) for n i.i.d. users, maximised over directions.
 
@@ -444,7 +463,9 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
     atoms.swapped()] for D(P0 || P1) and D(P1 || P0) (a symmetric reference). Directions whose
     atom multisets coincide are computed once. The bracket of the maximum is
     [max of lowers, max of uppers]. ``delta_rtol`` is the relative precision requested from
-    the engine for each delta(eps).
+    the engine for each delta(eps). ``rtol`` (relative width of the eps bracket): by default
+    SEARCH_RTOL, or for side="upper" EXACT_SEARCH_RTOL where the conditioning method's exact
+    sum applies (engine/exact_pool.py).
     """
     side = check_side(side)
     if isinstance(atoms_both_directions, RatioAtoms):
@@ -464,15 +485,16 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
             continue
         seen.append(key)
         top = default_eps_max(atoms) if eps_max is None else eps_max
+        tol = _search_rtol(atoms, n, top, method, side) if rtol is None else rtol
 
         def fn(eps, atoms=atoms):
             return delta_of_epsilon([(atoms, n)], n, eps, side, rtol=delta_rtol,
                                     threshold=delta, method=method, fft_step=fft_step)
 
-        coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=rtol,
+        coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=tol,
                                   guess=gaussian_guess(atoms, n, delta, top),
                                   resolution_stop=0.5)
-        results.append(_polish(coarse, atoms, n, delta, side, top, rtol, delta_rtol, method,
+        results.append(_polish(coarse, atoms, n, delta, side, top, tol, delta_rtol, method,
                                fft_step))
     lower = max(r.lower for r in results)
     upper = max(r.upper for r in results)
