@@ -54,10 +54,11 @@ from shufflesim.protocols.accounting.rounds import (
     Round,
     normalize_rounds,
     pure_cap,
+    round_models,
     total_rounds,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
-from shufflesim.protocols.errors import require, require_probability_open
+from shufflesim.protocols.errors import require
 from shufflesim.protocols.registry import Registry
 
 __all__ = ["COMPOSED_METHODS", "COMPOSING_BOUNDS", "ComposedMethod", "ComposedResult", "Round",
@@ -172,9 +173,7 @@ def _pld_method(name: str, model_of: Callable, side: str, reference: str, note: 
     def compute(rounds, delta, *, interval=None, tail=DEFAULT_TAIL,
                 weak_rtol=DEFAULT_WEAK_RTOL) -> ComposedResult:
         start = time.perf_counter()
-        rounds = normalize_rounds(rounds)
-        require_probability_open("delta", delta)
-        models = [(model_of(r.randomizer), int(r.n), r.repeat) for r in rounds]
+        rounds, models = round_models(rounds, delta, model_of)
         eps, step, per_round = compose_models(models, delta, side, interval=interval,
                                               tail=tail, weak_rtol=weak_rtol)
         if side == "upper":

@@ -32,12 +32,11 @@ from shufflesim.protocols.accounting.pld import _Accumulator, _upper_direction, 
 from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
     ComposedResult,
-    normalize_rounds,
     pure_cap,
+    round_models,
     total_rounds,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
-from shufflesim.protocols.errors import require_probability_open
 
 #: Tail mass left out of the binomial windows: the mass outside is charged at the largest loss,
 #: e^{(alpha - 1) loss_max}, so it must be tiny for large orders.
@@ -87,9 +86,7 @@ def _rdp_method(name: str, model_of, reference: str):
     def compute(rounds, delta, *, interval=None, tail=RDP_TAIL,
                 weak_rtol=DEFAULT_WEAK_RTOL) -> ComposedResult:
         start = time.perf_counter()
-        rounds = normalize_rounds(rounds)
-        require_probability_open("delta", delta)
-        models = [(model_of(r.randomizer), int(r.n), r.repeat) for r in rounds]
+        rounds, models = round_models(rounds, delta, model_of)
         rho = np.zeros(len(ORDERS))
         for model, n, repeat in models:
             rho += repeat * renyi_curve(model, n, tail=tail, weak_rtol=weak_rtol)

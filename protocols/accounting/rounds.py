@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
 from shufflesim.protocols.bounds.spec import randomizer_delta0
-from shufflesim.protocols.errors import require, require_int_at_least
+from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,14 @@ def normalize_rounds(rounds) -> list[Round]:
         else:
             out.append(r)
     return out
+
+
+def round_models(rounds, delta, model_of: Callable) -> tuple[list[Round], list[tuple]]:
+    """The start of every composed method: the rounds normalized (:func:`normalize_rounds`),
+    ``delta`` checked to lie in (0, 1), and each round's (``model_of(randomizer)``, n, repeat)."""
+    rounds = normalize_rounds(rounds)
+    require_probability_open("delta", delta)
+    return rounds, [(model_of(r.randomizer), int(r.n), r.repeat) for r in rounds]
 
 
 def total_rounds(rounds: Sequence[Round]) -> int:
