@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
@@ -99,6 +99,17 @@ class ProgressReport:
         """Name the step in progress (shown with its elapsed time); None clears it."""
         with self._lock:
             self._step = None if step is None else (step, self._clock())
+
+    def steps(self, names: Sequence[str]) -> Iterator[str]:
+        """Yield each of ``names`` in turn, naming it as the step in progress with the count done
+        before it; after the last, clear the step and report all done. An exception in the
+        caller's loop body stops it there, like a hand-written loop."""
+        for i, name in enumerate(names):
+            self.doing(name)
+            self(i, len(names))
+            yield name
+        self.doing(None)
+        self(len(names), len(names))
 
     @contextmanager
     def heartbeat(self) -> Iterator[ProgressReport]:

@@ -114,12 +114,8 @@ def run_evaluations(randomizer, n: int, delta: float, names: list[str] | None,
     results = []
     report = ProgressReport("bounds", enabled=not quiet, unit="bounds")
     with report, report.heartbeat():
-        for i, name in enumerate(names):
-            report.doing(name)
-            report(i, len(names))
+        for name in report.steps(names):
             results.append(catalogue.evaluate(name, randomizer, n, delta))
-        report.doing(None)
-        report(len(names), len(names))
     return results
 
 

@@ -71,9 +71,7 @@ def command(randomizer_name, domain_size, params, target_epsilon, delta, n, epsi
     records = []
     report = ProgressReport("calibrating", enabled=not quiet, unit="bounds")
     with report, report.heartbeat():
-        for i, name in enumerate(names):
-            report.doing(name)
-            report(i, len(names))
+        for name in report.steps(names):
             try:
                 if rounds > 1:
                     records.append(calibrate_rounds(
@@ -98,8 +96,6 @@ def command(randomizer_name, domain_size, params, target_epsilon, delta, n, epsi
             record["error"] = ""
             record["rounds"] = 1
             records.append(record)
-        report.doing(None)
-        report(len(names), len(names))
     if as_json:
         click.echo(json.dumps(records, indent=2))
         return
