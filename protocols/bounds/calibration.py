@@ -170,7 +170,7 @@ def _brent_refinement(certified, score, low: float, high: float, rtol: float):
     """Brent's method (scipy.optimize.brentq) on the score in ln x, started from the bracket
     (low certified, high not): every point it evaluates goes through ``certified``; the result
     is the tightest (certified, not certified) pair among them, so it only ever moves an end to
-    a point evaluated on that side. Stops when the bracket is ~0.8 rtol wide in ln x."""
+    a point evaluated on that side. Stops when the bracket is ~0.1 rtol wide in ln x."""
     tried: dict[float, bool] = {}
 
     def fun(u: float) -> float:
@@ -183,7 +183,7 @@ def _brent_refinement(certified, score, low: float, high: float, rtol: float):
         return min(value, -1e-300) if ok else max(value, 1e-300)
 
     try:
-        optimize.brentq(fun, math.log(low), math.log(high), xtol=0.4 * rtol, rtol=1e-15,
+        optimize.brentq(fun, math.log(low), math.log(high), xtol=0.1 * rtol, rtol=1e-15,
                         maxiter=100)
     except (_NoScore, RuntimeError, ValueError):
         pass
