@@ -269,3 +269,26 @@ def test_exact_pool_only_for_binomial_pools():
     assert not exact_pool.applicable(three)          # three pool categories
     big = common.categories(dec.blanket_atoms(r, 0, 1), 10**6, 0.01)
     assert not exact_pool.applicable(big)            # too many leaves
+
+
+# ------------------------------------------------------------------------------------------
+# Closed forms from cached per-randomizer quantities
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["blanket_hoeffding", "blanket_bennett",
+                                  "blanket_hoeffding_generic", "blanket_bennett_generic"])
+def test_closed_form_cache_returns_the_same_numbers(name):
+    from shufflesim.protocols.bounds.closed_form import blanket, blanket_randomizer
+    r = make_randomizer("krr", epsilon0=0.7, domain_size=6)
+    first = catalogue.evaluate(name, r, 5000, 1e-6).result
+    again = catalogue.evaluate(name, make_randomizer("krr", epsilon0=0.7, domain_size=6),
+                               5000, 1e-6).result
+    assert (again.epsilon, again.epsilon_error, again.note) == (
+        first.epsilon, first.epsilon_error, first.note)
+    other_n = catalogue.evaluate(name, r, 50_000, 1e-6).result
+    assert other_n.epsilon < first.epsilon             # a different point is computed
+    # a cold computation (caches cleared) gives the same value
+    blanket_randomizer._RESULTS.clear()
+    blanket_randomizer._cached_pairs.cache_clear()
+    blanket._GENERIC_RESULTS.clear()
+    cold = catalogue.evaluate(name, r, 5000, 1e-6).result
+    assert cold.epsilon == first.epsilon
