@@ -324,11 +324,8 @@ def _round_records(settings, delta: float, rounds: int, section) -> list[dict]:
 def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
     """The ``bounds`` table of a run (empty dict when no point has a ``[bounds]`` section)."""
     rows: list[dict] = []
-    for point in scenario.points:
+    for point, section in scenario.points_with(SECTION):
         settings = point.settings
-        section = settings.sections.get(SECTION)
-        if section is None:
-            continue
         for delta in section.delta:
             for rounds in section.round_counts:
                 for record in _round_records(settings, delta, rounds, section):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -129,6 +129,14 @@ class Scenario:
     @property
     def total_repetitions(self) -> int:
         return sum(point.settings.repetitions for point in self.points)
+
+    def points_with(self, section: str) -> Iterator[tuple[SweepPoint, Any]]:
+        """(point, its parsed ``section``) for every point whose settings have that section, in
+        sweep order: the loop of every section's table producer."""
+        for point in self.points:
+            parsed = point.settings.sections.get(section)
+            if parsed is not None:
+                yield point, parsed
 
 
 def check_seed(key: str, seed: object) -> None:
