@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from conftest import constant_budget, scenario_text, uniform
 
-from shufflesim.simulator.audit.run import AuditSettings, Level
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.simulator.audit.implementation import Claim
+from shufflesim.simulator.audit.run import AuditSettings, Level, audit_implementation
 from shufflesim.simulator.audit.tables import AUDIT_SCHEMA
 from shufflesim.simulator.cli import main
 from shufflesim.simulator.errors import ScenarioError
@@ -144,3 +148,53 @@ def test_others_option_and_unsupported_randomizer():
     result = CliRunner().invoke(main, ["audit", "--randomizer", "laplace_binary", "--epsilon0",
                                        "1", "--n", "10", "--delta", "1e-3", "--trials", "100"])
     assert result.exit_code == 2 and "continuous" in result.output
+
+
+GAUSSIAN = ["audit", "--randomizer", "gaussian", "--epsilon0", "1", "--delta0", "1e-6"]
+
+
+def _gaussian_client(values, rng):
+    """A user's Gaussian client, calibrated like the registered one (claims gaussian)."""
+    sigma = make_randomizer("gaussian", epsilon0=1.0, delta0=1e-6).sigma
+    return values + sigma * rng.standard_normal(np.shape(values))
+
+
+def test_gaussian_audit_from_the_command_line():
+    """--delta0 names the gaussian's delta0: the randomizer level gives its (eps0, delta0)
+    verdict; the shuffle level refuses in one line naming why."""
+    result = _invoke(GAUSSIAN + ["--level", "randomizer", "--trials", "20000", "--json"])
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.output)
+    verdicts = {r["bound"]: r for r in records if r["row_type"] == "verdict"}
+    assert verdicts["declared-eps0-delta0"]["verdict"] == "consistent"
+    assert verdicts["declared-eps0-delta0"]["delta"] == 1e-6
+    result = CliRunner().invoke(main, GAUSSIAN + ["--n", "100", "--delta", "1e-6",
+                                                  "--trials", "1000"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, lines
+    assert "(eps0, delta0)-LDP" in lines[0] and "randomizer level" in lines[0]
+    result = CliRunner().invoke(main, ["audit", "--randomizer", "krr", "--domain-size", "3",
+                                       "--epsilon0", "1", "--delta0", "1e-6", "--level",
+                                       "randomizer", "--trials", "1000"])
+    assert result.exit_code == 2 and "pure eps0-LDP" in result.output
+
+
+def test_implementation_claiming_the_gaussian_is_audited_at_its_delta0():
+    """A user's client claiming gaussian(eps0 = 1, delta0 = 1e-6): the claim's delta0 is the
+    randomizer's; the verdict names (eps0, delta0); a client with half the sigma is caught."""
+    declared = make_randomizer("gaussian", epsilon0=1.0, delta0=1e-6)
+    claim = Claim(declared)
+    assert claim.delta0 == 1e-6
+    with pytest.raises(ParameterError) as info:
+        Claim(declared, delta0=1e-3)
+    assert "delta0" in str(info.value)
+
+    def half(values, rng):
+        return values + 0.5 * declared.sigma * rng.standard_normal(np.shape(values))
+
+    rows = audit_implementation(_gaussian_client, claim, trials=200_000, seed=1)
+    ldp = next(r for r in rows if r["bound"] == "implementation-ldp")
+    assert ldp["verdict"] == "consistent" and ldp["delta"] == 1e-6
+    rows = audit_implementation(half, claim, trials=200_000, seed=1)
+    ldp = next(r for r in rows if r["bound"] == "implementation-ldp")
+    assert ldp["verdict"] == "violated" and "not (1, 1e-06)-LDP" in ldp["reason"], ldp["reason"]

@@ -137,3 +137,51 @@ def test_records_of_the_randomizer_level():
     assert verdicts["goodness-of-fit"]["verdict"] == "violated"
     assert sum(r["row_type"] == "fit" for r in records) == 3
     assert sum(r["row_type"] == "attack" for r in records) == 6
+
+
+# -- (eps0, delta0)-LDP randomizers (issue 15 item 4): the randomizer level at their delta0 ------
+GaussianClass = randomizer_class("gaussian")
+
+
+@dataclass(frozen=True)
+class HalfSigmaGaussian(GaussianClass):
+    """Declares the calibrated sigma but samples with half of it (planted fault)."""
+
+    def randomize(self, values, rng, epsilon=None):
+        values = self.check_values(values)
+        return values + 0.5 * self.sigma * rng.standard_normal(np.shape(values))
+
+
+def _verdict(records, bound):
+    return next(r for r in records if r["row_type"] == "verdict" and r["bound"] == bound)
+
+
+def test_gaussian_randomizer_level_gives_an_eps0_delta0_verdict():
+    """run_audit at the randomizer level: the gaussian's declared pair (low, high), every row
+    at its delta0, verdict declared-eps0-delta0: consistent for the calibrated sampler,
+    violated (and the fit rejected) for one sampling with half its sigma."""
+    settings = AuditSettings(trials=200_000, level="randomizer", confidence=0.99)
+    honest = make_randomizer("gaussian", epsilon0=1.0, delta0=1e-6)
+    records = run_audit(settings, honest, None, np.random.SeedSequence(4))
+    attacks = [r for r in records if r["row_type"] == "attack"]
+    assert {r["pair"] for r in attacks} == {"(0.0, 1.0)", "(1.0, 0.0)"}
+    assert all(r["delta"] == 1e-6 for r in attacks)
+    v = _verdict(records, "declared-eps0-delta0")
+    assert v["verdict"] == "consistent" and v["delta"] == 1e-6
+    assert 0 < v["epsilon_lb"] <= 1.0
+    assert _verdict(records, "goodness-of-fit")["verdict"] == "consistent"
+    leaky = HalfSigmaGaussian(1.0, 1e-6)
+    records = run_audit(settings, leaky, None, np.random.SeedSequence(4))
+    v = _verdict(records, "declared-eps0-delta0")
+    assert v["verdict"] == "violated" and v["epsilon_lb"] > 1.0
+    assert "not (eps0, delta0) = (1, 1e-06)-LDP" in v["reason"]
+    assert _verdict(records, "goodness-of-fit")["verdict"] == "violated"
+
+
+def test_gaussian_shuffle_and_pipeline_levels_refuse_in_one_line():
+    r = make_randomizer("gaussian", epsilon0=1.0, delta0=1e-6)
+    for level in ("shuffle", "pipeline"):
+        with pytest.raises(ParameterError) as info:
+            run_audit(AuditSettings(trials=1000, level=level, delta=1e-6), r, 100,
+                      np.random.SeedSequence(0))
+        assert "(eps0, delta0)-LDP" in str(info.value) and "randomizer level" in str(info.value)

@@ -40,7 +40,11 @@ import numpy as np
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
 from shufflesim.protocols.bounds.numerical.atom_sets import atoms_from_masses
-from shufflesim.protocols.bounds.numerical.decompositions import exact_pair_atoms, is_continuous
+from shufflesim.protocols.bounds.numerical.decompositions import (
+    exact_pair_atoms,
+    has_decomposition,
+    is_continuous,
+)
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names, register_attack
 
@@ -100,7 +104,20 @@ class PairModel:
 
 
 def require_finite_groups(randomizer) -> None:
-    """The shuffle and pipeline audits attack a histogram over finitely many output groups."""
+    """The shuffle and pipeline audits attack a histogram over finitely many output groups
+    and compare with 000 Thm 14's exact lower bound: both need a pure eps0-LDP randomizer with
+    a decomposition (one-line refusal naming why otherwise)."""
+    name = randomizer.name
+    require(float(getattr(randomizer, "delta0", 0.0) or 0.0) == 0.0, "randomizer", name,
+            "is (eps0, delta0)-LDP with delta0 > 0: the shuffle and pipeline audits need a pure "
+            "eps0-LDP randomizer (finite output groups for the histogram attacks, a finite "
+            "privacy-loss range for the exact lower bound, 000 Thm 14); audit it at the "
+            "randomizer level (level = randomizer), which gives its (eps0, delta0) verdict")
+    if not has_decomposition(randomizer):
+        raise ParameterError("randomizer", name,
+                             "declares no decomposition: the shuffle and pipeline audits need "
+                             "finite output groups and the exact lower bound (000 Thm 14); "
+                             "audit it at the randomizer level (level = randomizer)")
     require(not is_continuous(randomizer), "randomizer", randomizer.name,
             "has continuous ratios (only rounded atoms): the shuffle and pipeline audits need "
             "exact finite output groups")

@@ -41,6 +41,12 @@ class Claim:
             object.__setattr__(self, "epsilon0", eps)
             require(self.domain_size is None and self.interval is None, "domain_size",
                     self.domain_size, "the claimed randomizer gives the input domain")
+            declared = float(getattr(self.randomizer, "delta0", 0.0) or 0.0)
+            if declared > 0:  # an (eps0, delta0)-LDP randomizer claims its own delta0
+                require(self.delta0 in (0, declared) or math.isclose(self.delta0, declared),
+                        "delta0", self.delta0, f"differs from the claimed randomizer's delta0 "
+                        f"{declared:g}")
+                object.__setattr__(self, "delta0", declared)
         else:
             require(self.epsilon0 is not None and math.isfinite(self.epsilon0)
                     and self.epsilon0 > 0, "epsilon0", self.epsilon0,

@@ -47,7 +47,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from shufflesim.protocols.bounds.numerical.decompositions import neighbour_candidates
 from shufflesim.protocols.errors import require
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
 from shufflesim.simulator.audit.confidence import ErrorBudget
@@ -189,11 +188,11 @@ def audit_inputs(randomizer, max_inputs: int) -> list:
         if isinstance(domain, Categorical):
             return sorted({0, 1, domain.size - 2, domain.size - 1})
         return [domain.low, (domain.low + domain.high) / 2, domain.high]
-    # metric-DP randomizers declare their pair without a decomposition (2-D, bounded support);
-    # multi-message ones declare theirs beside their own bounds (protocols/bounds/multi_message)
-    own = getattr(randomizer, "metric_privacy", False) or getattr(randomizer, "multi_message",
-                                                                   False)
-    cand = randomizer.neighbour_candidates() if own else neighbour_candidates(randomizer)
+    # the randomizer's own declaration (protocols/randomizers/analysis.py): metric-DP
+    # randomizers (2-D, bounded support), multi-message ones (beside their bounds in
+    # protocols/bounds/multi_message) and (eps0, delta0)-LDP ones (the gaussian's worst pair
+    # (low, high)) declare their pairs without a decomposition
+    cand = randomizer.neighbour_candidates()
     seen = []
     extra = ([0, 1, domain.size - 2, domain.size - 1]
              if implementation and isinstance(domain, Categorical) else [])

@@ -240,7 +240,9 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
     context.setdefault("n", n)
     options = settings.options()
     if settings.level is Level.RANDOMIZER:
-        audit = audit_randomizer(randomizer, options, seed, events=events)
+        # an (eps0, delta0)-LDP randomizer (the gaussian) is audited at its declared delta0
+        delta0 = float(getattr(randomizer, "delta0", 0.0) or 0.0)
+        audit = audit_randomizer(randomizer, options, seed, events=events, delta0=delta0)
         return randomizer_records(audit, context)
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
     require_finite_groups(randomizer)

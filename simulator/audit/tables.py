@@ -135,7 +135,7 @@ def randomizer_records(audit: RandomizerAudit, context: Mapping) -> list[dict]:
     for p in audit.pairs:
         b = p.bound
         out.append(_row(
-            context, delta=0.0, level="randomizer", row_type="attack",
+            context, delta=audit.delta0, level="randomizer", row_type="attack",
             pair=f"({p.x}, {p.x_prime})", attack="ldp", direction=f"{p.x} vs {p.x_prime}",
             event=p.event, trials=b.trials, selection_trials=b.selection_trials,
             count0=b.count_a, count1=b.count_b, p0=b.p_a, p1=b.p_b, p0_limit=b.p_a_lower,
@@ -148,22 +148,27 @@ def randomizer_records(audit: RandomizerAudit, context: Mapping) -> list[dict]:
     confidence = audit.options.confidence
     best = audit.best
     if audit.implementation:
-        claimed = f"{audit.randomizer}(eps0 = {audit.epsilon0:g})"
+        claimed = f"{audit.randomizer}(eps0 = {audit.epsilon0:g}{_delta0(audit)})"
         verdicts = [ldp_verdict(audit.epsilon_lb, audit.epsilon0, confidence,
                                 (best.x, best.x_prime), best.event, audit.delta0),
                     fit_verdict(audit.fit_p_value, confidence, claimed, len(audit.fits),
                                 f"events: {audit.events}")]
-        return out + implementation_records(verdicts, {**context, "delta": 0.0},
+        return out + implementation_records(verdicts, {**context, "delta": audit.delta0},
                                             "randomizer", audit.implementation,
                                             seconds=audit.seconds, note=audit.note)
+    approximate = audit.delta0 > 0  # (eps0, delta0)-LDP: the bound is at delta0
     out.append(_row(
-        context, delta=0.0, level="randomizer", row_type="verdict", bound="declared-eps0",
+        context, delta=audit.delta0, level="randomizer", row_type="verdict",
+        bound="declared-eps0-delta0" if approximate else "declared-eps0",
         bound_kind="upper", bound_status="declared", bound_epsilon=audit.epsilon0,
         epsilon_lb=audit.epsilon_lb, confidence=confidence,
         verdict=VIOLATED if audit.ldp_violated else CONSISTENT,
-        reason=(f"empirical eps0 lower bound {audit.epsilon_lb:.6g} at pair "
-                f"({best.x}, {best.x_prime}) " + ("> " if audit.ldp_violated else "<= ")
-                + f"declared eps0 {audit.epsilon0:g}"),
+        reason=(f"empirical eps0 lower bound {audit.epsilon_lb:.6g}"
+                + (f" at delta0 {audit.delta0:g}" if approximate else "")
+                + f" at pair ({best.x}, {best.x_prime}) "
+                + ("> " if audit.ldp_violated else "<= ") + f"declared eps0 {audit.epsilon0:g}"
+                + (f": not (eps0, delta0) = ({audit.epsilon0:g}, {audit.delta0:g})-LDP"
+                   if approximate and audit.ldp_violated else "")),
         tightness=audit.epsilon0 / audit.epsilon_lb if audit.epsilon_lb > 0 else None,
         seconds=audit.seconds, note=audit.note, subject=SUBJECT_RANDOMIZER))
     p = audit.fit_p_value
@@ -176,6 +181,10 @@ def randomizer_records(audit: RandomizerAudit, context: Mapping) -> list[dict]:
                 f"Bonferroni p-value {p:.3g} " + ("<" if audit.fit_rejected else ">=")
                 + f" {1 - confidence:.3g}"), subject=SUBJECT_RANDOMIZER))
     return out
+
+
+def _delta0(audit: RandomizerAudit) -> str:
+    return f", delta0 = {audit.delta0:g}" if audit.delta0 > 0 else ""
 
 
 def implementation_records(verdicts: Iterable[ImplementationVerdict], context: Mapping,

@@ -14,6 +14,11 @@ Your own implementation (simulator/audit/implementation.py):
     shufflesim audit --implementation client.py:randomize --claim-epsilon0 2 --domain-size 4 \
         --trials 200000 --level randomizer          # a black box: only its eps0
 
+An (eps0, delta0)-LDP randomizer (gaussian) is audited at the randomizer level at its delta0:
+
+    shufflesim audit --randomizer gaussian --epsilon0 1 --delta0 1e-6 --trials 200000 \
+        --level randomizer
+
 The rows equal those of simulator.audit.run.audit_implementation and of a one-point scenario
 with ``[audit] implementation`` at the same seed.
 """
@@ -29,10 +34,12 @@ from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
     build_randomizer,
     check_setting,
+    delta0_option,
     flag_errors,
     parse_params,
     render_table,
     resolve_methods,
+    with_delta0,
 )
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import ProgressReport
@@ -104,6 +111,7 @@ def _claim_options(function):
 @_claim_options
 @click.option("--epsilon0", type=float, default=None,
               help="Local budget eps0 (required with --randomizer).")
+@delta0_option
 @click.option("--implementation", default=None, metavar="FILE.py:FUNCTION|MODULE:FUNCTION",
               help="Audit your own randomizer code (values, rng) -> reports instead of the "
                    "project's sampler; it claims --randomizer (or --claim-epsilon0).")
@@ -167,7 +175,7 @@ def _claim_options(function):
                       "two_stage": "--two-stage", "claim_delta0": "--claim-delta0",
                       "input_offset": "--input-offset", "output_offset": "--output-offset",
                       "output": "--output"})
-def command(randomizer_name, domain_size, params, epsilon0, implementation, claim_epsilon0,
+def command(randomizer_name, domain_size, params, epsilon0, delta0, implementation, claim_epsilon0,
             claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
             two_stage, shuffler, n, deltas, trials, level, confidence, holdout_fraction,
             shortlist, attacks, x0, x1, x2, others, bounds, no_verdicts, no_permute, seed,
@@ -180,7 +188,8 @@ def command(randomizer_name, domain_size, params, epsilon0, implementation, clai
     claim = None
     randomizer = None
     if claim_epsilon0 is not None:
-        if implementation is None or randomizer_name is not None or epsilon0 is not None:
+        if implementation is None or randomizer_name is not None or epsilon0 is not None \
+                or delta0 is not None:
             raise UserError("--claim-epsilon0 names a black box: give it with --implementation "
                             "and without --randomizer / --epsilon0")
         bounds_interval = _interval(interval)
@@ -196,8 +205,8 @@ def command(randomizer_name, domain_size, params, epsilon0, implementation, clai
             raise UserError("--epsilon0 is required with --randomizer")
         if interval is not None:
             raise UserError("--interval describes a black box (with --claim-epsilon0)")
-        randomizer = build_randomizer(randomizer_name, epsilon0,
-                                      parse_params(domain_size, params))
+        randomizer = build_randomizer(randomizer_name, epsilon0, with_delta0(
+            randomizer_name, parse_params(domain_size, params), delta0))
     names = () if no_verdicts else resolve_methods(bounds)
     settings = audit_run.AuditSettings(
         trials=trials, level=level, delta=tuple(deltas), confidence=confidence,
