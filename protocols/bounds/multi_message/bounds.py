@@ -153,10 +153,14 @@ def exact_upper_bound(randomizer, n: int, delta: float) -> BoundResult:
     _, exhaustive = candidate_pairs(randomizer)
     require(exhaustive, "randomizer", randomizer.name,
             "declares no exhaustive neighbour pairs: the maximum over pairs is not proven")
+    eps_max = _eps_max(randomizer)
     found = epsilon_of_delta(lambda e: upper_delta(randomizer, n, e), delta, "upper",
-                             eps_max=_eps_max(randomizer), rtol=RTOL)
-    return BoundResult("multi-message-exact-upper", BoundKind.UPPER, float(found.value),
-                       float(delta), float(found.error), BoundStatus.PROVEN, REFERENCE_UPPER,
+                             eps_max=eps_max, rtol=RTOL)
+    value, error = found.value, found.error
+    if found.saturated and not math.isinf(float(randomizer.variation_ratio_parameters().p)):
+        value, error = eps_max, 0.0  # the view's likelihood ratio is at most p: delta(log p) = 0
+    return BoundResult("multi-message-exact-upper", BoundKind.UPPER, float(value),
+                       float(delta), float(error), BoundStatus.PROVEN, REFERENCE_UPPER,
                        time.perf_counter() - started,
                        f"user 1's input message + N={blanket_count(randomizer, n)} blanket "
                        "messages, exact")
