@@ -16,6 +16,7 @@ from shufflesim.protocols.bounds.numerical.clones import (
     check_delta,
     check_epsilon0,
     check_n,
+    krr_fields,
     round_up,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
@@ -194,21 +195,12 @@ def krr_clone_parameters(epsilon0: float, domain_size: int) -> tuple[float, floa
     return k / ((k + 1) * (e0 + k - 1)), (e0 - 1) / (e0 + k - 1)
 
 
-def _krr_fields(randomizer) -> tuple[float, int]:
-    if getattr(randomizer, "name", None) != "krr":
-        raise ParameterError(
-            "randomizer", getattr(randomizer, "name", randomizer),
-            "this bound is specific to k-ary randomized response ('krr')",
-        )
-    return check_epsilon0(randomizer.epsilon0), int(randomizer.domain_size)
-
-
 def fmt21_krr_closed_form(randomizer, n: int, delta: float) -> BoundResult:
     """002 Thm 4.1 / Cor. 4.2 for k-RR: eq. (10) with the k-RR (p, q) (equal to eq. (11)).
 
     The regime is Thm 4.1's own hypothesis p >= 8 ln(2/delta')/n (Cor. 4.2's stated sufficient
     condition eps0 <= log(n / (16 log(2/delta))) does not imply it for large k)."""
-    epsilon0, k = _krr_fields(randomizer)
+    epsilon0, k = krr_fields(randomizer)
     n = check_n(n)
     delta = check_delta(delta)
     start = time.perf_counter()

@@ -51,7 +51,7 @@ from scipy import stats
 
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, register
-from shufflesim.protocols.errors import require
+from shufflesim.protocols.errors import ParameterError, require
 
 #: Relative rounding allowance of closed-form expressions.
 _REL_ERR = 1e-12
@@ -83,6 +83,17 @@ def check_epsilon0(epsilon0: float, field: str = "epsilon0",
             f"implies leave double precision); eps0 itself is a valid eps (eps0-LDP implies "
             f"eps0-DP after shuffling)")
     return float(epsilon0)
+
+
+def krr_fields(randomizer) -> tuple[float, int]:
+    """(eps0, k) of a k-RR randomizer, for the bounds specific to it (002 Thm 4.1, 004 Thm 3.1);
+    ParameterError for any other randomizer."""
+    if getattr(randomizer, "name", None) != "krr":
+        raise ParameterError(
+            "randomizer", getattr(randomizer, "name", randomizer),
+            "this bound is specific to k-ary randomized response ('krr')",
+        )
+    return check_epsilon0(randomizer.epsilon0), int(randomizer.domain_size)
 
 
 def check_n(n: int, minimum: int = 1) -> int:
