@@ -30,6 +30,7 @@ from shufflesim.protocols.randomizers.analysis import (
     vertex_candidates,
 )
 from shufflesim.protocols.randomizers.base import Interval, Randomizer
+from shufflesim.protocols.randomizers.numeric import UnbiasedReports
 from shufflesim.protocols.randomizers.registry import register
 
 
@@ -40,7 +41,7 @@ def _beta(eps):
 
 @register
 @dataclass(frozen=True)
-class Duchi(Randomizer):
+class Duchi(UnbiasedReports, Randomizer):
     """Duchi et al.'s mechanism; inputs in [-1, 1]; reports +-B; sum aggregate."""
 
     epsilon0: float
@@ -126,11 +127,6 @@ class Duchi(Randomizer):
         return ldp_row(self.epsilon0, math.tanh(self.epsilon0 / 2.0), "001 Table 5, Duchi et al.")
 
     # -- moments used by the mean and sum estimators ---------------------------------------
-    @property
-    def report_affine(self) -> tuple[float, float]:
-        """(a, b) with E[report | x] = a + b x: the report is unbiased."""
-        return 0.0, 1.0
-
     def report_variance(self, x, epsilon=None):
         """Var[report | x] = B^2 - x^2 with B = 1 / tanh(eps / 2)."""
         eps = self.epsilon0 if epsilon is None else epsilon

@@ -41,6 +41,7 @@ from scipy import optimize, special, stats
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.analysis import NeighbourCandidates
 from shufflesim.protocols.randomizers.base import Interval, Randomizer
+from shufflesim.protocols.randomizers.numeric import UnbiasedReports
 from shufflesim.protocols.randomizers.registry import register
 
 #: Relative margin by which the calibrated sigma's computed delta stays below the target.
@@ -123,7 +124,7 @@ def analytic_gaussian_sigma(epsilon, delta, sensitivity=1.0) -> np.ndarray:
 # ---------------------------------------------------------------- the local randomizer
 @register
 @dataclass(frozen=True)
-class Gaussian(Randomizer):
+class Gaussian(UnbiasedReports, Randomizer):
     """y = x + N(0, sigma^2) on x in [low, high], sigma the analytic-Gaussian sigma for
     (eps0, delta0) at sensitivity high - low: (eps0, delta0)-LDP (see the module docstring).
 
@@ -229,11 +230,6 @@ class Gaussian(Randomizer):
             "001's variation-ratio parameters need a pure eps0-LDP randomizer (delta0 = 0)")
 
     # -- moments used by the mean and sum estimators ---------------------------------------
-    @property
-    def report_affine(self) -> tuple[float, float]:
-        """(a, b) with E[report | x] = a + b x: the Gaussian report is unbiased."""
-        return 0.0, 1.0
-
     def report_variance(self, x, epsilon=None):
         """Var[report | x] = sigma^2, independent of x."""
         if epsilon is not None:

@@ -30,10 +30,11 @@ from shufflesim.protocols.randomizers.analysis import (
     ldp_row,
 )
 from shufflesim.protocols.randomizers.base import Categorical, Interval, Randomizer
+from shufflesim.protocols.randomizers.numeric import UnbiasedReports
 from shufflesim.protocols.randomizers.registry import register
 
 
-class _LaplaceNoise(Randomizer):
+class _LaplaceNoise(UnbiasedReports, Randomizer):
     """Shared implementation: additive Lap(1/eps) noise, sum aggregate, exact density and cdf."""
 
     output_kind = "continuous"
@@ -85,11 +86,6 @@ class _LaplaceNoise(Randomizer):
                        "001 Table 1, Laplace mechanism")
 
     # -- moments used by the mean and sum estimators ---------------------------------------
-    @property
-    def report_affine(self) -> tuple[float, float]:
-        """(a, b) with E[report | x] = a + b x: the Laplace report is unbiased."""
-        return 0.0, 1.0
-
     def report_variance(self, x, epsilon=None):
         """Var[report | x] = 2 / eps^2, independent of x (``epsilon``: per-user budgets)."""
         eps = self.epsilon0 if epsilon is None else np.asarray(epsilon, dtype=float)

@@ -42,6 +42,7 @@ from shufflesim.protocols.randomizers.analysis import (
     ldp_row,
 )
 from shufflesim.protocols.randomizers.base import Interval, Randomizer
+from shufflesim.protocols.randomizers.numeric import UnbiasedReports
 from shufflesim.protocols.randomizers.registry import register
 
 
@@ -63,7 +64,7 @@ def _gap(eps):
 
 @register
 @dataclass(frozen=True)
-class Piecewise(Randomizer):
+class Piecewise(UnbiasedReports, Randomizer):
     """Piecewise mechanism; inputs in [-1, 1]; real reports in [-C, C]; sum aggregate."""
 
     epsilon0: float
@@ -186,11 +187,6 @@ class Piecewise(Randomizer):
                        "001 Table 1, piecewise mechanism")
 
     # -- moments used by the mean and sum estimators ---------------------------------------
-    @property
-    def report_affine(self) -> tuple[float, float]:
-        """(a, b) with E[report | x] = a + b x: the piecewise report is unbiased."""
-        return 0.0, 1.0
-
     def report_variance(self, x, epsilon=None):
         """Var[report | x] = x^2 / (s - 1) + (s + 3) / (3 (s - 1)^2), s = e^{eps/2}."""
         eps = self.epsilon0 if epsilon is None else epsilon
