@@ -17,9 +17,9 @@ from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
 from shufflesim.simulator.audit.search import (
     SearchOptions,
     candidate_inputs,
-    row_keys,
     search,
 )
+from shufflesim.simulator.audit.search_events import row_keys
 
 
 # ------------------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ __all__ = [
     "run",
     "sampling",
     "search",
+    "search_events",
+    "search_families",
     "section",
     "shuffle_level",
     "tables",
