@@ -68,6 +68,9 @@ class Estimator:
     randomizer: Randomizer
 
     name: ClassVar[str]
+    #: Whether the batch path hands the estimator each report's budget (``aggregate(reports,
+    #: budgets)``; the personalized estimators): False here, the reports alone.
+    uses_budgets: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if not self.fits(self.randomizer):
