@@ -14,6 +14,7 @@ __all__ = [
     "implementation",
     "levels",
     "loading",
+    "multi_message_level",
     "output_events",
     "pipeline_level",
     "randomizer_level",

@@ -108,6 +108,10 @@ def require_finite_groups(randomizer) -> None:
     and compare with 000 Thm 14's exact lower bound: both need a pure eps0-LDP randomizer with
     a decomposition (one-line refusal naming why otherwise)."""
     name = randomizer.name
+    require(not getattr(randomizer, "multi_message", False), "randomizer", name,
+            "is a multi-message randomizer: the pipeline-level audit attacks the output groups "
+            "of one report per user; audit it at the shuffle level (level = shuffle), which "
+            "attacks the shuffled messages")
     require(float(getattr(randomizer, "delta0", 0.0) or 0.0) == 0.0, "randomizer", name,
             "is (eps0, delta0)-LDP with delta0 > 0: the shuffle and pipeline audits need a pure "
             "eps0-LDP randomizer (finite output groups for the histogram attacks, a finite "

@@ -33,6 +33,7 @@ from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_gro
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.levels import Level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation, shuffler_permutation
+from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
     identity_permutation,
@@ -245,6 +246,10 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
         audit = audit_randomizer(randomizer, options, seed, events=events, delta0=delta0)
         return randomizer_records(audit, context)
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
+    if is_multi_message(randomizer) and settings.level is Level.SHUFFLE:
+        audit = _audit_multi(settings, randomizer, randomizer, n, options, seed, progress)
+        return attack_records(audit, context) + _bound_rows(settings, randomizer, audit, n,
+                                                            options, context)
     require_finite_groups(randomizer)
     x0, x1, x2 = _triple(settings, randomizer, n)
     if settings.level is Level.SHUFFLE:
@@ -258,7 +263,14 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
                                x2=x2, config=pipeline, permutation=permutation,
                                progress=progress)
         bound_n = shuffled_size(n, pipeline)
-    records = attack_records(audit, context)
+    return attack_records(audit, context) + _bound_rows(settings, randomizer, audit, bound_n,
+                                                        options, context)
+
+
+def _bound_rows(settings: AuditSettings, randomizer, audit, bound_n: int, options,
+                context) -> list[dict]:
+    """Verdict rows of every judged bound at each delta (none with bounds = ())."""
+    records: list[dict] = []
     if settings.bounds is not None and len(settings.bounds) == 0:
         return records
     for delta in settings.delta:
@@ -270,6 +282,20 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
         records += verdict_records(verdicts, {**context, "pair": audit.pair},
                                    settings.level.value)
     return records
+
+
+def _audit_multi(settings: AuditSettings, sampled, declared, n: int, options, seed,
+                 progress):
+    """The shuffle level of a multi-message randomizer (multi_message_level.py): x0, x1 and
+    x2 (every other user's value) given or the exact lower bound's triple."""
+    require(settings.others is None, "others", settings.others, "a multi-message audit takes "
+            "one x2 held by every other user (not a distribution)")
+    x0, x1, x2 = (as_input(declared, x, f) for x, f in
+                  ((settings.x0, "x0"), (settings.x1, "x1"), (settings.x2, "x2")))
+    require(x0 is None or x0 != x1, "x1", settings.x1, "must differ from x0 (the neighbouring "
+            "datasets differ in user 1's input)")
+    return audit_multi_message(sampled, n, settings.delta, options, seed, x0=x0, x1=x1,
+                               x_star=x2, progress=progress)
 
 
 def _run_implementation(settings: AuditSettings, tested: ImplementationRandomizer,
@@ -294,9 +320,16 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
             "randomizer level only (--level randomizer): the shuffle and pipeline levels need "
             "a claimed randomizer")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
-    require_finite_groups(declared)
-    x0, x1, x2 = _triple(settings, declared, n)
-    if settings.level is Level.SHUFFLE:
+    multi = is_multi_message(declared) and settings.level is Level.SHUFFLE
+    if not multi:
+        require_finite_groups(declared)
+        x0, x1, x2 = _triple(settings, declared, n)
+    if multi:
+        require(not settings.two_stage, "two_stage", settings.two_stage, "a multi-message "
+                "implementation is audited on the messages of all n users (no two-stage)")
+        audit = _audit_multi(settings, tested, declared, n, options, seed, progress)
+        bound_n = n
+    elif settings.level is Level.SHUFFLE:
         others = x2
         if settings.others is not None:
             others = np.asarray(settings.others)

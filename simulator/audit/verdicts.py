@@ -27,6 +27,8 @@ from shufflesim.protocols.bounds.catalogue import BoundEvaluation, applicable_bo
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
 
 EXACT_METHOD = "exact-lower"
+#: The exact lower bound of multi-message randomizers.
+MULTI_EXACT_METHOD = "multi-message-exact-lower"
 #: Relative slack of every comparison (floating-point rounding of closed forms).
 TOLERANCE = 1e-9
 
@@ -117,10 +119,13 @@ def bound_verdicts(randomizer, n: int, delta: float, *, empirical: float | None 
     if names is None:
         names = [spec.name for spec in applicable_bounds(randomizer)]
     names = list(dict.fromkeys(names))
-    if EXACT_METHOD not in names:
-        names.append(EXACT_METHOD)
+    # a multi-message randomizer's exact lower bound is its own (protocols/bounds/multi_message)
+    exact_name = MULTI_EXACT_METHOD if getattr(randomizer, "multi_message", False) \
+        else EXACT_METHOD
+    if exact_name not in names:
+        names.append(exact_name)
     evaluations = [evaluate(name, randomizer, n, delta) for name in names]
-    exact_eval = next(e for e in evaluations if e.spec.name == EXACT_METHOD)
+    exact_eval = next(e for e in evaluations if e.spec.name == exact_name)
     exact = float(exact_eval.result.epsilon) if exact_eval.ok else None
     return judge(evaluations, exact, empirical, confidence)
 
