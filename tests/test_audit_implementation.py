@@ -390,10 +390,11 @@ def _comparable(rows):
 
 
 @pytest.mark.parametrize("level, extra", [
-    ("randomizer", {}), ("shuffle", {"n": 20, "delta": 1e-3})])
+    ("randomizer", {}), ("shuffle", {"n": 20, "delta": 1e-3}),
+    ("pipeline", {"n": 20, "delta": 1e-3})])
 def test_python_cli_and_scenario_give_the_same_rows(tmp_path, client_file, level, extra):
     spec = f"{client_file}:krr_13"
-    trials = 20_000 if level == "randomizer" else 4_000
+    trials = {"randomizer": 20_000, "shuffle": 4_000, "pipeline": 1_000}[level]
     bounds = ["optimal-blanket"]
     python = audit_implementation(spec, claim(), trials=trials, level=level, seed=3,
                                   bounds=tuple(bounds) if level != "randomizer" else None,
