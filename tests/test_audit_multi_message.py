@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import constant_budget, scenario_text, uniform
 
 from shufflesim.protocols.bounds.multi_message.bounds import exact_upper_bound
 from shufflesim.protocols.errors import ParameterError
@@ -23,6 +24,8 @@ from shufflesim.simulator.audit.multi_message_level import (
 from shufflesim.simulator.audit.run import AuditSettings, audit_implementation, run_audit
 from shufflesim.simulator.audit.shuffle_level import AuditOptions
 from shufflesim.simulator.cli import main
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.scenario.loader import load_scenario
 
 #: Small configurations of the five multi-message randomizers.
 CONFIGS = {
@@ -134,3 +137,54 @@ def test_command_line_and_refusals():
                                                   "200", *extra])
         lines = [x for x in result.output.splitlines() if x.strip()]
         assert result.exit_code == 2 and len(lines) == 1 and needle in lines[0], lines
+
+
+CLIENT = '''
+import numpy as np
+from shufflesim.protocols.randomizers import make_randomizer
+
+DUMP = make_randomizer("pure_dump", epsilon0=1.0, domain_size=3, blanket_messages=2)
+
+
+def dump(values, rng):
+    return DUMP.randomize(np.asarray(values), rng)
+'''
+
+
+def test_python_cli_and_scenario_give_the_same_rows_for_a_multi_message_claim(tmp_path):
+    """An implementation claiming pure_dump at the shuffle level: the three entry points give
+    the same rows (same seed derivation, implementation_seed)."""
+    (tmp_path / "client.py").write_text(CLIENT)
+    spec = f"{tmp_path / 'client.py'}:dump"
+    d = make_randomizer("pure_dump", **CONFIGS["pure_dump"])
+    python = audit_implementation(spec, Claim(d), trials=2000, level="shuffle", n=20,
+                                  delta=(DELTA,), seed=3, bounds=("multi-message-exact-upper",))
+    result = CliRunner().invoke(main, [
+        "audit", "--implementation", spec, "--randomizer", "pure_dump", "--domain-size", "3",
+        "--param", "blanket_messages=2", "--epsilon0", "1", "--n", "20", "--delta", str(DELTA),
+        "--bound", "multi-message-exact-upper", "--trials", "2000", "--seed", "3", "--json",
+        "-q"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    cli = json.loads(result.output)
+    text = scenario_text(name="mm", seed=3, repetitions=None, n=20, data=uniform(3),
+                         budget=constant_budget(1.0), randomizer="pure_dump",
+                         randomizer_keys="blanket_messages = 2",
+                         estimator="multi_message_frequency", sections=f"""
+                         [audit]
+                         level = "shuffle"
+                         trials = 2000
+                         delta = {DELTA}
+                         bounds = ["multi-message-exact-upper"]
+                         implementation = "client.py:dump"
+                         """)
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    frame = run_scenario(load_scenario(path))["audit"].to_pylist()
+
+    def comparable(rows):
+        return [{k: v for k, v in r.items() if k != "seconds" and v is not None}
+                for r in rows]
+
+    assert any(r["attack"] == "lr" for r in python)
+    assert comparable(python) == comparable(frame)
+    assert comparable(python) == comparable(cli)
