@@ -198,3 +198,41 @@ def test_implementation_claiming_the_gaussian_is_audited_at_its_delta0():
     rows = audit_implementation(half, claim, trials=200_000, seed=1)
     ldp = next(r for r in rows if r["bound"] == "implementation-ldp")
     assert ldp["verdict"] == "violated" and "not (1, 1e-06)-LDP" in ldp["reason"], ldp["reason"]
+
+
+def _krr_13(values, rng):
+    """k-RR over 4 values sampling with 1.3 x the claimed eps0 = 2 (planted fault)."""
+    k, eps = 4, 2.6
+    keep = rng.random(np.shape(values)) < np.exp(eps) / (np.exp(eps) + k - 1)
+    other = (values + rng.integers(1, k, np.shape(values))) % k
+    return np.where(keep, values, other)
+
+
+def test_randomizer_level_runs_the_registered_search_and_approximate_attacks(tmp_path):
+    """--attack search / approximate at the randomizer level add their rows and verdicts
+    (implementation-ldp-search, implementation-approximate-ldp); Python and the CLI agree."""
+    claim = Claim.registered("krr", epsilon0=2.0, domain_size=4)
+    rows = audit_implementation(_krr_13, claim, trials=40_000, seed=2,
+                                attacks=("search", "approximate"))
+    verdicts = {r["bound"]: r for r in rows if r["row_type"] == "verdict"}
+    assert verdicts["implementation-ldp-search"]["verdict"] == "violated"
+    assert verdicts["implementation-approximate-ldp"]["verdict"] == "violated"
+    assert any(r["attack"].startswith("search:") for r in rows if r["row_type"] == "attack")
+    (tmp_path / "client.py").write_text(
+        "import numpy as np\n\n\ndef krr_13(values, rng):\n"
+        "    k, eps = 4, 2.6\n"
+        "    keep = rng.random(np.shape(values)) < np.exp(eps) / (np.exp(eps) + k - 1)\n"
+        "    other = (values + rng.integers(1, k, np.shape(values))) % k\n"
+        "    return np.where(keep, values, other)\n")
+    spec = f"{tmp_path / 'client.py'}:krr_13"
+    python = audit_implementation(spec, claim, trials=20_000, seed=2, attacks=("search",))
+    result = _invoke(["audit", "--implementation", spec, "--randomizer", "krr", "--domain-size",
+                      "4", "--epsilon0", "2", "--level", "randomizer", "--trials", "20000",
+                      "--attack", "search", "--seed", "2", "--json", "-q"])
+    assert result.exit_code == 0, result.output
+
+    def comparable(records):
+        return [{k: v for k, v in r.items() if k != "seconds" and v is not None}
+                for r in records]
+
+    assert comparable(python) == comparable(json.loads(result.output))

@@ -28,10 +28,11 @@ import numpy as np
 
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
+from shufflesim.simulator.audit import approximate  # noqa: F401  (registers search, approximate)
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.claim import Claim
-from shufflesim.simulator.audit.levels import Level, attack_names
+from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation, shuffler_permutation
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
 from shufflesim.simulator.audit.pipeline_level import (
@@ -40,7 +41,7 @@ from shufflesim.simulator.audit.pipeline_level import (
     shuffled_size,
 )
 from shufflesim.simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
-from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK
+from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK, child
 from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle, default_triple
 from shufflesim.simulator.audit.tables import (
     attack_records,
@@ -53,6 +54,8 @@ from shufflesim.simulator.pipeline import PipelineConfig, uniform_permutation
 
 #: Second element of a scenario audit's spawn key (keeps it apart from the runner's units).
 AUDIT_KEY = 0x617564
+#: Spawn key of the randomizer-level attacks' streams (apart from the pair bounds' streams).
+RANDOMIZER_ATTACK_KEY = 0x5EA
 
 
 @dataclass(frozen=True)
@@ -120,9 +123,10 @@ class AuditSettings:
         for d in delta:
             require(isinstance(d, (int, float)) and not isinstance(d, bool) and 0 < d < 1,
                     "delta", d, "must lie in the open interval (0, 1)")
-        # (the randomizer level has no attacks of its own and ignores the key; it accepts the
-        # shuffle level's names)
-        allowed = attack_names(Level.SHUFFLE if level is Level.RANDOMIZER else level)
+        # the randomizer level runs its registered attacks (search, approximate: issue 17)
+        # besides its own pair bounds; it still accepts (and ignores) the shuffle level's names
+        allowed = (attack_names(level) if level is not Level.RANDOMIZER
+                   else attack_names(Level.SHUFFLE) + attack_names(Level.RANDOMIZER))
         for a in self.attacks or ():
             require(a in allowed, "attacks", a, f"unknown attack at the {level.value} level; "
                     f"choose from {list(allowed)}")
@@ -244,7 +248,8 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
         # an (eps0, delta0)-LDP randomizer (the gaussian) is audited at its declared delta0
         delta0 = float(getattr(randomizer, "delta0", 0.0) or 0.0)
         audit = audit_randomizer(randomizer, options, seed, events=events, delta0=delta0)
-        return randomizer_records(audit, context)
+        return randomizer_records(audit, context) + _randomizer_attacks(
+            settings, randomizer, audit.epsilon0, delta0, seed, context, "")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
     if is_multi_message(randomizer) and settings.level is Level.SHUFFLE:
         audit = _audit_multi(settings, randomizer, randomizer, n, options, seed, progress)
@@ -265,6 +270,26 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
         bound_n = shuffled_size(n, pipeline)
     return attack_records(audit, context) + _bound_rows(settings, randomizer, audit, bound_n,
                                                         options, context)
+
+
+def _randomizer_attacks(settings: AuditSettings, sampled, epsilon0: float, delta0: float,
+                        seed: np.random.SeedSequence, context, source: str) -> list[dict]:
+    """Rows of the requested randomizer-level attacks (levels.ATTACKS with level randomizer:
+    the input and event search, the approximate-LDP audit), each on its own random stream,
+    run on ``sampled.randomize`` (the project's sampler or the implementation) against the
+    declared LDP level ``epsilon0`` at ``delta0``."""
+    records: list[dict] = []
+    own = attack_names(Level.RANDOMIZER)
+    for k, name in enumerate(settings.attacks or ()):
+        if name not in own:
+            continue
+        spec = ATTACKS.get(name)
+        records += spec.attack.rows(sampled.randomize, sampled.input_domain,
+                                    epsilon0=epsilon0, delta0=delta0, trials=settings.trials,
+                                    confidence=settings.confidence,
+                                    seed=child(seed, RANDOMIZER_ATTACK_KEY, k),
+                                    context=context, implementation=source)
+    return records
 
 
 def _bound_rows(settings: AuditSettings, randomizer, audit, bound_n: int, options,
@@ -315,7 +340,8 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     options = settings.options()
     if settings.level is Level.RANDOMIZER:
         audit = audit_randomizer(tested, options, seed, events=events, delta0=claim.delta0)
-        return randomizer_records(audit, context)
+        return randomizer_records(audit, context) + _randomizer_attacks(
+            settings, tested, audit.epsilon0, claim.delta0, seed, context, source)
     require(declared is not None, "implementation", source, "a black box is audited at the "
             "randomizer level only (--level randomizer): the shuffle and pipeline levels need "
             "a claimed randomizer")

@@ -153,7 +153,8 @@ def _claim_options(function):
               help="Events chosen per attack and direction (default 3; 1 at the randomizer "
                    "level).")
 @click.option("--attack", "attacks", multiple=True,
-              help="Attack (repeatable): lr, count, and order at the pipeline level.")
+              help="Attack (repeatable): lr, count, and order at the pipeline level; search "
+                   "(inputs and output events) and approximate at the randomizer level.")
 @click.option("--x0", type=float, default=None, help="User 1's input in X0.")
 @click.option("--x1", type=float, default=None, help="User 1's input in X1.")
 @click.option("--x2", type=float, default=None, help="Every other user's input.")
