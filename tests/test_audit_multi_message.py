@@ -21,6 +21,7 @@ from shufflesim.simulator.audit.multi_message_level import (
     MessageStatistics,
     audit_multi_message,
     default_multi_triple,
+    histogram_aggregate,
 )
 from shufflesim.simulator.audit.run import AuditSettings, audit_implementation, run_audit
 from shufflesim.simulator.audit.shuffle_level import AuditOptions
@@ -203,3 +204,22 @@ def test_no_false_alarm_over_seeds():
         audit = audit_multi_message(r, N, DELTA, options, seed, x0=0, x1=1, x_star=2)
         exceeded += audit.best(DELTA).epsilon_lb > audit.exact[DELTA] * (1 + 1e-9)
     assert exceeded <= stats.binom.ppf(1 - 1e-4, 30, 0.1)
+
+
+@pytest.mark.parametrize("name", ["balcer", "balls_into_bins", "pure_dump", "mix_dump"])
+def test_histogram_statistics_equal_the_per_message_ones(name):
+    """The aggregate path's statistics (from the message histogram) equal those computed
+    message by message on the same reports; the aggregate path is used for these four."""
+    r = make_randomizer(name, **CONFIGS[name])
+    assert histogram_aggregate(r)
+    x_star = 2 if r.input_size > 2 else 1
+    s = MessageStatistics(r, 0, 1, x_star, 6)
+    values = np.full((50, 6), x_star)
+    values[:, 0] = 0
+    reports = r.randomize(values, np.random.default_rng(1))
+    hist = r.aggregate(reports)
+    a, b = s.statistics(reports), s.histogram_statistics(hist)
+    np.testing.assert_allclose(a["lr"], b["lr"], rtol=1e-10, atol=1e-12)
+    for key in ("count[x0>x1]", "count[x1>x0]"):
+        np.testing.assert_array_equal(a[key], b[key])
+    assert not histogram_aggregate(make_randomizer("cheu", **CONFIGS["cheu"]))

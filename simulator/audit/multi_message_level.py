@@ -7,7 +7,10 @@ world w is the randomizer's (or the implementation under test's) ``randomize`` o
 n m messages (m = 1 + b: one input message and b blanket messages per user), of which the
 analyzer sees the multiset. Every statistic below is a symmetric function of the messages, so it
 is a function of the shuffled view; any such statistic gives a valid lower bound (data
-processing), with the events chosen on held-out selection trials and evaluated on fresh ones
+processing). The project's own sampler is run through its exact aggregate sampler when its
+aggregate is the histogram of scalar messages (balcer, balls_into_bins, pure_dump, mix_dump:
+the statistics below are functions of that histogram); cheu's aggregate (column sums) is not,
+so its trials, and every implementation's, go through ``randomize``. Events are chosen on held-out selection trials and evaluated on fresh ones
 (events.py, Clopper-Pearson, the error level split over every row: shuffle_level.attack_rows).
 
 Attacks (the registered names ``lr`` and ``count``, on messages instead of output groups):
@@ -131,6 +134,35 @@ class MessageStatistics:
             ref = np.logaddexp.reduce(parts, axis=0) - math.log(n - 1 + n * b)
         return lp0 - ref, lp1 - ref
 
+    def histogram_statistics(self, histograms: np.ndarray) -> dict[str, np.ndarray]:
+        """The same statistics from message histograms (trials, K) over the message index
+        (they are symmetric functions of the messages)."""
+        la, lb = self._alphabet_ratios()
+        h = np.asarray(histograms, dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sa = _weighted_logsumexp(la, h)
+            sb = _weighted_logsumexp(lb, h)
+            score = sa - sb
+        score = np.where(np.isnan(score), 0.0, score)
+        up, down = self._cells(la, lb)
+        return {"lr": score, "count[x0>x1]": np.asarray(histograms) @ up.astype(np.int64),
+                "count[x1>x0]": np.asarray(histograms) @ down.astype(np.int64)}
+
+    def _alphabet_ratios(self) -> tuple[np.ndarray, np.ndarray]:
+        if not hasattr(self, "_ratios"):
+            alphabet = self.declared.messages_from_index(
+                np.arange(int(self.declared.message_alphabet_size)))
+            self._ratios = self.log_ratios(alphabet)
+        return self._ratios
+
+    @staticmethod
+    def _cells(la: np.ndarray, lb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Messages more likely under x0 than x1 (beyond the tolerance), and the reverse."""
+        with np.errstate(invalid="ignore"):  # a message impossible under both: neither cell
+            gap = la - lb
+        tol = LOG_TOLERANCE * np.maximum(1.0, np.abs(np.where(np.isfinite(la), la, 0.0)))
+        return gap > tol, gap < -tol
+
     def statistics(self, reports: np.ndarray) -> dict[str, np.ndarray]:
         """The lr score and the two counts of every trial (reports: (trials, n, m) + shape)."""
         trials = reports.shape[0]
@@ -140,16 +172,38 @@ class MessageStatistics:
             sa, sb = logsumexp(la, axis=1), logsumexp(lb, axis=1)
             score = sa - sb
         score = np.where(np.isnan(score), 0.0, score)  # both sides infinite: no information
-        with np.errstate(invalid="ignore"):  # a message impossible under both: neither cell
-            gap = la - lb
-        tol = LOG_TOLERANCE * np.maximum(1.0, np.abs(np.where(np.isfinite(la), la, 0.0)))
-        return {"lr": score, "count[x0>x1]": (gap > tol).sum(axis=1),
-                "count[x1>x0]": (gap < -tol).sum(axis=1)}
+        up, down = self._cells(la, lb)
+        return {"lr": score, "count[x0>x1]": up.sum(axis=1), "count[x1>x0]": down.sum(axis=1)}
+
+
+def _weighted_logsumexp(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """log sum_k w_k e^{v_k} per row of ``weights`` (-inf where every weighted term is 0)."""
+    live = weights > 0
+    top = np.max(np.where(live, values[None, :], -np.inf), axis=1)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    terms = np.where(live, weights * np.exp(values[None, :] - shift[:, None]), 0.0)
+    return np.log(terms.sum(axis=1)) + shift
+
+
+def histogram_aggregate(randomizer) -> bool:
+    """True when the randomizer's aggregate is the histogram of its scalar messages over the
+    message index (one of each message aggregates to all ones)."""
+    if tuple(randomizer.message_shape) or not getattr(randomizer, "has_aggregate_sampler",
+                                                      False):
+        return False
+    size = int(randomizer.message_alphabet_size)
+    if size > MAX_ENUMERABLE_OUTPUTS or int(randomizer.aggregate_size) != size:
+        return False
+    one_each = randomizer.messages_from_index(np.arange(size))[None, :]
+    return bool(np.array_equal(np.asarray(randomizer.aggregate_messages(one_each))[0],
+                               np.ones(size)))
 
 
 class MultiMessageSampler:
-    """Trials of world w from ``randomize`` (the declared sampler or the implementation), and
-    the pooled message counts of an implementation for its goodness of fit."""
+    """Trials of world w from ``randomize`` (the declared sampler or the implementation) or,
+    for the project's own sampler when its aggregate is the message histogram, from its exact
+    aggregate sampler (``sample_aggregate`` of the input histogram: same law, no per-message
+    reports); the pooled message counts of an implementation for its goodness of fit."""
 
     def __init__(self, randomizer, stats: MessageStatistics, fit: bool) -> None:
         self.randomizer = randomizer
@@ -158,9 +212,15 @@ class MultiMessageSampler:
         size = int(declared.message_alphabet_size)
         self.fit = fit and size <= MAX_ENUMERABLE_OUTPUTS
         self.counts = [np.zeros(size if self.fit else 0, dtype=np.int64) for _ in (0, 1)]
+        self.aggregate = not fit and histogram_aggregate(randomizer)
 
     def sample(self, world: int, trials: int, rng: np.random.Generator) -> dict:
         s = self.stats
+        if self.aggregate:
+            counts = np.zeros((trials, int(s.declared.input_size)), dtype=np.int64)
+            counts[:, s.x_star] = s.n - 1
+            counts[:, s.x[world]] += 1
+            return s.histogram_statistics(self.randomizer.sample_aggregate(counts, rng))
         values = np.full((trials, s.n), s.x_star)
         values[:, 0] = s.x[world]
         reports = np.asarray(self.randomizer.randomize(values, rng))
@@ -219,7 +279,8 @@ def audit_multi_message(randomizer, n: int, deltas, options: AuditOptions,
         ["count[x0>x1]", "count[x1>x0]"] if "count" in names else [])
     sampler = MultiMessageSampler(randomizer, stats, implementation)
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    chunk = max(1, min(options.chunk, MESSAGES_PER_CHUNK // (n * stats.m)))
+    per_trial = int(declared.message_alphabet_size) if sampler.aggregate else n * stats.m
+    chunk = max(1, min(options.chunk, MESSAGES_PER_CHUNK // per_trial))
     total, done = 2 * options.trials, [0]
     total_messages = n * stats.m
 
