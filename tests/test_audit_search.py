@@ -331,3 +331,45 @@ def test_unary_encoding_over_1024_values_no_cap():
     assert not ok.violates(2.0) and ok.epsilon_lb > 1.0
     leaky = search(oue(2.0, 1024, leak=0.02), 1024, opts, seed=14)
     assert leaky.violates(2.0) and leaky.best.family == "cells"
+
+
+@pytest.mark.parametrize("eps, expected", [(2.0, "consistent"), (2.6, "violated")])
+def test_the_randomizer_level_runs_the_search(eps, expected):
+    """audit_implementation (the Python entry point of the CLI and scenario audit) runs the
+    registered randomizer-level attacks named in ``attacks``."""
+    from shufflesim.simulator.audit.implementation import Claim
+    from shufflesim.simulator.audit.run import audit_implementation
+
+    claim = Claim(epsilon0=2.0, domain_size=4, output="discrete")
+    rows = audit_implementation(krr(eps, 4), claim, trials=20_000, level="randomizer",
+                                attacks=("search", "approximate"))
+    verdicts = {r["bound"]: r for r in rows if r["row_type"] == "verdict"}
+    assert verdicts["implementation-ldp-search"]["verdict"] == expected
+    assert verdicts["implementation-approximate-ldp"]["verdict"] == expected
+    assert any(r["attack"] and r["attack"].startswith("search:") for r in rows)
+
+
+CLIENT = """
+import numpy as np
+
+
+def krr_13(v, rng):
+    p = np.exp(2.6) / (np.exp(2.6) + 3)
+    keep = rng.random(np.shape(v)) < p
+    return np.where(keep, v, (v + rng.integers(1, 4, np.shape(v))) % 4)
+"""
+
+
+def test_search_from_the_command_line(tmp_path):
+    from click.testing import CliRunner
+
+    from shufflesim.simulator.cli import main
+
+    path = tmp_path / "client.py"
+    path.write_text(CLIENT)
+    result = CliRunner().invoke(main, [
+        "audit", "--implementation", f"{path}:krr_13", "--claim-epsilon0", "2",
+        "--domain-size", "4", "--level", "randomizer", "--attack", "search",
+        "--trials", "20000"])
+    assert result.exit_code == 0, result.output
+    assert "implementation-ldp-search: the implementation is not 2-LDP" in result.output
