@@ -67,6 +67,7 @@ def batches_table() -> pa.Table:
             rows.append(dict(point=point, overrides=json.dumps({"pipeline.timeout": timeout}),
                              repetition=0, round=0, batch=batch, open_time=batch * timeout,
                              release_time=(batch + 1) * timeout, size=size, honest_size=size,
+                             honest_blanket=0,
                              dropped=batch == 5, reason="timeout",
                              epsilon=2.0 / np.sqrt(size), epsilon_source="bound",
                              bound="fmt21_numerical", delta=1e-6,
