@@ -18,10 +18,21 @@ from shufflesim.protocols.errors import require, require_int_at_least
 #: Relative error allowed for each betainc / binomial pmf value (generous: they are accurate to
 #: a few ulps); the upper (lower) estimate adds (subtracts) this times the sum of |terms|.
 _RELATIVE_SLACK = 1e-10
+#: The same per value, when a product weight * tail is charged _RELATIVE_SLACK in all and the
+#: tail's own error is bounded separately (tails by recurrence, :func:`_tail_at_least`).
+_VALUE_SLACK = _RELATIVE_SLACK / 2
 #: Relative rounding error allowed when locating a region threshold (> 100 ulps).
 _ROUNDING = 1e-13
 #: Mass of C ~ Bin(n - 1, s) left outside the summation window (its effect is bounded exactly).
 _TAIL_TARGET = 1e-22
+#: Windows of at least this many slices take their binomial tails by anchored recurrences
+#: (:func:`_tail_at_least`): betainc every _BLOCK slices, pmf terms in between.
+_RECURSE_ABOVE = 2048
+_BLOCK = 64
+#: Largest step of the tail's start between neighbouring slices handled by the recurrence.
+_MAX_STEP = 4
+#: Unit roundoff of float64.
+_UNIT = 2.0 ** -53
 
 
 # ------------------------------------------------------------------------------------------
@@ -101,24 +112,85 @@ def _slice_starts(slope: float, offset: np.ndarray, size: np.ndarray, tolerance:
     return start, nearest, np.abs(threshold - nearest) <= tolerance
 
 
+def _tail_at_least(k: np.ndarray, c: np.ndarray, rho: float):
+    """P[Bin(c, rho) >= k] and a bound on its absolute error, for ``c`` = consecutive integers
+    (the summation window) and integer-valued ``k``.
+
+    Long windows (>= _RECURSE_ABOVE slices) use the exact recurrences
+    F(c + 1, k) = F(c, k) + rho pmf(k - 1; c) and F(c, k -+ 1) = F(c, k) +- pmf(k - 1 or k; c):
+    betainc only at an anchor every _BLOCK slices, and from it a cumulative sum of a few pmf
+    terms per step (a pmf costs ~1/20 of a betainc). Error bound per slice: the anchor's and
+    every term's relative error (_VALUE_SLACK each) plus the
+    cumulative sum's rounding, gamma_L (anchor + sum of |terms|), L <= _BLOCK + 4 operations,
+    and an underflow allowance.
+    Short windows, or steps where k jumps by more than _MAX_STEP, use betainc everywhere (error
+    0 here: the caller's relative slack covers it)."""
+    size = c.size
+    steps = np.diff(k)
+    widest = int(np.abs(steps).max()) if size > 1 else 0
+    if size < _RECURSE_ABOVE or widest > _MAX_STEP:
+        return _binomial_at_least(k, c, rho), 0.0
+    kk, cc = k[:-1], c[:-1]
+    terms = rho * stats.binom.pmf(kk - 1.0, cc, rho)
+    increment = terms.copy()
+    absolute = terms.copy()
+    for j in range(widest):
+        for mask, point, sign in ((j < steps, kk + j, -1.0), (j < -steps, kk - 1.0 - j, 1.0)):
+            if mask.any():
+                term = stats.binom.pmf(point[mask], cc[mask] + 1.0, rho)
+                increment[mask] += sign * term
+                absolute[mask] += term
+    blocks = -(-size // _BLOCK)
+    anchors = np.arange(blocks) * _BLOCK
+    anchor_values = _binomial_at_least(k[anchors], c[anchors], rho)
+    # step i (from slice i to i + 1) goes to row i // _BLOCK, column i % _BLOCK + 1
+    padded = np.zeros(blocks * _BLOCK)
+    padded_abs = np.zeros(blocks * _BLOCK)
+    padded[:size - 1] = increment
+    padded_abs[:size - 1] = absolute
+    grid = padded.reshape(blocks, _BLOCK)
+    grid_abs = padded_abs.reshape(blocks, _BLOCK)
+    sums = np.zeros((blocks, _BLOCK))
+    sums_abs = np.zeros((blocks, _BLOCK))
+    np.cumsum(grid[:, :-1], axis=1, out=sums[:, 1:])
+    np.cumsum(grid_abs[:, :-1], axis=1, out=sums_abs[:, 1:])
+    values = (anchor_values[:, None] + sums).ravel()[:size]
+    spread = (anchor_values[:, None] + sums_abs).ravel()[:size]
+    gamma = (_BLOCK + 4) * _UNIT / (1.0 - (_BLOCK + 4) * _UNIT)
+    # + an underflow allowance (betainc and pmf lose their relative accuracy below ~1e-260)
+    error = (_VALUE_SLACK + gamma) * spread + 1e-200
+    return np.clip(values, 0.0, 1.0), error
+
+
+def _tail(slope: float, k: np.ndarray, c: np.ndarray, rho: float, rho_c: float):
+    """Mass of {a >= k} (slope > 0) or {a <= k} (slope < 0) under Bin(c, rho), with the bound
+    on its absolute error of :func:`_tail_at_least`; P[Bin(c, rho) <= k] is read as
+    P[Bin(c, rho_c) >= c - k] (as :func:`_binomial_at_most` does)."""
+    if slope > 0:
+        return _tail_at_least(k, c, rho)
+    return _tail_at_least(c - k, c, rho_c)
+
+
 def _slice_masses(slope: float, starts: tuple, c: np.ndarray, rho: float, rho_c: float):
     """Masses under Bin(c, rho) of {a >= start} (slope > 0) or {a <= start} (slope < 0) for
-    several start arrays: one betainc call at the deepest start and, for the others, that tail
-    plus the few pmf terms in between (sums of positive terms: no cancellation)."""
+    several start arrays: one tail at the deepest start and, for the others, that tail plus
+    the few pmf terms in between (sums of positive terms: no cancellation). Returns the masses
+    and, for each, 0 (direct betainc: the caller's _RELATIVE_SLACK covers the mass) or an array
+    bounding its absolute error (recurrence: the tail's bound plus _VALUE_SLACK per pmf term)."""
     if slope > 0:
         base = np.maximum.reduce(starts)
-        tail = _binomial_at_least(base, c, rho)
         gaps = [base - start for start in starts]
     else:
         base = np.minimum.reduce(starts)
-        tail = _binomial_at_most(base, c, rho, rho_c)
         gaps = [start - base for start in starts]
-    masses = []
+    tail, tail_error = _tail(slope, base, c, rho, rho_c)
+    masses, errors = [], []
     for start, gap in zip(starts, gaps, strict=True):
         widest = int(gap.max())
         if widest > 6:
-            masses.append(_binomial_at_least(start, c, rho) if slope > 0
-                          else _binomial_at_most(start, c, rho, rho_c))
+            mass, error = _tail(slope, start, c, rho, rho_c)
+            masses.append(mass)
+            errors.append(error)
             continue
         mass = tail.copy()
         for i in range(widest):
@@ -126,7 +198,9 @@ def _slice_masses(slope: float, starts: tuple, c: np.ndarray, rho: float, rho_c:
             point = start + i if slope > 0 else start - i
             mass += np.where(i < gap, stats.binom.pmf(point, c, rho), 0.0)
         masses.append(mass)
-    return tuple(masses)
+        errors.append(tail_error if np.isscalar(tail_error)
+                      else tail_error + _VALUE_SLACK * np.maximum(mass - tail, 0.0) * 1.01)
+    return tuple(masses), tuple(errors)
 
 
 def _is_mirror(pair: TwoCountPair) -> bool:
@@ -149,12 +223,12 @@ def _masses(slope, s0, coeff, scale, k2, k2_scale, slope_scale, n, c, rho, rho_c
         slope, s0 * coeff[1] * size_next + k2 * (n - size_next), size_next,
         tolerance(size_next, s0 * scale[1] * size_next + k2_scale * (n - size_next)))
     starts = (start_next - 1.0, start_next, start_here)
-    masses = _slice_masses(slope, starts, c, rho, rho_c)
+    masses, errors = _slice_masses(slope, starts, c, rho, rho_c)
     # The uncertain point a' of slice c' is seen by the user-in-category-0 component at its own
     # count a = a' - 1, by the other two at a = a'.
     uncertain = ((near_next - 1.0, odd_next, size_next), (near_next, odd_next, size_next),
                  (near_here, odd_here, c))
-    return masses, uncertain
+    return masses, errors, uncertain
 
 
 def two_count_divergence(pair: TwoCountPair, epsilon: float) -> Estimate:
@@ -207,10 +281,11 @@ def two_count_divergence(pair: TwoCountPair, epsilon: float) -> Estimate:
         here = (s0 * coeff[1] * c + k2 * (n - c) > 0).astype(float)
         following = (s0 * coeff[1] * (c + 1.0) + k2 * (n - c - 1.0) > 0).astype(float)
         masses = (following, following, here)
+        errors = (0.0, 0.0, 0.0)
         extra = 1.0
     else:
-        masses, uncertain = _masses(slope, s0, coeff, scale, k2, k2_scale, slope_scale, n, c,
-                                    rho, rho_c)
+        masses, errors, uncertain = _masses(slope, s0, coeff, scale, k2, k2_scale,
+                                            slope_scale, n, c, rho, rho_c)
         # |P - e^eps Q| <= 2 _ROUNDING kappa (P + e^eps Q) at an uncertain point, where kappa
         # bounds (magnitude of the terms of H) / (H_P + e^eps H_Q) on its slice.
         smaller = min(s1 * scale[0], s0 * scale[1])
@@ -228,16 +303,22 @@ def two_count_divergence(pair: TwoCountPair, epsilon: float) -> Estimate:
     value = 0.0
     absolute = 0.0
     scaled = 0.0
+    recurrence = 0.0  # components whose tails came by recurrence: their own error bound
     for j in range(3):
         if scale[j] == 0.0:
             continue
         total = float(np.sum(weight * masses[j]))
         value += coeff[j] * total
-        absolute += abs(coeff[j]) * total
         scaled += scale[j] * total
+        if np.isscalar(errors[j]):
+            absolute += abs(coeff[j]) * total
+        else:
+            # the weights' relative error, plus the masses' bound (tail and pmf terms)
+            recurrence += abs(coeff[j]) * (_VALUE_SLACK * total + float(
+                np.sum(weight * errors[j]))) * (1.0 + 1e-12)
     outside = float(stats.binom.cdf(lo - 1, m, s)) + float(stats.binom.sf(hi, m, s))
     # relative error of the tails and weights, and rounding of the coefficients u - e^eps v
-    rounding = _RELATIVE_SLACK * absolute + 1e-15 * scaled
+    rounding = _RELATIVE_SLACK * absolute + 1e-15 * scaled + recurrence
     upper = value + rounding + extra + outside * float(np.clip(coeff, 0, None).sum())
     lower = value - rounding - outside * float(np.clip(-coeff, 0, None).sum())
     return _interval(max(0.0, lower), min(1.0, max(0.0, upper)))
