@@ -6,6 +6,7 @@ post-processed lower bound of protocols.bounds.numerical.optimal.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -101,6 +102,19 @@ def _window(m: int, s: float) -> tuple[int, int]:
     return max(0, int(math.floor(mean - t)) - 1), min(m, int(math.ceil(mean + t)) + 1)
 
 
+@functools.lru_cache(maxsize=16)
+def _weights(m: int, s: float):
+    """The summation window of C ~ Bin(m, s): (lo, hi, slices c, weights pmf(c), mass outside),
+    cached (they do not depend on eps: an eps search reuses them); arrays read-only."""
+    lo, hi = _window(m, s)
+    c = np.arange(lo, hi + 1, dtype=float)
+    weight = stats.binom.pmf(c, m, s)
+    outside = float(stats.binom.cdf(lo - 1, m, s)) + float(stats.binom.sf(hi, m, s))
+    c.flags.writeable = False
+    weight.flags.writeable = False
+    return lo, hi, c, weight, outside
+
+
 def _slice_starts(slope: float, offset: np.ndarray, size: np.ndarray, tolerance: np.ndarray):
     """For each slice a + b = size: the integer start of {a : slope * a + offset > 0}, which is
     {a >= start} for slope > 0 and {a <= start} for slope < 0; the integer nearest the
@@ -112,7 +126,7 @@ def _slice_starts(slope: float, offset: np.ndarray, size: np.ndarray, tolerance:
     return start, nearest, np.abs(threshold - nearest) <= tolerance
 
 
-def _tail_at_least(k: np.ndarray, c: np.ndarray, rho: float):
+def _tail_at_least(k: np.ndarray, c: np.ndarray, rho: float, below: np.ndarray | None = None):
     """P[Bin(c, rho) >= k] and a bound on its absolute error, for ``c`` = consecutive integers
     (the summation window) and integer-valued ``k``.
 
@@ -124,14 +138,17 @@ def _tail_at_least(k: np.ndarray, c: np.ndarray, rho: float):
     cumulative sum's rounding, gamma_L (anchor + sum of |terms|), L <= _BLOCK + 4 operations,
     and an underflow allowance.
     Short windows, or steps where k jumps by more than _MAX_STEP, use betainc everywhere (error
-    0 here: the caller's relative slack covers it)."""
+    0 here: the caller's relative slack covers it). ``below`` (optional): pmf(k - 1; c, rho),
+    when the caller has it."""
     size = c.size
     steps = np.diff(k)
     widest = int(np.abs(steps).max()) if size > 1 else 0
     if size < _RECURSE_ABOVE or widest > _MAX_STEP:
         return _binomial_at_least(k, c, rho), 0.0
     kk, cc = k[:-1], c[:-1]
-    terms = rho * stats.binom.pmf(kk - 1.0, cc, rho)
+    if below is None:
+        below = stats.binom.pmf(k - 1.0, c, rho)
+    terms = rho * below[:-1]
     increment = terms.copy()
     absolute = terms.copy()
     for j in range(widest):
@@ -162,13 +179,15 @@ def _tail_at_least(k: np.ndarray, c: np.ndarray, rho: float):
     return np.clip(values, 0.0, 1.0), error
 
 
-def _tail(slope: float, k: np.ndarray, c: np.ndarray, rho: float, rho_c: float):
+def _tail(slope: float, k: np.ndarray, c: np.ndarray, rho: float, rho_c: float,
+          below: np.ndarray | None = None):
     """Mass of {a >= k} (slope > 0) or {a <= k} (slope < 0) under Bin(c, rho), with the bound
     on its absolute error of :func:`_tail_at_least`; P[Bin(c, rho) <= k] is read as
-    P[Bin(c, rho_c) >= c - k] (as :func:`_binomial_at_most` does)."""
+    P[Bin(c, rho_c) >= c - k] (as :func:`_binomial_at_most` does). ``below``: the pmf under
+    Bin(c, rho) of the point just outside the set (k - 1 or k + 1), if known."""
     if slope > 0:
-        return _tail_at_least(k, c, rho)
-    return _tail_at_least(c - k, c, rho_c)
+        return _tail_at_least(k, c, rho, below)
+    return _tail_at_least(c - k, c, rho_c, below)
 
 
 def _slice_masses(slope: float, starts: tuple, c: np.ndarray, rho: float, rho_c: float):
@@ -183,7 +202,18 @@ def _slice_masses(slope: float, starts: tuple, c: np.ndarray, rho: float, rho_c:
     else:
         base = np.minimum.reduce(starts)
         gaps = [start - base for start in starts]
-    tail, tail_error = _tail(slope, base, c, rho, rho_c)
+    # the points between a start and the base: base - 1 - t (slope > 0) or base + 1 + t
+    # (slope < 0), t < gap; each pmf computed once, only where some start needs it
+    step = -1.0 if slope > 0 else 1.0
+    deepest = min(max(int(gap.max()) for gap in gaps), 6)
+    points = [stats.binom.pmf(base + step, c, rho)]
+    for t in range(1, deepest):
+        need = np.logical_or.reduce([(gap > t) & (gap <= 6) for gap in gaps])
+        term = np.zeros(c.size)
+        if need.any():
+            term[need] = stats.binom.pmf(base[need] + step * (t + 1), c[need], rho)
+        points.append(term)
+    tail, tail_error = _tail(slope, base, c, rho, rho_c, points[0])
     masses, errors = [], []
     for start, gap in zip(starts, gaps, strict=True):
         widest = int(gap.max())
@@ -193,10 +223,8 @@ def _slice_masses(slope: float, starts: tuple, c: np.ndarray, rho: float, rho_c:
             errors.append(error)
             continue
         mass = tail.copy()
-        for i in range(widest):
-            # the points between: start, ..., base - 1 (slope > 0) or base + 1, ..., start
-            point = start + i if slope > 0 else start - i
-            mass += np.where(i < gap, stats.binom.pmf(point, c, rho), 0.0)
+        for t in range(widest):
+            mass += np.where(t < gap, points[t], 0.0)
         masses.append(mass)
         errors.append(tail_error if np.isscalar(tail_error)
                       else tail_error + _VALUE_SLACK * np.maximum(mass - tail, 0.0) * 1.01)
@@ -271,9 +299,7 @@ def two_count_divergence(pair: TwoCountPair, epsilon: float) -> Estimate:
     slope = s1 * coeff[0] - s0 * coeff[1]
     slope_scale = s1 * scale[0] + s0 * scale[1]
 
-    lo, hi = _window(m, s)
-    c = np.arange(lo, hi + 1, dtype=float)
-    weight = stats.binom.pmf(c, m, s)
+    lo, hi, c, weight, outside = _weights(m, s)
     extra = 0.0  # bound on the points whose side is uncertain (upper estimate only)
     if abs(slope) <= _ROUNDING * slope_scale:
         # The direction of the half-lines is uncertain: a lower estimate from the region
@@ -316,7 +342,6 @@ def two_count_divergence(pair: TwoCountPair, epsilon: float) -> Estimate:
             # the weights' relative error, plus the masses' bound (tail and pmf terms)
             recurrence += abs(coeff[j]) * (_VALUE_SLACK * total + float(
                 np.sum(weight * errors[j]))) * (1.0 + 1e-12)
-    outside = float(stats.binom.cdf(lo - 1, m, s)) + float(stats.binom.sf(hi, m, s))
     # relative error of the tails and weights, and rounding of the coefficients u - e^eps v
     rounding = _RELATIVE_SLACK * absolute + 1e-15 * scaled + recurrence
     upper = value + rounding + extra + outside * float(np.clip(coeff, 0, None).sum())
