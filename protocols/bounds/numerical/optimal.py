@@ -200,11 +200,22 @@ def _post_processed_lower(randomizer, n: int, delta: float, triples):
             labels.append(_pair_label(tuple(triple)))
     if not candidates:
         return None
-    search = vr.invert(lambda e: vr.lower_delta(candidates, e), delta, "lower",
-                       float(randomizer.epsilon0))
+    per_candidate: dict[float, list] = {}  # eps -> each candidate's estimate (for the label)
+
+    def lower_delta(eps: float):
+        # vr.lower_delta, keeping each candidate's estimate
+        per_candidate[eps] = [two_count.two_count_delta(c.pair, eps) for c in candidates]
+        best = two_count._interval(0.0, 0.0)
+        for est in per_candidate[eps]:
+            if est.lower > best.lower:
+                best = est
+        return best
+
+    search = vr.invert(lower_delta, delta, "lower", float(randomizer.epsilon0))
     if not search.value > 0:
         return None
-    at = [two_count.two_count_delta(c.pair, search.value).lower for c in candidates]
+    at = [est.lower for est in per_candidate[search.value]] if search.value in per_candidate \
+        else [two_count.two_count_delta(c.pair, search.value).lower for c in candidates]
     label = labels[int(np.argmax(at))]
     error = search.error if math.isfinite(search.error) else math.inf
     return _Value(float(search.value), float(error)), label

@@ -29,7 +29,7 @@ _TAIL_TARGET = 1e-22
 #: Windows of at least this many slices take their binomial tails by anchored recurrences
 #: (:func:`_tail_at_least`): betainc every _BLOCK slices, pmf terms in between.
 _RECURSE_ABOVE = 2048
-_BLOCK = 64
+_BLOCK = 32
 #: Largest step of the tail's start between neighbouring slices handled by the recurrence.
 _MAX_STEP = 4
 #: Unit roundoff of float64.
@@ -126,20 +126,22 @@ def _slice_starts(slope: float, offset: np.ndarray, size: np.ndarray, tolerance:
     return start, nearest, np.abs(threshold - nearest) <= tolerance
 
 
-def _tail_at_least(k: np.ndarray, c: np.ndarray, rho: float, below: np.ndarray | None = None):
+def _tail_at_least(k: np.ndarray, c: np.ndarray, rho: float, rho_c: float,
+                   below: np.ndarray | None = None):
     """P[Bin(c, rho) >= k] and a bound on its absolute error, for ``c`` = consecutive integers
     (the summation window) and integer-valued ``k``.
 
-    Long windows (>= _RECURSE_ABOVE slices) use the exact recurrences
-    F(c + 1, k) = F(c, k) + rho pmf(k - 1; c) and F(c, k -+ 1) = F(c, k) +- pmf(k - 1 or k; c):
-    betainc only at an anchor every _BLOCK slices, and from it a cumulative sum of a few pmf
-    terms per step (a pmf costs ~1/20 of a betainc). Error bound per slice: the anchor's and
+    Long windows (>= _RECURSE_ABOVE slices) use the exact recurrence
+    F(c + 1, k') = F(c, k') + rho pmf(k' - 1; c) and F(c, k') - F(c, k) = a sum of pmf(.; c):
+    betainc only at an anchor every _BLOCK slices (and the last), and from the nearer-in-error
+    of the two anchors around a slice a cumulative sum of a few pmf terms per step (a pmf costs
+    ~1/20 of a betainc). Error bound per slice: the anchor's and
     every term's relative error (_VALUE_SLACK each) plus the
     cumulative sum's rounding, gamma_L (anchor + sum of |terms|), L <= _BLOCK + 4 operations,
     and an underflow allowance.
     Short windows, or steps where k jumps by more than _MAX_STEP, use betainc everywhere (error
-    0 here: the caller's relative slack covers it). ``below`` (optional): pmf(k - 1; c, rho),
-    when the caller has it."""
+    0 here: the caller's relative slack covers it). ``rho_c`` = 1 - rho (accurate);
+    ``below`` (optional): pmf(k - 1; c, rho), when the caller has it."""
     size = c.size
     steps = np.diff(k)
     widest = int(np.abs(steps).max()) if size > 1 else 0
@@ -148,31 +150,50 @@ def _tail_at_least(k: np.ndarray, c: np.ndarray, rho: float, below: np.ndarray |
     kk, cc = k[:-1], c[:-1]
     if below is None:
         below = stats.binom.pmf(k - 1.0, c, rho)
-    terms = rho * below[:-1]
-    increment = terms.copy()
-    absolute = terms.copy()
-    for j in range(widest):
-        for mask, point, sign in ((j < steps, kk + j, -1.0), (j < -steps, kk - 1.0 - j, 1.0)):
-            if mask.any():
-                term = stats.binom.pmf(point[mask], cc[mask] + 1.0, rho)
-                increment[mask] += sign * term
-                absolute[mask] += term
+    # With X ~ Bin(c, rho), P[X + Bern(rho) >= j] = F(c, j) + rho pmf(j - 1), so the step
+    # F(c + 1, k + d) - F(c, k) is a sum of pmf(.; c) terms of one sign (no cancellation):
+    # d = 0: rho pmf(k - 1); d >= 1: -(pmf(k) + ... + pmf(k + d - 2)) - (1 - rho) pmf(k + d - 1);
+    # d <= -1: pmf(k + d) + ... + pmf(k - 1) + rho pmf(k + d - 1).
+    increment = np.where(steps == 0, rho * below[:-1], 0.0)
+    for j in range(widest + 1):
+        for mask, point, weights in (
+                ((steps >= 1) & (j < steps), kk + j, (-1.0, -rho_c, steps - 1)),
+                ((steps <= -1) & (j <= -steps), kk - 1.0 - j, (1.0, rho, -steps))):
+            if not mask.any():
+                continue
+            if j == 0 and weights[0] > 0:
+                term = below[:-1][mask]
+            else:
+                term = stats.binom.pmf(point[mask], cc[mask], rho)
+            unit, end, last_j = weights
+            increment[mask] += np.where(last_j[mask] == j, end, unit) * term
+    absolute = np.abs(increment)
     blocks = -(-size // _BLOCK)
-    anchors = np.arange(blocks) * _BLOCK
-    anchor_values = _binomial_at_least(k[anchors], c[anchors], rho)
-    # step i (from slice i to i + 1) goes to row i // _BLOCK, column i % _BLOCK + 1
+    starts = np.arange(blocks) * _BLOCK
+    anchors = _binomial_at_least(k[np.r_[starts, size - 1]], c[np.r_[starts, size - 1]], rho)
+    first = anchors[:-1, None]
+    last = np.r_[anchors[1:-1], anchors[-1]][:, None] if blocks > 1 else anchors[-1:, None]
+    # step i (from slice i to i + 1) goes to row i // _BLOCK, column i % _BLOCK; padded steps
+    # are 0, so a row's steps lead from its first slice to the next row's (or the last slice)
     padded = np.zeros(blocks * _BLOCK)
     padded_abs = np.zeros(blocks * _BLOCK)
     padded[:size - 1] = increment
     padded_abs[:size - 1] = absolute
     grid = padded.reshape(blocks, _BLOCK)
     grid_abs = padded_abs.reshape(blocks, _BLOCK)
-    sums = np.zeros((blocks, _BLOCK))
-    sums_abs = np.zeros((blocks, _BLOCK))
-    np.cumsum(grid[:, :-1], axis=1, out=sums[:, 1:])
-    np.cumsum(grid_abs[:, :-1], axis=1, out=sums_abs[:, 1:])
-    values = (anchor_values[:, None] + sums).ravel()[:size]
-    spread = (anchor_values[:, None] + sums_abs).ravel()[:size]
+    # forwards from the row's first slice, and backwards from the next anchor; each slice takes
+    # the direction with the smaller error bound (backwards suits a falling tail)
+    forward = np.zeros((blocks, _BLOCK))
+    forward_abs = np.zeros((blocks, _BLOCK))
+    np.cumsum(grid[:, :-1], axis=1, out=forward[:, 1:])
+    np.cumsum(grid_abs[:, :-1], axis=1, out=forward_abs[:, 1:])
+    backward = np.cumsum(grid[:, ::-1], axis=1)[:, ::-1]
+    backward_abs = np.cumsum(grid_abs[:, ::-1], axis=1)[:, ::-1]
+    spread_f = first + forward_abs
+    spread_b = last + backward_abs
+    use_b = spread_b < spread_f
+    values = np.where(use_b, last - backward, first + forward).ravel()[:size]
+    spread = np.where(use_b, spread_b, spread_f).ravel()[:size]
     gamma = (_BLOCK + 4) * _UNIT / (1.0 - (_BLOCK + 4) * _UNIT)
     # + an underflow allowance (betainc and pmf lose their relative accuracy below ~1e-260)
     error = (_VALUE_SLACK + gamma) * spread + 1e-200
@@ -186,8 +207,8 @@ def _tail(slope: float, k: np.ndarray, c: np.ndarray, rho: float, rho_c: float,
     P[Bin(c, rho_c) >= c - k] (as :func:`_binomial_at_most` does). ``below``: the pmf under
     Bin(c, rho) of the point just outside the set (k - 1 or k + 1), if known."""
     if slope > 0:
-        return _tail_at_least(k, c, rho, below)
-    return _tail_at_least(c - k, c, rho_c, below)
+        return _tail_at_least(k, c, rho, rho_c, below)
+    return _tail_at_least(c - k, c, rho_c, rho, below)
 
 
 def _slice_masses(slope: float, starts: tuple, c: np.ndarray, rho: float, rho_c: float):

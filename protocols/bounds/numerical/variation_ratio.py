@@ -189,12 +189,15 @@ def reduction_pair(params: VariationRatioParameters, n: int) -> TwoCountPair:
 # ------------------------------------------------------------------------------------------
 # eps(delta) by bracketing
 # ------------------------------------------------------------------------------------------
+#: Relative eps-bracket width of every two-count inversion (1e-6 before evaluations got cheaper)
+INVERT_RTOL = 1e-7
+
+
 def invert(delta_fn: Callable[[float], Estimate], delta: float, side: str,
            eps_max: float) -> EpsilonEstimate:
-    """eps(delta) with the engine's bracketing
-    (:func:`protocols.bounds.engine.core.epsilon_of_delta`, relative tolerance 1e-6), so that
-    every bound is conservative the same way."""
-    return engine.epsilon_of_delta(delta_fn, delta, side, eps_max=eps_max, rtol=1e-6)
+    """eps(delta) with the engine's bracketing (engine.core.epsilon_of_delta, relative
+    tolerance INVERT_RTOL), so that every bound is conservative the same way."""
+    return engine.epsilon_of_delta(delta_fn, delta, side, eps_max=eps_max, rtol=INVERT_RTOL)
 
 
 def _check_common(n: int, delta: float) -> None:
