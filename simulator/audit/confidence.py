@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.errors import ParameterError, require
 
 #: Relative outward move of every limit (beta.ppf is accurate to far better than this).
 NUDGE = 1e-9
@@ -140,3 +140,38 @@ class ErrorBudget:
     @property
     def limit_alpha(self) -> float:
         return self.row_alpha / (2 * self.events)
+
+
+class HoldoutTrials:
+    """Trials split into a selection part (``holdout_fraction`` of them: it chooses events and
+    spends no confidence) and an evaluation part (fresh samples that certify them). Mixed into
+    the audit levels' option dataclasses, which declare ``trials``, ``confidence`` and
+    ``holdout_fraction``."""
+
+    trials: int
+    confidence: float
+    holdout_fraction: float
+
+    @property
+    def selection_trials(self) -> int:
+        return int(round(self.holdout_fraction * self.trials))
+
+    @property
+    def evaluation_trials(self) -> int:
+        return self.trials - self.selection_trials
+
+    def check_holdout(self, *, min_trials: int, zero_holdout: bool) -> None:
+        """Validate ``trials`` (an integer >= min_trials), ``confidence`` and
+        ``holdout_fraction`` (in [0, 1) with ``zero_holdout``, else in (0, 1)); a non-zero
+        fraction must leave both parts non-empty."""
+        trials = self.trials
+        require(isinstance(trials, int) and not isinstance(trials, bool) and trials >= min_trials,
+                "trials", trials, f"must be an integer >= {min_trials}")
+        ErrorBudget(self.confidence)  # validates confidence
+        f = self.holdout_fraction
+        low_ok = (0 <= f) if zero_holdout else (0 < f)
+        require(isinstance(f, (int, float)) and not isinstance(f, bool) and low_ok and f < 1,
+                "holdout_fraction", f,
+                "must lie in [0, 1)" if zero_holdout else "must lie in (0, 1)")
+        require(f == 0 or 1 <= self.selection_trials < trials, "holdout_fraction", f,
+                f"leaves no selection or evaluation trials out of {trials}")

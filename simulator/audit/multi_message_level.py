@@ -10,7 +10,8 @@ is a function of the shuffled view; any such statistic gives a valid lower bound
 processing). The project's own sampler is run through its exact aggregate sampler when its
 aggregate is the histogram of scalar messages (balcer, balls_into_bins, pure_dump, mix_dump:
 the statistics below are functions of that histogram); cheu's aggregate (column sums) is not,
-so its trials, and every implementation's, go through ``randomize``. Events are chosen on held-out selection trials and evaluated on fresh ones
+so its trials, and every implementation's, go through ``randomize``. Events are chosen on
+held-out selection trials and evaluated on fresh ones
 (events.py, Clopper-Pearson, the error level split over every row: shuffle_level.attack_rows).
 
 Attacks (the registered names ``lr`` and ``count``, on messages instead of output groups):

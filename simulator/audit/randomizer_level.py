@@ -49,7 +49,7 @@ from scipy import stats
 
 from shufflesim.protocols.errors import require
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
-from shufflesim.simulator.audit.confidence import ErrorBudget
+from shufflesim.simulator.audit.confidence import ErrorBudget, HoldoutTrials
 from shufflesim.simulator.audit.events import (
     EventBound,
     evaluate_all,
@@ -68,7 +68,7 @@ MIN_EXPECTED = 5.0
 
 
 @dataclass(frozen=True)
-class RandomizerAuditOptions:
+class RandomizerAuditOptions(HoldoutTrials):
     """trials: samples per audited input (selection + evaluation); confidence: of the eps0 lower
     bound (maximum over pairs) and of the goodness-of-fit verdict; holdout_fraction: share of
     the samples used to choose events; shortlist: events evaluated per pair; bins: quantile bins
@@ -85,26 +85,11 @@ class RandomizerAuditOptions:
     chunk: int = 1 << 20
 
     def __post_init__(self) -> None:
-        require(isinstance(self.trials, int) and self.trials >= 10, "trials", self.trials,
-                "must be an integer >= 10")
-        ErrorBudget(self.confidence)
-        f = self.holdout_fraction
-        require(isinstance(f, (int, float)) and 0 <= f < 1, "holdout_fraction", f,
-                "must lie in [0, 1)")
-        require(f == 0 or 1 <= self.selection_trials < self.trials, "holdout_fraction", f,
-                f"leaves no selection or evaluation samples out of {self.trials}")
+        self.check_holdout(min_trials=10, zero_holdout=True)
         for name, low in (("shortlist", 1), ("bins", 2), ("max_inputs", 2), ("chunk", 1)):
             value = getattr(self, name)
             require(isinstance(value, int) and value >= low, name, value,
                     f"must be an integer >= {low}")
-
-    @property
-    def selection_trials(self) -> int:
-        return int(round(self.holdout_fraction * self.trials))
-
-    @property
-    def evaluation_trials(self) -> int:
-        return self.trials - self.selection_trials
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ import numpy as np
 from shufflesim.protocols.errors import require
 from shufflesim.protocols.randomizers.domains import Categorical, Interval
 from shufflesim.simulator.audit.confidence import (
-    ErrorBudget,
+    HoldoutTrials,
     clopper_pearson_lower,
     clopper_pearson_upper,
     epsilon_from_limits,
@@ -83,7 +83,7 @@ FAMILIES = ("cells", "coordinates", "learned", "support")
 # Options and results
 # ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class SearchOptions:
+class SearchOptions(HoldoutTrials):
     """trials: samples per audited input (selection + certification); confidence: of the
     maximum certified bound; holdout_fraction: share of the trials used for selection;
     certify: candidates certified (the error level is split over them); max_inputs: candidate
@@ -108,13 +108,8 @@ class SearchOptions:
     chunk: int = 1 << 18
 
     def __post_init__(self) -> None:
-        require(isinstance(self.trials, int) and self.trials >= 20, "trials", self.trials,
-                "must be an integer >= 20")
-        ErrorBudget(self.confidence)
-        f = self.holdout_fraction
-        require(isinstance(f, (int, float)) and 0 < f < 1, "holdout_fraction", f,
-                "must lie in (0, 1)")
-        require(4 <= self.selection_trials < self.trials, "holdout_fraction", f,
+        self.check_holdout(min_trials=20, zero_holdout=False)
+        require(4 <= self.selection_trials < self.trials, "holdout_fraction", self.holdout_fraction,
                 f"leaves too few selection or certification samples out of {self.trials}")
         for name, low in (("certify", 1), ("max_inputs", 2), ("max_cells", 1), ("buckets", 2),
                           ("learned_pairs", 0), ("chunk", 1)):
@@ -132,14 +127,6 @@ class SearchOptions:
                 "must be epsilon or delta")
         require(math.isfinite(self.epsilon0) and self.epsilon0 >= 0, "epsilon0",
                 self.epsilon0, "must be a finite number >= 0")
-
-    @property
-    def selection_trials(self) -> int:
-        return int(round(self.holdout_fraction * self.trials))
-
-    @property
-    def evaluation_trials(self) -> int:
-        return self.trials - self.selection_trials
 
     @property
     def limit_alpha(self) -> float:

@@ -62,7 +62,7 @@ from shufflesim.simulator.audit.attacks import (
     build_attacks,
     pair_model,
 )
-from shufflesim.simulator.audit.confidence import ErrorBudget
+from shufflesim.simulator.audit.confidence import ErrorBudget, HoldoutTrials
 from shufflesim.simulator.audit.events import (
     EventBound,
     evaluate_all,
@@ -80,7 +80,7 @@ IMPLEMENTATION_REPORTS = 1 << 22
 
 
 @dataclass(frozen=True)
-class AuditOptions:
+class AuditOptions(HoldoutTrials):
     """How an attack-based audit runs (shared by the shuffle and pipeline levels).
 
     trials: trials per world in total (selection + evaluation); confidence: of the maximum over
@@ -99,27 +99,12 @@ class AuditOptions:
     chunk: int = DEFAULT_CHUNK
 
     def __post_init__(self) -> None:
-        require(isinstance(self.trials, int) and not isinstance(self.trials, bool)
-                and self.trials >= 2, "trials", self.trials, "must be an integer >= 2")
-        ErrorBudget(self.confidence)  # validates confidence
-        f = self.holdout_fraction
-        require(isinstance(f, (int, float)) and not isinstance(f, bool) and 0 <= f < 1,
-                "holdout_fraction", f, "must lie in [0, 1)")
-        require(f == 0 or 1 <= self.selection_trials < self.trials, "holdout_fraction", f,
-                f"leaves no selection or evaluation trials out of {self.trials}")
+        self.check_holdout(min_trials=2, zero_holdout=True)
         require(isinstance(self.shortlist, int) and self.shortlist >= 1, "shortlist",
                 self.shortlist, "must be an integer >= 1")
         require(isinstance(self.chunk, int) and self.chunk >= 1, "chunk", self.chunk,
                 "must be an integer >= 1")
         require(len(self.attacks) >= 1, "attacks", self.attacks, "needs at least one attack")
-
-    @property
-    def selection_trials(self) -> int:
-        return int(round(self.holdout_fraction * self.trials))
-
-    @property
-    def evaluation_trials(self) -> int:
-        return self.trials - self.selection_trials
 
 
 @dataclass(frozen=True)
