@@ -214,6 +214,17 @@ def _implementation(settings: AuditSettings, randomizer, claim: Claim | None):
     return ImplementationRandomizer(impl, claim)
 
 
+def _row_context(context, randomizer: str, epsilon0: float, n) -> dict:
+    """The columns every row of one audit shares, with defaults for a stand-alone audit."""
+    context = dict(context or {})
+    context.setdefault("point", 0)
+    context.setdefault("overrides", "{}")
+    context.setdefault("randomizer", randomizer)
+    context.setdefault("epsilon0", float(epsilon0))
+    context.setdefault("n", n)
+    return context
+
+
 def run_audit(settings: AuditSettings, randomizer, n: int | None,
               seed: np.random.SeedSequence, context: Mapping | None = None,
               pipeline: PipelineConfig | None = None,
@@ -237,12 +248,7 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
     if tested is not None:
         return _run_implementation(settings, tested, n, seed, context, pipeline, progress,
                                    events)
-    context = dict(context or {})
-    context.setdefault("point", 0)
-    context.setdefault("overrides", "{}")
-    context.setdefault("randomizer", randomizer.name)
-    context.setdefault("epsilon0", float(randomizer.epsilon0))
-    context.setdefault("n", n)
+    context = _row_context(context, randomizer.name, randomizer.epsilon0, n)
     options = settings.options()
     if settings.level is Level.RANDOMIZER:
         # an (eps0, delta0)-LDP randomizer (the gaussian) is audited at its declared delta0
@@ -330,12 +336,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     claim = tested.claim
     declared = claim.randomizer
     source = tested.implementation.source
-    context = dict(context or {})
-    context.setdefault("point", 0)
-    context.setdefault("overrides", "{}")
-    context.setdefault("randomizer", tested.name)
-    context.setdefault("epsilon0", float(claim.epsilon0))
-    context.setdefault("n", n)
+    context = _row_context(context, tested.name, claim.epsilon0, n)
     context["implementation"] = source
     options = settings.options()
     if settings.level is Level.RANDOMIZER:
