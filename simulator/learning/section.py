@@ -32,7 +32,12 @@ from shufflesim.simulator.errors import ScenarioError, UserError
 from shufflesim.simulator.execution.producers import register_table_producer
 from shufflesim.simulator.learning.data import Dataset, load_dataset, prepare
 from shufflesim.simulator.learning.train import LearningConfig, train_on_split
-from shufflesim.simulator.results.tables import TABLE_SCHEMAS, register_table_schema
+from shufflesim.simulator.results.tables import (
+    POINT_COLUMNS,
+    TABLE_SCHEMAS,
+    register_table_schema,
+    table_schema,
+)
 from shufflesim.simulator.scenario.convert import ParseContext, parse_dataclass
 from shufflesim.simulator.scenario.model import Scenario
 from shufflesim.simulator.scenario.sections import register_section
@@ -97,31 +102,31 @@ class LearningSection:
             learning_rate=self.learning_rate, schedule=self.schedule, l2=self.l2)
 
 
-LEARNING_SCHEMA = pa.schema([
-    pa.field("point", pa.int32(), nullable=False),
-    pa.field("overrides", pa.string(), nullable=False),
-    pa.field("repetition", pa.int32(), nullable=False),
-    pa.field("epoch", pa.int32(), nullable=False),
-    pa.field("step", pa.int64(), nullable=False),
-    pa.field("data", pa.string(), nullable=False),
-    pa.field("model", pa.string(), nullable=False),
-    pa.field("randomizer", pa.string(), nullable=False),
-    pa.field("budget", pa.string(), nullable=False),
-    pa.field("n_clients", pa.int64(), nullable=False),
-    pa.field("clients_per_step", pa.int64(), nullable=False),
-    pa.field("examples_per_client", pa.int64(), nullable=False),
-    pa.field("epsilon0_min", pa.float64(), nullable=True),
-    pa.field("epsilon0_mean", pa.float64(), nullable=True),
-    pa.field("epsilon0_max", pa.float64(), nullable=True),
-    pa.field("delta0", pa.float64(), nullable=False),
-    pa.field("delta", pa.float64(), nullable=False),
-    pa.field("train_loss", pa.float64(), nullable=False),
-    pa.field("train_accuracy", pa.float64(), nullable=False),
-    pa.field("test_loss", pa.float64(), nullable=False),
-    pa.field("test_accuracy", pa.float64(), nullable=False),
-    *[pa.field(f"epsilon_{name}", pa.float64(), nullable=True) for name in BOUND_COLUMNS],
-    pa.field("accounting_note", pa.string(), nullable=False),
-])
+LEARNING_SCHEMA = table_schema([
+    *POINT_COLUMNS,
+    ("repetition", pa.int32()),
+    ("epoch", pa.int32()),
+    ("step", pa.int64()),
+    ("data", pa.string()),
+    ("model", pa.string()),
+    ("randomizer", pa.string()),
+    ("budget", pa.string()),
+    ("n_clients", pa.int64()),
+    ("clients_per_step", pa.int64()),
+    ("examples_per_client", pa.int64()),
+    ("epsilon0_min", pa.float64()),
+    ("epsilon0_mean", pa.float64()),
+    ("epsilon0_max", pa.float64()),
+    ("delta0", pa.float64()),
+    ("delta", pa.float64()),
+    ("train_loss", pa.float64()),
+    ("train_accuracy", pa.float64()),
+    ("test_loss", pa.float64()),
+    ("test_accuracy", pa.float64()),
+    *[(f"epsilon_{name}", pa.float64()) for name in BOUND_COLUMNS],
+    ("accounting_note", pa.string()),
+], nullable=("epsilon0_min", "epsilon0_mean", "epsilon0_max",
+             *(f"epsilon_{name}" for name in BOUND_COLUMNS)))
 
 
 def parse_section(table: Mapping[str, Any], context: ParseContext) -> LearningSection:
