@@ -68,10 +68,6 @@ class Balcer(MultiMessageRandomizer):
         return Categorical(2)
 
     @property
-    def blanket_messages_per_client(self) -> int:
-        return int(self.blanket_messages)
-
-    @property
     def message_alphabet_size(self) -> int:
         return 2
 

@@ -69,6 +69,7 @@ from scipy.special import gammaln
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers.analysis import DecompositionFamily, VariationRatioRow
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Randomizer
+from shufflesim.protocols.randomizers.domains import Categorical
 
 #: The multi-message structure: one input message and b input-independent blanket messages per
 #: user. protocols.bounds.multi_message reads ``message_groups`` and the blanket count.
@@ -127,9 +128,15 @@ class MultiMessageRandomizer(Randomizer):
 
     # -- sizes ---------------------------------------------------------------------------
     @property
-    @abstractmethod
+    def input_domain(self) -> Categorical:
+        """Default: the values {0, ..., domain_size - 1} (a ``domain_size`` field)."""
+        return Categorical(self.domain_size)
+
+    @property
     def blanket_messages_per_client(self) -> int:
-        """b: the input-independent messages each user sends."""
+        """b: the input-independent messages each user sends. Default: the
+        ``blanket_messages`` field (protocols that derive b override this)."""
+        return int(self.blanket_messages)
 
     @property
     def messages_per_client(self) -> int:

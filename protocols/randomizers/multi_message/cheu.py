@@ -38,7 +38,6 @@ from shufflesim.protocols.errors import (
     require_positive_finite,
 )
 from shufflesim.protocols.randomizers.analysis import PERMUTATION, VariationRatioRow
-from shufflesim.protocols.randomizers.domains import Categorical
 from shufflesim.protocols.randomizers.multi_message.base import (
     MessageGroups,
     MessageSupport,
@@ -108,14 +107,6 @@ class Cheu(MultiMessageRandomizer):
         if self.flip_probability is not None:
             return float(self.flip_probability)
         return cheu_flip_probability(self.epsilon0, self.delta, self.design_users)
-
-    @property
-    def input_domain(self) -> Categorical:
-        return Categorical(self.domain_size)
-
-    @property
-    def blanket_messages_per_client(self) -> int:
-        return int(self.blanket_messages)
 
     @property
     def message_alphabet_size(self) -> int:

@@ -26,7 +26,6 @@ import numpy as np
 
 from shufflesim.protocols.errors import require, require_int_at_least
 from shufflesim.protocols.randomizers.analysis import PERMUTATION, VariationRatioRow
-from shufflesim.protocols.randomizers.domains import Categorical
 from shufflesim.protocols.randomizers.multi_message.base import (
     MessageSupport,
     MultiMessageRandomizer,
@@ -43,14 +42,6 @@ class _Dump(MultiMessageRandomizer):
     def _check(self) -> None:
         require_int_at_least("domain_size", self.domain_size, 2)
         require_int_at_least("blanket_messages", self.blanket_messages, 1)
-
-    @property
-    def input_domain(self) -> Categorical:
-        return Categorical(self.domain_size)
-
-    @property
-    def blanket_messages_per_client(self) -> int:
-        return int(self.blanket_messages)
 
     @property
     def message_alphabet_size(self) -> int:
