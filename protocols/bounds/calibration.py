@@ -153,13 +153,7 @@ def largest_certified(certified: Callable[[float], bool], low: float, limit: flo
             high = trial
     if high is not None and high - low > rtol * low:
         low, high = _brent_refinement(certified, score, low, high, rtol)
-    while high is not None and high - low > rtol * low:     # safeguard: bisection
-        mid = math.sqrt(low * high) if high > 2 * low else 0.5 * (low + high)
-        if certified(mid):
-            low = mid
-        else:
-            high = mid
-    return low, high
+    return _bisect(certified, low, high, rtol)  # safeguard: bisection
 
 
 class _NoScore(Exception):
@@ -205,13 +199,7 @@ def _largest_certified_bisection(certified: Callable[[float], bool], low: float,
                 break
         else:
             high = trial
-    while high is not None and high - low > rtol * low:
-        mid = math.sqrt(low * high) if high > 2 * low else 0.5 * (low + high)
-        if certified(mid):
-            low = mid
-        else:
-            high = mid
-    return low, high
+    return _bisect(certified, low, high, rtol)
 
 
 def largest_epsilon0(bound_name: str, randomizer_factory: Callable[[float], object], n: int,
@@ -269,3 +257,15 @@ def smallest_n(bound_name: str, randomizer, target_epsilon: float, delta: float,
     return Calibration(bound_name, "n", high, (high, low), outcome.result.epsilon,
                        target_epsilon, delta, len(certified.outcomes),
                        time.perf_counter() - started, outcome)
+
+
+def _bisect(certified, low: float, high: float | None, rtol: float) -> tuple[float, float | None]:
+    """Shrink [low, high] (low certified, high not) to relative width ``rtol`` by bisection
+    (geometric while the bracket spans more than a factor 2); no upper end: nothing to do."""
+    while high is not None and high - low > rtol * low:
+        mid = math.sqrt(low * high) if high > 2 * low else 0.5 * (low + high)
+        if certified(mid):
+            low = mid
+        else:
+            high = mid
+    return low, high

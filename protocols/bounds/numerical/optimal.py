@@ -281,6 +281,15 @@ def _pattern_label(pattern) -> str:
     return "changed coordinates " + "".join("1" if c else "0" for c in pattern)
 
 
+def _joint_components(randomizers, n: int, delta: float):
+    """Validate (n, delta) and return the components, their neighbour candidates and whether
+    any is continuous (rounded atoms) for a joint composition."""
+    _check_common(n, delta)
+    randomizers = list(randomizers)
+    cands = [neighbour_candidates(r) for r in randomizers]
+    return randomizers, cands, any(is_continuous(r) for r in randomizers)
+
+
 def optimal_blanket_epsilon_joint(
     randomizers, n: int, delta: float, *, cells: int = DEFAULT_CELLS,
     engine_method: str = "auto",
@@ -290,10 +299,7 @@ def optimal_blanket_epsilon_joint(
     (000 Sec. 8): changed components take their canonical pair, unchanged ones their "same"
     pair (x, x)."""
     start = time.perf_counter()
-    _check_common(n, delta)
-    randomizers = list(randomizers)
-    cands = [neighbour_candidates(r) for r in randomizers]
-    rounded = any(is_continuous(r) for r in randomizers)
+    randomizers, cands, rounded = _joint_components(randomizers, n, delta)
     items = []
     for pattern in hamming_patterns(randomizers):
         fwd = tuple(c.pairs[0] if changed else (c.same[0], c.same[0])
@@ -317,10 +323,7 @@ def exact_lower_epsilon_joint(
     (x0^i, x1^i, x2^i) multiply), maximised over Hamming patterns x the t-th candidate triple of
     every component (unchanged components use (x0^i, x0^i, x2^i))."""
     start = time.perf_counter()
-    _check_common(n, delta)
-    randomizers = list(randomizers)
-    cands = [neighbour_candidates(r) for r in randomizers]
-    rounded = any(is_continuous(r) for r in randomizers)
+    randomizers, cands, rounded = _joint_components(randomizers, n, delta)
     items = []
     for pattern in hamming_patterns(randomizers):
         for t in range(min(len(c.triples) for c in cands)):
