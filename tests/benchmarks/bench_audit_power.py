@@ -22,12 +22,11 @@ the audit, would dominate the time).
 
 from __future__ import annotations
 
-import math
 import os
 import time
 
-import numpy as np
 import pytest
+from audit_mechanisms import krr, olh, oue
 
 from shufflesim.simulator.audit.search import SearchOptions, search
 
@@ -35,54 +34,9 @@ EPS0 = 2.0
 SAMPLES = int(float(os.environ.get("BENCH_POWER_SAMPLES", "1e6")))
 REPS = int(os.environ.get("BENCH_POWER_REPS", "10"))
 FACTORS = (1.005, 1.01, 1.015, 1.02, 1.03, 1.05, 1.075, 1.1, 1.15, 1.2, 1.3, 1.5, 2.0)
-P31 = (1 << 31) - 1
-
-
-def krr(eps, d=4):
-    p = math.exp(eps) / (math.exp(eps) + d - 1)
-
-    def sample(v, rng):
-        keep = rng.random(v.shape) < p
-        return np.where(keep, v, (v + rng.integers(1, d, v.shape)) % d)
-
-    return sample, None
-
-
-def oue(eps, d=64):
-    q = 1 / (math.exp(eps) + 1)
-
-    def sample(v, rng):
-        v = np.asarray(v, dtype=np.int64)
-        y = rng.random(v.shape + (d,)) < q
-        y[np.arange(v.size), v] = rng.random(v.shape) < 0.5
-        return y
-
-    return sample, None
-
-
-def olh(eps, d=1024):
-    g = int(round(math.exp(eps))) + 1
-    p = math.exp(eps) / (math.exp(eps) + g - 1)
-
-    def h(s1, s2, x):
-        return ((s1 * np.asarray(x, dtype=np.int64) + s2) % P31) % g
-
-    def sample(v, rng):
-        v = np.asarray(v, dtype=np.int64)
-        s1 = rng.integers(1, P31, v.shape)
-        s2 = rng.integers(0, P31, v.shape)
-        hv = h(s1, s2, v)
-        y = np.where(rng.random(v.shape) < p, hv, (hv + rng.integers(1, g, v.shape)) % g)
-        return np.stack([y, s1, s2], axis=-1)
-
-    def support(rows, x):
-        r = np.asarray(rows, dtype=np.int64)
-        return h(r[:, 1], r[:, 2], x) == r[:, 0]
-
-    return sample, support
-
-
-CASES = {"krr_k4": (krr, 4, 4), "oue_d64": (oue, 64, 4), "olh_d1024": (olh, 1024, 4)}
+CASES = {"krr_k4": (lambda eps: (krr(eps, 4), None), 4, 4),
+         "oue_d64": (lambda eps: (oue(eps, 64), None), 64, 4),
+         "olh_d1024": (lambda eps: olh(eps, 1024), 1024, 4)}
 
 
 def detection_rate(case: str, factor: float, reps: int) -> tuple[float, float]:
