@@ -37,9 +37,6 @@ from shufflesim.protocols.estimators.base import CountEstimator, check_counts, c
 from shufflesim.protocols.estimators.registry import register_estimator
 from shufflesim.protocols.randomizers.base import Randomizer
 
-#: The checks' former private names (protocols.estimators.multi_message imports them).
-_check_n, _check_counts = check_n, check_counts
-
 
 @register_estimator
 @dataclass(frozen=True)

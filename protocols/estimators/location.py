@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.estimators.base import Estimator, check_n, user_values
 from shufflesim.protocols.estimators.registry import register_estimator
 from shufflesim.protocols.randomizers.metric.base import MetricRandomizer
 from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
@@ -36,26 +36,24 @@ def location_randomizer_names() -> list[str]:
 
 @register_estimator
 @dataclass(frozen=True)
-class LocationMeanEstimator:
+class LocationMeanEstimator(Estimator):
     """Mean location of the inputs from the sum of metric-DP reports (module docstring)."""
 
     randomizer: MetricRandomizer
 
     name: ClassVar[str] = "location_mean"
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.randomizer, MetricRandomizer):
-            label = getattr(self.randomizer, "name", type(self.randomizer).__name__)
-            raise ParameterError("estimator.name", self.name,
-                                 f"does not fit randomizer {label!r}; it needs a metric-DP "
-                                 f"randomizer, one of {location_randomizer_names()}")
+    @classmethod
+    def fits(cls, randomizer: object) -> bool:
+        return isinstance(randomizer, MetricRandomizer)
+
+    @classmethod
+    def needs(cls) -> str:
+        return f"a metric-DP randomizer, one of {location_randomizer_names()}"
 
     def estimate(self, aggregate, n):
         """(S/n - a)/b: complex for planar points, real otherwise."""
-        n_arr = np.asarray(n)
-        bad = ~(np.isfinite(n_arr) & (n_arr > 0))
-        if bad.any():
-            raise ParameterError("n", n_arr[bad].flat[0].item(), "must be a number of users > 0")
+        n_arr = check_n(n, dtype=None)
         aggregate = np.asarray(aggregate)
         if not np.iscomplexobj(aggregate):
             aggregate = aggregate.astype(float)
@@ -70,16 +68,7 @@ class LocationMeanEstimator:
     def variance(self, values, n, epsilon=None):
         """E|estimate - mean|^2 given the true inputs (users on the last axis; a scalar means
         all n users hold it)."""
-        values = np.asarray(values)
-        if values.ndim == 0:
-            require(isinstance(n, (int, np.integer)) and n >= 1, "n", n,
-                    "must be an integer >= 1")
-            values = np.broadcast_to(values, (int(n),))
-        else:
-            require(values.shape[-1] == n, "n", n,
-                    f"must equal the number of users on the last axis of values "
-                    f"({values.shape[-1]})")
-        values = self.randomizer.check_values(values)
+        values = self.randomizer.check_values(user_values(values, n))
         per_user = np.broadcast_to(self.per_user_variance(values, epsilon), values.shape)
         return per_user.sum(axis=-1) / float(n) ** 2
 

@@ -28,20 +28,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from shufflesim.protocols.errors import ParameterError
-from shufflesim.protocols.estimators.frequency import _check_counts, _check_n
+from shufflesim.protocols.estimators.base import CountEstimator, Estimator, check_counts, check_n
 from shufflesim.protocols.estimators.registry import register_estimator
 from shufflesim.protocols.randomizers.multi_message.base import MultiMessageRandomizer
-
-
-def _check(name: str, randomizer, estimand: str) -> None:
-    if not (isinstance(randomizer, MultiMessageRandomizer)
-            and randomizer.estimand == estimand):
-        label = getattr(randomizer, "name", type(randomizer).__name__)
-        raise ParameterError(
-            "estimator.name", name,
-            f"does not fit randomizer {label!r}; it needs a multi-message randomizer whose "
-            f"estimand is {estimand!r}")
 
 
 def _count_variance(randomizer: MultiMessageRandomizer, owners, n):
@@ -51,31 +40,46 @@ def _count_variance(randomizer: MultiMessageRandomizer, owners, n):
             + n * b * blanket * (1 - blanket))
 
 
-@register_estimator
 @dataclass(frozen=True)
-class MultiMessageFrequencyEstimator:
-    """f_hat_v = (S_v / n - other - b blanket) / (own - other) (module docstring)."""
+class _MultiMessageEstimator(Estimator):
+    """An estimator for the multi-message randomizers whose ``estimand`` is the class's."""
 
     randomizer: MultiMessageRandomizer
 
+    estimand: ClassVar[str]
+
+    @classmethod
+    def fits(cls, randomizer: object) -> bool:
+        return (isinstance(randomizer, MultiMessageRandomizer)
+                and randomizer.estimand == cls.estimand)
+
+    @classmethod
+    def needs(cls) -> str:
+        return f"a multi-message randomizer whose estimand is {cls.estimand!r}"
+
+    def _support(self, aggregate, n):
+        """(S_v for every v, n, own, other, b, blanket) for the aggregate of n users' messages
+        (module docstring), both checked."""
+        aggregate = check_counts("aggregate", aggregate, self.randomizer.aggregate_size)
+        n = check_n(n)
+        own, other, blanket = self.randomizer.message_support()
+        b = self.randomizer.blanket_messages_per_client
+        return self.randomizer.support_counts(aggregate), n, own, other, b, blanket
+
+
+@register_estimator
+@dataclass(frozen=True)
+class MultiMessageFrequencyEstimator(_MultiMessageEstimator, CountEstimator):
+    """f_hat_v = (S_v / n - other - b blanket) / (own - other) (module docstring)."""
+
     name: ClassVar[str] = "multi_message_frequency"
-
-    def __post_init__(self) -> None:
-        _check(self.name, self.randomizer, "frequency")
-
-    @property
-    def domain_size(self) -> int:
-        return self.randomizer.input_domain.size
+    estimand: ClassVar[str] = "frequency"
 
     def estimate(self, aggregate, n):
         """Unbiased estimates (..., k) from the aggregate of n users' messages (``n`` an int or
         an array broadcasting against the leading axes). Not clipped."""
-        aggregate = _check_counts("aggregate", aggregate, self.randomizer.aggregate_size)
-        n = _check_n(n)[..., None]
-        own, other, blanket = self.randomizer.message_support()
-        b = self.randomizer.blanket_messages_per_client
-        support = self.randomizer.support_counts(aggregate)
-        return (support / n - other - b * blanket) / (own - other)
+        support, n, own, other, b, blanket = self._support(aggregate, n)
+        return (support / n[..., None] - other - b * blanket) / (own - other)
 
     def per_value_variance(self, true_counts, n):
         """Exact Var(f_hat_v) from the true counts n_v (real-valued allowed) and n."""
@@ -84,50 +88,32 @@ class MultiMessageFrequencyEstimator:
         return (_count_variance(self.randomizer, np.asarray(true_counts, dtype=float), n)
                 / (n * n * (own - other) ** 2))
 
-    def variance(self, true_counts):
-        """Exact Var(f_hat_v) given the true counts (..., k) of the n = sum_v n_v users."""
-        true_counts = _check_counts("true_counts", true_counts, self.domain_size)
-        return self.per_value_variance(true_counts, _check_n(true_counts.sum(axis=-1)))
-
-    def variance_from_frequencies(self, frequencies, n):
-        """Exact Var(f_hat_v) given the true frequencies f_v (n_v = f_v n) and n."""
-        frequencies = _check_counts("frequencies", frequencies, self.domain_size)
-        n = _check_n(n)
-        return self.per_value_variance(frequencies * n[..., None], n)
-
 
 @register_estimator
 @dataclass(frozen=True)
-class MultiMessageSumEstimator:
+class MultiMessageSumEstimator(_MultiMessageEstimator):
     """z = (S_1 - n other - n b blanket) / (own - other): sum of binary inputs."""
 
-    randomizer: MultiMessageRandomizer
-
     name: ClassVar[str] = "multi_message_sum"
-
-    def __post_init__(self) -> None:
-        _check(self.name, self.randomizer, "sum")
+    estimand: ClassVar[str] = "sum"
 
     def estimate(self, aggregate, n):
         """Unbiased estimate of sum_i x_i from the aggregate (..., 2) of n users' messages."""
-        aggregate = _check_counts("aggregate", aggregate, self.randomizer.aggregate_size)
-        n = _check_n(n)
-        own, other, blanket = self.randomizer.message_support()
-        b = self.randomizer.blanket_messages_per_client
-        ones = self.randomizer.support_counts(aggregate)[..., 1]
-        return (ones - n * other - n * b * blanket) / (own - other)
+        support, n, own, other, b, blanket = self._support(aggregate, n)
+        return (support[..., 1] - n * other - n * b * blanket) / (own - other)
+
+    def _scaled_count_variance(self, ones, n):
+        own, other, _ = self.randomizer.message_support()
+        return _count_variance(self.randomizer, ones, n) / (own - other) ** 2
 
     def per_user_variance(self, x, epsilon=None):
         """Variance contributed by one user with input x in {0, 1} (its input message and its
         b blanket messages)."""
-        x = np.asarray(x, dtype=float)
-        own, other, _ = self.randomizer.message_support()
-        return _count_variance(self.randomizer, x, 1.0) / (own - other) ** 2
+        return self._scaled_count_variance(np.asarray(x, dtype=float), 1.0)
 
     def variance(self, values, n, epsilon=None):
         """Exact Var(z): ``values`` the true inputs (users on the last axis), or a scalar held
         by all n users."""
         values = np.asarray(values, dtype=float)
         ones = values.sum(axis=-1) if values.ndim else values * float(n)
-        own, other, _ = self.randomizer.message_support()
-        return _count_variance(self.randomizer, ones, float(n)) / (own - other) ** 2
+        return self._scaled_count_variance(ones, float(n))
