@@ -52,6 +52,7 @@ from shufflesim.protocols.bounds.numerical.clones import (
     check_epsilon,
     check_epsilon0,
     check_n,
+    krr_fields,
     round_up,
     smallest_epsilon,
 )
@@ -123,19 +124,11 @@ def krr_blanket_gamma(epsilon0: float, domain_size: int) -> float:
     return domain_size / (math.expm1(epsilon0) + domain_size)
 
 
-def _krr_fields(randomizer) -> tuple[float, int]:
-    if getattr(randomizer, "name", None) != "krr":
-        raise ParameterError(
-            "randomizer", getattr(randomizer, "name", randomizer),
-            "this bound is specific to k-ary randomized response ('krr')",
-        )
-    return check_epsilon0(randomizer.epsilon0), _check_k(randomizer.domain_size)
-
-
 def blanket_krr_theorem31(randomizer, n: int, delta: float) -> BoundResult:
     """004 Thm 3.1 applied to a k-RR randomizer: gamma = k/(e^eps0 + k - 1), then the inversion
     :func:`blanket_krr_epsilon_for_gamma` (regime: resulting eps <= 1)."""
-    epsilon0, k = _krr_fields(randomizer)
+    epsilon0, k = krr_fields(randomizer)
+    k = _check_k(k)
     start = time.perf_counter()
     gamma = krr_blanket_gamma(epsilon0, k)
     try:
