@@ -47,7 +47,8 @@ def plot_extra_amplification(tables, figure_module):
             style = ":" if kind == "lower" else "-" if status == "proven" else "--"
             (handle,) = ax.plot(line.epsilon0, line.ratio, style, marker=".",
                                 color=colors[method])
-            caveat = "" if status == "proven" else ", " + status.split(",")[0][:22]
+            caveat = "" if status == "proven" else ", " + status.split(",")[0].replace(
+                "relies-on-stronger-clone-reduction", "stronger-clone reduction")
             label = f"{method.removeprefix('multi-message-')} ({kind}{caveat})"
             legend.setdefault(label, handle)
         ax.set_title(f"{randomizer}, n = {n:g}, delta = {delta:g}", fontsize="small")
