@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from audit_mechanisms import krr, laplace, olh, oue
@@ -303,3 +305,52 @@ def test_search_from_the_command_line(tmp_path):
         "--trials", "20000"])
     assert result.exit_code == 0, result.output
     assert "implementation-ldp-search: the implementation is not 2-LDP" in result.output
+
+
+OLH_CLIENT = '''
+import math
+
+import numpy as np
+
+P31 = (1 << 31) - 1
+EPS = {eps!r}
+G = int(round(math.exp(EPS))) + 1
+P = math.exp(EPS) / (math.exp(EPS) + G - 1)
+
+def _h(s1, s2, x):
+    return ((s1 * np.asarray(x, dtype=np.int64) + s2) % P31) % G
+
+def sample(v, rng):
+    v = np.asarray(v, dtype=np.int64)
+    s1 = rng.integers(1, P31, v.shape)
+    s2 = rng.integers(0, P31, v.shape)
+    hv = _h(s1, s2, v)
+    y = np.where(rng.random(v.shape) < P, hv, (hv + rng.integers(1, G, v.shape)) % G)
+    return np.stack([y, s1, s2], axis=-1)
+
+def support(reports, x):
+    r = np.asarray(reports, dtype=np.int64)
+    return _h(r[:, 1], r[:, 2], x) == r[:, 0]
+'''
+
+
+@pytest.mark.parametrize(("factor", "violated"), [(1.0, False), (1.3, True)])
+def test_cli_passes_a_local_hashing_decoder_to_the_search(tmp_path, factor, violated):
+    """``--support file.py:fn`` gives the search the decoder of a black-box OLH client (every
+    report is distinct, so without it there is no event to find)."""
+    from click.testing import CliRunner
+
+    from shufflesim.simulator.cli import main
+
+    client = tmp_path / "olh_client.py"
+    client.write_text(OLH_CLIENT.format(eps=2.0 * factor))
+    args = ["audit", "--implementation", f"{client}:sample", "--claim-epsilon0", "2",
+            "--domain-size", "1024", "--output", "vector", "--level", "randomizer",
+            "--attack", "search", "--support", f"{client}:support", "--trials", "40000",
+            "--json", "-q"]
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+    rows = [r for r in json.loads(done.stdout) if r.get("bound") == "implementation-ldp-search"]
+    assert [r["verdict"] for r in rows] == ["violated" if violated else "consistent"]
+    missing = CliRunner().invoke(main, [*args[:-4], "--support", f"{client}:nope", *args[-4:]])
+    assert missing.exit_code == 2 and "--support" in missing.output

@@ -79,7 +79,10 @@ class AuditSettings:
     report (default: detected); two_stage: the shuffle level's faster estimate (user 1's
     report from the implementation, the others' from the declared law); shuffler:
     "path/file.py:function" of a user shuffler ``(messages, rng) -> messages`` for the
-    pipeline level; claim_delta0: the delta0 it claims (randomizer level).
+    pipeline level; claim_delta0: the delta0 it claims (randomizer level); support:
+    "path/file.py:function" of a frequency oracle's decoder ``(reports, x) -> bool array``
+    (report i supports value x), an event family of the randomizer level's ``search`` attack
+    (needed for local hashing, whose reports are all distinct).
     """
 
     trials: int
@@ -104,6 +107,7 @@ class AuditSettings:
     two_stage: bool = False
     shuffler: str | None = None
     claim_delta0: float = 0.0
+    support: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -136,6 +140,8 @@ class AuditSettings:
                 "only the shuffle level draws the other users' inputs from a distribution")
         require(self.permute or level is Level.PIPELINE, "permute", self.permute,
                 "only applies at the pipeline level")
+        require(self.support is None or level is Level.RANDOMIZER, "support", self.support,
+                "a decoder for the randomizer level's search attack")
         require(self.implementation is not None or not self.two_stage, "two_stage",
                 self.two_stage, "applies to an implementation under test")
         require(not self.two_stage or level is Level.SHUFFLE, "two_stage", self.two_stage,
@@ -286,6 +292,12 @@ def _randomizer_attacks(settings: AuditSettings, sampled, epsilon0: float, delta
     declared LDP level ``epsilon0`` at ``delta0``."""
     records: list[dict] = []
     own = attack_names(Level.RANDOMIZER)
+    support = None
+    if settings.support is not None:
+        try:
+            support = load_implementation(settings.support).function
+        except ParameterError as error:
+            raise ParameterError("support", settings.support, error.requirement) from None
     for k, name in enumerate(settings.attacks or ()):
         if name not in own:
             continue
@@ -294,7 +306,7 @@ def _randomizer_attacks(settings: AuditSettings, sampled, epsilon0: float, delta
                                     epsilon0=epsilon0, delta0=delta0, trials=settings.trials,
                                     confidence=settings.confidence,
                                     seed=child(seed, RANDOMIZER_ATTACK_KEY, k),
-                                    context=context, implementation=source)
+                                    context=context, implementation=source, support=support)
     return records
 
 

@@ -45,11 +45,11 @@ def parse_section(table: Mapping[str, Any], context: ParseContext) -> AuditSetti
     table = dict(table)
     if isinstance(table.get("delta"), (int, float)) and not isinstance(table["delta"], bool):
         table["delta"] = [table["delta"]]
-    for key in ("implementation", "shuffler"):
+    for key in ("implementation", "shuffler", "support"):
         if isinstance(table.get(key), str):
             table[key] = resolve_spec(table[key], context.base_dir)
     settings = parse_dataclass(AuditSettings, table, SECTION, context)
-    for key in ("implementation", "shuffler"):  # a missing file or function: an error now
+    for key in ("implementation", "shuffler", "support"):  # a missing file or function now
         spec = getattr(settings, key)
         if spec is not None:
             try:
