@@ -307,31 +307,13 @@ def test_search_from_the_command_line(tmp_path):
     assert "implementation-ldp-search: the implementation is not 2-LDP" in result.output
 
 
-OLH_CLIENT = '''
-import math
+#: A black-box client file: local hashing over 1024 values and its decoder, from the mechanisms
+#: this module tests (tests/ is on the path of the in-process CLI run).
+OLH_CLIENT = """
+from audit_mechanisms import olh
 
-import numpy as np
-
-P31 = (1 << 31) - 1
-EPS = {eps!r}
-G = int(round(math.exp(EPS))) + 1
-P = math.exp(EPS) / (math.exp(EPS) + G - 1)
-
-def _h(s1, s2, x):
-    return ((s1 * np.asarray(x, dtype=np.int64) + s2) % P31) % G
-
-def sample(v, rng):
-    v = np.asarray(v, dtype=np.int64)
-    s1 = rng.integers(1, P31, v.shape)
-    s2 = rng.integers(0, P31, v.shape)
-    hv = _h(s1, s2, v)
-    y = np.where(rng.random(v.shape) < P, hv, (hv + rng.integers(1, G, v.shape)) % G)
-    return np.stack([y, s1, s2], axis=-1)
-
-def support(reports, x):
-    r = np.asarray(reports, dtype=np.int64)
-    return _h(r[:, 1], r[:, 2], x) == r[:, 0]
-'''
+sample, support = olh({eps!r}, 1024)
+"""
 
 
 @pytest.mark.parametrize(("factor", "violated"), [(1.0, False), (1.3, True)])
