@@ -46,7 +46,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
-from shufflesim.protocols.bounds.engine import exact_pool
+from shufflesim.protocols.bounds.engine import exact_band
 from shufflesim.protocols.bounds.engine import fft as engine_fft
 from shufflesim.protocols.bounds.engine.common import (
     Categories,
@@ -273,7 +273,7 @@ def _search_rtol(atoms: RatioAtoms, n: int, top: float, method: str, side: str) 
         return SEARCH_RTOL
     if _select([cat]) == "enumerate" and method == "auto":
         return SEARCH_RTOL
-    return EXACT_SEARCH_RTOL if exact_pool.applicable(cat) else SEARCH_RTOL
+    return EXACT_SEARCH_RTOL if exact_band.applicable(cat) else SEARCH_RTOL
 
 
 def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: float,
@@ -288,7 +288,7 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
     [max of lowers, max of uppers]. ``delta_rtol`` is the relative precision requested from
     the engine for each delta(eps). ``rtol`` (relative width of the eps bracket): by default
     SEARCH_RTOL, or for side="upper" EXACT_SEARCH_RTOL where the conditioning method's exact
-    sum applies (engine/exact_pool.py).
+    sum applies (engine/exact_band.py).
     """
     side = check_side(side)
     if isinstance(atoms_both_directions, RatioAtoms):

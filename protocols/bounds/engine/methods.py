@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine import exact_pool
+from shufflesim.protocols.bounds.engine import exact_band
 from shufflesim.protocols.bounds.engine.common import (
     Categories,
 )
@@ -40,9 +40,9 @@ def _main_group(cats: Sequence[Categories]) -> int:
 
 def _conditioning(cats: list[Categories], rtol: float, atol: float,
                   threshold: float | None) -> tuple[float, float]:
-    if len(cats) == 1 and exact_pool.applicable(cats[0]):
-        # a binomial pool and few leaves: the exact sum (engine/exact_pool.py)
-        return exact_pool.exact_pool_bounds(cats[0])
+    if len(cats) == 1 and exact_band.applicable(cats[0]):
+        # a binomial pool and tables of bounded size: the exact sum (engine/exact_band.py)
+        return exact_band.band_bounds(cats[0])
     main = _main_group(cats)
     others = [cat for i, cat in enumerate(cats) if i != main]
     if others:

@@ -1,0 +1,380 @@
+"""Exact summation for one group whose pool is a binomial, by bands: the conditioning method's
+decomposition (protocols.bounds.engine.conditioning, 000 Thm 12-14) without its Jensen / kink
+bracket, at a cost that does not grow with the product of two windows.
+
+Setting: one group of n users, categories c_k with probabilities w_k, S = sum_k c_k N_k. With the
+pair (a, b) of conditioning.choose_roles, T = N_a + N_b ~ Bin(n, w_a + w_b) and, given T = t,
+B = N_a ~ Bin(t, rho), rho = w_a / (w_a + w_b), and the other m = n - t users fall in the pool.
+When the pool is empty, one category, or two categories j and o (k-RR's blanket and 000 Thm 14's
+exact atoms, once a zero atom of mass ~2e-16 left by rounding is folded in, :func:`reduced`),
+
+    S = alpha_t + d B + e X,   alpha_t = c_b t + c_o m,  d = c_a - c_b > 0,  e = c_j - c_o,
+
+with X ~ Bin(m, q), q = w_j / (w_j + w_o), independent of B given t (X = 0 without a second
+pool category). If e > 0, X is replaced by m - X ~ Bin(m, 1 - q), so that e <= 0 below.
+
+For each t, f(t) = E[(alpha + d B + e X)_+] over the windows of B and X (Bernstein widths
+leaving at most TAIL of mass outside on each side, which is bounded, not dropped). For B = k,
+let x*(k) = floor((alpha + d k) / |e|), the largest x with alpha + d k + e x >= 0. Then, exactly,
+
+    G(k) = E[(alpha + d k + e X)_+ ; X in window]
+         = (alpha + d k + e x^) CX(x^) + |e| CCX(x^ - 1),   x^ = min(x*, x_hi)  (0 if x* < x_lo),
+
+with CX(x) = P[x_lo <= X <= x] and CCX(y) = sum_{x_lo <= x <= y} CX(x): every term is >= 0, so
+nothing cancels. Only the k whose x*(k) falls inside the window of X (a band of about
+|e| width(X) / d + 2 values of k) need a table look-up each; above the band x^ = x_hi and the
+sum over k is closed form with the suffix sums SB(k) = P[k <= B <= b_hi] and
+SSB(k) = sum_{j >= k} SB(j):
+
+    sum_{k >= k1} P[B = k] G(k) = P_X [(alpha + d k1 + e x_hi) SB(k1) + d SSB(k1 + 1)]
+                                  + |e| CCX(x_hi - 1) SB(k1).
+
+The tables (pmf of B, SB, SSB, CX, CCX per t) do not depend on eps: they are built once per
+(n, w_pair, rho, q) and cached (:func:`band_plan`), so an eps search pays for them once and
+then ~(rows x band) look-ups per evaluation.
+
+Error bound (every term is bracketed, the bracket is returned):
+
+* tables: pmfs anchored at the row's mode (scipy, REL_SPECIAL) times exp of cumulative log
+  ratios (their error bound, :func:`window_pmf`); sums and nested sums of non-negative terms
+  add (length) u and 2 (length) u relative. Every term of f is a product of one B entry, one X
+  entry and a coefficient, so its relative error is at most eb + ex + eb ex + (ops) u;
+* values: the computed alpha + d k + e x is within ve = 8u (|c_b| t + |c_o| m + d (t + 1) +
+  |e| (m + 1)) of the exact one; f is 1-Lipschitz in a shift with slope P[S > -ve | t], and a
+  misplaced x* or k_hi moves a term of size at most ve. Hence 2 ve times a bound on that slope
+  (P[X <= x* + 2] summed over the band, which starts one below its first k, with the B pmf,
+  plus P[B >= k_hi]: a k_hi off by one by rounding moves a term of size ve P[B = k_hi]);
+* mass outside the windows of B and X: at most its probability times max S_+ = (alpha + d t)_+,
+  added to the upper side only; T outside its window (plans.t_plan): pos_max n times its mass.
+
+The result's relative width is ~4 REL_SPECIAL: the eps search then stops on its own tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats
+
+from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, REL_SUM, TINY, Categories, U
+from shufflesim.protocols.bounds.engine.conditioning import choose_roles
+from shufflesim.protocols.bounds.engine.plans import t_plan
+
+__all__ = ["applicable", "band_bounds", "band_plan", "reduced"]
+
+#: mass of B (and of X) left outside its window, per side (bounded, not dropped)
+TAIL = 1e-20
+#: largest table (T rows x (B window + X window)) for which the method is used
+MAX_CELLS = 2_000_000
+#: categories lighter than this are folded into the others with a bounded error (:func:`reduced`)
+TINY_MASS = 1e-13
+
+
+# ---------------------------------------------------------------------------------------------
+# the group's shape
+# ---------------------------------------------------------------------------------------------
+
+def reduced(cat: Categories) -> tuple[Categories, float, float]:
+    """``cat`` without the categories of mass <= TINY_MASS (e.g. the zero atom of weight 2e-16
+    that the rounding of 1 - sum w leaves in 000 Thm 14's atoms), renormalized, and (down, up)
+    with E[S'_+] - down <= E[S_+] <= E[S'_+] + up.
+
+    Coupling: a user's value is Y = c_s (a small category s, with probability w_s) or else
+    Y' ~ the renormalized law, drawn independently of the choice; S' uses Y' for every user.
+    S_+ - S'_+ <= sum_i (Y_i - Y'_i)_+ and S'_+ - S_+ <= sum_i (Y'_i - Y_i)_+, so
+    up = n sum_s w_s E[(c_s - Y')_+] and down = n sum_s w_s E[(Y' - c_s)_+]. Only values the
+    small categories can push over 0 count: for a zero atom, up = n w_0 E[Y'_-]."""
+    small = cat.w <= TINY_MASS
+    if not small.any() or small.all():
+        return cat, 0.0, 0.0
+    keep = ~small
+    w = cat.w[keep] / float(cat.w[keep].sum())
+    c = cat.c[keep]
+    out = Categories(c, w, cat.count, cat.c_err)
+    diff = cat.c[small][:, None] - c[None, :]
+    margin = (1 + 16 * U + c.size * U) * (1 + 8 * U)
+    up = cat.count * float(cat.w[small] @ (np.maximum(diff, 0.0) @ w)) * margin
+    down = cat.count * float(cat.w[small] @ (np.maximum(-diff, 0.0) @ w)) * margin
+    # rounding of c_s - c: at most u |c_s - c|, covered by the margin's 16u; a negative part
+    # computed as 0 is below u max|c| per term
+    slack = cat.count * float(cat.w[small].sum()) * 4 * U * float(np.abs(cat.c).max())
+    return out, down + slack, up + slack
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """S = alpha_t + d B + e X with alpha_t = c_b t + base m (module docstring)."""
+
+    cb: float
+    d: float
+    base: float          # coefficient of m = n - t in alpha_t
+    e: float             # <= 0 (0: no X)
+    w_pair: float
+    rho: float
+    q: float             # X ~ Bin(m, q); 1.0 when there is no X
+
+
+def _shape(cat: Categories) -> _Shape | None:
+    """The group's decomposition when its pool is empty, one category or two (None
+    otherwise, or when a binomial parameter is degenerate)."""
+    if cat.c.size < 2 or not (cat.c.min() < 0 < cat.c.max()):
+        return None
+    roles = choose_roles(cat)
+    c, w = cat.c, cat.w
+    ca, cb = float(c[roles.a]), float(c[roles.b])
+    wa, wb = float(w[roles.a]), float(w[roles.b])
+    rho = wa / (wa + wb)
+    w_pair = 1.0 if not roles.pool else wa + wb
+    if not (0.0 < rho < 1.0) or not (0.0 < w_pair < 1.0 or not roles.pool):
+        return None
+    pool = list(roles.pool)
+    if not pool:
+        return _Shape(cb, ca - cb, 0.0, 0.0, w_pair, rho, 1.0)
+    if len(pool) == 1:
+        return _Shape(cb, ca - cb, float(c[pool[0]]), 0.0, w_pair, rho, 1.0)
+    if len(pool) != 2:
+        return None
+    j, other = pool
+    q = float(w[j] / (w[j] + w[other]))
+    if not 0.0 < q < 1.0:
+        return None
+    base, e = float(c[other]), float(c[j]) - float(c[other])
+    if e > 0:                       # X -> m - X: e X = e m - e (m - X)
+        base, e, q = base + e, -e, 1.0 - q
+    return _Shape(cb, ca - cb, base, e, w_pair, rho, q)
+
+
+def _half_width(sd: np.ndarray) -> np.ndarray:
+    """Window half-width s with P[|Y - E Y| >= s] <= TAIL per side for a sum of independent
+    Bernoulli variables of variance sd^2 (Bernstein: exp(-s^2 / (2 (sd^2 + s/3))) = TAIL). It
+    only sizes the windows: the mass outside is computed and bounded."""
+    log_t = math.log(1.0 / TAIL)
+    return log_t / 3.0 + np.sqrt(log_t * log_t / 9.0 + 2.0 * log_t * sd * sd)
+
+
+def _window(size: np.ndarray, p: float) -> tuple[np.ndarray, int]:
+    """Per-row windows [lo, lo + width) of Bin(size, p), clipped below at 0 (entries beyond
+    ``size`` carry no mass)."""
+    mean = size * p
+    half = _half_width(np.sqrt(size * p * (1.0 - p)))
+    lo = np.clip(np.floor(mean - half), 0.0, None)
+    hi = np.minimum(np.ceil(mean + half), size)
+    width = int(np.max(hi - lo, initial=0.0)) + 1
+    return lo, width
+
+
+def _cells(n: int, shape: _Shape) -> float:
+    """Table cells of :func:`band_plan`, from the standard deviations (before building it)."""
+    sd_t = math.sqrt(n * shape.w_pair * (1.0 - shape.w_pair))
+    rows = 2 * float(_half_width(np.array(sd_t))) + 3
+    t_max = min(n, n * shape.w_pair + rows)
+    b_w = 2 * float(_half_width(np.array(math.sqrt(t_max * shape.rho * (1 - shape.rho))))) + 3
+    x_w = 1.0
+    if shape.q < 1.0:
+        x_w = 2 * float(_half_width(np.array(math.sqrt(n * shape.q * (1 - shape.q))))) + 3
+    return rows * (b_w + x_w)
+
+
+def applicable(cat: Categories) -> bool:
+    """The pool is binomial (module docstring), possibly after folding categories of mass
+    <= TINY_MASS, and the tables have at most MAX_CELLS cells."""
+    cat = reduced(cat)[0]
+    shape = _shape(cat)
+    return shape is not None and _cells(cat.count, shape) <= MAX_CELLS
+
+
+# ---------------------------------------------------------------------------------------------
+# tables (eps-independent, cached)
+# ---------------------------------------------------------------------------------------------
+
+def window_pmf(m: np.ndarray, p: float, lo: np.ndarray, width: int):
+    """P[Bin(m, p) = lo + i], i < width (rows: entries of m), 0 beyond m; and the relative
+    error bound of each entry *besides* the row's common factor: every row is anchored at its
+    mode with scipy (relative error REL_SPECIAL, the same factor for the whole row), the rest by
+    cumulative log ratios ln P(k+1)/P(k) = ln((m - k) / (k + 1)) + ln(p / (1 - p)) (-inf from
+    k = m on, so the pmf is 0 beyond the support)."""
+    m = np.asarray(m, dtype=float)
+    rows = np.arange(m.size)
+    span = (m - lo)[:, None] - np.arange(width - 1)[None, :]          # m - k, exact integers
+    ratio = np.maximum(span, 0.0)
+    ratio /= lo[:, None] + np.arange(1, width)[None, :]                # (k + 1)
+    cum = np.empty((m.size, width))
+    cum[:, 0] = 0.0
+    with np.errstate(divide="ignore"):
+        np.log(ratio, out=ratio)
+    log_odds = math.log(p) - math.log1p(-p)
+    ratio += log_odds
+    np.cumsum(ratio, axis=1, out=cum[:, 1:])
+    mode = np.clip(np.floor((m + 1.0) * p), lo, np.minimum(lo + width - 1, m))
+    idx = (mode - lo).astype(np.int64)
+    anchor = stats.binom.pmf(mode, m, p)
+    at_mode = cum[rows, idx]
+    last = np.minimum(m - lo, width - 1).astype(np.int64)
+    at_last = cum[rows, last]
+    cum -= at_mode[:, None]
+    with np.errstate(under="ignore"):
+        pmf = np.exp(cum, out=cum)
+    pmf *= anchor[:, None]
+    # Each computed log ratio is within 4u (|ln(m - k)| + |ln(k + 1)| + |ln odds| + 1) of its
+    # value; a partial sum of i of them within i times that plus i u |partial sum|; exp adds 2u.
+    # The log pmf is concave in k, so its partial sums are largest in size at the mode or at
+    # the last entry of the support (+1: slack for the rounding of that shape).
+    biggest = float(np.max(np.maximum(np.abs(at_mode), np.abs(at_last)), initial=0.0)) + 1.0
+    step_err = 4 * U * (2 * math.log(float(m.max(initial=0.0)) + 2.0) + abs(log_odds) + 1.0)
+    shape_err = width * (step_err + U * biggest) * 2.0 + 4 * U
+    return pmf, shape_err
+
+
+def _outside(size: np.ndarray, p: float, lo: np.ndarray, width: int) -> np.ndarray:
+    """Upper bound on P[Bin(size, p) outside [lo, lo + width - 1]] per row."""
+    hi = lo + width - 1
+    below = np.where(lo > 0, stats.binom.cdf(lo - 1, size, p), 0.0)
+    above = np.where(hi < size, stats.binom.sf(hi, size, p), 0.0)
+    return (below + above) * (1 + REL_SPECIAL) + TINY
+
+
+@dataclass(frozen=True)
+class BandPlan:
+    """Per row t of the window of T: the B and X tables of the module docstring."""
+
+    t: np.ndarray            # (rows,)
+    pt: np.ndarray           # P[T = t]
+    t_tail: float            # upper bound on P[T outside the window]
+    b_lo: np.ndarray         # (rows,) first k of B's window
+    pb: np.ndarray           # (rows, b_w) P[B = k]
+    sb: np.ndarray           # (rows, b_w + 1) SB: sb[i] = sum_{i' >= i} pb[i']
+    ssb: np.ndarray          # (rows, b_w + 2) SSB: ssb[i] = sum_{j >= i} sb[j]
+    b_out: np.ndarray        # (rows,) P[B outside its window] (upper bound)
+    x_lo: np.ndarray         # (rows,) first x of X's window
+    cx: np.ndarray           # (rows, x_w + 1) cx[i] = P[x_lo <= X <= x_lo + i - 1]
+    ccx: np.ndarray          # (rows, x_w + 1) ccx[i] = sum_{i' < i} cx[i' + 1]
+    x_out: np.ndarray        # (rows,) P[X outside its window] (upper bound)
+    rel: float               # relative error of (B entry) x (X entry)
+
+    @property
+    def b_w(self) -> int:
+        return self.pb.shape[1]
+
+    @property
+    def x_w(self) -> int:
+        return self.cx.shape[1] - 1
+
+
+@lru_cache(maxsize=4)
+def _b_tables(n: int, w_pair: float, rho: float):
+    """B | t ~ Bin(t, rho) over the window of T: (b_lo, pmf, SB, SSB, outside mass, error)."""
+    t = t_plan(n, w_pair).t
+    rows = t.size
+    b_lo, b_w = _window(t, rho)
+    pb, err = window_pmf(t, rho, b_lo, b_w)
+    sb = np.zeros((rows, b_w + 1))
+    np.cumsum(pb[:, ::-1], axis=1, out=sb[:, b_w - 1::-1])
+    ssb = np.zeros((rows, b_w + 2))
+    np.cumsum(sb[:, ::-1], axis=1, out=ssb[:, b_w::-1])
+    return b_lo, pb, sb, ssb, _outside(t, rho, b_lo, b_w), err + REL_SPECIAL + 2 * (b_w + 2) * U
+
+
+@lru_cache(maxsize=4)
+def _x_tables(n: int, w_pair: float, q: float):
+    """X | t ~ Bin(n - t, q) over the window of T: (x_lo, CX, CCX, outside mass, error);
+    q = 1: no X (a single entry of mass 1 at x = 0)."""
+    m = n - t_plan(n, w_pair).t
+    rows = m.size
+    if q < 1.0:
+        x_lo, x_w = _window(m, q)
+        px, err = window_pmf(m, q, x_lo, x_w)
+        x_out = _outside(m, q, x_lo, x_w)
+        err = err + REL_SPECIAL + 2 * (x_w + 1) * U
+    else:
+        x_lo, x_w = np.zeros(rows), 1
+        px, err, x_out = np.ones((rows, 1)), 0.0, np.zeros(rows)
+    cx = np.zeros((rows, x_w + 1))
+    np.cumsum(px, axis=1, out=cx[:, 1:])
+    ccx = np.zeros((rows, x_w + 1))
+    np.cumsum(cx[:, 1:], axis=1, out=ccx[:, 1:])
+    return x_lo, cx, ccx, x_out, err
+
+
+def band_plan(n: int, w_pair: float, rho: float, q: float) -> BandPlan:
+    """The eps-independent tables for one group (q = 1: no X); the B and X tables are cached
+    separately (an eps search meets the same pair with and without a pool variable)."""
+    tp = t_plan(n, w_pair)
+    b_lo, pb, sb, ssb, b_out, eb = _b_tables(n, w_pair, rho)
+    x_lo, cx, ccx, x_out, ex = _x_tables(n, w_pair, q)
+    return BandPlan(tp.t, tp.pt, tp.tail_p, b_lo, pb, sb, ssb, b_out, x_lo, cx, ccx, x_out,
+                    eb + ex + eb * ex + 4 * U)
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation
+# ---------------------------------------------------------------------------------------------
+
+def band_bounds(cat: Categories) -> tuple[float, float]:
+    """Guaranteed (lower, upper) of E[S_+] for one group with a binomial pool (module
+    docstring); ``applicable(cat)`` must hold."""
+    cat, down, up = reduced(cat)
+    sh = _shape(cat)
+    n = cat.count
+    plan = band_plan(n, sh.w_pair, sh.rho, sh.q)
+    t = plan.t
+    rows = np.arange(t.size)
+    m = n - t
+    d, e, ae = sh.d, sh.e, abs(sh.e)
+    alpha = sh.cb * t + sh.base * m
+    b_lo, b_w = plan.b_lo, plan.b_w
+    b_hi = np.minimum(b_lo + b_w - 1, t)          # entries beyond the support carry no mass
+    x_lo, x_w = plan.x_lo, plan.x_w
+    x_hi = np.minimum(x_lo + x_w - 1, m) if sh.q < 1.0 else x_lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # k_hi: the smallest k with alpha + d k + e x_hi >= 0 (x*(k) >= x_hi from there on)
+        k_hi = np.ceil(-(alpha + e * x_hi) / d)
+        # the band starts one below the smallest k with alpha + d k + e x_lo > 0
+        k_lo = np.floor(-(alpha + e * x_lo) / d)
+    # above the band: closed form with SB and SSB
+    k1 = np.clip(k_hi, b_lo, b_hi + 1)
+    i1 = (k1 - b_lo).astype(np.int64)
+    ix_hi = (x_hi - x_lo).astype(np.int64)
+    px_w = plan.cx[rows, ix_hi + 1]
+    ccx_hi = plan.ccx[rows, ix_hi]
+    coef = np.maximum(alpha + d * k1 + e * x_hi, 0.0)
+    sb1 = plan.sb[rows, i1]
+    f = px_w * (coef * sb1 + d * plan.ssb[rows, i1 + 1]) + ae * ccx_hi * sb1
+    slope = sb1.copy()
+    # the band: one look-up per k
+    kb0 = np.maximum(k_lo, b_lo)
+    kb1 = np.minimum(k_hi, b_hi + 1)
+    width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
+    if width > 0:
+        k = kb0[:, None] + np.arange(width)[None, :]
+        valid = k < kb1[:, None]
+        a_k = alpha[:, None] + d * k
+        xs = np.floor(a_k / ae)
+        xh = np.clip(xs, x_lo[:, None] - 1, x_hi[:, None])
+        ix = (xh - x_lo[:, None] + 1).astype(np.int64)
+        r2 = rows[:, None]
+        inside = valid & (xs >= x_lo[:, None])
+        g = (np.maximum(a_k + e * xh, 0.0) * plan.cx[r2, ix]
+             + ae * plan.ccx[r2, np.maximum(ix - 1, 0)])
+        ib = np.clip(k - b_lo[:, None], 0, b_w - 1).astype(np.int64)
+        p_k = np.where(valid, plan.pb[r2, ib], 0.0)
+        f = f + (p_k * np.where(inside, g, 0.0)).sum(axis=1)
+        slope = slope + (p_k * plan.cx[r2, np.minimum(ix + 2, ix_hi[:, None] + 1)]).sum(axis=1)
+    out = plan.b_out + plan.x_out
+    slope = np.minimum(slope + out, 1.0)
+    ve = 8 * U * (abs(sh.cb) * t + abs(sh.base) * m + d * (t + 1) + ae * (m + 1)) * (1 + 1e-6)
+    # the slope argument needs the value error below one step of B and of X
+    slope = np.where(4 * ve < min(d, ae if ae > 0 else math.inf), slope, 1.0)
+    rel = plan.rel + (width + 40) * U
+    f_lo = np.maximum(f * (1 - rel) - 2 * ve * slope, 0.0)
+    f_hi = f * (1 + rel) + 2 * ve * slope + out * np.maximum(alpha + d * t, 0.0)
+    lower = float((plan.pt * (1 - REL_SPECIAL)) @ f_lo)
+    upper = float((plan.pt * (1 + REL_SPECIAL)) @ f_hi)
+    # T outside its window: S_+ <= (largest positive value) n
+    pos_max = float(np.maximum(cat.c, 0.0).max())
+    upper += pos_max * n * plan.t_tail * (1 + 8 * U)
+    lower = max(lower * (1 - REL_SUM - t.size * U) - down, 0.0)
+    upper = upper * (1 + REL_SUM + t.size * U) + up + TINY
+    return lower, upper
