@@ -231,7 +231,10 @@ def _far_side(dev: _Deviation, dist, sign, p_edge, ratio, step, side_pmax):
     """Bound of sum_{i >= 0} P[B = k_edge +- i] E[(sign Y - dist - i step)_+]: Chernoff at the
     lam of the first term gives a factor e^{-lam step} per kink; the pmf grows at most by
     ``ratio`` per kink (binomial pmf ratios are monotone), so the sum is geometric. Where
-    ratio e^{-lam step} >= 1, ``side_pmax()`` (largest pmf of the side) replaces the growth."""
+    ratio e^{-lam step} >= 1, ``side_pmax()`` (largest pmf of the side) replaces the growth.
+    Every term is also at most phi(Var, dist) (phi decreases in the distance) and the pmfs sum
+    to at most 1, which bounds the sum where the Chernoff bound overflows (a pool variance so
+    small that the optimal lam overflows the log-MGF)."""
     log_b, lam = _chernoff_log(dev, dist, sign)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         shrink = np.log(ratio) - lam * step
@@ -242,7 +245,8 @@ def _far_side(dev: _Deviation, dist, sign, p_edge, ratio, step, side_pmax):
             fallback = np.exp(np.minimum(log_b[bad], 700.0)) / -np.expm1(-lam[bad] * step)
             out = out.copy()
             out[bad] = side_pmax(bad) * fallback
-    return np.where(dev.var > 0, np.nan_to_num(out, nan=np.inf), 0.0)
+    out = np.minimum(np.nan_to_num(out, nan=np.inf), _phi(dev.var, dist))
+    return np.where(dev.var > 0, out, 0.0)
 
 
 def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs):

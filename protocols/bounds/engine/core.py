@@ -46,7 +46,6 @@ import numpy as np
 from scipy import optimize, stats
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
-from shufflesim.protocols.bounds.engine import exact_band
 from shufflesim.protocols.bounds.engine import fft as engine_fft
 from shufflesim.protocols.bounds.engine.common import (
     Categories,
@@ -203,7 +202,7 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
         b = min(coarse.upper + 0.1 * width, eps_max)
     polished = epsilon_of_delta(fine, delta, side, eps_max=eps_max, rtol=rtol,
                                 bracket=(a, b) if a > 0 else None, max_evaluations=30,
-                                known=known)
+                                known=known, xtol=SEARCH_XTOL)
     lower = max(coarse.lower, polished.lower)
     upper = min(coarse.upper, polished.upper)
     value = upper if side == "upper" else lower
@@ -258,22 +257,24 @@ def atoms_key(atoms: RatioAtoms) -> tuple:
                             strict=True)))
 
 
-#: eps-search tolerance (relative) by default, and for upper bounds where the exact sum
-#: applies (its delta brackets are ~1e-9 wide and cost ~3 ms, so a finer search is cheap and
-#: keeps the upper end at or below the former one)
+#: eps-search tolerance (relative) by default (forced methods, one-signed values), and for the
+#: automatic and conditioning methods, whose delta brackets are ~1e-8 wide where they apply (the
+#: exact sums of engine/exact_band.py and enumerate.py, the conditioning method's single style):
+#: a finer search costs 2-3 cheap evaluations and keeps each end at or beyond the former one
 SEARCH_RTOL = 1e-5
 EXACT_SEARCH_RTOL = 1e-7
+#: absolute eps tolerance of the searches (eps is ~1e-6 at n = 1e6, eps0 = 0.01: the relative
+#: tolerance decides)
+SEARCH_XTOL = 1e-15
 
 
 def _search_rtol(atoms: RatioAtoms, n: int, top: float, method: str, side: str) -> float:
-    if side != "upper" or method not in ("auto", "conditioning"):
+    if method not in ("auto", "conditioning"):
         return SEARCH_RTOL
     cat = categories(atoms, n, 0.5 * top)
     if cat.c.size < 2 or not (cat.c.min() < 0 < cat.c.max()):
         return SEARCH_RTOL
-    if _select([cat]) == "enumerate" and method == "auto":
-        return SEARCH_RTOL
-    return EXACT_SEARCH_RTOL if exact_band.applicable(cat) else SEARCH_RTOL
+    return EXACT_SEARCH_RTOL
 
 
 def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: float,
@@ -287,8 +288,7 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
     atom multisets coincide are computed once. The bracket of the maximum is
     [max of lowers, max of uppers]. ``delta_rtol`` is the relative precision requested from
     the engine for each delta(eps). ``rtol`` (relative width of the eps bracket): by default
-    SEARCH_RTOL, or for side="upper" EXACT_SEARCH_RTOL where the conditioning method's exact
-    sum applies (engine/exact_band.py).
+    EXACT_SEARCH_RTOL for the automatic and conditioning methods, SEARCH_RTOL otherwise.
     """
     side = check_side(side)
     if isinstance(atoms_both_directions, RatioAtoms):
@@ -316,7 +316,7 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
 
         coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=tol,
                                   guess=gaussian_guess(atoms, n, delta, top),
-                                  resolution_stop=0.5)
+                                  resolution_stop=0.5, xtol=SEARCH_XTOL)
         results.append(_polish(coarse, atoms, n, delta, side, top, tol, delta_rtol, method,
                                fft_step))
     lower = max(r.lower for r in results)

@@ -94,6 +94,18 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
 
     seen: dict[float, Estimate] = {}
 
+    def side_value(eps: float) -> float:
+        """The value the steps use at eps: the side's estimate, except at a point certified on
+        one side of delta, where the bound that certifies it is used (it lies on the same side,
+        and the other may be loose: an engine stops refining once the comparison is decided,
+        and a loose value there would skew the secant steps towards that end)."""
+        est = seen[eps]
+        if est.lower > delta:
+            return est.lower
+        if est.upper <= delta:
+            return est.upper
+        return est.upper if side == "upper" else est.lower
+
     def evaluate(eps: float) -> float:
         """Record the certificates at eps; return the side's estimate there."""
         nonlocal above, below, evaluations
@@ -107,7 +119,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             below = min(below, eps)
         if est.lower > delta:
             above = max(above, eps)
-        return est.upper if side == "upper" else est.lower
+        return side_value(eps)
 
     def result(saturated: bool) -> EpsilonEstimate:
         value = below if side == "upper" else above
@@ -132,9 +144,6 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     kept = 0                                # -1: lo kept at the last step, +1: hi kept
     pending = guess if guess is not None and 0 < guess < eps_max else None
 
-    def side_value(eps: float) -> float:
-        est = seen[eps]
-        return est.upper if side == "upper" else est.lower
 
     def log_slope() -> float | None:
         """-d ln(delta)/d eps near the crossing, from the nearest evaluated points with side
@@ -152,7 +161,11 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         slope = log_slope()
         if slope is None or slope <= 0:
             return 0.0
-        widths = [math.log(seen[e].upper / seen[e].lower) for e in (lo, hi)
+        # the end the side certifies (hi for side="upper": its upper estimate <= delta; lo for
+        # "lower"): an end certified by the other bound may carry a loose side estimate (the
+        # engine stops once the comparison is decided) without blurring the crossing
+        end = hi if side == "upper" else lo
+        widths = [math.log(seen[e].upper / seen[e].lower) for e in (end,)
                   if e in seen and seen[e].lower > 0]
         return max(widths, default=0.0) / slope
 
