@@ -95,11 +95,16 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     seen: dict[float, Estimate] = {}
 
     def side_value(eps: float) -> float:
-        """The value the steps use at eps: the side's estimate, except at a point certified on
-        one side of delta, where the bound that certifies it is used (it lies on the same side,
-        and the other may be loose: an engine stops refining once the comparison is decided,
-        and a loose value there would skew the secant steps towards that end)."""
+        """The value the steps use at eps. side="upper": the upper estimate, except at a point
+        certified above delta, where the lower estimate that certifies it is used (the upper
+        one may be loose there: an engine stops refining once the comparison is decided, and a
+        loose value would skew the secant steps towards that end). side="lower": the lower
+        estimate everywhere, so the steps home in on the crossing of the estimate that
+        certifies the returned value (the certifying-bound rule on this side left exact-lower
+        at n = 1e6, eps0 = 1 5.6e-7 (relative) looser)."""
         est = seen[eps]
+        if side == "lower":
+            return est.lower
         if est.lower > delta:
             return est.lower
         if est.upper <= delta:

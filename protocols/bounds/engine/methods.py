@@ -39,9 +39,16 @@ def _main_group(cats: Sequence[Categories]) -> int:
 
 
 def _conditioning(cats: list[Categories], rtol: float, atol: float,
-                  threshold: float | None) -> tuple[float, float]:
+                  threshold: float | None, decide_only: bool = False) -> tuple[float, float]:
     if len(cats) == 1 and exact_band.applicable(cats[0]):
-        # a binomial pool and tables of bounded size: the exact sum (engine/exact_band.py)
+        # a binomial pool and tables of bounded size: the exact sum (engine/exact_band.py),
+        # unless only the comparison with threshold is asked for and the single style
+        # (no table) decides it
+        if decide_only and threshold is not None:
+            one = np.ones(1)
+            lo, hi = conditioning_bounds(cats[0], np.zeros(1), one, np.zeros(1), 0)
+            if hi <= threshold or lo > threshold:
+                return lo, hi
         return exact_band.band_bounds(cats[0])
     main = _main_group(cats)
     others = [cat for i, cat in enumerate(cats) if i != main]

@@ -94,7 +94,7 @@ def _can_exceed(atoms: RatioAtoms, n: int, delta: float, best: _Value, method: s
     non-increasing), and both its upper and lower search values would be <= best. Exact for
     either side: skipping it changes no number."""
     est = engine.delta_of_epsilon([(atoms, n)], n, best.value, "upper", method=method,
-                                  threshold=delta, rtol=SCREEN_RTOL)
+                                  threshold=delta, rtol=SCREEN_RTOL, decide_only=True)
     return est.upper > delta
 
 
@@ -146,7 +146,8 @@ def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: s
             continue
         if math.isfinite(best.value):
             ests = [engine.delta_of_epsilon([(atoms, n)], n, best.value, side, method=method,
-                                            threshold=delta) for atoms in directions]
+                                            threshold=delta, decide_only=True)
+                    for atoms in directions]
             if side == "lower" and all(not (e.lower > delta) for e in ests):
                 continue
             directions = [atoms for atoms, e in zip(directions, ests, strict=True)

@@ -194,10 +194,14 @@ INVERT_RTOL = 1e-7
 
 
 def invert(delta_fn: Callable[[float], Estimate], delta: float, side: str,
-           eps_max: float) -> EpsilonEstimate:
+           eps_max: float, bracket: tuple[float, float] | None = None,
+           known: dict | None = None) -> EpsilonEstimate:
     """eps(delta) with the engine's bracketing (engine.core.epsilon_of_delta, relative
-    tolerance INVERT_RTOL), so that every bound is conservative the same way."""
-    return engine.epsilon_of_delta(delta_fn, delta, side, eps_max=eps_max, rtol=INVERT_RTOL)
+    tolerance INVERT_RTOL), so that every bound is conservative the same way; ``bracket``
+    (optional) is a starting bracket, checked before it is used, and ``known`` estimates
+    already computed (eps -> Estimate of delta_fn)."""
+    return engine.epsilon_of_delta(delta_fn, delta, side, eps_max=eps_max, rtol=INVERT_RTOL,
+                                   bracket=bracket, known=known)
 
 
 def _check_common(n: int, delta: float) -> None:
