@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -216,64 +215,6 @@ def test_largest_certified_limit_certified():
     from shufflesim.protocols.bounds.calibration import largest_certified
     certified, score, _ = _synthetic(100.0)
     assert largest_certified(certified, 1e-4, 20.0, 1e-4, score=score) == (20.0, None)
-
-
-# ------------------------------------------------------------------------------------------
-# Exact sum for a binomial pool (engine/exact_pool.py)
-# ------------------------------------------------------------------------------------------
-def _blanket_cats():
-    """Blanket and Thm 14 categories of k-RR on which the exact sum applies."""
-    from shufflesim.protocols.bounds.engine import exact_pool
-    for eps0, k in itertools.product((0.1, 1.0, 4.0, 8.0), (2, 3, 10)):
-        r = make_randomizer("krr", epsilon0=eps0, domain_size=k)
-        triple = (0, 1, 2) if k > 2 else (0, 1, 0)
-        for atoms, n in itertools.product(
-                (dec.blanket_atoms(r, 0, 1), dec.exact_pair_atoms(r, *triple)), (5, 40, 1000)):
-            for eps in np.linspace(0.0, eps0, 5)[:-1]:
-                cat = common.categories(atoms, n, float(eps))
-                if cat.c.min() < 0 < cat.c.max() and exact_pool.applicable(cat):
-                    yield eps0, k, n, float(eps), cat
-
-
-def test_exact_pool_brackets_the_enumeration_and_the_conditioning_method():
-    from shufflesim.protocols.bounds.engine import conditioning, exact_pool
-    from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
-    checked = 0
-    for eps0, k, n, eps, cat in _blanket_cats():
-        lo, hi = exact_pool.exact_pool_bounds(cat)
-        if n <= 40:
-            ref_lo, ref_hi = enumeration_bounds([cat])
-        else:
-            ref_lo, ref_hi = conditioning.conditioning_bounds(
-                cat, np.zeros(1), np.ones(1), np.zeros(1), 128)
-        label = (eps0, k, n, eps)
-        assert lo <= ref_hi * (1 + 1e-12) + 1e-300, label      # the brackets intersect
-        assert ref_lo <= hi * (1 + 1e-12) + 1e-300, label
-        assert hi - lo <= 1e-5 * hi + 1e-14 * n, label          # and this one is tight
-        checked += 1
-    assert checked >= 120
-
-
-def test_exact_pool_planted_fault_is_detected():
-    """Negative control: the bracket check above fails for a shifted value."""
-    from shufflesim.protocols.bounds.engine import exact_pool
-    from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
-    r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
-    cat = common.categories(dec.blanket_atoms(r, 0, 1), 30, 0.2)
-    lo, hi = exact_pool.exact_pool_bounds(cat)
-    ref_lo, ref_hi = enumeration_bounds([cat])
-    assert lo <= ref_hi and ref_lo <= hi
-    assert not (lo * 1.001 <= ref_hi)
-
-
-def test_exact_pool_only_for_binomial_pools():
-    from shufflesim.protocols.bounds.engine import exact_pool
-    r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
-    three = common.Categories(np.array([-2.0, -0.5, -0.1, 0.3, 1.5]),
-                              np.array([0.1, 0.3, 0.3, 0.2, 0.1]), 200, 0.0)
-    assert not exact_pool.applicable(three)          # three pool categories
-    big = common.categories(dec.blanket_atoms(r, 0, 1), 10**6, 0.01)
-    assert not exact_pool.applicable(big)            # too many leaves
 
 
 # ------------------------------------------------------------------------------------------

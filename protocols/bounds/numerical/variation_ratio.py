@@ -193,13 +193,9 @@ def reduction_pair(params: VariationRatioParameters, n: int) -> TwoCountPair:
 INVERT_RTOL = 1e-7
 
 
-def invert(delta_fn: Callable[[float], Estimate], delta: float, side: str,
-           eps_max: float, bracket: tuple[float, float] | None = None,
-           known: dict | None = None) -> EpsilonEstimate:
-    """eps(delta) with the engine's bracketing (engine.core.epsilon_of_delta, relative
-    tolerance INVERT_RTOL), so that every bound is conservative the same way; ``bracket``
-    (optional) is a starting bracket, checked before it is used, and ``known`` estimates
-    already computed (eps -> Estimate of delta_fn)."""
+def invert(delta_fn: Callable[[float], Estimate], delta: float, side: str, eps_max: float,
+           bracket=None, known=None) -> EpsilonEstimate:
+    """eps(delta) by the engine's certified search (rtol INVERT_RTOL; start bracket, known)."""
     return engine.epsilon_of_delta(delta_fn, delta, side, eps_max=eps_max, rtol=INVERT_RTOL,
                                    bracket=bracket, known=known)
 
