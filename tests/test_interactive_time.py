@@ -160,3 +160,18 @@ def test_lower_side_search_not_looser_than_the_landed_value():
     res = core.epsilon_bound([atoms], 10**6, 1e-6, "lower")
     assert res.value >= 0.001854409232278283
     assert res.lower <= res.upper <= res.value * (1 + 2e-6)
+
+
+@pytest.mark.parametrize("eps0, n, delta", [(0.1, 10_000, 1e-4), (0.01, 10**6, 1e-6),
+                                            (1.0, 1000, 1e-6)])
+def test_variation_ratio_inversion_reaches_its_relative_tolerance(eps0, n, delta):
+    """The inversion's absolute tolerance no longer stops it short where eps is small
+    (xtol 1e-10 was 5e-7 relative at eps = 2e-4: 0.000210469313905 against the crossing
+    0.00021046924...): the value is within INVERT_RTOL of the paper's 60-step bisection of the
+    same upper estimate."""
+    from shufflesim.protocols.bounds.numerical import variation_ratio as vr
+    params = vr.parameters_for(make_randomizer("krr", epsilon0=eps0, domain_size=10))
+    found = vr.numerical_epsilon(params, n, delta)
+    bisected = vr.numerical_epsilon(params, n, delta, iterations=60)
+    assert found.value >= bisected.value * (1 - 1e-12)        # both certified upper bounds
+    assert found.value <= bisected.value * (1 + 2 * vr.INVERT_RTOL)
