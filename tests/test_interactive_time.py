@@ -123,7 +123,7 @@ def _full_post_search(monkeypatch, r, n):
     """exact-lower with the former post-processing: always the full search from scratch."""
     real = optimal._post_processed_lower
 
-    def full(randomizer, n_, delta, triples, bracket=None):
+    def full(randomizer, n_, delta, triples, beat=0.0):
         return real(randomizer, n_, delta, triples)
 
     monkeypatch.setattr(optimal, "_post_processed_lower", full)

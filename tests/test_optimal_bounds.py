@@ -436,4 +436,6 @@ def test_mirror_candidates_are_not_searched_again(monkeypatch):
                         lambda d, *a, **k: searches.append(len(d)) or real(d, *a, **k))
     result = optimal.exact_lower_epsilon(randomizer, n, delta)
     assert len(searches) <= 2
-    assert result.epsilon == pytest.approx(min(separately, randomizer.epsilon0), rel=1e-12)
+    # the later searches start from the best so far (candidates._start), so their certified
+    # points differ from a separate search's within the search tolerance (1e-7 relative)
+    assert result.epsilon == pytest.approx(min(separately, randomizer.epsilon0), rel=1e-7)

@@ -290,7 +290,8 @@ def _search_rtol(atoms: RatioAtoms, n: int, top: float, method: str, side: str) 
 def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: float,
                   side: str = "upper", *, eps_max: float | None = None,
                   rtol: float | None = None, delta_rtol: float = 5e-3, method: str = "auto",
-                  fft_step: float | None = None) -> EpsilonEstimate:
+                  fft_step: float | None = None,
+                  bracket: tuple[float, float] | None = None) -> EpsilonEstimate:
     """eps(delta) for n i.i.d. users, maximised over directions.
 
     ``atoms_both_directions``: the GPARV atoms of each direction to check, e.g. [atoms,
@@ -299,6 +300,10 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
     [max of lowers, max of uppers]. ``delta_rtol`` is the relative precision requested from
     the engine for each delta(eps). ``rtol`` (relative width of the eps bracket): by default
     EXACT_SEARCH_RTOL for the automatic and conditioning methods, SEARCH_RTOL otherwise.
+    ``bracket`` (optional): an eps bracket to start each direction's search from (e.g. that of
+    a direction with the same delta(eps) by symmetry; an upper end beyond the direction's
+    eps_max means eps_max); the search checks it (two evaluations) and starts afresh where it
+    does not hold.
     """
     side = check_side(side)
     if isinstance(atoms_both_directions, RatioAtoms):
@@ -324,9 +329,12 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
             return delta_of_epsilon([(atoms, n)], n, eps, side, rtol=delta_rtol,
                                     threshold=delta, method=method, fft_step=fft_step)
 
+        start = None
+        if bracket is not None and 0 < bracket[0] < min(bracket[1], top):
+            start = (bracket[0], min(bracket[1], top))
         coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=tol,
-                                  guess=gaussian_guess(atoms, n, delta, top),
-                                  resolution_stop=0.5, xtol=SEARCH_XTOL)
+                                  guess=None if start else gaussian_guess(atoms, n, delta, top),
+                                  bracket=start, resolution_stop=0.5, xtol=SEARCH_XTOL)
         results.append(_polish(coarse, atoms, n, delta, side, top, tol, delta_rtol, method,
                                fft_step))
     lower = max(r.lower for r in results)

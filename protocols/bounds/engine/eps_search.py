@@ -132,7 +132,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         return EpsilonEstimate(value, above, below, below - above, saturated, evaluations, ends)
 
     lo = hi = None
-    if bracket is not None and 0 < bracket[0] < bracket[1] < eps_max:
+    if bracket is not None and 0 < bracket[0] < bracket[1] <= eps_max:
         # Start from a bracket found earlier (e.g. with coarser estimates), if it still holds.
         f_a, f_b = evaluate(float(bracket[0])), evaluate(float(bracket[1]))
         if f_a > delta >= f_b:

@@ -37,11 +37,12 @@ class _Value:
 
 
 def _epsilon(directions: Sequence[RatioAtoms], n: int, delta: float, side: str,
-             method: str = "auto") -> _Value:
+             method: str = "auto", bracket: tuple[float, float] | None = None) -> _Value:
     """Smallest eps with max over directions of delta(eps) <= delta, on the engine's ``side``
     (upper: the smallest certified eps, inf if none below the engine's eps_max; lower: the
-    largest eps certified to have delta(eps) > delta)."""
-    est = engine.epsilon_bound(list(directions), n, delta, side, method=method)
+    largest eps certified to have delta(eps) > delta); ``bracket``: a start for the search."""
+    est = engine.epsilon_bound(list(directions), n, delta, side, method=method,
+                               bracket=bracket)
     error = est.error if math.isfinite(est.error) else math.inf
     return _Value(float(est.value), float(error))
 
@@ -86,6 +87,18 @@ def _guess_order(directions: Sequence[RatioAtoms], n: int, delta: float) -> list
         guess = engine.gaussian_guess(atoms, n, delta, engine.default_eps_max(atoms))
         return -math.inf if guess is None else -guess
     return sorted(directions, key=key)
+
+
+def _start(best: _Value, lower: float, upper: float, side: str):
+    """Where the search of a direction that passed :func:`_can_exceed` starts: it matters only
+    above ``best``. Lower side: best's bracket (the mirror direction of a symmetric pair has
+    the same delta(eps): 3 evaluations instead of a full search); upper side: from best up.
+    The engine checks a start (two evaluations) and searches afresh where it does not hold."""
+    if not (math.isfinite(best.value) and best.value > 0):
+        return None
+    if side == "lower":
+        return (lower, upper) if math.isfinite(upper) and upper > lower else None
+    return (best.value, math.inf)
 
 
 def _can_exceed(atoms: RatioAtoms, n: int, delta: float, best: _Value, method: str) -> bool:
@@ -139,7 +152,8 @@ def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: s
             for atoms in directions[1:]:
                 if math.isfinite(best.value) and not _can_exceed(atoms, n, delta, best, method):
                     continue
-                lo_d, up_d = _bracket(_epsilon([atoms], n, delta, side, method), side)
+                start = _start(best, lower, upper, side)
+                lo_d, up_d = _bracket(_epsilon([atoms], n, delta, side, method, start), side)
                 lower, upper = max(lower, lo_d), max(upper, up_d)
                 value = upper if side == "upper" else lower
                 best = _Value(value, upper - lower if math.isfinite(upper) else math.inf)
@@ -154,7 +168,8 @@ def _max_epsilon(candidates: Sequence[_Candidate], n: int, delta: float, side: s
                           if e.upper > delta]
             if not directions:
                 continue
-        value = _epsilon(directions, n, delta, side, method)
+        value = _epsilon(directions, n, delta, side, method,
+                         (best.value, math.inf) if best.value > 0 else None)
         if value.value > best.value:
             best, label = value, cand.label
     return best, label

@@ -174,8 +174,7 @@ def exact_lower_epsilon(
     best, label = _max_epsilon(items, n, delta, "lower", engine_method)
     how = ""
     chosen = neighbour_candidates(randomizer).triples if triples is None else triples
-    post = _post_processed_lower(randomizer, n, delta, chosen,
-                                 bracket=(best.value, best.value + best.error))
+    post = _post_processed_lower(randomizer, n, delta, chosen, beat=best.value)
     if post is not None and post[0].value > best.value:
         best, label = post
         how = ("; value from the Thm 5.1 post-processing of the same pair (001), which keeps "
@@ -184,8 +183,7 @@ def exact_lower_epsilon(
     return _result("exact-lower", BoundKind.LOWER, best, delta, BoundStatus.PROVEN, start, note)
 
 
-def _post_processed_lower(randomizer, n: int, delta: float, triples,
-                          bracket: tuple[float, float] | None = None):
+def _post_processed_lower(randomizer, n: int, delta: float, triples, beat: float = 0.0):
     """Best proven lower bound on eps(delta) from the *same* Thm 14 pairs, post-processed as in
     001 Thm 5.1 (each report mapped to "more likely under x0", "more likely under x1", "else";
     a post-processing of the shuffled output of X0 = (x0, x2, ..., x2) vs X1 = (x1, x2, ..., x2),
@@ -194,9 +192,9 @@ def _post_processed_lower(randomizer, n: int, delta: float, triples,
     includes a rounding slack of ~4u (a + e^eps b) per user and collapses (brr at eps0 = 50:
     0 against 49.99995). Returns (value, label) or None (n < 2, non-categorical inputs).
 
-    ``bracket``: the engine's bracket (lower, upper) of the same pairs' eps; the result is used
-    only if it beats the lower end, ``beat``. One evaluation there decides what is left to do
-    (k-RR at n = 1e3 - 1e4: 1-3 evaluations instead of 15):
+    ``beat``: the engine's value for the same pairs; the result is used only if it beats it.
+    One evaluation there decides what is left to do (k-RR at n = 1e3 - 1e4: 1 evaluation
+    instead of 15):
 
     * every candidate's upper delta(beat) <= delta: no eps >= beat can be certified (delta(eps)
       is non-increasing and a certificate is a lower estimate > delta): None, exactly;
@@ -204,9 +202,9 @@ def _post_processed_lower(randomizer, n: int, delta: float, triples,
       point above beat would lie within the eps-blur of that bracket (a ~1e-8 relative delta
       bracket), below the precision of either search: None;
     * otherwise (the post-processing certifies beat, e.g. at eps0 >= 8 where the engine's
-      rounding slack grows) the search starts from the bracket: the post-processed eps is at
-      most the pairs' true eps, hence at most the upper end; epsilon_of_delta checks it and
-      starts afresh where it does not hold.
+      rounding slack grows) the search runs on [beat, eps0] (delta(eps0) = 0) to the
+      inversion's own tolerance; epsilon_of_delta checks that bracket and starts afresh where
+      it does not hold.
 
     Every value returned is certified, as before."""
 
@@ -230,14 +228,12 @@ def _post_processed_lower(randomizer, n: int, delta: float, triples,
         return best
 
     eps_max = float(randomizer.epsilon0)
-    known = None
-    if bracket is not None and 0 < bracket[0] < bracket[1] < eps_max:
-        at_beat = lower_delta(bracket[0])
+    known, bracket = None, None
+    if 0 < beat < eps_max:
+        at_beat = lower_delta(beat)
         if not at_beat.lower > delta:
             return None
-        known = {bracket[0]: at_beat}
-    else:
-        bracket = None
+        known, bracket = {beat: at_beat}, (beat, eps_max)
     search = vr.invert(lower_delta, delta, "lower", eps_max, bracket, known)
     if not search.value > 0:
         return None
