@@ -175,3 +175,39 @@ def test_variation_ratio_inversion_reaches_its_relative_tolerance(eps0, n, delta
     bisected = vr.numerical_epsilon(params, n, delta, iterations=60)
     assert found.value >= bisected.value * (1 - 1e-12)        # both certified upper bounds
     assert found.value <= bisected.value * (1 + 2 * vr.INVERT_RTOL)
+
+
+def _searched(monkeypatch, atoms, n):
+    """epsilon_bound's result and the eps values it evaluated."""
+    seen = []
+    real = core.delta_of_epsilon
+
+    def spy(groups, n_, eps, *args, **kwargs):
+        seen.append(eps)
+        return real(groups, n_, eps, *args, **kwargs)
+
+    monkeypatch.setattr(core, "delta_of_epsilon", spy)
+    res = core.epsilon_bound([atoms], n, 1e-6, "lower")
+    monkeypatch.setattr(core, "delta_of_epsilon", real)
+    return res, seen
+
+
+def test_large_n_search_starts_around_the_guess_and_falls_back(monkeypatch):
+    """n >= GUESS_BRACKET_FROM_N: no evaluation at eps = 0 (1.1 s of 2.8 at n = 1e8); the
+    bracket agrees with the search from [0, eps_max]; a wrong guess costs two evaluations and
+    the search still ends at the same crossing."""
+    r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
+    atoms = dec.exact_pair_atoms(r, 0, 1, 2)
+    n = 10**7
+    started, seen = _searched(monkeypatch, atoms, n)
+    assert 0.0 not in seen
+    monkeypatch.setattr(core, "GUESS_BRACKET_FROM_N", 10**12)
+    fresh, seen_fresh = _searched(monkeypatch, atoms, n)
+    assert 0.0 in seen_fresh
+    assert started.lower <= fresh.upper and fresh.lower <= started.upper
+    assert started.value == pytest.approx(fresh.value, rel=2e-7)
+    monkeypatch.setattr(core, "GUESS_BRACKET_FROM_N", 10**7)
+    monkeypatch.setattr(core, "gaussian_guess", lambda *a: 3.0 * fresh.value)
+    wrong, seen_wrong = _searched(monkeypatch, atoms, n)
+    assert 0.0 in seen_wrong                             # fell back to [0, eps_max]
+    assert wrong.lower <= fresh.upper and fresh.lower <= wrong.upper

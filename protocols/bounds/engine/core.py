@@ -218,6 +218,20 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
 _SQRT_2PI = np.sqrt(2 * np.pi)
 
 
+#: from this n on, the eps search starts from a bracket around the normal approximation's
+#: crossing instead of [0, eps_max]: an evaluation costs 0.2-1 s there (at eps = 0, the
+#: conditioning method's binomial tails lie far out and took 1.1 s at n = 1e8), and the guess is
+#: within ~1e-8 relative of the crossing (10-RR, eps0 = 1, n = 1e8)
+GUESS_BRACKET_FROM_N = 10**7
+GUESS_SPAN = 0.02
+
+
+def _guess_bracket(guess: float, top: float) -> tuple[float, float]:
+    """(guess (1 - GUESS_SPAN), min(guess (1 + GUESS_SPAN), top)): a start that the search
+    checks (two evaluations) and replaces by [0, eps_max] where it does not hold."""
+    return guess * (1.0 - GUESS_SPAN), min(guess * (1.0 + GUESS_SPAN), top)
+
+
 def gaussian_guess(atoms: RatioAtoms, n: int, delta: float, eps_max: float) -> float | None:
     """A starting point for the eps search: the crossing of delta for the normal approximation
     S ~ N(n E G, n Var G), E[S_+] = s phi(m/s) + m Phi(m/s) (only a guess: nothing relies on
@@ -329,11 +343,14 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
             return delta_of_epsilon([(atoms, n)], n, eps, side, rtol=delta_rtol,
                                     threshold=delta, method=method, fft_step=fft_step)
 
-        start = None
+        start, guess = None, None
         if bracket is not None and 0 < bracket[0] < min(bracket[1], top):
             start = (bracket[0], min(bracket[1], top))
-        coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=tol,
-                                  guess=None if start else gaussian_guess(atoms, n, delta, top),
+        else:
+            guess = gaussian_guess(atoms, n, delta, top)
+            if guess is not None and n >= GUESS_BRACKET_FROM_N:
+                start, guess = _guess_bracket(guess, top), None
+        coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=tol, guess=guess,
                                   bracket=start, resolution_stop=0.5, xtol=SEARCH_XTOL)
         results.append(_polish(coarse, atoms, n, delta, side, top, tol, delta_rtol, method,
                                fft_step))
