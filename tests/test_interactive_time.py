@@ -211,3 +211,38 @@ def test_large_n_search_starts_around_the_guess_and_falls_back(monkeypatch):
     wrong, seen_wrong = _searched(monkeypatch, atoms, n)
     assert 0.0 in seen_wrong                             # fell back to [0, eps_max]
     assert wrong.lower <= fresh.upper and fresh.lower <= wrong.upper
+
+
+def test_band_tables_built_together_are_the_tables_built_alone():
+    """band_plan builds B on a helper thread when neither table exists: the same arrays."""
+    args = (5000, 0.17067348518131686, 0.5, 0.8231907801410712)
+    exact_band._b_tables.cache_clear()
+    exact_band._x_tables.cache_clear()
+    exact_band._built.clear()
+    together = exact_band.band_plan(*args)
+    exact_band._b_tables.cache_clear()
+    exact_band._x_tables.cache_clear()
+    alone_b = exact_band._b_tables(*args[:3])
+    alone_x = exact_band._x_tables(*args[:2], args[3])
+    assert np.array_equal(together.pb, alone_b[1]) and np.array_equal(together.ssb, alone_b[3])
+    assert np.array_equal(together.cx, alone_x[1]) and np.array_equal(together.ccx, alone_x[2])
+
+
+def test_band_helper_thread_works_in_a_forked_child():
+    """A process pool's forked child gets its own helper (the parent's thread is not there)."""
+    import multiprocessing
+
+    exact_band.band_plan(3000, 0.2, 0.5, 0.7)            # the parent starts its helper
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        done = pool.apply_async(_child_band_sum, ())
+        value = done.get(timeout=60)
+    assert value > 0
+
+
+def _child_band_sum() -> float:
+    exact_band._built.clear()
+    exact_band._b_tables.cache_clear()
+    exact_band._x_tables.cache_clear()
+    plan = exact_band.band_plan(3001, 0.2, 0.5, 0.7)
+    return float(plan.pb.sum())
