@@ -256,10 +256,12 @@ class ClonePair:
         m0 = np.minimum(np.floor(fraction * (c + 1.0)), c)
         best = np.full(c.shape, -np.inf)
         magnitude = np.zeros(c.shape)
-        for shift in (-1.0, 0.0, 1.0):
-            m = np.clip(m0 + shift, 0.0, c)
-            at_least_m = stats.binom.sf(m - 1.0, c, 0.5)  # P[Bin(c, 1/2) >= m]
-            above_m = stats.binom.sf(m, c, 0.5)  # P[Bin(c, 1/2) > m]
+        # the six tails of the three thresholds in one scipy call (its per-call overhead, not
+        # the tails, dominated calibration: 0.15 of 0.2 s); element by element the same values
+        ms = [np.clip(m0 + shift, 0.0, c) for shift in (-1.0, 0.0, 1.0)]
+        tails = stats.binom.sf(np.stack([m + k for m in ms for k in (-1.0, 0.0)]), c, 0.5)
+        for i in range(3):
+            at_least_m, above_m = tails[2 * i], tails[2 * i + 1]  # P[Bin >= m], P[Bin > m]
             value = alpha * at_least_m - beta * above_m
             better = value > best
             best = np.where(better, value, best)
