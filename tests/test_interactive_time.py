@@ -18,6 +18,8 @@ beyond their stated error, and each of them can fail.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import warnings
 
 import numpy as np
 import pytest
@@ -29,6 +31,7 @@ from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
 from shufflesim.protocols.bounds.engine.plans import t_plan
 from shufflesim.protocols.bounds.numerical import decompositions as dec
 from shufflesim.protocols.bounds.numerical import optimal
+from shufflesim.protocols.bounds.numerical import variation_ratio as vr
 from shufflesim.protocols.randomizers import make_randomizer
 
 
@@ -169,7 +172,6 @@ def test_variation_ratio_inversion_reaches_its_relative_tolerance(eps0, n, delta
     (xtol 1e-10 was 5e-7 relative at eps = 2e-4: 0.000210469313905 against the crossing
     0.00021046924...): the value is within INVERT_RTOL of the paper's 60-step bisection of the
     same upper estimate."""
-    from shufflesim.protocols.bounds.numerical import variation_ratio as vr
     params = vr.parameters_for(make_randomizer("krr", epsilon0=eps0, domain_size=10))
     found = vr.numerical_epsilon(params, n, delta)
     bisected = vr.numerical_epsilon(params, n, delta, iterations=60)
@@ -230,10 +232,6 @@ def test_band_tables_built_together_are_the_tables_built_alone():
 
 def test_band_helper_thread_works_in_a_forked_child():
     """A process pool's forked child gets its own helper (the parent's thread is not there)."""
-    import multiprocessing
-
-    import warnings
-
     exact_band.band_plan(3000, 0.2, 0.5, 0.7)            # the parent starts its helper
     ctx = multiprocessing.get_context("fork")
     with warnings.catch_warnings():
