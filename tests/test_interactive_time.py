@@ -250,3 +250,12 @@ def _child_band_sum() -> float:
     exact_band._x_tables.cache_clear()
     plan = exact_band.band_plan(3001, 0.2, 0.5, 0.7)
     return float(plan.pb.sum())
+
+
+def test_parameters_at_the_edge_of_the_unit_interval_are_not_shared():
+    """q = 1 (no pool variable) never shares with a value a few ulps below it: the widening
+    would divide by 1 - q = 0."""
+    exact_band._seen_parameters.clear()
+    exact_band._shared_parameters(1000, 0.2, 0.5, 1.0)
+    near = exact_band._shared_parameters(1000, 0.2, 0.5, 1.0 - math.ulp(1.0))
+    assert near[2] == 1.0 - math.ulp(1.0) and near[3] == 0.0

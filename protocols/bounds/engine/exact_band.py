@@ -338,7 +338,8 @@ def band_plan(n: int, w_pair: float, rho: float, q: float) -> BandPlan:
     """The eps-independent tables for one group (q = 1: no X); the B and X tables are cached
     separately (an eps search meets the same pair with and without a pool variable). When
     neither has been built, they are built at once, B on a helper thread (numpy and scipy
-    release the GIL; 33 -> ~20 ms at n = 1e4): the tables, hence every number, are the same."""
+    release the GIL; a rebuild at n = 1e4 in a warm process: 32 -> 17 ms; a first build in a
+    fresh process gains little, its page faults are shared): the same tables, hence numbers."""
     tp = t_plan(n, w_pair)
     b_key, x_key = (n, w_pair, rho), (n, w_pair, q)
     pending = None
@@ -432,8 +433,8 @@ _seen_parameters: dict[tuple[int, int], list[float]] = {}
 
 
 def _shared_parameters(n: int, w_pair: float, rho: float, q: float):
-    """(w_pair, rho, q), each replaced by a value of the same slot met before for n (and
-    whose tables are cached) if it is within SHARE_ULPS ulps of it, and the log factor
+    """(w_pair, rho, q), each replaced by a value of the same slot met before for n if it is
+    within SHARE_ULPS ulps of it (and strictly inside (0, 1), as both are), and the log factor
     ``shift`` that covers the difference. The same group met at another eps has weights that
     differ in the last bits (merged or renormalized categories), e.g. w_pair =
     0.19979919846721214 and 0.1997991984672122 at 10-RR, eps0 = 0.01, n = 1e4, which cost a
@@ -447,9 +448,10 @@ def _shared_parameters(n: int, w_pair: float, rho: float, q: float):
         seen = _seen_parameters.setdefault((n, slot), [])
         chosen = value
         for old in seen:
-            if old != value and abs(old - value) <= SHARE_ULPS * math.ulp(max(old, value)):
+            low = min(old, value, 1.0 - old, 1.0 - value)
+            if old != value and low > 0 and \
+                    abs(old - value) <= SHARE_ULPS * math.ulp(max(old, value)):
                 chosen = old
-                low = min(old, value, 1.0 - old, 1.0 - value)
                 shift += n * abs(old - value) / low
                 break
         else:
