@@ -49,7 +49,8 @@ except (ImportError, AttributeError):
     CACHES = []
 try:
     from shufflesim.protocols.bounds.engine import exact_band
-    CACHES += [exact_band._b_tables, exact_band._x_tables, exact_band._seen_parameters]
+    CACHES += [exact_band._b_tables, exact_band._x_tables, exact_band._seen_parameters,
+               exact_band._built]
 except (ImportError, AttributeError):
     pass
 
@@ -66,14 +67,17 @@ def alarm(signum, frame):
 signal.signal(signal.SIGALRM, alarm)
 catalogue.evaluate(name, make_randomizer("krr", epsilon0=1.0, domain_size=k), 100, delta)
 skip = set()
+
+
+def cold():
+    for cache in CACHES:
+        (cache.clear if isinstance(cache, (dict, set)) else cache.cache_clear)()
+
+
 for n, eps0 in points:
     if eps0 in skip:
         print(json.dumps({"n": n, "eps0": eps0, "status": "skipped"}), flush=True)
         continue
-    def cold():
-        for cache in CACHES:
-            (cache.clear if isinstance(cache, dict) else cache.cache_clear)()
-
     randomizer = make_randomizer("krr", epsilon0=eps0, domain_size=k)
     cold()
     start = time.perf_counter()

@@ -45,8 +45,7 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
         # unless only the comparison with threshold is asked for and the single style
         # (no table) decides it
         if decide_only and threshold is not None:
-            one = np.ones(1)
-            lo, hi = conditioning_bounds(cats[0], np.zeros(1), one, np.zeros(1), 0)
+            lo, hi = conditioning_bounds(cats[0], np.zeros(1), np.ones(1), np.zeros(1), 0)
             if hi <= threshold or lo > threshold:
                 return lo, hi
         return exact_band.band_bounds(cats[0])

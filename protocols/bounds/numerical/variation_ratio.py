@@ -197,7 +197,7 @@ def invert(delta_fn: Callable[[float], Estimate], delta: float, side: str, eps_m
            bracket=None, known=None) -> EpsilonEstimate:
     """eps(delta) by the engine's certified search (rtol INVERT_RTOL; start bracket, known)."""
     return engine.epsilon_of_delta(delta_fn, delta, side, eps_max=eps_max, rtol=INVERT_RTOL,
-                                   xtol=1e-15, bracket=bracket, known=known)
+                                   xtol=engine.SEARCH_XTOL, bracket=bracket, known=known)
 
 
 def _check_common(n: int, delta: float) -> None:
