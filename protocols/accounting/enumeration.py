@@ -35,9 +35,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from shufflesim.protocols.accounting.pairs import CountModel
+from shufflesim.protocols.distributions import binom
 
 #: Default tail mass left out of each binomial window.
 DEFAULT_TAIL = 1e-15
@@ -70,8 +70,8 @@ def window(trials, p: float, tail: float) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros_like(trials), np.zeros_like(trials)
     if p >= 1.0:
         return trials.copy(), trials.copy()
-    lo = np.nan_to_num(stats.binom.ppf(tail, trials, p), nan=0.0)
-    hi = trials - np.nan_to_num(stats.binom.ppf(tail, trials, 1.0 - p), nan=0.0)
+    lo = np.nan_to_num(binom.ppf(tail, trials, p), nan=0.0)
+    hi = trials - np.nan_to_num(binom.ppf(tail, trials, 1.0 - p), nan=0.0)
     lo = np.clip(lo, 0.0, trials)
     return lo, np.clip(np.maximum(hi, lo), 0.0, trials)
 
@@ -85,8 +85,8 @@ def interval_mass(lo, hi, trials, p: float) -> np.ndarray:
     if p >= 1.0:
         return ((lo <= trials) & (trials <= hi)).astype(float)
     upper_half = lo > trials * p
-    below = stats.binom.cdf(hi, trials, p) - stats.binom.cdf(lo - 1, trials, p)
-    above = stats.binom.sf(lo - 1, trials, p) - stats.binom.sf(hi, trials, p)
+    below = binom.cdf(hi, trials, p) - binom.cdf(lo - 1, trials, p)
+    above = binom.sf(lo - 1, trials, p) - binom.sf(hi, trials, p)
     mass = np.where(upper_half, above, below)
     return np.where(lo > hi, 0.0, np.clip(mass, 0.0, 1.0))
 
@@ -153,7 +153,7 @@ def _half_binomial_log_pmf(S: np.ndarray, t: np.ndarray) -> np.ndarray:
     """log P[Bin(S, 1/2) = c + t], c = floor(S / 2), for offsets t (rows) and S (columns):
     the pmf at c from Boost (scipy.stats.binom.pmf), the rest by cumulative log ratios."""
     c = np.floor(S / 2.0)
-    log_c = np.log(stats.binom.pmf(c, S, 0.5))
+    log_c = np.log(binom.pmf(c, S, 0.5))
     out = np.full((t.size, S.size), -np.inf)
     zero = int(np.searchsorted(t, 0))
     up = t[zero:]
@@ -190,7 +190,7 @@ def symmetric_aggregates(model: CountModel, n: int, *, tail: float = DEFAULT_TAI
                           + interval_mass(h_hi + 1, S_all, S_all, 0.5)))
     t = np.arange(t_min, t_max + 1, dtype=float)
     bins = neutral_bins(model, n, n - s_hi, n - s_lo, tail, weak_rtol)
-    p_s = stats.binom.pmf(S_all, n, min(1.0, 2 * w))
+    p_s = binom.pmf(S_all, n, min(1.0, 2 * w))
     step = max(1, int(math.floor(weak_rtol * _typical_b(model, n) / max(sbar, 1e-300))))
     cols = max(1, _CHUNK // t.size)
     parts = []
@@ -252,7 +252,7 @@ def cell_aggregates(model: CountModel, n: int, *, tail: float = DEFAULT_TAIL,
     width = int((hi2 - lo2).max()) + 1
     bins = neutral_bins(model, n, max(0, int(np.min(n - h1 - hi2))), int(np.max(n - h1 - lo2)),
                         tail, weak_rtol)
-    pmf1 = stats.binom.pmf(h1, n, w1)
+    pmf1 = binom.pmf(h1, n, w1)
     rows = max(1, _CHUNK // (width * bins.mass.shape[1]))
     offsets = np.arange(width, dtype=float)
     r = model.r
@@ -265,7 +265,7 @@ def cell_aggregates(model: CountModel, n: int, *, tail: float = DEFAULT_TAIL,
         H1 = np.broadcast_to(h1[sl][:, None], valid.shape)[valid]
         P1m = np.broadcast_to(pmf1[sl][:, None], valid.shape)[valid]
         H2 = H2[valid]
-        pm = P1m if p2 in (0.0, 1.0) else P1m * stats.binom.pmf(H2, n - H1, p2)
+        pm = P1m if p2 in (0.0, 1.0) else P1m * binom.pmf(H2, n - H1, p2)
         idx = (n - H1 - H2).astype(np.int64) - bins.n_min
         e_lo, e_hi, bm, bmean = bins.lo[idx], bins.hi[idx], bins.mass[idx], bins.mean[idx]
         b_i = (b1 * H1 + b2 * H2)[:, None]

@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
+from shufflesim.protocols.distributions import norm
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.analysis import NeighbourCandidates
 from shufflesim.protocols.randomizers.base import Interval, Randomizer
@@ -210,7 +211,7 @@ class Gaussian(UnbiasedReports, Randomizer):
 
     def cdf(self, x, t):
         """P[R(x) <= t], broadcast over ``x`` and ``t``."""
-        return stats.norm.cdf(np.asarray(t, dtype=float), loc=np.asarray(x, dtype=float),
+        return norm.cdf(np.asarray(t, dtype=float), loc=np.asarray(x, dtype=float),
                               scale=self.sigma)
 
     # -- its own analysis -----------------------------------------------------------------

@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
+from shufflesim.protocols.distributions import laplace
 from shufflesim.protocols.errors import require
 from shufflesim.protocols.randomizers.analysis import (
     LOG_LINEAR,
@@ -62,7 +62,7 @@ class _LaplaceNoise(UnbiasedReports, Randomizer):
 
     def cdf(self, x, t):
         """P[R(x) <= t], broadcast over ``x`` and ``t``."""
-        return stats.laplace.cdf(
+        return laplace.cdf(
             np.asarray(t, dtype=float), loc=np.asarray(x, dtype=float), scale=1.0 / self.epsilon0
         )
 

@@ -21,9 +21,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 from scipy.special import gammaln
 
+from shufflesim.protocols.distributions import hypergeom
 from shufflesim.protocols.errors import require, require_int_at_least
 from shufflesim.protocols.randomizers.analysis import (
     OUTPUT_GROUPS,
@@ -207,7 +207,7 @@ class SubsetSelection(CategoricalRandomizer):
         valid = (ones <= k) & (k - ones <= d - m)
         bits, ones = bits[valid], ones[valid]
         log_scale = math.log(d) - float(np.logaddexp(math.log(k) + self.epsilon0, math.log(d - k)))
-        mass_min = stats.hypergeom.pmf(ones, d, m, k) * np.exp(log_scale - _log_comb(m, ones))
+        mass_min = hypergeom.pmf(ones, d, m, k) * np.exp(log_scale - _log_comb(m, ones))
         mass = (mass_min[None, :] * np.exp(self.epsilon0 * bits.T))[position]
         keep = mass_min > 0  # drops groups below the float range (< 1e-307)
         return OutputGroups(anchors=anchors, mass=mass[:, keep], mass_min=mass_min[keep])

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import ParameterError
 
 U = float(np.finfo(float).eps) / 2
@@ -157,12 +157,12 @@ def trivial_estimate(cats: Sequence[Categories]) -> tuple[float, float] | None:
 
 def binom_le(k, m, q):
     """P[Bin(m, q) <= k], vectorized; exact 0 / 1 outside the support."""
-    return stats.binom.cdf(k, m, q)
+    return binom.cdf(k, m, q)
 
 
 def binom_ge(k, m, q):
     """P[Bin(m, q) >= k], vectorized."""
-    return stats.binom.sf(np.asarray(k) - 1, m, q)
+    return binom.sf(np.asarray(k) - 1, m, q)
 
 
 def binom_interval(lo, hi, m, q):
@@ -210,7 +210,7 @@ def leaf_with_slope(t, v, cb: float, d: float, rho: float):
     tail = binom_ge(k, t, rho)                      # P[B >= k]
     tpos = t > 0
     tm1 = np.where(tpos, t - 1.0, 0.0)
-    pk = np.where(tpos, stats.binom.pmf(k - 1.0, tm1, rho), 0.0)   # P[Bin(t-1) = k-1]
+    pk = np.where(tpos, binom.pmf(k - 1.0, tm1, rho), 0.0)   # P[Bin(t-1) = k-1]
     mean = t * rho
     term1 = (mean - bstar) * tail
     term2 = mean * (1.0 - rho) * pk
@@ -235,7 +235,7 @@ def mode_pmf_on_range(k1, k2, t, rho):
     # (t+1) rho moved the floor by one.
     p = np.zeros(np.broadcast(k1, k2, t).shape)
     for shift in (-1.0, 0.0, 1.0):
-        p = np.maximum(p, stats.binom.pmf(np.clip(mode + shift, k1, k2), t, rho))
+        p = np.maximum(p, binom.pmf(np.clip(mode + shift, k1, k2), t, rho))
     return np.where(k1 > k2, 0.0, p * (1 + REL_SPECIAL))
 
 

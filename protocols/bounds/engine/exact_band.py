@@ -60,11 +60,11 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from scipy import stats
 
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, REL_SUM, TINY, Categories, U
 from shufflesim.protocols.bounds.engine.conditioning import choose_roles
 from shufflesim.protocols.bounds.engine.plans import t_plan
+from shufflesim.protocols.distributions import binom
 
 __all__ = ["applicable", "band_bounds", "band_plan", "reduced"]
 
@@ -228,7 +228,7 @@ def window_pmf(m: np.ndarray, p: float, lo: np.ndarray, width: int):
     np.cumsum(ratio, axis=1, out=cum[:, 1:])
     mode = np.clip(np.floor((m + 1.0) * p), lo, np.minimum(lo + width - 1, m))
     idx = (mode - lo).astype(np.int64)
-    anchor = stats.binom.pmf(mode, m, p)
+    anchor = binom.pmf(mode, m, p)
     at_mode = cum[rows, idx]
     last = np.minimum(m - lo, width - 1).astype(np.int64)
     at_last = cum[rows, last]
@@ -249,8 +249,8 @@ def window_pmf(m: np.ndarray, p: float, lo: np.ndarray, width: int):
 def _outside(size: np.ndarray, p: float, lo: np.ndarray, width: int) -> np.ndarray:
     """Upper bound on P[Bin(size, p) outside [lo, lo + width - 1]] per row."""
     hi = lo + width - 1
-    below = np.where(lo > 0, stats.binom.cdf(lo - 1, size, p), 0.0)
-    above = np.where(hi < size, stats.binom.sf(hi, size, p), 0.0)
+    below = np.where(lo > 0, binom.cdf(lo - 1, size, p), 0.0)
+    above = np.where(hi < size, binom.sf(hi, size, p), 0.0)
     return (below + above) * (1 + REL_SPECIAL) + TINY
 
 

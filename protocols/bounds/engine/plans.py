@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
 from shufflesim.protocols.bounds.engine.common import (
     REL_SPECIAL,
     U,
     binom_interval,
 )
+from shufflesim.protocols.distributions import binom
 
 T_TAIL = 1e-22        # mass of T left outside its window on each side (bounded, not dropped)
 K_MULTI_OUTER = 9.0   # multi style: blocks beyond this many sd get the monotone bound
@@ -38,17 +38,17 @@ class TPlan:
 def t_plan(n: int, w_pair: float) -> TPlan:
     if w_pair >= 1.0:
         return TPlan(np.array([float(n)]), np.array([1.0]), 0.0, 0.0)
-    lo = max(int(stats.binom.ppf(T_TAIL, n, w_pair)), 0)
+    lo = max(int(binom.ppf(T_TAIL, n, w_pair)), 0)
     # (binom.isf loses tiny upper tails to 1 - q rounding: use the complement count n - T.)
-    hi = min(n - int(stats.binom.ppf(T_TAIL, n, 1.0 - w_pair)), n)
+    hi = min(n - int(binom.ppf(T_TAIL, n, 1.0 - w_pair)), n)
     t = np.arange(lo, hi + 1, dtype=float)
-    pt = stats.binom.pmf(t, n, w_pair)
-    p_lo = float(stats.binom.cdf(lo - 1, n, w_pair)) if lo > 0 else 0.0
-    p_hi = float(stats.binom.sf(hi, n, w_pair)) if hi < n else 0.0
+    pt = binom.pmf(t, n, w_pair)
+    p_lo = float(binom.cdf(lo - 1, n, w_pair)) if lo > 0 else 0.0
+    p_hi = float(binom.sf(hi, n, w_pair)) if hi < n else 0.0
     nw = n * w_pair
     # E[T 1{T >= k}] = n w P[Bin(n-1, w) >= k-1].
-    et_lo = nw * float(stats.binom.cdf(lo - 2, n - 1, w_pair)) if lo > 1 else 0.0
-    et_hi = nw * float(stats.binom.sf(hi - 1, n - 1, w_pair)) if hi < n else 0.0
+    et_lo = nw * float(binom.cdf(lo - 2, n - 1, w_pair)) if lo > 1 else 0.0
+    et_hi = nw * float(binom.sf(hi - 1, n - 1, w_pair)) if hi < n else 0.0
     rel = 1 + REL_SPECIAL + 8 * U
     return TPlan(t, pt, (p_lo + p_hi) * rel, (et_lo + et_hi) * rel)
 
@@ -96,7 +96,7 @@ def multi_plan(n: int, w_pair: float, q: float, n_blocks: int) -> MultiPlan:
     empty = hi < lo
     p, p_err = binom_interval(lo, hi, mb, q)
     mm1 = np.maximum(mb - 1, 0.0)
-    pmf = stats.binom.pmf
+    pmf = binom.pmf
     var = mb * q * (1 - q)
     pa, pb = pmf(lo - 1, mm1, q), pmf(hi, mm1, q)
     # E[(X - mq) 1{lo <= X <= hi}] = mq(1-q) (P'[lo-1] - P'[hi]),  P' = pmf of Bin(m-1, q).

@@ -29,9 +29,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from shufflesim.protocols.bounds.engine.common import Estimate
+from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import require
 
 #: Relative error allowed for each evaluated pmf / tail (they are accurate to a few ulps).
@@ -107,8 +107,8 @@ def binomial_law(trials: int, prob: float, tail: float = TAIL_TARGET) -> Law:
         return Law(int(trials), np.ones(1))
     lo, hi = binomial_window(int(trials), prob, tail)
     k = np.arange(lo, hi + 1)
-    pmf = np.exp(stats.binom.logpmf(k, trials, prob))
-    outside = float(stats.binom.cdf(lo - 1, trials, prob) + stats.binom.sf(hi, trials, prob))
+    pmf = np.exp(binom.logpmf(k, trials, prob))
+    outside = float(binom.cdf(lo - 1, trials, prob) + binom.sf(hi, trials, prob))
     return Law(lo, pmf, outside)
 
 
@@ -170,7 +170,7 @@ def symmetric_cells_delta(groups, user: tuple[float, float, float],
     ambiguous = np.abs(theta - nearest) <= BOUNDARY_TOLERANCE * (np.abs(theta) + 1.0)
 
     def tail(c, kk):
-        return np.where(kk <= 0, 1.0, stats.binom.sf(kk - 1, c, 0.5))
+        return np.where(kk <= 0, 1.0, binom.sf(kk - 1, c, 0.5))
 
     s_prev_k1 = tail(t - 1, k - 1)
     s_prev_k = tail(t - 1, k)
@@ -186,7 +186,7 @@ def symmetric_cells_delta(groups, user: tuple[float, float, float],
         tt, jj, th = t[ambiguous], nearest[ambiguous], theta[ambiguous]
         slope = 2.0 * w_prev[ambiguous] / tt * (1.0 + e) * (u0 - u1)
         gap = np.abs(jj - th) + 2.0 * BOUNDARY_TOLERANCE * (np.abs(th) + 1.0)
-        extra = float(np.sum(stats.binom.pmf(jj, tt, 0.5) * slope * gap))
+        extra = float(np.sum(binom.pmf(jj, tt, 0.5) * slope * gap))
     slack = RELATIVE_SLACK * absolute
     lower = value - slack - e * law.outside
     upper = value + slack + extra + law.outside
@@ -294,13 +294,13 @@ def thinned_product_delta(retained: Law, keep_user: float, columns: tuple[float,
         _, hi_large = binomial_window(m_max, p, THINNED_TAIL)
         grids.append(np.arange(lo_small, hi_large + 2))
         # the lower tail is largest at the smallest M, the upper tail at the largest
-        outside_cols += (float(stats.binom.cdf(lo_small - 1, max(int(m_values[0]) - 1, 0), p))
-                         + float(stats.binom.sf(hi_large, m_max, p)))
+        outside_cols += (float(binom.cdf(lo_small - 1, max(int(m_values[0]) - 1, 0), p))
+                         + float(binom.sf(hi_large, m_max, p)))
     ga, gb = grids
 
     def pmfs(m, grid, p):
         with np.errstate(invalid="ignore"):
-            values = np.exp(stats.binom.logpmf(grid[None, :], m[:, None], p))
+            values = np.exp(binom.logpmf(grid[None, :], m[:, None], p))
         return np.nan_to_num(values, nan=0.0)  # m = -1: no mass
 
     def plus(base_prev, base_prev_shift, u):
@@ -350,11 +350,11 @@ def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float]
         _, hi = binomial_window(int(m[-1]), p, THINNED_TAIL)
         grid = np.arange(lo, hi + 2)[None, :]
         with np.errstate(invalid="ignore"):
-            prev = np.nan_to_num(np.exp(stats.binom.logpmf(grid, m[:, None] - 1, p)))
-            shift = np.nan_to_num(np.exp(stats.binom.logpmf(grid - 1, m[:, None] - 1, p)))
-        here = np.exp(stats.binom.logpmf(grid, m[:, None], p))
-        outside += 2.0 * (float(stats.binom.cdf(lo - 1, max(int(m[0]) - 1, 0), p))
-                          + float(stats.binom.sf(hi, int(m[-1]), p)))
+            prev = np.nan_to_num(np.exp(binom.logpmf(grid, m[:, None] - 1, p)))
+            shift = np.nan_to_num(np.exp(binom.logpmf(grid - 1, m[:, None] - 1, p)))
+        here = np.exp(binom.logpmf(grid, m[:, None], p))
+        outside += 2.0 * (float(binom.cdf(lo - 1, max(int(m[0]) - 1, 0), p))
+                          + float(binom.sf(hi, int(m[-1]), p)))
         law0, law1 = (1 - u) * prev + u * shift, (1 - v) * prev + v * shift
         ratio = np.clip(np.nan_to_num(_log_ratio(law0, law1), nan=-1e6, posinf=1e6,
                                       neginf=-1e6), -1e6, 1e6)

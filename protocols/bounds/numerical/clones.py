@@ -47,10 +47,10 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from scipy import stats
 
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, register
+from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import ParameterError, require
 
 #: Relative rounding allowance of closed-form expressions.
@@ -219,15 +219,15 @@ class ClonePair:
             return
         # The upper end goes through the lower quantile of trials - C: isf is unreliable for
         # tiny tail masses.
-        lo = int(stats.binom.ppf(_TAIL_MASS, trials, p))
-        hi = trials - int(stats.binom.ppf(_TAIL_MASS, trials, 1.0 - p))
+        lo = int(binom.ppf(_TAIL_MASS, trials, p))
+        hi = trials - int(binom.ppf(_TAIL_MASS, trials, 1.0 - p))
         lo, hi = max(lo, 0), min(max(hi, lo), trials)
         step = max(1, -(-(hi - lo + 1) // max_points))
         self.c = np.arange(lo, hi + 1, step, dtype=float)
-        pmf = stats.binom.pmf(np.arange(lo, hi + 1), trials, p)
+        pmf = binom.pmf(np.arange(lo, hi + 1), trials, p)
         # block masses P[g_j <= C < g_{j+1}] as sums of pmfs (relative accuracy of the pmf)
         self.weight = np.add.reduceat(pmf, np.arange(0, pmf.size, step))
-        self.outside = float(stats.binom.cdf(lo - 1, trials, p) + stats.binom.sf(hi, trials, p))
+        self.outside = float(binom.cdf(lo - 1, trials, p) + binom.sf(hi, trials, p))
 
     def delta(self, epsilon: float) -> float:
         """Upper bound (rounded up, see module docstring) on D_{e^eps}(P0 || P1).
@@ -259,7 +259,7 @@ class ClonePair:
         # the six tails of the three thresholds in one scipy call (its per-call overhead, not
         # the tails, dominated calibration: 0.15 of 0.2 s); element by element the same values
         ms = [np.clip(m0 + shift, 0.0, c) for shift in (-1.0, 0.0, 1.0)]
-        tails = stats.binom.sf(np.stack([m + k for m in ms for k in (-1.0, 0.0)]), c, 0.5)
+        tails = binom.sf(np.stack([m + k for m in ms for k in (-1.0, 0.0)]), c, 0.5)
         for i in range(3):
             at_least_m, above_m = tails[2 * i], tails[2 * i + 1]  # P[Bin >= m], P[Bin > m]
             value = alpha * at_least_m - beta * above_m

@@ -11,9 +11,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from shufflesim.protocols.bounds.engine.common import Estimate
+from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import require, require_int_at_least
 
 #: Relative error allowed for each betainc / binomial pmf value (generous: they are accurate to
@@ -112,8 +113,8 @@ def _weights(m: int, s: float):
     cached (they do not depend on eps: an eps search reuses them); arrays read-only."""
     lo, hi = _window(m, s)
     c = np.arange(lo, hi + 1, dtype=float)
-    weight = stats.binom.pmf(c, m, s)
-    outside = float(stats.binom.cdf(lo - 1, m, s)) + float(stats.binom.sf(hi, m, s))
+    weight = binom.pmf(c, m, s)
+    outside = float(binom.cdf(lo - 1, m, s)) + float(binom.sf(hi, m, s))
     c.flags.writeable = False
     weight.flags.writeable = False
     return lo, hi, c, weight, outside
@@ -153,7 +154,7 @@ def _tail_at_least(k: np.ndarray, c: np.ndarray, rho: float, rho_c: float,
         return _binomial_at_least(k, c, rho), 0.0
     kk, cc = k[:-1], c[:-1]
     if below is None:
-        below = stats.binom.pmf(k - 1.0, c, rho)
+        below = binom.pmf(k - 1.0, c, rho)
     # With X ~ Bin(c, rho), P[X + Bern(rho) >= j] = F(c, j) + rho pmf(j - 1), so the step
     # F(c + 1, k + d) - F(c, k) is a sum of pmf(.; c) terms of one sign (no cancellation):
     # d = 0: rho pmf(k - 1); d >= 1: -(pmf(k) + ... + pmf(k + d - 2)) - (1 - rho) pmf(k + d - 1);
@@ -168,7 +169,7 @@ def _tail_at_least(k: np.ndarray, c: np.ndarray, rho: float, rho_c: float,
             if j == 0 and weights[0] > 0:
                 term = below[:-1][mask]
             else:
-                term = stats.binom.pmf(point[mask], cc[mask], rho)
+                term = binom.pmf(point[mask], cc[mask], rho)
             unit, end, last_j = weights
             increment[mask] += np.where(last_j[mask] == j, end, unit) * term
     absolute = np.abs(increment)
@@ -233,12 +234,12 @@ def _slice_masses(slope: float, starts: tuple, c: np.ndarray, rho: float, rho_c:
     # (slope < 0), t < gap; each pmf computed once, only where some start needs it
     step = -1.0 if slope > 0 else 1.0
     deepest = min(max(int(gap.max()) for gap in gaps), 6)
-    points = [stats.binom.pmf(base + step, c, rho)]
+    points = [binom.pmf(base + step, c, rho)]
     for t in range(1, deepest):
         need = np.logical_or.reduce([(gap > t) & (gap <= 6) for gap in gaps])
         term = np.zeros(c.size)
         if need.any():
-            term[need] = stats.binom.pmf(base[need] + step * (t + 1), c[need], rho)
+            term[need] = binom.pmf(base[need] + step * (t + 1), c[need], rho)
         points.append(term)
     tail, tail_error = _tail(slope, base, c, rho, rho_c, points[0])
     masses, errors = [], []
@@ -352,7 +353,7 @@ def two_count_divergence(pair: TwoCountPair, epsilon: float) -> Estimate:
                 factor = np.where(floor > 0, np.minimum(1.0, 2.0 * _ROUNDING * terms / floor),
                                   1.0)
             extra += scale[j] * float(np.sum(
-                factor * weight[odd] * stats.binom.pmf(point[odd], cc, rho)))
+                factor * weight[odd] * binom.pmf(point[odd], cc, rho)))
     value = 0.0
     absolute = 0.0
     scaled = 0.0

@@ -12,7 +12,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
 from shufflesim.protocols.bounds.engine import core as engine
@@ -21,6 +20,7 @@ from shufflesim.protocols.bounds.personalized.profile import (
     CountLaw,
     poisson_binomial,
 )
+from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import ParameterError, require
 
 RANDOMIZERS = ("brr", "krr")
@@ -135,13 +135,13 @@ def f_values(family: _KRRFamily, target_epsilon: float, ms, epsilon: float,
         t = lo_edge[:, None] + np.arange(2 * half + 1)[None, :]
         inside = t <= ms[:, None]
         t = np.minimum(t, ms[:, None])
-        weight = np.where(inside, stats.binom.pmf(t, ms[:, None], rho), 0.0)
+        weight = np.where(inside, binom.pmf(t, ms[:, None], rho), 0.0)
         hi_edge = lo_edge + 2 * half
         # E[beta A 1{T outside}] = (beta / 2) E[T 1{T outside}], E[T 1{T >= j}] = m rho
         # P[Bin(m - 1, rho) >= j - 1].
         mm1 = ms - 1
-        part = (stats.binom.cdf(lo_edge - 2, mm1, rho) + stats.binom.sf(hi_edge - 1, mm1, rho))
-        tail = 0.5 * beta * ms * rho * np.where(lo_edge > 0, part, stats.binom.sf(
+        part = (binom.cdf(lo_edge - 2, mm1, rho) + binom.sf(hi_edge - 1, mm1, rho))
+        tail = 0.5 * beta * ms * rho * np.where(lo_edge > 0, part, binom.sf(
             hi_edge - 1, mm1, rho))
     c = q * drop * ms[:, None] - gap * growth * t
     leaf, leaf_err = leaf_positive_part(t, c / beta, 0.0, 1.0, 0.5)

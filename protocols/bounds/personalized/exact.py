@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, Estimate, U, leaf_positive_part
 from shufflesim.protocols.bounds.personalized.blanket import _KRRFamily
@@ -17,6 +17,7 @@ from shufflesim.protocols.bounds.personalized.profile import (
     REL_LOG,
     poisson_binomial,
 )
+from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import require
 
 
@@ -28,8 +29,8 @@ def _perturbation(magnitude_a, beta, t, v, rho, rel):
     (rel (magnitude_a / beta + t) < 1); otherwise everywhere."""
     k = np.maximum(np.floor(-v) + 1.0, 0.0)
     j = np.maximum(k - 1.0, 0.0)
-    tail = stats.binom.sf(j - 1.0, t, rho)                                     # P[B >= j]
-    tail_b = t * rho * stats.binom.sf(j - 2.0, np.maximum(t - 1.0, 0.0), rho)  # E[B 1{B >= j}]
+    tail = binom.sf(j - 1.0, t, rho)                                     # P[B >= j]
+    tail_b = t * rho * binom.sf(j - 2.0, np.maximum(t - 1.0, 0.0), rho)  # E[B 1{B >= j}]
     local = magnitude_a * tail + beta * tail_b
     with np.errstate(divide="ignore", invalid="ignore"):
         shift_ok = rel * (magnitude_a / beta + t) < 1.0
@@ -149,7 +150,7 @@ class _ExactPair:
         s = np.round(mean)[:, None] + np.arange(-half, half + 1)[None, :]
         inside = (s >= 0) & (s <= n_rest[:, None])
         s = np.clip(s, 0, n_rest[:, None])
-        weight = np.where(inside, stats.binom.pmf(s, n_rest[:, None], two_r), 0.0)
+        weight = np.where(inside, binom.pmf(s, n_rest[:, None], two_r), 0.0)
         beta = kappa * (1 + growth)
         pos = beta > 0
         safe = np.where(pos, beta, 1.0)[:, None]
@@ -167,10 +168,10 @@ class _ExactPair:
         # ea (q N' + (p - q) X) + eb q, whose mass there is bounded with binomial tails.
         lo_edge = np.round(mean) - half
         hi_edge = np.round(mean) + half
-        tail_p = stats.binom.cdf(lo_edge - 1, n_rest, two_r) + stats.binom.sf(hi_edge, n_rest,
+        tail_p = binom.cdf(lo_edge - 1, n_rest, two_r) + binom.sf(hi_edge, n_rest,
                                                                              two_r)
         nm1 = np.maximum(n_rest - 1, 0)
-        tail_s = n_rest * two_r * (stats.binom.cdf(lo_edge - 2, nm1, two_r)
-                                   + stats.binom.sf(hi_edge - 1, nm1, two_r))
+        tail_s = n_rest * two_r * (binom.cdf(lo_edge - 2, nm1, two_r)
+                                   + binom.sf(hi_edge - 1, nm1, two_r))
         err = err + (ea * q * n_rest + eb * q) * tail_p + ea * gap * 0.5 * tail_s
         return value, err

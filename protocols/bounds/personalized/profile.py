@@ -10,9 +10,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, U
+from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import ParameterError, require
 
 #: Largest number of users with distinct budgets for the exact Poisson-binomial law.
@@ -161,13 +161,13 @@ def _binomial_window(n: int, p: float, pc: float | None = None) -> CountLaw:
     width = 40.0 * sd + 60.0
     lo = max(0, int(math.floor(n * p - width)))
     hi = min(n, int(math.ceil(n * p + width)))
-    while lo > 0 and stats.binom.cdf(lo - 1, n, p) > TAIL_MASS:
+    while lo > 0 and binom.cdf(lo - 1, n, p) > TAIL_MASS:
         lo = max(0, lo - int(width))
-    while hi < n and stats.binom.sf(hi, n, p) > TAIL_MASS:
+    while hi < n and binom.sf(hi, n, p) > TAIL_MASS:
         hi = min(n, hi + int(width))
-    dropped = ((stats.binom.cdf(lo - 1, n, p) if lo > 0 else 0.0)
-               + (stats.binom.sf(hi, n, p) if hi < n else 0.0))
-    pmf = stats.binom.pmf(np.arange(lo, hi + 1), n, p)
+    dropped = ((binom.cdf(lo - 1, n, p) if lo > 0 else 0.0)
+               + (binom.sf(hi, n, p) if hi < n else 0.0))
+    pmf = binom.pmf(np.arange(lo, hi + 1), n, p)
     return CountLaw(pmf, lo, REL_SPECIAL, float(dropped) * (1 + REL_SPECIAL))
 
 

@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
+from shufflesim.protocols.distributions import laplace
 from shufflesim.protocols.errors import require
 from shufflesim.protocols.randomizers.analysis import LOG_LINEAR, NeighbourCandidates
 from shufflesim.protocols.randomizers.base import Interval
@@ -145,7 +145,7 @@ class LaplaceMetric(IntervalPair):
 
     def cdf(self, x, t):
         """P[R(x) <= t]."""
-        return stats.laplace.cdf(np.asarray(t, dtype=float), loc=np.asarray(x, dtype=float),
+        return laplace.cdf(np.asarray(t, dtype=float), loc=np.asarray(x, dtype=float),
                                  scale=self.scale)
 
     def total_variation(self, distance: float) -> float:
