@@ -93,24 +93,24 @@ class binom:  # noqa: N801 - read as scipy.stats.binom at the call sites
         return _scalar_or_array(np.where(valid & ~np.isnan(k), out, np.nan))
 
     @staticmethod
-    def cdf(k, n, p):
+    def _tail(ufunc, k, n, p, below_support: float):
+        """cdf (below_support 0) or sf (below_support 1): the ufunc at floor(k) on the support
+        minus its top, ``below_support`` below it and 1 - ``below_support`` from n on."""
         k, n, p, valid = binom._args(k, n, p)
         inside = valid & (k >= 0) & (k < n)
         with np.errstate(all="ignore"):
-            value = np.clip(_binom_cdf(np.floor(np.where(inside, k, 0.0)), np.where(valid, n, 1.0),
-                                       np.where(valid, p, 0.5)), 0.0, 1.0)
-        out = np.where(inside, value, np.where(k >= n, 1.0, 0.0))
+            value = np.clip(ufunc(np.floor(np.where(inside, k, 0.0)), np.where(valid, n, 1.0),
+                                  np.where(valid, p, 0.5)), 0.0, 1.0)
+        out = np.where(inside, value, np.where(k < 0, below_support, 1.0 - below_support))
         return _scalar_or_array(np.where(valid & ~np.isnan(k), out, np.nan))
 
     @staticmethod
+    def cdf(k, n, p):
+        return binom._tail(_binom_cdf, k, n, p, 0.0)
+
+    @staticmethod
     def sf(k, n, p):
-        k, n, p, valid = binom._args(k, n, p)
-        inside = valid & (k >= 0) & (k < n)
-        with np.errstate(all="ignore"):
-            value = np.clip(_binom_sf(np.floor(np.where(inside, k, 0.0)), np.where(valid, n, 1.0),
-                                      np.where(valid, p, 0.5)), 0.0, 1.0)
-        out = np.where(inside, value, np.where(k < 0, 1.0, 0.0))
-        return _scalar_or_array(np.where(valid & ~np.isnan(k), out, np.nan))
+        return binom._tail(_binom_sf, k, n, p, 1.0)
 
     @staticmethod
     def ppf(q, n, p):
