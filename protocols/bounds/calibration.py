@@ -30,6 +30,10 @@ from shufflesim.protocols.errors import (
 EPSILON0_MIN = 1e-4
 EPSILON0_MAX = 20.0
 N_MAX = 10**9
+#: relative width of the eps0 bracket on the delta_at path, where a step costs one engine
+#: question: finer than the default rtol, so the value is at least as large as that of the eps
+#: path (whose search may end anywhere in its 1e-4 bracket) in all but rare cases
+DELTA_PATH_RTOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -65,33 +69,84 @@ class Calibration:
 
 
 class _Certifier:
-    """Evaluates one bound at a parameter value and remembers the outcomes."""
+    """Evaluates one bound at a parameter value and remembers the outcomes.
+
+    A bound with a ``BoundSpec.delta_at`` is asked one question per value: is its delta at the
+    target epsilon at most delta? (issue 18: one engine evaluation instead of the ~10 of an eps
+    search.) That certifies (target, delta) exactly when the eps search would find an eps <=
+    target, up to that search's tolerance, which the question does not have. Its score is then
+    ln(delta_at / delta). A value where delta_at raises ParameterError (outside the bound's
+    regime) is evaluated in full, for the reason, and counts as not certified.
+    """
 
     def __init__(self, name: str, build: Callable[[float], tuple[object, int]], target: float,
                  delta: float) -> None:
         self.name, self.build, self.target, self.delta = name, build, target, delta
+        self.delta_at = get_bound(name).delta_at
         self.outcomes: dict[float, BoundEvaluation] = {}
+        self.deltas: dict[float, float | None] = {}     # x -> delta_at(target), None: refused
 
     def __call__(self, x: float) -> bool:
+        if self.delta_at is not None:
+            return self._delta(x) is not None and self.deltas[x] <= self.delta
+        outcome = self.outcome(x)
+        return outcome.ok and outcome.result.epsilon <= self.target
+
+    def outcome(self, x: float) -> BoundEvaluation:
+        """The bound's full evaluation at x (computed once)."""
         if x not in self.outcomes:
             randomizer, n = self.build(x)
             self.outcomes[x] = evaluate(self.name, randomizer, n, self.delta)
-        outcome = self.outcomes[x]
-        return outcome.ok and outcome.result.epsilon <= self.target
+        return self.outcomes[x]
+
+    def _delta(self, x: float) -> float | None:
+        if x not in self.deltas:
+            randomizer, n = self.build(x)
+            spec = get_bound(self.name)
+            value = None
+            if spec.applies_to(randomizer) and spec.delta0_refusal(randomizer) is None:
+                try:
+                    value = float(self.delta_at(randomizer, n, self.target, self.delta))
+                except ParameterError:
+                    value = None
+            self.deltas[x] = value
+            if value is None:
+                self.outcome(x)                          # the reason, for the messages
+        return self.deltas[x]
 
     def score(self, x: float) -> float | None:
-        """ln(eps(x) / target) of an evaluated point (<= 0 iff certified), None without a
-        number."""
+        """A number <= 0 exactly where x is certified, for the secant and Brent steps: ln(eps(x)
+        / target), or ln(delta_at / delta) on the delta_at path; None without a number."""
+        if self.delta_at is not None:
+            value = self.deltas.get(x)
+            return None if value is None or not value > 0 else math.log(value / self.delta)
         outcome = self.outcomes.get(x)
         if outcome is None or not outcome.ok or not outcome.result.epsilon > 0:
             return None
         return math.log(outcome.result.epsilon / self.target)
 
     def reason(self, x: float) -> str:
-        outcome = self.outcomes[x]
+        outcome = self.outcome(x)
         if not outcome.ok:
             return outcome.error
+        if self.delta_at is not None and self.deltas.get(x) is not None:
+            return (f"the bound's delta at eps = {self.target} is {self.deltas[x]:.6g} > "
+                    f"{self.delta}")
         return f"the bound gives eps = {outcome.result.epsilon:.6g} > {self.target}"
+
+    def evaluations(self) -> int:
+        return len(self.deltas.keys() | self.outcomes.keys())
+
+    def certified_outcome(self, x: float) -> tuple[BoundEvaluation, float, str]:
+        """(full evaluation, epsilon, note) at a certified x. On the delta_at path the eps
+        search may stop a hair above the target that delta_at certified; the target is then the
+        epsilon certified, and the note says so."""
+        outcome = self.outcome(x)
+        if self.delta_at is None or outcome.result.epsilon <= self.target:
+            return outcome, outcome.result.epsilon, ""
+        return outcome, self.target, (
+            f"certified by the bound's delta at eps = {self.target}: {self.deltas[x]:.9g} <= "
+            f"{self.delta:g} (its eps search stops at {outcome.result.epsilon:.12g})")
 
 
 def _check_target(name: str, target_epsilon: float, delta: float) -> None:
@@ -142,7 +197,7 @@ def largest_certified(certified: Callable[[float], bool], low: float, limit: flo
             if len(points) >= 2 and points[-1][0] > points[-2][0]:
                 fitted = (s_x - points[-2][1]) / (ln_x - points[-2][0])
                 slope = fitted if fitted > 0.05 else 1.0
-            predicted = math.exp(ln_x - s_x / slope) * 1.2
+            predicted = math.exp(min(ln_x - s_x / slope, math.log(64.0 * low))) * 1.2
             trial = min(max(predicted, low * 1.05), low * 64.0, limit)
         if certified(trial):
             low = trial
@@ -166,9 +221,10 @@ def _brent_refinement(certified, score, low: float, high: float, rtol: float):
     is the tightest (certified, not certified) pair among them, so it only ever moves an end to
     a point evaluated on that side. Stops when the bracket is ~0.1 rtol wide in ln x."""
     tried: dict[float, bool] = {}
+    ends = {math.log(low): low, math.log(high): high}   # exp(log x) may miss x by an ulp
 
     def fun(u: float) -> float:
-        x = math.exp(u)
+        x = ends.get(u, math.exp(u))
         ok = certified(x)
         tried[x] = ok
         value = score(x)
@@ -209,9 +265,12 @@ def largest_epsilon0(bound_name: str, randomizer_factory: Callable[[float], obje
     """The largest eps0 in [eps0_min, eps0_max] whose randomizer ``randomizer_factory(eps0)``
     the bound certifies at (target_epsilon, delta) with n users, to relative ``rtol``.
 
-    Search: geometric steps up from eps0_min to bracket the crossing, then bisection (geometric
-    while the bracket spans more than a factor 2). Raises ParameterError naming target_epsilon
-    when even eps0_min is not certified.
+    Search (:func:`largest_certified`): steps up from eps0_min to bracket the crossing, then
+    Brent's method and bisection. Raises ParameterError naming target_epsilon when even eps0_min
+    is not certified. On the ``BoundSpec.delta_at`` path (one engine question per step) the
+    search starts at eps0 = target_epsilon when that is certified (as it is for every upper
+    bound that never exceeds eps0: the shuffled output is eps0-DP anyway), and the bracket is
+    refined to min(rtol, DELTA_PATH_RTOL).
     """
     started = time.perf_counter()
     _check_target(bound_name, target_epsilon, delta)
@@ -223,12 +282,18 @@ def largest_epsilon0(bound_name: str, randomizer_factory: Callable[[float], obje
         raise ParameterError("target_epsilon", target_epsilon,
                           f"{bound_name} does not certify it even at eps0 = {eps0_min:g} "
                           f"(n = {n}): {certified.reason(eps0_min)}")
-    low, high = largest_certified(certified, eps0_min, eps0_max, rtol, score=certified.score)
-    note = "" if high is not None else f"certified up to the search limit eps0 = {eps0_max:g}"
-    outcome = certified.outcomes[low]
-    return Calibration(bound_name, "epsilon0", low, (low, high), outcome.result.epsilon,
-                       target_epsilon, delta, len(certified.outcomes),
-                       time.perf_counter() - started, outcome, note)
+    low = eps0_min
+    if certified.delta_at is not None:
+        rtol = min(rtol, DELTA_PATH_RTOL)
+        if eps0_min < target_epsilon < eps0_max and certified(target_epsilon):
+            low = target_epsilon
+    low, high = largest_certified(certified, low, eps0_max, rtol, score=certified.score)
+    outcome, epsilon, note = certified.certified_outcome(low)
+    if high is None:
+        note = "; ".join(filter(None, [f"certified up to the search limit eps0 = {eps0_max:g}",
+                                       note]))
+    return Calibration(bound_name, "epsilon0", low, (low, high), epsilon, target_epsilon, delta,
+                       certified.evaluations(), time.perf_counter() - started, outcome, note)
 
 
 def smallest_n(bound_name: str, randomizer, target_epsilon: float, delta: float, *,
@@ -253,10 +318,9 @@ def smallest_n(bound_name: str, randomizer, target_epsilon: float, delta: float,
             high = mid
         else:
             low = mid
-    outcome = certified.outcomes[high]
-    return Calibration(bound_name, "n", high, (high, low), outcome.result.epsilon,
-                       target_epsilon, delta, len(certified.outcomes),
-                       time.perf_counter() - started, outcome)
+    outcome, epsilon, note = certified.certified_outcome(high)
+    return Calibration(bound_name, "n", high, (high, low), epsilon, target_epsilon, delta,
+                       certified.evaluations(), time.perf_counter() - started, outcome, note)
 
 
 def _bisect(certified, low: float, high: float | None, rtol: float) -> tuple[float, float | None]:

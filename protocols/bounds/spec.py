@@ -37,6 +37,14 @@ class BoundSpec:
     (users with per-user budgets); accepts_delta0: whether it holds for (eps0, delta0)-LDP
     randomizers with delta0 > 0 (default False: it needs a pure eps0-LDP randomizer, and
     protocols.bounds.catalogue.evaluate refuses one with delta0 > 0, saying so).
+
+    delta_at (optional, upper bounds): ``delta_at(randomizer, n, epsilon, threshold)`` is the
+    bound's own delta at epsilon, on the conservative side of its numerical error, so that the
+    bound certifies (epsilon, delta) whenever ``delta_at(...) <= delta``; it may stop refining
+    once its answer is decided against ``threshold`` (<= it, or certainly above it), and it
+    raises ParameterError where ``compute`` would. Calibration
+    (protocols.bounds.calibration) asks it one question per step instead of running the
+    bound's whole eps search (issue 18).
     """
 
     name: str
@@ -49,6 +57,7 @@ class BoundSpec:
     scope: str = "generic"
     also: tuple[BoundStatus, ...] = ()
     accepts_delta0: bool = False
+    delta_at: Callable[[object, int, float, float], float] | None = None
 
     @property
     def delta0_label(self) -> str:
@@ -166,3 +175,11 @@ def generic(function: Callable[[float, int, float], BoundResult]):
     def compute(randomizer, n: int, delta: float) -> BoundResult:
         return function(float(randomizer.epsilon0), n, delta)
     return compute
+
+
+def generic_delta(function: Callable[[float, float, int], float]):
+    """Adapt delta(epsilon, epsilon0, n) to delta_at(randomizer, n, epsilon, threshold) (a
+    function that has no refinement to stop ignores the threshold)."""
+    def delta_at(randomizer, n: int, epsilon: float, threshold: float) -> float:
+        return function(epsilon, float(randomizer.epsilon0), n)
+    return delta_at

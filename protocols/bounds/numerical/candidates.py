@@ -48,14 +48,19 @@ def _epsilon(directions: Sequence[RatioAtoms], n: int, delta: float, side: str,
 
 
 def _delta(directions: Sequence[RatioAtoms], n: int, epsilon: float, side: str,
-           method: str = "auto", threshold: float | None = None) -> _Value:
+           method: str = "auto", threshold: float | None = None,
+           rtol: float | None = None) -> _Value:
     """max over directions of delta(eps): the bracket of the maximum is
     [max of lowers, max of uppers]; the value is the requested side. With ``threshold`` the
     engine may stop refining once each bracket lies on one side of it (screening only needs
-    that comparison)."""
+    that comparison); ``rtol``: the precision asked of the engine where the comparison is
+    not yet decided (default: the engine's). Directions whose atom multisets coincide are
+    computed once."""
+    unique = {engine.atoms_key(atoms): atoms for atoms in directions}
+    precision = {} if rtol is None else {"rtol": rtol}
     ests = [engine.delta_of_epsilon([(atoms, n)], n, epsilon, side, method=method,
-                                    threshold=threshold)
-            for atoms in directions]
+                                    threshold=threshold, **precision)
+            for atoms in unique.values()]
     lower = max(e.lower for e in ests)
     upper = max(e.upper for e in ests)
     return _Value(upper if side == "upper" else lower, upper - lower)

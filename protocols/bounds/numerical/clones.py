@@ -49,7 +49,13 @@ from collections.abc import Callable
 import numpy as np
 
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, register
+from shufflesim.protocols.bounds.spec import (
+    BoundSpec,
+    any_ldp,
+    generic,
+    generic_delta,
+    register,
+)
 from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import ParameterError, require
 
@@ -349,9 +355,10 @@ def stronger_clone_numerical(
 # ------------------------------------------------------------------------------------------
 register(BoundSpec(
     "fmt21_numerical", BoundKind.UPPER, "002 Thm 3.2 (clone reduction, numerical)",
-    BoundStatus.PROVEN, "0 < eps0 <= 700, n >= 1", any_ldp, generic(fmt21_numerical)))
+    BoundStatus.PROVEN, "0 < eps0 <= 700, n >= 1", any_ldp, generic(fmt21_numerical),
+    delta_at=generic_delta(fmt21_numerical_delta)))
 register(BoundSpec(
     "stronger_clone_numerical", BoundKind.UPPER,
     "Feldman, McMillan, Talwar SODA 2023 stronger clone (as restated in 000 Sec. 3.3)",
     BoundStatus.STRONGER_CLONE, "0 < eps0 <= 700, n >= 1", any_ldp,
-    generic(stronger_clone_numerical)))
+    generic(stronger_clone_numerical), delta_at=generic_delta(stronger_clone_delta)))

@@ -64,6 +64,11 @@ from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, register
 from shufflesim.protocols.errors import require, require_int_at_least
 
 
+#: relative precision of delta that a calibration question asks of the engine where its answer
+#: is not yet decided (the eps search's polish asks 5e-3 / 30 ~ 1.7e-4)
+QUESTION_RTOL = 1e-4
+
+
 # ----------------------------------------------------------------------------------------------
 # Single randomizer
 # ----------------------------------------------------------------------------------------------
@@ -133,18 +138,22 @@ def optimal_blanket_epsilon(
 def optimal_blanket_delta(
     randomizer, n: int, epsilon: float, *, cells: int = DEFAULT_CELLS,
     engine_method: str = "auto",
-    pair_grid: int | None = None,
+    pair_grid: int | None = None, threshold: float | None = None,
 ) -> BoundResult:
     """delta(eps) of the optimal blanket bound (upper side of its numerical error), maximised
-    over the candidate pairs; ``epsilon_error`` is 0 and the delta error is in the note."""
+    over the candidate pairs; ``epsilon_error`` is 0 and the delta error is in the note. With
+    ``threshold`` (a calibration question, BoundSpec.delta_at) the engine stops refining once
+    each pair's delta is decided against it (the upper side is then <= threshold, or the lower
+    side above it), and refines to QUESTION_RTOL where it is not."""
     start = time.perf_counter()
     require_int_at_least("n", n, 1)
     require(isinstance(epsilon, (int, float)) and epsilon >= 0, "epsilon", epsilon,
             "must be a number >= 0")
     cand, items = _blanket_candidates(randomizer, cells, pair_grid)
     status, note = _blanket_status(cand)
-    values = [(_delta(c.build(), n, float(epsilon), "upper", engine_method), c.label)
-              for c in items]
+    rtol = None if threshold is None else QUESTION_RTOL
+    values = [(_delta(c.build(), n, float(epsilon), "upper", engine_method, threshold, rtol),
+               c.label) for c in items]
     best, label = max(values, key=lambda v: v[0].value)
     return BoundResult("optimal-blanket", BoundKind.UPPER, float(epsilon), best.value, 0.0,
                        status, REFERENCE_UPPER, time.perf_counter() - start,
@@ -455,7 +464,9 @@ register(BoundSpec(
     BoundStatus.PROVEN,
     "every registered randomizer, eps0 <= 150 (continuous: 50); proven when the candidate "
     "neighbour pairs are exhaustive (the result states otherwise)", any_ldp,
-    optimal_blanket_epsilon, scope="specific"))
+    optimal_blanket_epsilon, scope="specific",
+    delta_at=lambda randomizer, n, eps, threshold: optimal_blanket_delta(
+        randomizer, n, eps, threshold=threshold).delta))
 register(BoundSpec(
     "exact-lower", BoundKind.LOWER, REFERENCE_LOWER + " (exact for one neighbour pair)",
     BoundStatus.PROVEN, "every registered randomizer, eps0 <= 150 (continuous: 50)", any_ldp,

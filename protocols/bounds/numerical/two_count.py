@@ -1,7 +1,26 @@
 """The two-count hockey-stick kernel of 001 (Thm 4.6, Alg. 1): D_{e^eps}(P || Q) between two
-distributions of a pair of counts (module docstring of protocols.bounds.numerical.variation_ratio),
-as a guaranteed interval from binomial tails. Used by the variation-ratio bounds and by the
-post-processed lower bound of protocols.bounds.numerical.optimal.
+distributions of a pair of counts, as a guaranteed interval from binomial tails. Used by the
+variation-ratio bounds (001's reduction pair P, Q: protocols.bounds.numerical.variation_ratio)
+and by the post-processed lower bound of protocols.bounds.numerical.optimal.
+
+Both 001's reduction pair P/Q and the lower-bound pair of Thm 5.1 are instances of one
+family: n - 1 other users each land in category 0 w.p. s0, in category 1 w.p. s1 (else
+elsewhere); the distinguished user lands in categories (0, 1, elsewhere) w.p.
+u = (u0, u1, uw) under P and v = (v0, v1, vw) under Q; (a, b) are the two category counts. For
+C = c others in the two categories, A | C ~ Bin(c, rho), rho = s0 / (s0 + s1), and (derived as
+001 App. B and App. E, eq. 15)
+
+    P(a, b) - e^eps Q(a, b)  has the sign of
+    H(a, b) = s1 d0 a + s0 d1 b + s0 s1 d2 (n - a - b) / (1 - s0 - s1),
+    d0 = u0 - e^eps v0,  d1 = u1 - e^eps v1,  d2 = uw - e^eps vw,
+
+which is linear in a on each slice a + b = const. So on each slice the set where P > e^eps Q is a
+half-line in a, and the hockey-stick divergence is an expectation over C of three binomial tails
+(001 Thm 4.6 for rho = 1/2, Prop. 1 otherwise). It is evaluated on a window of C values with the
+exact tail mass outside the window bounded by the largest possible slice term, the tails by
+``scipy.special.betainc`` with a relative slack, and the few points whose side of the region
+rounding may misjudge bounded explicitly (see :func:`two_count_divergence`): every returned
+value is an interval (lower, upper) that contains the exact divergence.
 """
 
 from __future__ import annotations

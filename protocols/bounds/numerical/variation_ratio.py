@@ -22,25 +22,8 @@ k-RR (k >= 3) gives exactly 001's pair, so both bounds agree (001 Sec. 5); but w
 users at x0 the lower bound can exceed 001's upper bound (4-RR, eps0 = 4, n = 100,
 delta = 1e-6: lower 3.9998 > "upper" 3.687; tests/test_variation_ratio.py).
 
-The two-count kernel
---------------------
-Both P/Q above and the lower-bound pair of Thm 5.1 are instances of one family: n - 1 other users
-each land in category 0 w.p. s0, in category 1 w.p. s1 (else elsewhere); the distinguished user
-lands in categories (0, 1, elsewhere) w.p. u = (u0, u1, uw) under P and v = (v0, v1, vw) under
-Q; (a, b) are the two category counts. For C = c others in the two categories,
-A | C ~ Bin(c, rho), rho = s0 / (s0 + s1), and (derived as 001 App. B and App. E, eq. 15)
-
-    P(a, b) - e^eps Q(a, b)  has the sign of
-    H(a, b) = s1 d0 a + s0 d1 b + s0 s1 d2 (n - a - b) / (1 - s0 - s1),
-    d0 = u0 - e^eps v0,  d1 = u1 - e^eps v1,  d2 = uw - e^eps vw,
-
-which is linear in a on each slice a + b = const. So on each slice the set where P > e^eps Q is a
-half-line in a, and the hockey-stick divergence is an expectation over C of three binomial tails
-(001 Thm 4.6 for rho = 1/2, Prop. 1 otherwise). It is evaluated on a window of C values with the
-exact tail mass outside the window bounded by the largest possible slice term, the tails by
-``scipy.special.betainc`` with a relative slack, and the few points whose side of the region
-rounding may misjudge bounded explicitly (see :func:`two_count_divergence`): every returned
-value is an interval (lower, upper) that contains the exact divergence.
+The two-count kernel that evaluates P/Q (and the lower bound's pair) is described in
+protocols.bounds.numerical.two_count.
 """
 
 from __future__ import annotations
@@ -214,6 +197,12 @@ def reduction_delta(params: VariationRatioParameters, n: int, epsilon: float) ->
     if params.beta == 0.0:
         return _interval(0.0, 0.0)
     return two_count_delta(reduction_pair(params, n), epsilon)
+
+
+def numerical_delta(params: VariationRatioParameters, n: int, epsilon: float) -> float:
+    """delta(eps) of :func:`numerical_epsilon` (its BoundSpec.delta_at): the upper estimate,
+    and 0 from log p on, where P/Q <= p makes it exact."""
+    return 0.0 if epsilon >= math.log(params.p) else reduction_delta(params, n, epsilon).upper
 
 
 def numerical_epsilon(params: VariationRatioParameters, n: int, delta: float,
@@ -480,12 +469,15 @@ register(BoundSpec(
     REFERENCE_NUMERICAL + " with the randomizer's (p, beta, q) (Tables 1, 5)",
     BoundStatus.STRONGER_CLONE,
     "any eps0 > 0, n >= 2; randomizers without a table row use the generic row",
-    any_ldp, numerical_bound, scope="specific"))
+    any_ldp, numerical_bound, scope="specific",
+    delta_at=lambda r, n, eps, _: numerical_delta(parameters_for(r), n, eps)))
 register(BoundSpec(
     "variation-ratio-generic", BoundKind.UPPER,
     REFERENCE_NUMERICAL + " with the generic row p = q = e^eps0, beta = tanh(eps0/2)",
     BoundStatus.STRONGER_CLONE, "any eps0 > 0, n >= 2", any_ldp,
-    lambda r, n, delta: numerical_bound(r, n, delta, generic=True)))
+    lambda r, n, delta: numerical_bound(r, n, delta, generic=True),
+    delta_at=lambda r, n, eps, _: numerical_delta(generic_parameters(r.epsilon0), n,
+                                                   eps)))
 register(BoundSpec(
     "variation-ratio-thm4.7", BoundKind.UPPER, REFERENCE_THM47 + " (analytic)",
     BoundStatus.STRONGER_CLONE,
