@@ -19,7 +19,8 @@ from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers import make_randomizer
 
 WITH_DELTA_AT = ["optimal-blanket", "fmt21_numerical", "stronger_clone_numerical",
-                 "variation-ratio", "variation-ratio-generic"]
+                 "variation-ratio", "variation-ratio-generic", "blanket_bennett",
+                 "blanket_hoeffding", "blanket_bennett_generic", "blanket_hoeffding_generic"]
 
 
 def ten_rr(eps0: float):
@@ -61,6 +62,7 @@ def _without_delta_at(monkeypatch, name):
 @pytest.mark.parametrize("name,target,n", [
     ("optimal-blanket", 0.5, 1000), ("fmt21_numerical", 0.5, 1000),
     ("variation-ratio", 0.05, 2000), ("stronger_clone_numerical", 0.2, 5000),
+    ("blanket_bennett", 0.5, 1000), ("blanket_hoeffding_generic", 0.1, 10**4),
 ])
 def test_the_question_calibrates_at_least_as_far_with_fewer_engine_calls(monkeypatch, name,
                                                                         target, n):

@@ -406,6 +406,15 @@ def blanket_bennett_generic(
                            epsilon0, n, delta, f"{BBGN19}, Lemmas 5.2-5.4 and 5.6 (corrected)", tol)
 
 
+def _generic_question(delta_fn):
+    """BoundSpec.delta_at of a generic bound with delta(eps, eps0, n) = ``delta_fn``, after the
+    regime checks of :func:`_generic_result` (no refinement: the threshold is not needed)."""
+    def delta_at(randomizer, n: int, epsilon: float, threshold: float) -> float:
+        epsilon0 = check_epsilon0(randomizer.epsilon0, maximum=EPSILON0_MAX)
+        return delta_fn(epsilon, epsilon0, check_n(n))
+    return delta_at
+
+
 # ------------------------------------------------------------------------------------------
 # Catalogue entries
 # ------------------------------------------------------------------------------------------
@@ -415,8 +424,10 @@ register(BoundSpec(
     scope="specific"))
 register(BoundSpec(
     "blanket_hoeffding_generic", BoundKind.UPPER, "004 Thm 5.3 (Hoeffding, generic)",
-    BoundStatus.PROVEN, "0 < eps0 <= 150", any_ldp, generic(blanket_hoeffding_generic)))
+    BoundStatus.PROVEN, "0 < eps0 <= 150", any_ldp, generic(blanket_hoeffding_generic),
+    delta_at=_generic_question(blanket_hoeffding_generic_delta)))
 register(BoundSpec(
     "blanket_bennett_generic", BoundKind.UPPER,
     "004 Sec. 5.3 (Bennett, generic; corrected Lemma 5.6)", BoundStatus.PROVEN,
-    "0 < eps0 <= 150", any_ldp, generic(blanket_bennett_generic)))
+    "0 < eps0 <= 150", any_ldp, generic(blanket_bennett_generic),
+    delta_at=_generic_question(blanket_bennett_generic_delta)))

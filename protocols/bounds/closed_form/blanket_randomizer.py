@@ -144,13 +144,30 @@ def _per_randomizer_result(method, concentration, randomizer, n, delta, atoms, t
     return _compute_result(method, concentration, randomizer, n, delta, atoms, tol, reference)
 
 
-def _compute_result(method, concentration, randomizer, n, delta, atoms, tol, reference):
-    start = time.perf_counter()
-    pairs, pair_set = _pairs_of(randomizer, atoms)
+def _trivial_epsilon(pairs, randomizer) -> float:
+    """The eps from which delta = 0 (the largest privacy loss on the blanket support); a
+    ParameterError where it is infinite."""
     upper = pairs.trivial_epsilon()
     if not np.isfinite(upper):
         raise ParameterError("randomizer", getattr(randomizer, "name", randomizer),
                              "is not pure LDP on the blanket support")
+    return upper
+
+
+def _question(delta_fn):
+    """BoundSpec.delta_at of the bound whose delta(eps) is ``delta_fn`` (no refinement: the
+    threshold is not needed), after the regime checks of :func:`_compute_result`."""
+    def delta_at(randomizer, n: int, epsilon: float, threshold: float) -> float:
+        check_epsilon0(randomizer.epsilon0, maximum=EPSILON0_MAX)
+        _trivial_epsilon(_pairs_of(randomizer, None)[0], randomizer)
+        return delta_fn(epsilon, randomizer, check_n(n))
+    return delta_at
+
+
+def _compute_result(method, concentration, randomizer, n, delta, atoms, tol, reference):
+    start = time.perf_counter()
+    pairs, pair_set = _pairs_of(randomizer, atoms)
+    upper = _trivial_epsilon(pairs, randomizer)
 
     def delta_fn(eps: float) -> float:
         if eps >= upper:
@@ -218,9 +235,11 @@ register(BoundSpec(
     "blanket_hoeffding", BoundKind.UPPER,
     "004 Lemmas 5.3, 5.5 with the randomizer's blanket (k-RR: Lemma 5.7)",
     BoundStatus.PROVEN, "discrete outputs with an enumerable output space (or k-RR)",
-    discrete_output, blanket_hoeffding, scope="specific"))
+    discrete_output, blanket_hoeffding, scope="specific",
+    delta_at=_question(blanket_hoeffding_randomizer_delta)))
 register(BoundSpec(
     "blanket_bennett", BoundKind.UPPER,
     "004 Lemmas 5.3, 5.6 (corrected) with the randomizer's blanket (k-RR: Lemma 5.7)",
     BoundStatus.PROVEN, "discrete outputs with an enumerable output space (or k-RR)",
-    discrete_output, blanket_bennett, scope="specific"))
+    discrete_output, blanket_bennett, scope="specific",
+    delta_at=_question(blanket_bennett_randomizer_delta)))
