@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from shufflesim.protocols.bounds.calibration import largest_epsilon0
-from shufflesim.protocols.bounds.catalogue import evaluate
+from shufflesim.protocols.bounds.catalogue import evaluate, get_bound
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers import make_randomizer
 
@@ -77,16 +77,19 @@ def test_a_cheap_upper_bound_does_not_fall_as_eps0_grows(d, epsilon0, ratio, n, 
                                                                     max_value=1e-3))
 @pytest.mark.parametrize("name", UPPER)
 def test_calibration_round_trip(name, d, target, n, delta):
-    """The eps0 calibration returns is certified (the same bound gives eps <= target there) and
-    the other end of its bracket is not."""
+    """The eps0 calibration returns is certified and the other end of its bracket is not. Both
+    bounds here answer calibration's question (BoundSpec.delta_at): the bound's delta at the
+    target is at most delta at the value and above it at the other end; its full eps search at
+    the value stops within its tolerance of the target, and the record gives the smaller."""
     try:
         found = largest_epsilon0(name, lambda e: randomizer(d, e), n, target, delta)
     except ParameterError:
         assume(False)  # not even the smallest eps0 is certified: nothing to round-trip
-    epsilon, _ = certified(name, randomizer(d, found.value), n, delta)
-    assert epsilon <= target and found.epsilon == epsilon
+    question = get_bound(name).delta_at
+    epsilon, error = certified(name, randomizer(d, found.value), n, delta)
+    assert question(randomizer(d, found.value), n, target, delta) <= delta
+    assert epsilon <= target + error + 1e-12 and found.epsilon == min(epsilon, target)
     low, high = found.bracket
     assert low == found.value
     if high is not None:
-        outcome = evaluate(name, randomizer(d, high), n, delta)
-        assert not (outcome.ok and outcome.result.epsilon <= target)
+        assert question(randomizer(d, high), n, target, delta) > delta
