@@ -133,3 +133,20 @@ def test_a_refusal_is_not_certified(toy_bound):
     assert not certifier(2.0)
     assert "toy regime" in certifier.reason(2.0)
     assert certifier(1.0) and certifier.score(1.0) < 0
+
+
+def test_a_question_that_certifies_where_compute_refuses_is_reported():
+    """A bound whose delta_at is wider than its compute's regime (a defect of that bound):
+    calibration still returns the value the question certified, with the target as its eps and
+    the full evaluation's refusal in the note, instead of failing."""
+    register(BoundSpec("toy-wide-question", BoundKind.UPPER, "test", BoundStatus.PROVEN,
+                       "eps0 <= 1", any_ldp, _toy_compute,
+                       delta_at=lambda r, n, eps, threshold: 0.0))
+    try:
+        result = cal.largest_epsilon0("toy-wide-question", ten_rr, 1000, 0.5, 1e-6,
+                                      eps0_max=3.0)
+    finally:
+        BOUNDS.remove("toy-wide-question")
+    assert result.value == 3.0 and result.epsilon == 0.5
+    assert "toy regime" in result.note and not result.result.ok
+    assert result.record()["status"] == "proven"

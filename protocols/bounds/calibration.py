@@ -82,7 +82,8 @@ class _Certifier:
     def __init__(self, name: str, build: Callable[[float], tuple[object, int]], target: float,
                  delta: float) -> None:
         self.name, self.build, self.target, self.delta = name, build, target, delta
-        self.delta_at = get_bound(name).delta_at
+        self.spec = get_bound(name)
+        self.delta_at = self.spec.delta_at
         self.outcomes: dict[float, BoundEvaluation] = {}
         self.deltas: dict[float, float | None] = {}     # x -> delta_at(target), None: refused
 
@@ -102,9 +103,8 @@ class _Certifier:
     def _delta(self, x: float) -> float | None:
         if x not in self.deltas:
             randomizer, n = self.build(x)
-            spec = get_bound(self.name)
             value = None
-            if spec.applies_to(randomizer) and spec.delta0_refusal(randomizer) is None:
+            if self.spec.applies_to(randomizer) and self.spec.delta0_refusal(randomizer) is None:
                 try:
                     value = float(self.delta_at(randomizer, n, self.target, self.delta))
                 except ParameterError:
@@ -142,11 +142,14 @@ class _Certifier:
         search may stop a hair above the target that delta_at certified; the target is then the
         epsilon certified, and the note says so."""
         outcome = self.outcome(x)
-        if self.delta_at is None or outcome.result.epsilon <= self.target:
+        if self.delta_at is None or (outcome.ok and outcome.result.epsilon <= self.target):
             return outcome, outcome.result.epsilon, ""
+        certificate = (f"certified by the bound's delta at eps = {self.target}: "
+                       f"{self.deltas[x]:.9g} <= {self.delta:g}")
+        if not outcome.ok:                       # delta_at and compute disagree on the regime
+            return outcome, self.target, f"{certificate}; its full evaluation: {outcome.error}"
         return outcome, self.target, (
-            f"certified by the bound's delta at eps = {self.target}: {self.deltas[x]:.9g} <= "
-            f"{self.delta:g} (its eps search stops at {outcome.result.epsilon:.12g})")
+            f"{certificate} (its eps search stops at {outcome.result.epsilon:.12g})")
 
 
 def _check_target(name: str, target_epsilon: float, delta: float) -> None:
