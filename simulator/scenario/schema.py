@@ -117,7 +117,7 @@ def scenario_schema() -> dict[str, Any]:
                                                {"type": "object"}]},
         },
     }
-    for name in SECTIONS:
+    for name in SECTIONS.names():   # sorted: the registration order depends on import order
         properties[name] = section_schema(name)
     return {
         "$schema": DRAFT,
