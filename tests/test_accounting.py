@@ -169,6 +169,7 @@ def test_baselines_are_above_the_composed_pld_bound():
     assert 5 * pld < naive < 15 * pld  # the "about 9x"
 
 
+@pytest.mark.slow  # ~22 s; tests/test_cli_rounds.py calibrates over rounds end to end by default
 def test_calibration_over_rounds_returns_a_certified_eps0():
     from shufflesim.protocols.accounting.calibrate import largest_epsilon0
 

@@ -82,6 +82,7 @@ def _count_convolutions(monkeypatch):
     return work
 
 
+@pytest.mark.slow  # ~13 s; the optimal-blanket twin at n = 1e6 runs by default
 def test_laplace_n_1e6_exact_lower_work_and_value(monkeypatch):
     """Deterministic work measure instead of a wall clock: FFT convolutions and grid points.
     Before: 150 convolutions (~1e9 points; the first triple's mirror image (0, 1, 1) searched

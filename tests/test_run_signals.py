@@ -129,7 +129,8 @@ def test_sigkill_leaves_no_process_of_the_run(tmp_path):
 
 
 @pytest.mark.parametrize(("number", "group", "code"), [
-    (signal.SIGTERM, False, 143),
+    # ~35 s each on a slow CI machine: the Ctrl-C case runs by default, SIGTERM with -m slow
+    pytest.param(signal.SIGTERM, False, 143, marks=pytest.mark.slow),
     (signal.SIGINT, True, 130),  # Ctrl-C: the whole process group gets it
     pytest.param(signal.SIGINT, False, 130, marks=pytest.mark.slow),
     pytest.param(signal.SIGTERM, True, 143, marks=pytest.mark.slow),
