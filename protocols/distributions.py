@@ -57,6 +57,11 @@ def _integral(x) -> np.ndarray:
     return x == np.floor(x)
 
 
+def _finish(out: np.ndarray, valid: np.ndarray, x: np.ndarray):
+    """scipy.stats' last step: nan where the parameters are invalid or the argument is nan."""
+    return _scalar_or_array(np.where(valid & ~np.isnan(x), out, np.nan))
+
+
 class binom:  # noqa: N801 - read as scipy.stats.binom at the call sites
     """Binomial(n, p): support {0, ..., n}; parameters valid for integer n >= 0, p in [0, 1]."""
 
@@ -75,7 +80,7 @@ class binom:  # noqa: N801 - read as scipy.stats.binom at the call sites
             value = np.clip(_binom_pmf(np.where(inside, k, 0.0), n, np.where(valid, p, 0.5)),
                             0.0, 1.0)
         out = np.where(inside, value, 0.0)
-        return _scalar_or_array(np.where(valid & ~np.isnan(k), out, np.nan))
+        return _finish(out, valid, k)
 
     @staticmethod
     def logpmf(k, n, p):
@@ -90,7 +95,7 @@ class binom:  # noqa: N801 - read as scipy.stats.binom at the call sites
                                                  + special.gammaln(nn - kk + 1))
             value = combiln + special.xlogy(kk, pp) + special.xlog1py(nn - kk, -pp)
         out = np.where(inside, value, -np.inf)
-        return _scalar_or_array(np.where(valid & ~np.isnan(k), out, np.nan))
+        return _finish(out, valid, k)
 
     @staticmethod
     def _tail(ufunc, k, n, p, below_support: float):
@@ -102,7 +107,7 @@ class binom:  # noqa: N801 - read as scipy.stats.binom at the call sites
             value = np.clip(ufunc(np.floor(np.where(inside, k, 0.0)), np.where(valid, n, 1.0),
                                   np.where(valid, p, 0.5)), 0.0, 1.0)
         out = np.where(inside, value, np.where(k < 0, below_support, 1.0 - below_support))
-        return _scalar_or_array(np.where(valid & ~np.isnan(k), out, np.nan))
+        return _finish(out, valid, k)
 
     @staticmethod
     def cdf(k, n, p):
@@ -141,7 +146,7 @@ class hypergeom:  # noqa: N801 - read as scipy.stats.hypergeom at the call sites
                                            np.where(valid, N, 0.0), np.where(valid, M, 1.0)),
                             0.0, 1.0)
         out = np.where(inside, value, 0.0)
-        return _scalar_or_array(np.where(valid & ~np.isnan(k), out, np.nan))
+        return _finish(out, valid, k)
 
 
 def _standardised(x, loc, scale):
@@ -165,4 +170,4 @@ class laplace:  # noqa: N801 - read as scipy.stats.laplace at the call sites
         with np.errstate(over="ignore"):
             value = np.where(x > 0, 1.0 - 0.5 * np.exp(-x), 0.5 * np.exp(x))
         value = np.where(np.isposinf(x), 1.0, np.where(np.isneginf(x), 0.0, value))
-        return _scalar_or_array(np.where(valid & ~np.isnan(x), value, np.nan))
+        return _finish(value, valid, x)

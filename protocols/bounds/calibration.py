@@ -76,16 +76,19 @@ class _Certifier:
     search.) That certifies (target, delta) exactly when the eps search would find an eps <=
     target, up to that search's tolerance, which the question does not have. Its score is then
     ln(delta_at / delta). A value where delta_at raises ParameterError (outside the bound's
-    regime) is evaluated in full, for the reason, and counts as not certified.
+    regime) counts as not certified; :meth:`reason` evaluates it in full for the message.
     """
 
     def __init__(self, name: str, build: Callable[[float], tuple[object, int]], target: float,
                  delta: float) -> None:
         self.name, self.build, self.target, self.delta = name, build, target, delta
         self.spec = get_bound(name)
-        self.delta_at = self.spec.delta_at
         self.outcomes: dict[float, BoundEvaluation] = {}
         self.deltas: dict[float, float | None] = {}     # x -> delta_at(target), None: refused
+
+    @property
+    def delta_at(self):
+        return self.spec.delta_at
 
     def __call__(self, x: float) -> bool:
         if self.delta_at is not None:
@@ -110,8 +113,6 @@ class _Certifier:
                 except ParameterError:
                     value = None
             self.deltas[x] = value
-            if value is None:
-                self.outcome(x)                          # the reason, for the messages
         return self.deltas[x]
 
     def score(self, x: float) -> float | None:
