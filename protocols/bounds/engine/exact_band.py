@@ -200,7 +200,7 @@ class _LogTable:
     whole 2-D array."""
 
     def __init__(self, m: np.ndarray, lo: np.ndarray, width: int) -> None:
-        self.pad, self.width = width, width
+        self.pad = width
         top = int(max(float(m.max(initial=0.0)), float(lo.max(initial=0.0)) + width)) + 2
         v = np.arange(-self.pad, top + 1, dtype=float)
         with np.errstate(divide="ignore"):
