@@ -194,25 +194,27 @@ def _searched(monkeypatch, atoms, n):
     return res, seen
 
 
-def test_large_n_search_starts_around_the_guess_and_falls_back(monkeypatch):
-    """n >= GUESS_BRACKET_FROM_N: no evaluation at eps = 0 (1.1 s of 2.8 at n = 1e8); the
-    bracket agrees with the search from [0, eps_max]; a wrong guess costs two evaluations and
-    the search still ends at the same crossing."""
+def test_search_starts_at_the_guess_and_falls_back(monkeypatch):
+    """With the normal approximation's guess and slope the search evaluates neither eps = 0
+    nor eps_max (at n = 1e7 an evaluation costs ~0.1 s) and takes a few evaluations; it
+    agrees with the search from [0, eps_max] (no guess); a wrong guess (3x) costs a few
+    evaluations more and the search still ends at the same crossing."""
     r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
     atoms = dec.exact_pair_atoms(r, 0, 1, 2)
     n = 10**7
     started, seen = _searched(monkeypatch, atoms, n)
-    assert 0.0 not in seen
-    monkeypatch.setattr(core, "GUESS_BRACKET_FROM_N", 10**12)
+    assert 0.0 not in seen and max(seen) < 0.5
+    assert len(seen) <= 6
+    monkeypatch.setattr(core, "gaussian_guess", lambda *a: None)
     fresh, seen_fresh = _searched(monkeypatch, atoms, n)
-    assert 0.0 in seen_fresh
+    assert 0.0 in seen_fresh and len(seen_fresh) > len(seen)
     assert started.lower <= fresh.upper and fresh.lower <= started.upper
     assert started.value == pytest.approx(fresh.value, rel=2e-7)
-    monkeypatch.setattr(core, "GUESS_BRACKET_FROM_N", 10**7)
     monkeypatch.setattr(core, "gaussian_guess", lambda *a: 3.0 * fresh.value)
     wrong, seen_wrong = _searched(monkeypatch, atoms, n)
-    assert 0.0 in seen_wrong                             # fell back to [0, eps_max]
     assert wrong.lower <= fresh.upper and fresh.lower <= wrong.upper
+    assert wrong.value == pytest.approx(fresh.value, rel=2e-7)
+
 
 
 def test_band_tables_built_together_are_the_tables_built_alone():
