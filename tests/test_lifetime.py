@@ -167,7 +167,8 @@ def test_lifetime_eps_invariants():
             assert by_signature[a].max() <= by_signature[b].min() + 1e-12
 
 
-@pytest.mark.slow  # ~17 s; worker-count invariance runs by default in test_executors and test_learning_scenarios
+# ~17 s; worker-count invariance runs by default in test_executors and test_learning_scenarios
+@pytest.mark.slow
 def test_users_table_same_rows_whatever_the_worker_count():
     scenario = parse_scenario(PIPELINE)
     one = run_scenario(scenario, executor=InlineExecutor())

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
+from shufflesim.protocols.bounds.engine.binomial_memo import RowMemo
 from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import ParameterError
 
@@ -165,6 +166,12 @@ def binom_ge(k, m, q):
     return binom.sf(np.asarray(k) - 1, m, q)
 
 
+#: binom_ge and binom.pmf remembered across an eps search's evaluations (the same values:
+#: engine/binomial_memo.py)
+BINOM_GE = RowMemo(binom_ge)
+BINOM_PMF = RowMemo(binom.pmf)
+
+
 def binom_interval(lo, hi, m, q):
     """P[lo <= Bin(m, q) <= hi] and an absolute error bound, computed from the tail on the far
     side of the mean so that the subtraction does not cancel more than necessary."""
@@ -207,10 +214,10 @@ def leaf_with_slope(t, v, cb: float, d: float, rho: float):
     t, v = np.broadcast_arrays(t, v)
     bstar = -(cb * t + v) / d
     k = np.maximum(np.floor(bstar) + 1.0, 0.0)
-    tail = binom_ge(k, t, rho)                      # P[B >= k]
+    tail = BINOM_GE(k, t, rho)                      # P[B >= k]
     tpos = t > 0
     tm1 = np.where(tpos, t - 1.0, 0.0)
-    pk = np.where(tpos, binom.pmf(k - 1.0, tm1, rho), 0.0)   # P[Bin(t-1) = k-1]
+    pk = np.where(tpos, BINOM_PMF(k - 1.0, tm1, rho), 0.0)   # P[Bin(t-1) = k-1]
     mean = t * rho
     term1 = (mean - bstar) * tail
     term2 = mean * (1.0 - rho) * pk

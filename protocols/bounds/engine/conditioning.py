@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.protocols.bounds.engine.common import (
+    BINOM_PMF,
     REL_SPECIAL,
     REL_SUM,
     TINY,
@@ -58,7 +59,6 @@ from shufflesim.protocols.bounds.engine.common import (
     mode_pmf_on_range,
 )
 from shufflesim.protocols.bounds.engine.plans import MultiPlan, multi_plan, t_plan
-from shufflesim.protocols.distributions import binom
 
 J_MAX = 16            # at most this many kinks summed one by one on each side of the mean
 J_SD = 4.0            # ... enough to reach J_SD sd of V
@@ -260,7 +260,7 @@ def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs):
     sd_max = float(np.sqrt(np.max(dev.var, initial=0.0)))
     jj = int(min(J_MAX, max(2, np.ceil(J_SD * sd_max / k.d) + 1)))
     k0 = np.clip(np.floor(bstar), 0.0, t)
-    p0 = binom.pmf(k0, t, k.rho)
+    p0 = BINOM_PMF(k0, t, k.rho)
     odds = k.rho / (1.0 - k.rho)
     total = np.zeros(shape)
     near_mass = np.zeros(shape)

@@ -97,10 +97,11 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     -d ln delta / d eps near the guess, > 0) the search starts at the guess instead
     (:func:`_local_start`): Newton steps on ln delta until the crossing is bracketed, without
     evaluating 0 or eps_max unless a step reaches them; if LOCAL_STEPS steps do not bracket it,
-    the search goes on from [0, eps_max] narrowed to the points already certified. ``bracket`` = (a, b) (optional):
-    start from [a, b] instead of [0, eps_max] if the side's estimate is > delta at a and
-    <= delta at b (two evaluations); otherwise the search starts afresh. Where the estimate is
-    0 (the root coordinate is infinite), the step is geometric towards the lower end.
+    the search goes on from [0, eps_max] narrowed to the points already certified.
+    ``bracket`` = (a, b) (optional): start from [a, b] instead of [0, eps_max] if the side's
+    estimate is > delta at a and <= delta at b (two evaluations); otherwise the search starts
+    afresh. Where the side's estimate is 0 (its root coordinate is infinite) the steps use
+    the upper estimate's, and where that is 0 too, they are geometric towards the lower end.
     ``known`` maps eps to estimates of the same function computed earlier (valid brackets,
     e.g. a coarser search's certified ends): they are used instead of evaluating there. The
     search also stops once its bracket is narrower than ``resolution_stop`` times the eps-width

@@ -63,7 +63,6 @@ from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStat
 from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, register
 from shufflesim.protocols.errors import require, require_int_at_least
 
-
 #: relative precision of delta that a calibration question asks of the engine where its answer
 #: is not yet decided (the eps search's polish asks 5e-3 / 30 ~ 1.7e-4)
 QUESTION_RTOL = 1e-4
