@@ -151,3 +151,32 @@ def test_secant_root_needs_two_near_points():
             0.2: Estimate(0.999e-6, 0.999e-6, 0.999e-6, "x")}
     root = eps_search._secant_root(near, lambda e: near[e].upper, DELTA)
     assert root == pytest.approx(0.15, rel=1e-3)
+
+
+def test_shaped_secant_follows_a_linear_fall_to_eps_max(monkeypatch):
+    """delta linear in eps up to eps_max (the blanket at large eps0, small n): the secant in
+    delta itself takes fewer steps than regula falsi on the root coordinate (LINEAR = 0
+    switches it off: negative control), to the same crossing."""
+    top = 8.0
+    fun = lambda e: 0.05 * (top - e) + 2e-9                 # noqa: E731
+    crossing = top - (DELTA - 2e-9) / 0.05
+    shaped = Counted(fun)
+    res = epsilon_of_delta(shaped, DELTA, "upper", eps_max=top, rtol=1e-7, xtol=1e-15,
+                           bracket=(7.9, top))
+    monkeypatch.setattr(eps_search, "LINEAR", 0.0)
+    plain = Counted(fun)
+    ref = epsilon_of_delta(plain, DELTA, "upper", eps_max=top, rtol=1e-7, xtol=1e-15,
+                           bracket=(7.9, top))
+    for r in (res, ref):
+        assert r.lower <= crossing <= r.upper
+    assert res.evaluations <= 7 < ref.evaluations
+
+
+def test_shaped_root_needs_three_points_on_a_line():
+    """Three points on no line in any of the three coordinates: no shaped step."""
+    def est(v):
+        return Estimate(v, v, v, "x")
+    bent = {0.1: est(1e-2), 0.2: est(1.1e-2), 0.3: est(1e-8)}     # up, then a cliff
+    assert eps_search._shaped_root(bent, lambda e: bent[e].upper, DELTA) is None
+    line = {0.1: est(3e-6), 0.2: est(2e-6), 0.3: est(1.5e-6)}
+    assert eps_search._shaped_root(line, lambda e: line[e].upper, DELTA) is not None

@@ -7,14 +7,17 @@ both names.
 A safeguarded Illinois regula falsi on sqrt(-ln delta) (nearly linear in eps for Gaussian-like
 tails), keeping only certified points: a point is "below" when its upper estimate is <= delta
 and "above" when its lower estimate is > delta. Issue 18 (fifth round) cut the evaluations
-(90 searches of optimal-blanket and exact-lower on 10-RR, 3-RR and binary RR: 1109 -> 782)
-with four steps that change no certificate, only where the search looks:
+(90 searches of optimal-blanket and exact-lower on 10-RR, 3-RR and binary RR: 1109 -> 737)
+with five steps that change no certificate, only where the search looks:
 
 * from a guess with a slope hint, Newton steps on ln delta bracket the crossing without
   evaluating 0 or eps_max (:func:`_local_start`; those two cost a table build each);
 * near the crossing, the secant of the two nearest points (:func:`_secant_root`) instead of
   regula falsi across a bracket whose far end makes it crawl, kept EDGE tolerances from the
   ends so that a crossing next to one closes the bracket;
+* farther out, the secant in whichever coordinate (delta, ln delta, root) the three nearest
+  points are most nearly linear in (:func:`_shaped_root`), where one is: delta falls linearly to
+  ~0 at eps_max for large eps0 and small n, and the root coordinate took a step per factor ~3;
 * a side value of 0 (a lower estimate) steps by the upper estimate's shape instead of by
   bisection;
 * one polishing point just past the crossing on the side the result comes from.
@@ -61,8 +64,13 @@ OVERSHOOT = 0.25
 EDGE = 0.005
 #: root coordinates (:func:`_root_coordinate`) this small count as near the crossing
 #: (delta within ~8% of the target at delta = 1e-6): the secant of two such points is trusted
-#: (1e-3: 799 evaluations on the 90 searches of the module docstring, 1e-2: 782, 3e-2: 777)
+#: (1e-3: 799 evaluations on the 90 searches of the module docstring, 1e-2: 782, 3e-2: 777,
+#: before LINEAR)
 NEAR = 1e-2
+#: three points lie "nearly on a line" in a coordinate when their two slopes differ by at most
+#: this (relative): then the secant in that coordinate is trusted (:func:`_shaped_root`; on
+#: the 90 searches: 0.1 and 0.2: 747 evaluations, 0.4: 737, 0.7: 735)
+LINEAR = 0.4
 
 
 def _root_coordinate(x: float, delta: float) -> float:
@@ -247,6 +255,9 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
                 x = lo + min(max(local - lo, edge), width - edge)
             else:
                 step = width * (-g_lo) / (g_hi - g_lo)
+                shaped = _shaped_root(seen, side_value, delta)
+                if shaped is not None and lo < shaped < hi:
+                    step = shaped - lo
                 x = lo + min(max(step, 0.01 * width), 0.99 * width)
         elif not math.isfinite(g_hi):
             x = math.sqrt(lo * hi) if lo > 0 else 0.125 * hi
@@ -305,6 +316,34 @@ def _secant_root(seen, side_value, delta: float) -> float | None:
     if g1 == g2 or max(abs(g1), abs(g2)) > NEAR:
         return None
     return e1 - g1 * (e2 - e1) / (g2 - g1)
+
+
+def _shaped_root(seen, side_value, delta: float) -> float | None:
+    """The crossing by the secant of the two points nearest to it in the coordinate -- delta,
+    ln delta or the root coordinate -- in which the three nearest points lie most nearly on a
+    line (their two slopes within LINEAR of each other, relative); None if none does. Far
+    from the crossing the root coordinate suits Gaussian-like tails, but where delta falls
+    linearly to ~0 at eps_max (large eps0, small n) regula falsi on it takes a step per
+    factor ~3 of delta; delta itself is linear there."""
+    near = sorted((abs(g), e) for e in seen
+                  if side_value(e) > 0
+                  and math.isfinite(g := _root_coordinate(side_value(e), delta)))[:3]
+    if len(near) < 3:
+        return None
+    xs = sorted(e for _, e in near)
+    best = None
+    for coordinate in (lambda f: f - delta, lambda f: math.log(f / delta),
+                       lambda f: -_root_coordinate(f, delta)):
+        ys = [coordinate(side_value(e)) for e in xs]
+        s1 = (ys[1] - ys[0]) / (xs[1] - xs[0])
+        s2 = (ys[2] - ys[1]) / (xs[2] - xs[1])
+        if not (s1 < 0 and s2 < 0):
+            continue
+        bend = abs(s2 - s1) / max(abs(s1), abs(s2))
+        if bend <= LINEAR and (best is None or bend < best[0]):
+            (e1, y1), (e2, y2) = sorted(zip(xs, ys, strict=True), key=lambda p: abs(p[1]))[:2]
+            best = (bend, e1 - y1 * (e2 - e1) / (y2 - y1))
+    return None if best is None else best[1]
 
 
 def _local_start(evaluate, side_value, seen, delta: float, guess: float, slope: float,
