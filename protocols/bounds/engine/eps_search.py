@@ -20,7 +20,8 @@ with five steps that change no certificate, only where the search looks:
   ~0 at eps_max for large eps0 and small n, and the root coordinate took a step per factor ~3;
 * a side value of 0 (a lower estimate) steps by the upper estimate's shape instead of by
   bisection;
-* one polishing point just past the crossing on the side the result comes from.
+* one polishing point just past the crossing on the side the result comes from (a second
+  if the first lands short).
 """
 
 from __future__ import annotations
@@ -205,6 +206,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         right = min((e for e in seen if side_value(e) <= delta), default=hi)
         if left < right:
             lo, hi, f_lo, f_hi = left, right, side_value(left), side_value(right)
+
     def step_coordinate(eps: float) -> float:
         """The root coordinate the steps use at an evaluated eps: of the side's value, or of
         the upper estimate where the side's value is 0 (a lower estimate of 0 carries no
@@ -371,8 +373,8 @@ def _local_start(evaluate, side_value, seen, delta: float, guess: float, slope: 
                  eps_max: float, xtol: float, rtol: float) -> tuple[float, float] | None:
     """Bracket the crossing from a guess: evaluate it, then step by Newton on ln delta,
     x' = x + (1 + OVERSHOOT) ln(f(x) / delta) / s + EDGE tol (towards the crossing), with
-    s = -d ln delta / d eps: the hint at first, then the secant of the two latest points of
-    positive value (delta is non-increasing, so the secant slope is >= 0). A step that
+    s = -d ln delta / d eps: the hint at first, then the secant of the two points of positive
+    value nearest to x (delta is non-increasing, so the secant slope is >= 0). A step that
     reaches 0 or eps_max evaluates there. Returns (a, b) with the side's value > delta at a
     and <= delta at b (the nearest such points), or None when LOCAL_STEPS steps do not
     bracket the crossing, a step would not move, or the values are not monotone."""
