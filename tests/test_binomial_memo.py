@@ -86,3 +86,23 @@ def test_conditioning_values_are_the_same_with_and_without_memory(eps0, n):
         common.BINOM_PMF.clear()
         cold.append(bracket(e))
     assert warm == cold
+
+
+def test_threads_sharing_a_memo_get_the_right_values():
+    """Four threads over different rows and moving k (more (p, t) keys than ENTRIES): every
+    value is the direct one and the bookkeeping never fails."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    memo = RowMemo(common.binom_ge)
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        bad = 0
+        for i in range(40):
+            t = np.arange(100.0, 400.0) + 300 * (i % 5)
+            k = np.floor(0.4 * t) + rng.integers(0, 2, t.size)
+            bad += not np.array_equal(memo(k, t, 0.4), common.binom_ge(k, t, 0.4))
+        return bad
+
+    with ThreadPoolExecutor(4) as pool:
+        assert sum(pool.map(work, range(4))) == 0

@@ -14,6 +14,7 @@ for bit, as computing them all.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -37,6 +38,7 @@ class RowMemo:
         self.entries: OrderedDict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = \
             OrderedDict()
         self.computed = 0            # entries computed (for tests and benchmarks)
+        self.lock = threading.Lock()
 
     def __call__(self, k, t, p: float) -> np.ndarray:
         k = np.asarray(k, dtype=float)
@@ -45,7 +47,8 @@ class RowMemo:
             self.computed += int(np.broadcast(k, t).size)
             return np.asarray(self.fn(k, t, p), dtype=float)
         key = (float(p), k.shape, float(t.flat[0]), float(t.flat[-1]))
-        entry = self.entries.get(key)
+        with self.lock:
+            entry = self.entries.get(key)
         if entry is not None and np.array_equal(entry[0], t):
             old_k, old_values = entry[1], entry[2]
             changed = old_k != k             # nan compares unequal: recomputed
@@ -53,15 +56,23 @@ class RowMemo:
             if changed.any():
                 values[changed] = self.fn(k[changed], t[changed], p)
                 self.computed += int(changed.sum())
-            self.entries[key] = (entry[0], k.copy(), values)
-            self.entries.move_to_end(key)
+            self._store(key, (entry[0], k.copy(), values))
             return values.copy()
         values = np.asarray(self.fn(k, t, p), dtype=float)
         self.computed += values.size
-        self.entries[key] = (t.copy(), k.copy(), values.copy())
-        while len(self.entries) > ENTRIES:
-            self.entries.popitem(last=False)
+        self._store(key, (t.copy(), k.copy(), values.copy()))
         return values
 
+    def _store(self, key: tuple, entry: tuple) -> None:
+        """Remember ``entry`` (t, k, values; never written to afterwards) under ``key``. The
+        lock keeps the bookkeeping whole when threads share the memo (an entry is read and
+        replaced as a whole, so a thread never sees another's half-written one)."""
+        with self.lock:
+            self.entries[key] = entry
+            self.entries.move_to_end(key)
+            while len(self.entries) > ENTRIES:
+                self.entries.popitem(last=False)
+
     def clear(self) -> None:
-        self.entries.clear()
+        with self.lock:
+            self.entries.clear()
