@@ -261,3 +261,21 @@ def test_parameters_at_the_edge_of_the_unit_interval_are_not_shared():
     exact_band._shared_parameters(1000, 0.2, 0.5, 1.0)
     near = exact_band._shared_parameters(1000, 0.2, 0.5, 1.0 - math.ulp(1.0))
     assert near[2] == 1.0 - math.ulp(1.0) and near[3] == 0.0
+
+
+@pytest.mark.parametrize("name, before, side", [
+    ("optimal-blanket", 0.030738962468008158, "upper"),
+    ("exact-lower", 0.030738777182826423, "lower"),
+])
+def test_a_narrow_coarse_bracket_is_still_polished(name, before, side):
+    """10-RR, eps0 = 2, n = 1e5, delta = 1e-8: the search from the guess certifies a coarse
+    bracket 4e-5 - 5e-5 wide, which the former POLISH_ABOVE = 1e-4 left unpolished: 1.3e-5
+    (optimal-blanket) and 1.6e-5 (exact-lower) looser than 84710d9's values (``before``, which
+    polished). With POLISH_ABOVE = 1e-5 both are polished again: no looser than before beyond
+    the search's 1e-9 noise."""
+    r = make_randomizer("krr", epsilon0=2.0, domain_size=10)
+    value = catalogue.evaluate(name, r, 10**5, 1e-8).result.epsilon
+    if side == "upper":
+        assert value <= before * (1 + 1e-9)
+    else:
+        assert value >= before * (1 - 1e-9)
