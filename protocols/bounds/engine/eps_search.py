@@ -202,8 +202,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             return result(True)
         lo, hi = 0.0, float(eps_max)       # side estimate > delta at lo, <= delta at hi
         # points a local start evaluated narrow the bracket (where they are consistent)
-        left = max((e for e in seen if side_value(e) > delta), default=lo)
-        right = min((e for e in seen if side_value(e) <= delta), default=hi)
+        left, right = _side_bracket(seen, side_value, delta)    # 0 and eps_max among them
         if left < right:
             lo, hi, f_lo, f_hi = left, right, side_value(left), side_value(right)
 
@@ -379,17 +378,17 @@ def _local_start(evaluate, side_value, seen, delta: float, guess: float, slope: 
     and <= delta at b (the nearest such points), or None when LOCAL_STEPS steps do not
     bracket the crossing, a step would not move, or the values are not monotone."""
     x = guess
-    for _ in range(LOCAL_STEPS):
+    for step_count in range(LOCAL_STEPS + 1):
         f = evaluate(x)
-        above = [e for e in seen if side_value(e) > delta]
-        below = [e for e in seen if side_value(e) <= delta]
-        if above and below:
-            a, b = max(above), min(below)
-            return (a, b) if a < b else None
-        if not above and x == 0.0:
+        above, below = _side_bracket(seen, side_value, delta)
+        if above is not None and below is not None:
+            return (above, below) if above < below else None
+        if above is None and x == 0.0:
             return None                       # delta(0) <= delta: the caller returns 0
-        if not below and x == eps_max:
+        if below is None and x == eps_max:
             return None                       # saturated: the caller says so
+        if step_count == LOCAL_STEPS:
+            break                                # no bracket after LOCAL_STEPS steps
         positive = sorted((e for e in seen if side_value(e) > 0), key=lambda e: abs(e - x))
         if len(positive) >= 2:
             e1, e2 = positive[0], positive[1]
@@ -406,9 +405,12 @@ def _local_start(evaluate, side_value, seen, delta: float, guess: float, slope: 
         if x_new == x:
             return None
         x = x_new
-    f = evaluate(x)
-    above = [e for e in seen if side_value(e) > delta]
-    below = [e for e in seen if side_value(e) <= delta]
-    if above and below and max(above) < min(below):
-        return max(above), min(below)
     return None
+
+
+def _side_bracket(seen, side_value, delta: float) -> tuple[float | None, float | None]:
+    """(largest evaluated eps whose side value is > delta, smallest whose side value is
+    <= delta); None for a side without such a point."""
+    above = max((e for e in seen if side_value(e) > delta), default=None)
+    below = min((e for e in seen if side_value(e) <= delta), default=None)
+    return above, below
