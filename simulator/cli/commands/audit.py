@@ -32,6 +32,7 @@ import click
 from shufflesim.simulator.audit.levels import Level
 from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
+    call_timeout_option,
     build_randomizer,
     check_setting,
     delta0_option,
@@ -179,7 +180,10 @@ def _claim_options(function):
                       "support": "--support",
                       "two_stage": "--two-stage", "claim_delta0": "--claim-delta0",
                       "input_offset": "--input-offset", "output_offset": "--output-offset",
-                      "output": "--output"})
+                      "output": "--output"},
+             when=("claim_epsilon0", {"epsilon0": "--claim-epsilon0",
+                                      "delta0": "--claim-delta0"}))
+@call_timeout_option
 def command(randomizer_name, domain_size, params, epsilon0, delta0, implementation, claim_epsilon0,
             claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
             two_stage, shuffler, support, n, deltas, trials, level, confidence, holdout_fraction,
