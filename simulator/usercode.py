@@ -50,8 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from shufflesim.protocols.errors import ParameterError, require
-from shufflesim.simulator.errors import UserError
+from shufflesim.protocols.errors import ParameterError, require, shown
+from shufflesim.simulator.errors import ScenarioError, UserError
 
 #: Seconds one call to user code may take before it is stopped (``--call-timeout``).
 DEFAULT_TIME_LIMIT = 60.0
@@ -360,19 +360,22 @@ def numeric_array(value: Any, field: str, source: str, what: str = "returned", *
                         f"{example[0] if example else None!r}): it must return numbers")
 
 
-def numeric_column(values: Any, field: str, value: object, where: str) -> np.ndarray:
-    """A data file's column as float64, or a ParameterError-style one line naming ``field =
-    value`` and the first entry that is not a number (``where``: the file and column)."""
+def numeric_column(values: Any, key: str, value: object, where: str) -> np.ndarray:
+    """A data file's column as float64, or a one-line ScenarioError naming ``key = value`` and
+    the first entry that is not a number (``where``: the file and column)."""
     array = np.asarray(values)
     if array.dtype.kind in "biuf":
         return array.astype(np.float64)
     flat = array.reshape(-1)
-    for entry in flat:
-        try:
-            float(entry)
-        except (TypeError, ValueError):
-            raise UserCodeError(field, value, f"{where} holds {entry!r}, not a number (row "
-                                f"{int(np.flatnonzero(flat == entry)[0]) + 1})") from None
+    for row, entry in enumerate(flat, start=1):
+        if isinstance(entry, (bytes, str)) or not isinstance(entry, (int, float, np.number)):
+            try:
+                float(entry)
+                continue
+            except (TypeError, ValueError):
+                pass
+            raise ScenarioError(key, value, f"{where} holds {shown(entry)}, not a number "
+                                f"(row {row})")
     return flat.astype(np.float64).reshape(array.shape)
 
 

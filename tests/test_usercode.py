@@ -150,7 +150,7 @@ def test_numeric_object_arrays_are_accepted():
 
 
 def test_a_string_in_a_numeric_column_is_one_line():
-    with pytest.raises(UserCodeError, match=r"column = 'x': data.csv column 'x' holds 'a', not "
+    with pytest.raises(ScenarioError, match=r"column = 'x': data.csv column 'x' holds 'a', not "
                                             r"a number \(row 2\)"):
         numeric_column(np.array(["1", "a"], dtype=object), "column", "x",
                        "data.csv column 'x'")

@@ -26,6 +26,7 @@ from shufflesim.simulator.errors import UserError
 randomizers = lazy_module("shufflesim.protocols.randomizers")
 catalogue = lazy_module("shufflesim.protocols.bounds.catalogue")
 accounting = lazy_module("shufflesim.protocols.accounting.compose")
+usercode = lazy_module("shufflesim.simulator.usercode")
 
 #: Randomizer parameters that have a flag of their own; the others are given with --param.
 _RANDOMIZER_FLAGS = {"name": "--randomizer", "domain_size": "--domain-size",
@@ -45,11 +46,9 @@ def call_timeout_option(function):
     this process before the command runs."""
 
     def apply(ctx, param, value):  # noqa: ARG001 (click callback signature)
-        from shufflesim.simulator.usercode import set_time_limit
-
         if value is not None:
             try:
-                set_time_limit(value)
+                usercode.set_time_limit(value)
             except ParameterError as error:
                 raise click.BadParameter(str(error.requirement), ctx, param) from None
         return value
