@@ -6,7 +6,8 @@ command named ``command``; they are discovered automatically.
 Every failure the user can act on ends as exactly one line on stderr, ``error: ...``, and no
 traceback: user errors (a bad value, a missing file) and click's own usage errors (an unknown
 option, a value of the wrong type) exit with code 2; running out of memory exits with 2 and
-names the remedy; an interruption (Ctrl-C, SIGTERM) exits with 130 and says so. Commands
+names the remedy; an interruption (Ctrl-C, SIGTERM) exits with 130 and says so. Warnings are
+held back while a command runs: ``warning: ...`` lines after it succeeds, none when it fails. Commands
 report their own, more specific interruption messages (``run`` says how to resume).
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+import warnings
 
 import click
 
@@ -40,6 +42,15 @@ class _Group(click.Group):
     """A click group whose every failure is one line on stderr (module docstring)."""
 
     def invoke(self, ctx: click.Context):
+        """The command, its warnings held back: printed as ``warning: ...`` lines after it
+        succeeds, dropped when it fails (the error line explains them; one line in all)."""
+        with warnings.catch_warnings(record=True) as held:
+            result = self._invoke(ctx)
+        for warning in held:
+            click.echo(f"warning: {_one_line(str(warning.message))}", err=True)
+        return result
+
+    def _invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except (UserError, ParameterError) as error:

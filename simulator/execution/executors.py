@@ -38,6 +38,7 @@ import ctypes
 import logging
 import multiprocessing
 import os
+import pickle
 import re
 import signal
 import socket
@@ -152,11 +153,14 @@ def _initialize_worker(parent: int, death_signal: bool, stop: Any = None) -> Non
                      name="shufflesim-parent-watchdog", daemon=True).start()
 
 
-def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: Any) -> None:
-    """The pool's initializer: :func:`_initialize_worker`, and keep the run's shared state
-    (unpickled once per worker, from the pool's ``initargs``)."""
+def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: bytes) -> None:
+    """The pool's initializer: :func:`_initialize_worker`, then keep the run's shared state,
+    unpickled once per worker from the pool's ``initargs``. It travels pickled so that the
+    heavy imports it needs (numpy, scipy, pyarrow: seconds on a loaded machine) happen after
+    the worker is tied to its parent, not before: a run killed while its workers start leaves
+    none behind."""
     _initialize_worker(parent, death_signal, stop)
-    _WORKER_SHARED["state"] = shared
+    _WORKER_SHARED["state"] = pickle.loads(shared)
 
 
 @contextlib.contextmanager
@@ -238,12 +242,13 @@ class ProcessExecutor(Executor):
             self.close()  # its workers hold another state
         if self._pool is None:
             main_thread = threading.current_thread() is threading.main_thread()
+            state = pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
             context = multiprocessing.get_context("spawn")
             self._stop = context.Event()
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=context,
                 initializer=_initialize_pool_worker,
-                initargs=(os.getpid(), main_thread, self._stop, shared))
+                initargs=(os.getpid(), main_thread, self._stop, state))
             self._shared = shared
         return self._pool
 
