@@ -90,6 +90,9 @@ class LearningSection:
         if self.randomizer == "gaussian" and not 0 < self.delta0 < 1:
             raise ScenarioError("delta0", self.delta0, "must lie in (0, 1)")
         self.config(1.0)  # the training options' own checks
+        if self.randomizer == "gaussian":  # its checks (calibration, privacy_unit) before the run
+            GaussianGradient(self.clip, self.calibration, self.examples_per_client,
+                             self.privacy_unit)
 
     def config(self, epsilon0) -> LearningConfig:
         return LearningConfig(
