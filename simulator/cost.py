@@ -10,8 +10,8 @@ but feasible work runs, with its estimate in the progress line (``estimated >= 3
 
 Limits (:class:`Limits`): ``max_seconds`` (default :data:`DEFAULT_MAX_SECONDS`, one day: work
 estimated in days is refused) and ``max_memory`` (default: this machine's memory, or its
-cgroup limit, times :data:`MACHINE_SHARE`, divided between the workers: memory is checked per
-worker). The command line sets them with ``--max-seconds`` and ``--max-memory`` (``run`` and
+cgroup limit, divided between the workers: memory is checked per worker). The command line
+sets them (:func:`configure`) with ``--max-seconds`` and ``--max-memory`` (``run`` and
 ``audit``); 0 switches a limit off.
 """
 
@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass
 
 from shufflesim.protocols.errors import shown
-from shufflesim.simulator.batch.memory import MACHINE_SHARE, format_bytes, machine_bytes
+from shufflesim.simulator.batch import memory
+from shufflesim.simulator.batch.memory import format_bytes
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import format_duration
 
@@ -34,6 +35,9 @@ REPORT_SECONDS = 2e-9
 MESSAGE_SECONDS = 2e-7
 #: Seconds per category of one trial's histogram (shuffle-level audit, lower estimate).
 CELL_SECONDS = 1e-9
+#: Seconds per sqrt(n) of the engine's exact lower bound for n users (the neighbouring triple
+#: an audit attacks; the conditioning method's grid grows like sqrt(n); ~100 evaluations).
+ENGINE_SECONDS = 1e-6
 
 
 @dataclass(frozen=True)
@@ -104,19 +108,20 @@ def worker_bytes(workers: int = 1) -> float | None:
     """The memory one worker may take: ``--max-memory``, else the machine's share per worker."""
     if _limits.max_bytes is not None:
         return None if math.isinf(_limits.max_bytes) else _limits.max_bytes
-    machine = machine_bytes()
-    return None if machine is None else MACHINE_SHARE * machine / max(1, workers)
+    machine = memory.machine_bytes()
+    return None if machine is None else machine / max(1, workers)
 
 
 def memory_per_worker(workers: int) -> tuple[float, str] | None:
     """(bytes one of ``workers`` may take, where that limit comes from), for the run's memory
     plan check (simulator/batch/memory.py); None: no limit."""
+    if _limits.max_bytes is None and workers <= 1:
+        return None  # the plan's own check against the machine's memory
     allowed = worker_bytes(workers)
     if allowed is None:
         return None
-    source = "--max-memory" if _limits.max_bytes is not None else (
-        f"this machine's memory shared by {workers} workers" if workers > 1
-        else "this machine's memory")
+    source = ("--max-memory" if _limits.max_bytes is not None
+              else f"this machine's memory shared by {workers} workers")
     return allowed, source
 
 
@@ -163,7 +168,7 @@ def run_cost(scenario) -> Cost:
         factors = {"repetitions": reps, "population.n": n}
         point_seconds = reps * n * REPORT_SECONDS
         pipeline = settings.sections.get("pipeline")
-        rounds = getattr(pipeline, "rounds", None)
+        rounds = getattr(getattr(pipeline, "config", pipeline), "rounds", None)
         if pipeline is not None and isinstance(rounds, int):
             factors["pipeline.rounds"] = float(rounds)
             point_seconds = reps * n * rounds * MESSAGE_SECONDS
@@ -203,9 +208,11 @@ def audit_cost(level: str, trials: int, n: int | None, outputs: int | None,
         per_trial = n_users * REPORT_SECONDS
     else:
         per_trial = max(outputs or 1, 1) * CELL_SECONDS
-    key = "--trials"
-    value: float = trials
-    if level != "randomizer" and n_users > trials and per_trial > 2 * REPORT_SECONDS:
-        key, value = "--n", n_users
-    return Cost(trials * per_trial, 0.0, key, int(value) if value < 2**63 else value,
+    trial_seconds = trials * per_trial
+    engine_seconds = 0.0 if level == "randomizer" else math.sqrt(n_users) * ENGINE_SECONDS
+    key, value = "--trials", trials
+    if engine_seconds > trial_seconds or (level != "randomizer" and n_users > trials
+                                          and per_trial > 2 * REPORT_SECONDS):
+        key, value = "--n", n
+    return Cost(trial_seconds + engine_seconds, 0.0, key, value,
                 f"lower {key}, or raise --max-seconds")

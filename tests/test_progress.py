@@ -7,7 +7,6 @@ import io
 import time
 
 import pytest
-
 from click.testing import CliRunner
 
 from shufflesim.simulator.cli import main

@@ -34,7 +34,6 @@ from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_gro
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation, shuffler_permutation
-from shufflesim.simulator.usercode import UserFunction
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
@@ -52,6 +51,7 @@ from shufflesim.simulator.audit.tables import (
 )
 from shufflesim.simulator.audit.verdicts import bound_verdicts, fit_verdict, shuffled_verdict
 from shufflesim.simulator.pipeline import PipelineConfig, uniform_permutation
+from shufflesim.simulator.usercode import UserFunction
 
 #: Second element of a scenario audit's spawn key (keeps it apart from the runner's units).
 AUDIT_KEY = 0x617564

@@ -75,8 +75,9 @@ def limit_options(function):
         try:
             size = None if value is None else cost.parse_size(value)
             cost.configure(max_bytes=float("inf") if size == 0 else size)
-        except UserError as error:
-            raise click.BadParameter(str(error).split(": ", 1)[-1], ctx, param) from None
+        except UserError:
+            raise click.BadParameter(f"{value!r}: expected a size such as 4G, 512M or 800 "
+                                     "(MiB); 0: no limit", ctx, param) from None
         return value
 
     function = click.option(

@@ -32,12 +32,12 @@ import click
 from shufflesim.simulator.audit.levels import Level
 from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
-    call_timeout_option,
-    limit_options,
     build_randomizer,
+    call_timeout_option,
     check_setting,
     delta0_option,
     flag_errors,
+    limit_options,
     parse_params,
     render_table,
     resolve_methods,

@@ -28,8 +28,8 @@ from pathlib import Path
 import click
 
 from shufflesim.simulator.cli.lazy import lazy_module
-from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.cli.options import call_timeout_option, limit_options
+from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.executors import (
     DASK,
     EXECUTORS,
