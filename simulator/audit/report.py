@@ -17,7 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
 from shufflesim.protocols.errors import require
+from shufflesim.simulator.plotting.audit import plot_audit_sandwich
 
 MARKDOWN = (".md", ".markdown")
 HTML = (".html", ".htm")
@@ -72,10 +75,6 @@ def _figure_png(records: Sequence[dict]) -> tuple[bytes | None, str]:
         from matplotlib import figure
     except ImportError:
         return None, "figure omitted: matplotlib is not installed (pip install 'shufflesim[plot]')"
-    import pandas as pd
-
-    from shufflesim.simulator.plotting.audit import plot_audit_sandwich
-
     frame = pd.DataFrame(list(records))
     try:
         figures = plot_audit_sandwich({"audit": frame}, figure)
