@@ -35,6 +35,7 @@ from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.grading import Evidence, grade
 from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation, shuffler_permutation
+from shufflesim.simulator.usercode import UserFunction
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
@@ -330,7 +331,8 @@ def _randomizer_attacks(settings: AuditSettings, sampled, epsilon0: float, delta
     support = None
     if settings.support is not None:
         try:
-            support = load_implementation(settings.support).function
+            support = UserFunction(load_implementation(settings.support).function, "support",
+                                   settings.support, numeric=True)
         except ParameterError as error:
             raise ParameterError("support", settings.support, error.requirement) from None
     for k, name in enumerate(settings.attacks or ()):
@@ -423,7 +425,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
                 shuffler = load_implementation(settings.shuffler).function
             except ParameterError as error:
                 raise ParameterError("shuffler", settings.shuffler, error.requirement) from None
-            permutation = shuffler_permutation(shuffler)
+            permutation = shuffler_permutation(shuffler, settings.shuffler)
         audit = audit_pipeline(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
                                x2=x2, config=pipeline, permutation=permutation,
                                progress=progress)

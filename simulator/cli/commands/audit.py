@@ -25,17 +25,16 @@ with ``[audit] implementation`` at the same seed.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import shlex
-import sys
 
 import click
 
 from shufflesim.simulator.audit.levels import Level
 from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
+    call_timeout_option,
     build_randomizer,
     check_setting,
     delta0_option,
@@ -195,7 +194,10 @@ def _claim_options(function):
                       "support": "--support",
                       "two_stage": "--two-stage", "claim_delta0": "--claim-delta0",
                       "input_offset": "--input-offset", "output_offset": "--output-offset",
-                      "output": "--output", "report": "--report"})
+                      "output": "--output", "report": "--report"},
+             when=("claim_epsilon0", {"epsilon0": "--claim-epsilon0",
+                                      "delta0": "--claim-delta0"}))
+@call_timeout_option
 def command(randomizer_name, domain_size, params, epsilon0, delta0, implementation, claim_epsilon0,
             claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
             two_stage, shuffler, support, n, deltas, trials, level, confidence, holdout_fraction,
@@ -248,8 +250,8 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, implementati
     seq = (np.random.SeedSequence(seed) if implementation is None
            else audit_run.implementation_seed(seed))
     report = ProgressReport("auditing", enabled=not quiet, unit="steps")
-    # the user's code prints to stderr: stdout carries only the rows (--json always parses)
-    with report, report.heartbeat(), contextlib.redirect_stdout(sys.stderr):
+    # the user's code prints to stderr (simulator/usercode.py): --json always parses
+    with report, report.heartbeat():
         records = audit_run.run_audit(settings, randomizer, n, seq, progress=report,
                                       claim=claim)
     what = randomizer if claim is None else claim.describe()
