@@ -113,8 +113,9 @@ def worker_bytes(workers: int = 1) -> float | None:
 
 
 def memory_per_worker(workers: int) -> tuple[float, str] | None:
-    """(bytes one of ``workers`` may take, where that limit comes from), for the run's memory
-    plan check (simulator/batch/memory.py); None: no limit."""
+    """(bytes one of ``workers`` units running at once may take, where that limit comes from),
+    for the run's memory plan check (simulator/batch/memory.py); None: the plan's own check
+    against the whole machine (one unit at a time)."""
     if _limits.max_bytes is None and workers <= 1:
         return None  # the plan's own check against the machine's memory
     allowed = worker_bytes(workers)

@@ -16,8 +16,8 @@ What it guarantees, for every call made through :func:`call` (or a :class:`UserF
   output stays parseable. The command line holds it instead (:func:`hold_output`) and writes
   it to stderr after the command succeeds: a failing command prints its one error line.
 * **A per-call time limit.** Each call must return within :func:`time_limit` seconds
-  (default :data:`DEFAULT_TIME_LIMIT`; the CLI's ``--call-timeout`` and the scenario key
-  ``call_timeout`` change it, 0 or ``None`` switches it off). In the main thread the limit is
+  (default :data:`DEFAULT_TIME_LIMIT`; the CLI's ``--call-timeout`` of ``audit`` and ``run``
+  changes it, 0 or ``None`` switches it off). In the main thread the limit is
   a ``SIGALRM`` timer (it interrupts ``time.sleep`` and Python loops); in other threads a
   watchdog thread raises the timeout asynchronously in the calling thread (it interrupts
   Python code between bytecodes, not a blocking C call). Expiry is a :class:`UserCodeError`
@@ -59,8 +59,7 @@ from shufflesim.simulator.held_output import stdout_to_stderr
 DEFAULT_TIME_LIMIT = 60.0
 _time_limit: float | None = DEFAULT_TIME_LIMIT
 #: What the timeout line tells the user to change.
-TIME_LIMIT_REMEDY = "raise the per-call limit with --call-timeout SECONDS (scenario key " \
-                    "call_timeout; 0 switches it off)"
+TIME_LIMIT_REMEDY = "raise the per-call limit with --call-timeout SECONDS (0 switches it off)"
 
 
 class UserCodeError(ParameterError, UserError):

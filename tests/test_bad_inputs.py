@@ -163,8 +163,6 @@ ISSUE_26: list[Case] = [
          ("--call-timeout",), files={"client.py": CLIENT}),
     Case("shuffler-raises", (*PIPE, "{tmp}/client.py:shuffler_raises"),
          ("--shuffler", "shuffler_raises", "RuntimeError"), files={"client.py": CLIENT}),
-    Case("shuffler-not-a-permutation", (*PIPE, "{tmp}/client.py:shuffler_drops"),
-         ("--shuffler", "shuffler_drops", "permutation"), files={"client.py": CLIENT}),
     # -- misleading names ------------------------------------------------------------------------
     Case("claim-epsilon0-named-right",
          ("audit", "--implementation", "{tmp}/client.py:ok", "--claim-epsilon0", "-1",

@@ -66,6 +66,8 @@ class _Group(click.Group):
             _fail(str(error), EXIT_USAGE)
         except FileNotFoundError as error:
             _fail(f"file not found: {error.filename or error}", EXIT_USAGE)
+        except IsADirectoryError as error:
+            _fail(f"is a directory, not a file: {error.filename or error}", EXIT_USAGE)
         except KeyboardInterrupt:
             _fail("interrupted", EXIT_INTERRUPTED)
         except MemoryError as error:

@@ -155,7 +155,8 @@ def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
                                enabled=not quiet) as progress:
             tables = runner.run_scenario(loaded, progress=progress, executor=pool,
                                          run_dir=run_dir,
-                                         memory_per_worker=cost.memory_per_worker(pool.workers))
+                                         memory_per_worker=cost.memory_per_worker(
+                                             min(pool.workers, loaded.total_repetitions)))
     except BrokenProcessPool:
         if signals.received is not None:  # the signal reached the workers first
             raise Interrupted(signals.received) from None
