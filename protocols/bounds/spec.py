@@ -126,7 +126,8 @@ class BoundEvaluation:
 
 
 #: Every registered bound by name (an unknown name is a ParameterError on the field "method").
-BOUNDS: Registry[BoundSpec] = Registry("bound", field="method")
+BOUNDS: Registry[BoundSpec] = Registry("bound", field="method",
+                                    declared="shufflesim.protocols.plugins:BOUNDS")
 
 
 def register(spec: BoundSpec) -> BoundSpec:

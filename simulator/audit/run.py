@@ -28,7 +28,6 @@ import numpy as np
 
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
-from shufflesim.simulator.audit import approximate  # noqa: F401  (registers search, approximate)
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.claim import Claim

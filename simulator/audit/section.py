@@ -30,10 +30,10 @@ from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.run import AUDIT_KEY, AuditSettings, run_audit
 from shufflesim.simulator.audit.tables import AUDIT_SCHEMA, to_table
 from shufflesim.simulator.errors import ScenarioError
-from shufflesim.simulator.execution.producers import register_table_producer
 from shufflesim.simulator.results.tables import TABLE_SCHEMAS, register_table_schema
 from shufflesim.simulator.scenario.convert import ParseContext, dataclass_schema, parse_dataclass
 from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.producers import register_table_producer
 from shufflesim.simulator.scenario.sections import register_section
 
 SECTION = "audit"

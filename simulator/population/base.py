@@ -103,11 +103,13 @@ class BudgetDistribution(ABC):
 
 
 #: Data distributions by name (the ``distribution`` key of ``population.data``).
-DATA_DISTRIBUTIONS: Registry[type[DataDistribution]] = Registry("data distribution",
-                                                                field="distribution")
+DATA_DISTRIBUTIONS: Registry[type[DataDistribution]] = Registry(
+    "data distribution", field="distribution",
+    declared="shufflesim.simulator.plugins:DATA_DISTRIBUTIONS")
 #: Budget distributions by name (the ``distribution`` key of ``population.budget``).
-BUDGET_DISTRIBUTIONS: Registry[type[BudgetDistribution]] = Registry("budget distribution",
-                                                                    field="distribution")
+BUDGET_DISTRIBUTIONS: Registry[type[BudgetDistribution]] = Registry(
+    "budget distribution", field="distribution",
+    declared="shufflesim.simulator.plugins:BUDGET_DISTRIBUTIONS")
 #: Class decorators: make a distribution available under ``cls.name``.
 register_data_distribution = DATA_DISTRIBUTIONS.register
 register_budget_distribution = BUDGET_DISTRIBUTIONS.register

@@ -12,13 +12,12 @@ from dataclasses import MISSING, fields
 
 import click
 
-from shufflesim.simulator.audit.levels import Level
+from shufflesim.simulator.audit.levels import ATTACKS, Level
 from shufflesim.simulator.cli.lazy import lazy_module
 
 catalogue_module = lazy_module("shufflesim.protocols.bounds.catalogue")
 estimators = lazy_module("shufflesim.protocols.estimators")
 randomizers = lazy_module("shufflesim.protocols.randomizers")
-plugins = lazy_module("shufflesim.simulator.plugins")
 population = lazy_module("shufflesim.simulator.population.base")
 
 LEVEL_DESCRIPTIONS = {
@@ -57,19 +56,19 @@ def catalogue() -> dict:
     }
     return {
         "randomizers": named,
-        "estimators": sorted(set(estimators.estimator_names()) & set(plugins.TARGETS.names())),
+        "estimators": estimators.estimator_names(),
         "data_distributions": {
             name: population.describe_parameters(cls)
-            for name, cls in sorted(plugins.DATA_DISTRIBUTIONS.items())
+            for name, cls in sorted(population.DATA_DISTRIBUTIONS.items())
         },
         "budget_distributions": {
             name: population.describe_parameters(cls)
-            for name, cls in sorted(plugins.BUDGET_DISTRIBUTIONS.items())
+            for name, cls in sorted(population.BUDGET_DISTRIBUTIONS.items())
         },
         "bounds": bounds,
         "audit": {
             "levels": dict(LEVEL_DESCRIPTIONS),
-            "attacks": {spec.name: spec.summary for spec in plugins.ATTACKS.values()},
+            "attacks": {spec.name: spec.summary for spec in ATTACKS.values()},
         },
     }
 
