@@ -123,7 +123,7 @@ class Registry(Generic[T]):
         self._sequence: dict[str, int] = {}
         self._counter = 0
         self._state = "empty" if declared else "loaded"
-        self._ordered: list[str] | None = None
+        self._ranks: dict[str, int] | None = None
 
     def _load(self) -> None:
         """Import the declared modules, then the third-party ones (once; reads during the
@@ -139,22 +139,22 @@ class Registry(Generic[T]):
             self._state = "empty"
             raise
         self._state = "loaded"
-        self._ordered = None
 
     def _order(self) -> list[str]:
-        """The names in declaration order (module docstring)."""
+        """The names in declaration order (module docstring); an item put in ``_items``
+        directly (a test's monkeypatch) counts as registered last."""
         self._load()
-        if self._ordered is None:
-            modules = declared_modules(self.declared) if self.declared else ()
-            rank = {module: i for i, module in enumerate(modules)}
-            self._ordered = sorted(self._items, key=lambda name: (
-                rank.get(self._origins[name], len(rank)), self._sequence[name]))
-        return self._ordered
+        if self._ranks is None and self.declared:
+            self._ranks = {m: i for i, m in enumerate(declared_modules(self.declared))}
+        rank = self._ranks or {}
+        last = (len(rank), self._counter)
+        return sorted(self._items, key=lambda name: (
+            rank.get(self._origins.get(name), len(rank)), self._sequence.get(name, last[1])))
 
     def origin(self, name: str) -> str | None:
         """The module whose import registered ``name`` (None if not found)."""
         self._load()
-        return self._origins[name]
+        return self._origins.get(name)
 
     def register(self, name: Any = _NOTHING, item: Any = _NOTHING) -> Any:
         """``register(item)`` (under ``item.name``; usable as a decorator),
@@ -172,7 +172,6 @@ class Registry(Generic[T]):
         self._origins[name] = _registering_module()
         self._sequence[name] = self._counter
         self._counter += 1
-        self._ordered = None
         return item
 
     def remove(self, name: str) -> T:
@@ -180,9 +179,8 @@ class Registry(Generic[T]):
         own and must leave the registry as they found it); KeyError if it is not registered."""
         if name not in self._items:
             raise KeyError(f"{self.what} {name!r} is not registered")
-        self._ordered = None
-        self._origins.pop(name)
-        self._sequence.pop(name)
+        self._origins.pop(name, None)
+        self._sequence.pop(name, None)
         return self._items.pop(name)
 
     def get(self, name: object) -> T:

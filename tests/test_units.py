@@ -211,6 +211,7 @@ def test_user_errors_inside_a_unit_cross_processes_as_one_line():
 
 
 def test_register_table_producer_rejects_duplicates(monkeypatch):
+    assert PRODUCERS.values()  # the built-ins loaded before the copy the test restores
     monkeypatch.setattr(PRODUCERS, "_items", dict(PRODUCERS._items))
     register_table_producer("extra", per_point_rows, per_point=True)
     assert PRODUCERS.get("extra") == ProducerSpec("extra", per_point_rows, True)
