@@ -65,7 +65,8 @@ def site(tmp_path_factory):
 def shufflesim(site, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    code = "import sys; from shufflesim.simulator.cli import main; sys.argv[0] = 'shufflesim'; main()"
+    code = ("import sys; from shufflesim.simulator.cli import main; "
+            "sys.argv[0] = 'shufflesim'; main()")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env=env, timeout=600)
 
