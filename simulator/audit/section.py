@@ -6,7 +6,7 @@ may be a number or an array). Every sweep point with the section is audited once
 pipeline level, and randomness from ``SeedSequence(seed, spawn_key=(point, AUDIT_KEY))``; the
 rows go to ``audit.parquet`` (schema: simulator.audit.tables.AUDIT_SCHEMA). Importing this
 module registers the section, the table schema and :func:`produce` as a per-point table
-producer (simulator.plugins imports it).
+producer (simulator/plugins.py declares it).
 
 ``implementation = "impl.py:function"`` (or ``"module:function"``) audits the user's code
 against the scenario's randomizer as its claim (simulator/audit/implementation.py); a relative

@@ -90,6 +90,8 @@ AUDIT_SCHEMA = pa.schema([
     pa.field("note", pa.string()),
     pa.field("subject", pa.string()),
     pa.field("implementation", pa.string()),
+    pa.field("adjusted_p_value", pa.float64()),
+    pa.field("strength", pa.string()),
 ])
 
 COLUMNS = tuple(AUDIT_SCHEMA.names)
@@ -215,7 +217,11 @@ def verdict_records(verdicts: Iterable[Verdict], context: Mapping, level: str,
             epsilon_lb=v.empirical_lower, confidence=v.empirical_confidence,
             verdict=v.verdict, reason=v.reason, tightness=v.tightness, note=v.note,
             subject=verdict_subject(v, bool(implementation)),
-            implementation=implementation or None))
+            implementation=implementation or None,
+            # an exact violation (not statistical) has p-value 0 (grading.py)
+            p_value=0.0 if v.verdict == VIOLATED and (
+                v.kind != "upper" or verdict_subject(v, True) != SUBJECT_IMPLEMENTATION)
+            else None))
     return out
 
 

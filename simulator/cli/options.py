@@ -18,6 +18,7 @@ from shufflesim.protocols.errors import (
     ParameterError,
     require_int_at_least,
     require_probability_open,
+    shown,
 )
 from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.errors import UserError
@@ -25,6 +26,7 @@ from shufflesim.simulator.errors import UserError
 randomizers = lazy_module("shufflesim.protocols.randomizers")
 catalogue = lazy_module("shufflesim.protocols.bounds.catalogue")
 accounting = lazy_module("shufflesim.protocols.accounting.compose")
+usercode = lazy_module("shufflesim.simulator.usercode")
 
 #: Randomizer parameters that have a flag of their own; the others are given with --param.
 _RANDOMIZER_FLAGS = {"name": "--randomizer", "domain_size": "--domain-size",
@@ -37,6 +39,25 @@ def delta0_option(function):
         "--delta0", type=float, default=None,
         help="delta0 of an (eps0, delta0)-LDP randomizer such as gaussian (its delta0 "
              "parameter); bounds that need pure eps0-LDP refuse delta0 > 0.")(function)
+
+
+def call_timeout_option(function):
+    """--call-timeout: the per-call time limit of user code (simulator/usercode.py), set in
+    this process before the command runs."""
+
+    def apply(ctx, param, value):  # noqa: ARG001 (click callback signature)
+        if value is not None:
+            try:
+                usercode.set_time_limit(value)
+            except ParameterError as error:
+                raise click.BadParameter(str(error.requirement), ctx, param) from None
+        return value
+
+    return click.option(
+        "--call-timeout", type=float, default=None, metavar="SECONDS", expose_value=False,
+        callback=apply, is_eager=True,
+        help="Seconds one call to your code (implementation, shuffler, decoder) may take "
+             "(default 60; 0: no limit).")(function)
 
 
 def with_delta0(name: str, params: dict, delta0: float | None) -> dict:
@@ -157,10 +178,13 @@ def flag_for(field: str, command: click.Command, aliases: dict[str, str]) -> str
     return None
 
 
-def flag_errors(aliases: dict[str, str] | None = None) -> Callable:
+def flag_errors(aliases: dict[str, str] | None = None,
+                when: tuple[str, dict[str, str]] | None = None) -> Callable:
     """Decorate a command's callback: a :class:`ParameterError` raised inside is re-raised as a
-    :class:`UserError` naming the flag (``--epsilon0 = 0.0: must be ...``)."""
-    aliases = aliases or {}
+    :class:`UserError` naming the flag (``--epsilon0 = 0.0: must be ...``). ``when = (option,
+    more aliases)``: the extra aliases apply when that option was given (e.g. a black-box
+    claim's ``epsilon0`` is ``--claim-epsilon0``)."""
+    base = aliases or {}
 
     def decorate(callback: Callable) -> Callable:
         @functools.wraps(callback)
@@ -169,12 +193,15 @@ def flag_errors(aliases: dict[str, str] | None = None) -> Callable:
                 return callback(*args, **kwargs)
             except ParameterError as error:
                 command = click.get_current_context().command
+                aliases = base
+                if when is not None and kwargs.get(when[0]) is not None:
+                    aliases = {**base, **when[1]}
                 flag = flag_for(error.field, command, aliases)
                 if flag is None:
                     raise
                 if error.value is None and error.requirement.startswith("is required"):
                     raise UserError(f"{flag} {error.requirement}") from None
-                raise UserError(f"{flag} = {error.value!r}: {error.requirement}") from None
+                raise UserError(f"{flag} = {shown(error.value)}: {error.requirement}") from None
 
         return wrapper
 

@@ -5,7 +5,7 @@ independently) and a *budget distribution* (each user's local budget epsilon_i).
 tagged unions: frozen dataclasses registered by name (the ``distribution`` key of a scenario's
 ``population.data`` / ``population.budget`` table), registered in
 :data:`DATA_DISTRIBUTIONS` / :data:`BUDGET_DISTRIBUTIONS` (built-in members: population.data,
-population.budgets, population.files; simulator.plugins imports them).
+population.budgets, population.files; simulator/plugins.py declares them).
 
 Data distributions are either *categorical* (integers in ``[0, domain_size)``, for frequency
 oracles) or *numeric* (floats, for mean and sum mechanisms). Every distribution knows its exact
