@@ -148,10 +148,10 @@ def test_functions_import_only_optional_dependencies():
 #: name every plug-in); the registries' types and the errors at the bottom. A new folder
 #: takes its place here.
 LAYERS = [
-    "simulator/plugins", "simulator/cli", "simulator/plotting", "simulator/execution",
-    "simulator/audit", "simulator/learning", "simulator/pipeline", "simulator/batch",
-    "simulator/scenario", "simulator/population", "simulator/results", "simulator",
-    "simulator/errors",
+    "simulator/plugins", "simulator/cli", "simulator/execution", "simulator/audit",
+    "simulator/learning", "simulator/pipeline", "simulator/batch", "simulator/scenario",
+    "simulator/population", "simulator/plotting", "simulator/results", "simulator",
+    "simulator/usercode", "simulator/errors",
     "protocols/plugins", "protocols/learning", "protocols/accounting", "protocols/estimators",
     "protocols/bounds", "protocols/randomizers", "protocols/distributions",
     "protocols/registry", "protocols/errors", "protocols",
