@@ -52,6 +52,7 @@ BOUNDS: tuple[str, ...] = tuple(_B + m for m in (
     "numerical.optimal",
     "numerical.clones",
     "numerical.metric",
+    "numerical.brr_exact",
     "closed_form.blanket",
     "closed_form.blanket_randomizer",
     "closed_form.efmrtt",

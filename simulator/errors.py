@@ -5,8 +5,9 @@ from __future__ import annotations
 from shufflesim.protocols.errors import portable, shown
 
 
-class UserError(Exception):
-    """Bad input from the user (scenario, option, file). The message names field and value."""
+class UserError(ValueError):
+    """Bad input from the user (scenario, option, file, API argument). The message names field
+    and value. A ValueError, so that the Python API raises ValueError subclasses only."""
 
 
 class ScenarioError(UserError):

@@ -18,6 +18,8 @@ from collections import defaultdict
 REPO = pathlib.Path(__file__).resolve().parents[1]
 FOLDERS = ("protocols", "simulator")
 DECLARATIONS = ("shufflesim.protocols.plugins", "shufflesim.simulator.plugins")
+#: The folder installed as the ``shufflesim`` package itself (pyproject.toml package-dir).
+API = ("simulator", "api")
 DYNAMIC = {"lazy_module", "import_module"}
 
 
@@ -29,7 +31,9 @@ def modules(repo: pathlib.Path = REPO) -> dict[str, pathlib.Path]:
             parts = path.relative_to(repo).with_suffix("").parts
             if parts[-1] == "__init__":
                 parts = parts[:-1]
-            found["shufflesim." + ".".join(parts)] = path
+            if parts[:2] == API:
+                parts = parts[2:]
+            found[".".join(("shufflesim", *parts))] = path
     return found
 
 
@@ -72,7 +76,7 @@ def edges(repo: pathlib.Path = REPO) -> dict[str, set[str]]:
         is_package = path.name == "__init__.py"
         for node in ast.walk(ast.parse(path.read_text())):
             for target in _named(node, name, is_package, known):
-                if not target.startswith("shufflesim."):
+                if not target.startswith("shufflesim"):
                     continue
                 resolved = _resolve(target, known)
                 if resolved and resolved != name:
@@ -96,8 +100,11 @@ def declared(declaration: str) -> list[str]:
 
 
 def unit(module: str) -> str:
-    """The unit (module docstring) a module belongs to: 'simulator/audit', 'simulator/errors'."""
+    """The unit (module docstring) a module belongs to: 'simulator/audit', 'simulator/errors'
+    ('simulator/api' for the ``shufflesim`` package itself)."""
     parts = module.split(".")[1:]
+    if not parts or parts[0] not in FOLDERS:
+        return "/".join(API)
     return "/".join(parts[:2])
 
 

@@ -14,18 +14,17 @@ from collections.abc import Callable
 
 import click
 
-from shufflesim.protocols.errors import (
-    ParameterError,
-    require_int_at_least,
-    require_probability_open,
-    shown,
+from shufflesim.protocols.errors import ParameterError, shown
+from shufflesim.simulator.calls.setting import (  # noqa: F401  (the commands import them here)
+    build_randomizer,
+    catalogue,
+    check_setting,
+    resolve_methods,
+    with_delta0,
 )
-from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.lazy import lazy_module
 
-randomizers = lazy_module("shufflesim.protocols.randomizers")
-catalogue = lazy_module("shufflesim.protocols.bounds.catalogue")
-accounting = lazy_module("shufflesim.protocols.accounting.compose")
 usercode = lazy_module("shufflesim.simulator.usercode")
 
 #: Randomizer parameters that have a flag of their own; the others are given with --param.
@@ -58,24 +57,6 @@ def call_timeout_option(function):
         callback=apply, is_eager=True,
         help="Seconds one call to your code (implementation, shuffler, decoder) may take "
              "(default 60; 0: no limit).")(function)
-
-
-def with_delta0(name: str, params: dict, delta0: float | None) -> dict:
-    """``params`` with --delta0 as the randomizer's ``delta0`` parameter. A pure eps0-LDP
-    randomizer (no such parameter) accepts only --delta0 0."""
-    if delta0 is None:
-        return params
-    if "delta0" in params:
-        raise UserError("give delta0 once: --delta0 or --param delta0=..., not both")
-    if "delta0" not in randomizers.randomizer_parameters(name):
-        if delta0 == 0:
-            return params
-        approximate = [r for r in randomizers.randomizer_names()
-                       if "delta0" in randomizers.randomizer_parameters(r)]
-        raise ParameterError("delta0", delta0,
-                             f"{name} is a pure eps0-LDP randomizer (delta0 = 0); delta0 > 0 "
-                             f"is a parameter of {approximate}")
-    return {**params, "delta0": delta0}
 
 
 def randomizer_options(function):
@@ -116,40 +97,6 @@ def _parse_value(text: str):
     if lowered in ("none", "null"):
         return None
     return text
-
-
-def build_randomizer(name: str, epsilon0: float, params: dict):
-    return randomizers.make_randomizer(name, epsilon0=epsilon0, **params)
-
-
-def check_setting(n: int | None, delta: float | None) -> None:
-    """n >= 2 users (when given) and delta in (0, 1) (when given)."""
-    if n is not None:
-        require_int_at_least("n", n, 2)
-    if delta is not None:
-        require_probability_open("delta", delta)
-
-
-def resolve_methods(methods: tuple[str, ...], field: str = "method",
-                    composed: bool = False) -> list[str] | None:
-    """Validated bound names, without repeats (None: every applicable bound); ``composed``
-    also accepts the composed methods over rounds (protocols.accounting)."""
-    if not methods:
-        return None
-    names: list[str] = []
-    extra = set(accounting.composed_method_names()) if composed else set()
-    for name in methods:
-        try:
-            if name not in extra:
-                catalogue.get_bound(name)
-        except ParameterError as error:
-            requirement = error.requirement
-            if composed:
-                requirement += f"; composed methods: {sorted(extra)}"
-            raise ParameterError(field, name, requirement) from None
-        if name not in names:
-            names.append(name)
-    return names
 
 
 def render_table(rows: list[list[str]], header: tuple[str, ...]) -> str:
