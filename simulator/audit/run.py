@@ -33,6 +33,7 @@ from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_gro
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.grading import Evidence, grade
 from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
+from shufflesim.simulator.audit.input_search import search_shuffle
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import MessageShuffler
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
@@ -416,8 +417,15 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
               and declared.output_size <= MAX_ENUMERABLE_OUTPUTS):
             d = declared.input_domain.size
             others = np.full(d, 1.0 / d)
-        audit = audit_shuffle(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
-                              others=others, progress=progress, two_stage=settings.two_stage)
+        if (isinstance(others, np.ndarray) and settings.others is None
+                and settings.x0 is None and settings.x1 is None):
+            # no inputs named: search the worst case (input_search.py)
+            audit = search_shuffle(tested, n, settings.delta, options, seed,
+                                   progress=progress, two_stage=settings.two_stage)
+        else:
+            audit = audit_shuffle(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
+                                  others=others, progress=progress,
+                                  two_stage=settings.two_stage)
         bound_n = n
     else:
         permutation = uniform_permutation if settings.permute else identity_permutation
