@@ -37,6 +37,7 @@ TABLES: tuple[str, ...] = tuple(_S + m for m in (
     "learning.section",
     "scenario.bounds",
     "pipeline.unit",
+    "design.output",
 ))
 
 #: Table producers (simulator/scenario/producers.py, ``PRODUCERS``): their units' order.

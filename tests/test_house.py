@@ -152,7 +152,7 @@ def test_functions_import_only_optional_dependencies():
 #: takes its place here.
 LAYERS = [
     "simulator/plugins", "simulator/api", "simulator/cli", "simulator/calls",
-    "simulator/execution", "simulator/audit",
+    "simulator/design", "simulator/execution", "simulator/audit",
     "simulator/learning", "simulator/pipeline", "simulator/batch", "simulator/scenario",
     "simulator/population", "simulator/plotting", "simulator/results", "simulator",
     "simulator/usercode", "simulator/lazy", "simulator/errors",
