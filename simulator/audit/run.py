@@ -32,6 +32,7 @@ from shufflesim.simulator.audit import approximate  # noqa: F401  (registers sea
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.claim import Claim
+from shufflesim.simulator.audit.fresh_devices import fresh_device_verdict, run_devices
 from shufflesim.simulator.audit.grading import Evidence, grade
 from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
 from shufflesim.simulator.audit.input_search import search_shuffle
@@ -86,7 +87,9 @@ class AuditSettings:
     pipeline level; claim_delta0: the delta0 it claims (randomizer level); support:
     "path/file.py:function" of a frequency oracle's decoder ``(reports, x) -> bool array``
     (report i supports value x), an event family of the randomizer level's ``search`` attack
-    (needed for local hashing, whose reports are all distinct).
+    (needed for local hashing, whose reports are all distinct); fresh_devices: run the
+    implementation in this many fresh processes too and test whether its randomness repeats
+    across them (fresh_devices.py: import-time seeding, a fixed key).
     """
 
     trials: int
@@ -109,9 +112,10 @@ class AuditSettings:
     output_offset: int | None = None
     vectorized: bool | None = None
     two_stage: bool = False
-    shuffler: str | None = None
+    shuffler: str | Callable | None = None
     claim_delta0: float = 0.0
     support: str | None = None
+    fresh_devices: int | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -158,6 +162,12 @@ class AuditSettings:
                 "claim_delta0", self.claim_delta0, "must lie in [0, 1)")
         require(self.claim_delta0 == 0 or level is Level.RANDOMIZER, "claim_delta0",
                 self.claim_delta0, "only applies at the randomizer level")
+        require(self.fresh_devices is None or (
+            isinstance(self.fresh_devices, int) and not isinstance(self.fresh_devices, bool)
+            and 2 <= self.fresh_devices <= 64), "fresh_devices", self.fresh_devices,
+            "must be an integer number of devices in [2, 64]")
+        require(self.fresh_devices is None or self.implementation is not None,
+                "fresh_devices", self.fresh_devices, "applies to an implementation under test")
         self.options()  # validates trials, confidence, holdout_fraction, shortlist, chunk
 
     def options(self) -> AuditOptions | RandomizerAuditOptions:
@@ -290,8 +300,11 @@ def _audit_rows(settings: AuditSettings, randomizer, n: int | None,
     else:
         tested = _implementation(settings, randomizer, claim)
     if tested is not None:
-        return _run_implementation(settings, tested, n, seed, context, pipeline, progress,
+        rows = _run_implementation(settings, tested, n, seed, context, pipeline, progress,
                                    events)
+        if settings.fresh_devices:
+            rows += _fresh_device_rows(settings, tested, seed, rows)
+        return rows
     context = _row_context(context, randomizer.name, randomizer.epsilon0, n)
     options = settings.options()
     if settings.level is Level.RANDOMIZER:
@@ -320,6 +333,21 @@ def _audit_rows(settings: AuditSettings, randomizer, n: int | None,
         bound_n = shuffled_size(n, pipeline)
     return _audit_evidence(attack_records(audit, context) + _bound_rows(
         settings, randomizer, audit, bound_n, options, context), audit, options)
+
+
+def _fresh_device_rows(settings: AuditSettings, tested: ImplementationRandomizer, seed,
+                       rows: list[dict]) -> list[dict]:
+    """The ``implementation-fresh-devices`` verdict row (fresh_devices.py)."""
+    claim = tested.claim
+    reports = run_devices(tested.implementation, claim.randomizer, claim.input_domain, seed,
+                          devices=settings.fresh_devices, vectorized=settings.vectorized,
+                          input_offset=claim.input_offset)
+    verdict = fresh_device_verdict(reports, claim.randomizer, claim.input_domain,
+                                   settings.confidence)
+    context = {k: rows[0][k] for k in ("point", "overrides", "randomizer", "epsilon0", "n")
+               } if rows else _row_context(None, tested.name, claim.epsilon0, None)
+    return implementation_records([verdict], context, settings.level.value,
+                                  tested.implementation.source)
 
 
 def _randomizer_attacks(settings: AuditSettings, sampled, epsilon0: float, delta0: float,
