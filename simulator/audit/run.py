@@ -28,7 +28,6 @@ import numpy as np
 
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
-from shufflesim.simulator.audit import approximate  # noqa: F401  (registers search, approximate)
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.claim import Claim
@@ -38,7 +37,6 @@ from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
 from shufflesim.simulator.audit.input_search import search_shuffle
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import MessageShuffler
-from shufflesim.simulator.usercode import UserFunction
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
@@ -56,6 +54,7 @@ from shufflesim.simulator.audit.tables import (
 )
 from shufflesim.simulator.audit.verdicts import bound_verdicts, fit_verdict, shuffled_verdict
 from shufflesim.simulator.pipeline import PipelineConfig, uniform_permutation
+from shufflesim.simulator.usercode import UserFunction
 
 #: Second element of a scenario audit's spawn key (keeps it apart from the runner's units).
 AUDIT_KEY = 0x617564
