@@ -28,6 +28,7 @@ from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS
 from shufflesim.protocols.randomizers.domains import Categorical
 from shufflesim.simulator.audit.device_worker import device
 from shufflesim.simulator.audit.sampling import child
+from shufflesim.simulator.audit.tables import implementation_records
 from shufflesim.simulator.audit.verdicts import CONSISTENT, VIOLATED, ImplementationVerdict
 
 #: Reports per device (one batch).
@@ -119,3 +120,22 @@ def fresh_device_verdict(reports: list, declared, domain, confidence: float
                 else f"no repeated randomness across fresh devices: {tally}")
     return ImplementationVerdict("fresh-devices", VIOLATED if bad else CONSISTENT, sentence,
                                  confidence=confidence, p_value=p_value)
+
+
+def fresh_device_rows(settings, tested, seed: np.random.SeedSequence, rows: list[dict]
+                      ) -> list[dict]:
+    """The ``implementation-fresh-devices`` verdict row of an audit of ``tested`` (an
+    adapter.ImplementationRandomizer) with ``settings.fresh_devices`` devices, sharing the
+    setting columns of the audit's ``rows``."""
+    claim = tested.claim
+    reports = run_devices(tested.implementation, claim.randomizer, claim.input_domain, seed,
+                          devices=settings.fresh_devices, vectorized=settings.vectorized,
+                          input_offset=claim.input_offset)
+    verdict = fresh_device_verdict(reports, claim.randomizer, claim.input_domain,
+                                   settings.confidence)
+    keys = ("point", "overrides", "randomizer", "epsilon0", "n")
+    context = ({k: rows[0][k] for k in keys} if rows else
+               {"point": 0, "overrides": "{}", "randomizer": tested.name,
+                "epsilon0": float(claim.epsilon0), "n": None})
+    return implementation_records([verdict], context, settings.level.value,
+                                  tested.implementation.source)
