@@ -22,6 +22,9 @@ def _modules() -> dict[str, pathlib.Path]:
             parts = path.relative_to(REPO).with_suffix("").parts
             if parts[-1] == "__init__":
                 parts = parts[:-1]
+            if parts[:2] == ("simulator", "api"):  # the package shufflesim itself (issue 28)
+                found[".".join(("shufflesim", *parts[2:]))] = path
+                continue
             found["shufflesim." + ".".join(parts)] = path
     return found
 

@@ -14,5 +14,11 @@ from shufflesim.protocols.bounds.closed_form import (
     gdp,
 )
 from shufflesim.protocols.bounds.multi_message import bounds as multi_message_bounds
-from shufflesim.protocols.bounds.numerical import clones, metric, optimal, variation_ratio
+from shufflesim.protocols.bounds.numerical import (
+    brr_exact,
+    clones,
+    metric,
+    optimal,
+    variation_ratio,
+)
 from shufflesim.protocols.bounds.personalized import bounds

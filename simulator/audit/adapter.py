@@ -72,6 +72,11 @@ class ImplementationRandomizer:
         """Reports in the audit's numbering, or a ParameterError naming the first report
         outside the claimed encoding."""
         reports = np.asarray(reports)
+        if reports.dtype.kind not in "biuf" and (self.output_kind == "continuous"
+                                                 or self.claim.scalar_integer_outputs
+                                                 or self.declared is not None):
+            self._outside(reports.reshape(-1)[:1], f"reports must be numbers, not "
+                          f"{reports.dtype} values")
         tail = reports.shape[len(shape):]
         if self.declared is not None:
             expected = tuple(self.declared.output_shape)
@@ -99,7 +104,11 @@ class ImplementationRandomizer:
                 shown = reports[bad][:1] + self.claim.report_offset
                 encoding = (f"[{self.claim.report_offset}, {self.claim.report_offset + size})"
                             if size is not None else f">= {self.claim.report_offset}")
-                self._outside(shown, f"outside the claimed encoding {encoding}")
+                # one past the top, and only there: a client numbering items from 1
+                one_based = (size is not None and self.claim.input_offset == 0
+                             and int(reports[bad].max()) == size and not (~low_ok).any())
+                self._outside(shown, f"outside the claimed encoding {encoding}",
+                              hint=one_based)
             return reports
         if self.declared is not None:
             allowed = self._allowed()
@@ -124,11 +133,10 @@ class ImplementationRandomizer:
             self._allowed_entries = entries if entries.size <= 16 else np.zeros(0)
         return self._allowed_entries if self._allowed_entries.size else None
 
-    def _outside(self, example, reason: str) -> None:
+    def _outside(self, example, reason: str, hint: bool = False) -> None:
         value = np.asarray(example).reshape(-1)
         shown = value[0].item() if value.size else None
-        hint = ("; a client numbering items from 1 needs input_offset = 1"
-                if self.claim.scalar_integer_outputs and self.claim.input_offset == 0 else "")
+        hint = "; a client numbering items from 1 needs input_offset = 1" if hint else ""
         raise ParameterError(FIELD, self.implementation.source,
                              f"returned report {shown!r}: {reason}{hint}")
 

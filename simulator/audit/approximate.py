@@ -33,6 +33,7 @@ from shufflesim.simulator.audit.search import (
     Certified,
     SearchOptions,
     SearchResult,
+    certified_evidence,
     search,
     search_records,
 )
@@ -105,10 +106,13 @@ def approximate_records(audit: ApproximateAudit, context: dict,
     verdict = ImplementationVerdict(
         "approximate-ldp", VIOLATED if audit.violated else CONSISTENT, audit.verdict(),
         audit.epsilon_lb, audit.confidence, audit.epsilon0, delta=audit.delta0)
-    return rows + implementation_records([verdict], {**context, "delta": audit.delta0},
-                                         "randomizer", implementation,
-                                         seconds=audit.search.seconds,
-                                         note=f"delta lower bound {audit.delta_lb:.6g}")
+    out = implementation_records([verdict], {**context, "delta": audit.delta0},
+                                 "randomizer", implementation, seconds=audit.search.seconds,
+                                 note=f"delta lower bound {audit.delta_lb:.6g}")
+    # its p-value: the event with the largest delta gap, "eps at delta0 > eps0"
+    out[0]["p_value"] = certified_evidence(audit.search, audit.best_delta,
+                                           audit.delta0).p_value(audit.epsilon0)
+    return rows + out
 
 
 @register_attack("approximate", levels=(Level.RANDOMIZER,),

@@ -20,53 +20,19 @@ from typing import Any
 import numpy as np
 
 from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.simulator.usercode import (
+    UserCodeError,
+    contained,
+    load_function,
+    numeric_array,
+)
 
 #: The field every error about the user's code names.
 FIELD = "implementation"
 
 
 def _load_object(spec: str) -> Any:
-    require(isinstance(spec, str) and ":" in spec, FIELD, spec,
-            "expected path/to/file.py:function or package.module:function")
-    target, _, name = spec.rpartition(":")
-    require(bool(target) and bool(name), FIELD, spec,
-            "expected path/to/file.py:function or package.module:function")
-    if target.endswith(".py") or "/" in target or "\\" in target:
-        path = Path(target).expanduser()
-        require(path.is_file(), FIELD, spec, f"no such file: {target}")
-        module_name = f"_shufflesim_implementation_{abs(hash(str(path.resolve())))}"
-        module = sys.modules.get(module_name)
-        if module is not None:  # loaded once per process
-            return _attribute(module, target, name, spec)
-        loader_spec = importlib.util.spec_from_file_location(module_name, path)
-        require(loader_spec is not None and loader_spec.loader is not None, FIELD, spec,
-                f"cannot import {target}")
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[module_name] = module
-        try:
-            loader_spec.loader.exec_module(module)
-        except Exception as error:  # the user's module failed while importing
-            sys.modules.pop(module_name, None)
-            raise ParameterError(FIELD, spec, f"importing {target} failed: "
-                                 f"{type(error).__name__}: {error}") from None
-    else:
-        try:
-            module = importlib.import_module(target)
-        except ModuleNotFoundError as error:
-            raise ParameterError(FIELD, spec, f"no module {error.name!r}") from None
-        except Exception as error:
-            raise ParameterError(FIELD, spec, f"importing {target} failed: "
-                                 f"{type(error).__name__}: {error}") from None
-    return _attribute(module, target, name, spec)
-
-
-def _attribute(module, target: str, name: str, spec: str):
-    obj = module
-    for part in name.split("."):
-        if not hasattr(obj, part):
-            raise ParameterError(FIELD, spec, f"{target} has no function {name!r}")
-        obj = getattr(obj, part)
-    return obj
+    return load_function(spec, FIELD)
 
 
 @dataclass(frozen=True)
@@ -92,19 +58,15 @@ class Implementation:
         if vectorized is None:
             vectorized = _detect_vectorized(self, values)
         if not vectorized:
-            return per_report(self.function, values, rng)
-        try:
-            reports = np.asarray(self.function(values, rng))
-        except ParameterError:
-            raise
-        except Exception as error:
-            raise ParameterError(FIELD, self.source, f"raised {type(error).__name__}: "
-                                 f"{error}") from None
+            return per_report(self.function, values, rng, self.source)
+        with contained(FIELD, self.source, self.function):
+            reports = self.function(values, rng)
+        reports = numeric_array(reports, FIELD, self.source, strings=True)
         if reports.shape[: values.ndim] != values.shape:
-            raise ParameterError(FIELD, self.source,
-                                 f"returned shape {reports.shape} for inputs of shape "
-                                 f"{values.shape}: reports must have the inputs' shape leading "
-                                 "(pass vectorized=False for a one-value-at-a-time function)")
+            raise UserCodeError(FIELD, self.source,
+                                f"returned shape {reports.shape} for inputs of shape "
+                                f"{values.shape}: reports must have the inputs' shape leading "
+                                "(pass vectorized=False for a one-value-at-a-time function)")
         return reports
 
 
@@ -124,22 +86,32 @@ def _detect_vectorized(impl: Implementation, values: np.ndarray) -> bool:
         return True
     probe = np.resize(probe, 3)
     ok = True
+    failure: UserCodeError | None = None
     try:  # several probes: a scalar function may return its array argument by chance
-        for s in range(PROBES):
-            out = np.asarray(impl.function(probe, np.random.default_rng(s)))
-            ok = ok and out.ndim >= 1 and out.shape[0] == probe.shape[0]
-            if not ok:
-                break
-        if ok:  # one random draw per call, applied to the whole array: a scalar function
-            same = np.full(64, probe[0])
-            outs = [np.asarray(impl.function(same, np.random.default_rng(100 + s)))
-                    for s in range(8)]
-            constant = all(bool(np.all(o == o[:1])) for o in outs)
-            varies = any(not np.array_equal(outs[0], o) for o in outs[1:])
-            ok = not (constant and varies)
-    except Exception:
+        with contained(FIELD, impl.source, impl.function):
+            for s in range(PROBES):
+                out = numeric_array(impl.function(probe, np.random.default_rng(s)), FIELD,
+                                    impl.source, strings=True)
+                ok = ok and out.ndim >= 1 and out.shape[0] == probe.shape[0]
+                if not ok:
+                    break
+            if ok:  # one random draw per call, applied to the whole array: a scalar function
+                same = np.full(64, probe[0])
+                outs = [np.asarray(impl.function(same, np.random.default_rng(100 + s)))
+                        for s in range(8)]
+                constant = all(bool(np.all(o == o[:1])) for o in outs)
+                varies = any(not np.array_equal(outs[0], o) for o in outs[1:])
+                ok = not (constant and varies)
+    except (UserCodeError, ValueError, TypeError) as error:
         ok = False
-    if not ok:
+        failure = error if isinstance(error, UserCodeError) else None
+    if not ok:  # it must work one value at a time, else its own error is the one line
+        try:
+            with contained(FIELD, impl.source, impl.function):
+                single = impl.function(probe[0].item(), np.random.default_rng(0))
+            numeric_array(single, FIELD, impl.source, strings=True)
+        except UserCodeError as error:
+            raise (failure or error) from None
         warnings.warn(f"implementation {impl.source}: not vectorized (calling it with an array "
                       "failed or returned the wrong shape); it is called once per report, "
                       "which is slow for large audits", RuntimeWarning, stacklevel=3)
@@ -150,18 +122,17 @@ def _detect_vectorized(impl: Implementation, values: np.ndarray) -> bool:
     return ok
 
 
-def per_report(function: Callable, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def per_report(function: Callable, values: np.ndarray, rng: np.random.Generator,
+               source: str | None = None) -> np.ndarray:
     """The one place that calls a non-vectorized implementation: once per value (a Python loop
-    over reports; slow, hence the warning)."""
+    over reports; slow, hence the warning), each call contained (simulator/usercode.py)."""
+    source = source or getattr(function, "__name__", repr(function))
     flat = np.asarray(values).reshape(-1)
-    try:
+    with contained(FIELD, source, function):
         reports = [function(v.item(), rng) for v in flat]
-    except ParameterError:
-        raise
-    except Exception as error:
-        raise ParameterError(FIELD, getattr(function, "__name__", repr(function)),
-                             f"raised {type(error).__name__}: {error}") from None
-    out = np.asarray(reports)
+    for report in reports[:1]:
+        numeric_array(report, FIELD, source, strings=True)
+    out = numeric_array(reports, FIELD, source, strings=True)
     return out.reshape(np.shape(values) + out.shape[1:])
 
 
@@ -187,17 +158,21 @@ def load_implementation(spec: str | Callable | Implementation, *, vectorized: bo
     return Implementation(obj, spec, vectorized, seed_global)
 
 
-def shuffler_permutation(shuffler: Callable) -> Callable[[np.random.Generator, int], np.ndarray]:
+def shuffler_permutation(shuffler: Callable, source: str | None = None
+                         ) -> Callable[[np.random.Generator, int], np.ndarray]:
     """A user shuffler ``shuffler(messages, rng) -> shuffled messages`` as the pipeline's
     permutation hook: it is handed the message positions 0..size-1 and must return a
     permutation of them (else a ParameterError on ``shuffler``)."""
 
+    label = source or getattr(shuffler, "__name__", repr(shuffler))
+
     def permutation(rng: np.random.Generator, size: int) -> np.ndarray:
-        out = np.asarray(shuffler(np.arange(size), rng))
-        require(out.shape == (size,) and np.array_equal(np.sort(out), np.arange(size)),
-                "shuffler", getattr(shuffler, "__name__", repr(shuffler)),
-                "must return a permutation of the messages it is given (same messages, "
-                "reordered)")
+        with contained("shuffler", label, shuffler):
+            returned = shuffler(np.arange(size), rng)
+        out = numeric_array(returned, "shuffler", label)
+        if not (out.shape == (size,) and np.array_equal(np.sort(out), np.arange(size))):
+            raise UserCodeError("shuffler", label, "must return a permutation of the messages "
+                                "it is given (same messages, reordered)")
         return out.astype(np.int64)
 
     return permutation

@@ -32,8 +32,12 @@ from shufflesim.simulator.audit import approximate  # noqa: F401  (registers sea
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.claim import Claim
+from shufflesim.simulator.audit.grading import Evidence, grade
 from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
-from shufflesim.simulator.audit.loading import load_implementation, shuffler_permutation
+from shufflesim.simulator.audit.input_search import search_shuffle
+from shufflesim.simulator.audit.loading import load_implementation
+from shufflesim.simulator.audit.message_shuffler import MessageShuffler
+from shufflesim.simulator.usercode import UserFunction
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
@@ -241,7 +245,41 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
     With ``settings.implementation`` (or ``implementation``: a callable already loaded) the
     implementation is audited against ``claim`` (default: ``randomizer`` with the settings'
     offsets); ``events``: an event function for the randomizer level
-    (output_events.EventFunction)."""
+    (output_events.EventFunction). The verdict rows are graded as one family (grading.py:
+    p-values, Holm's adjustment at ``settings.confidence``, strength in words)."""
+    records = _audit_rows(settings, randomizer, n, seed, context, pipeline, progress,
+                          claim=claim, events=events, implementation=implementation)
+    return grade(records, settings.confidence)
+
+
+def _attach_evidence(records: list[dict], bests, alpha: float) -> list[dict]:
+    """The p-value (grading.Evidence) of the verdict rows whose empirical lower bound is that
+    of ``bests`` (evaluated bounds: shuffle-level AttackRow or randomizer-level PairBound,
+    each with ``.bound``) exceeding their bound (matched on delta and epsilon_lb, so that rows
+    of other attacks keep their own; rows with a p-value already keep it)."""
+    for best, delta in bests:
+        for r in records:
+            if (r.get("row_type") == "verdict" and r.get("bound_kind") != "lower"
+                    and r.get("p_value") is None and r.get("bound_epsilon") is not None
+                    and r.get("epsilon_lb") is not None and r.get("delta") == delta
+                    and r["epsilon_lb"] == best.epsilon_lb):
+                r["p_value"] = Evidence.of(best.bound, delta, alpha).p_value(
+                    float(r["bound_epsilon"]))
+    return records
+
+
+def _audit_evidence(records: list[dict], audit, options) -> list[dict]:
+    alpha = 1.0 - options.confidence
+    if hasattr(audit, "pairs"):  # randomizer level
+        return _attach_evidence(records, [(audit.best, audit.delta0)], alpha)
+    return _attach_evidence(records, [(audit.best(d), d) for d in audit.deltas], alpha)
+
+
+def _audit_rows(settings: AuditSettings, randomizer, n: int | None,
+                seed: np.random.SeedSequence, context: Mapping | None = None,
+                pipeline: PipelineConfig | None = None,
+                progress: Callable[[int, int], None] | None = None, *,
+                claim: Claim | None = None, events=None, implementation=None) -> list[dict]:
     tested = None
     if implementation is not None:
         claim = claim or Claim(randomizer, delta0=settings.claim_delta0,
@@ -260,13 +298,13 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
         # an (eps0, delta0)-LDP randomizer (the gaussian) is audited at its declared delta0
         delta0 = float(getattr(randomizer, "delta0", 0.0) or 0.0)
         audit = audit_randomizer(randomizer, options, seed, events=events, delta0=delta0)
-        return randomizer_records(audit, context) + _randomizer_attacks(
-            settings, randomizer, audit.epsilon0, delta0, seed, context, "")
+        return _audit_evidence(randomizer_records(audit, context), audit, options) + \
+            _randomizer_attacks(settings, randomizer, audit.epsilon0, delta0, seed, context, "")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
     if is_multi_message(randomizer) and settings.level is Level.SHUFFLE:
         audit = _audit_multi(settings, randomizer, randomizer, n, options, seed, progress)
-        return attack_records(audit, context) + _bound_rows(settings, randomizer, audit, n,
-                                                            options, context)
+        return _audit_evidence(attack_records(audit, context) + _bound_rows(
+            settings, randomizer, audit, n, options, context), audit, options)
     require_finite_groups(randomizer)
     x0, x1, x2 = _triple(settings, randomizer, n)
     if settings.level is Level.SHUFFLE:
@@ -280,8 +318,8 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
                                x2=x2, config=pipeline, permutation=permutation,
                                progress=progress)
         bound_n = shuffled_size(n, pipeline)
-    return attack_records(audit, context) + _bound_rows(settings, randomizer, audit, bound_n,
-                                                        options, context)
+    return _audit_evidence(attack_records(audit, context) + _bound_rows(
+        settings, randomizer, audit, bound_n, options, context), audit, options)
 
 
 def _randomizer_attacks(settings: AuditSettings, sampled, epsilon0: float, delta0: float,
@@ -295,7 +333,8 @@ def _randomizer_attacks(settings: AuditSettings, sampled, epsilon0: float, delta
     support = None
     if settings.support is not None:
         try:
-            support = load_implementation(settings.support).function
+            support = UserFunction(load_implementation(settings.support).function, "support",
+                                   settings.support, numeric=True)
         except ParameterError as error:
             raise ParameterError("support", settings.support, error.requirement) from None
     for k, name in enumerate(settings.attacks or ()):
@@ -353,13 +392,15 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     options = settings.options()
     if settings.level is Level.RANDOMIZER:
         audit = audit_randomizer(tested, options, seed, events=events, delta0=claim.delta0)
-        return randomizer_records(audit, context) + _randomizer_attacks(
-            settings, tested, audit.epsilon0, claim.delta0, seed, context, source)
+        return _audit_evidence(randomizer_records(audit, context), audit, options) + \
+            _randomizer_attacks(settings, tested, audit.epsilon0, claim.delta0, seed, context,
+                                source)
     require(declared is not None, "implementation", source, "a black box is audited at the "
             "randomizer level only (--level randomizer): the shuffle and pipeline levels need "
             "a claimed randomizer")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
     multi = is_multi_message(declared) and settings.level is Level.SHUFFLE
+    shuffler = None
     if not multi:
         require_finite_groups(declared)
         x0, x1, x2 = _triple(settings, declared, n)
@@ -377,26 +418,35 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
               and declared.output_size <= MAX_ENUMERABLE_OUTPUTS):
             d = declared.input_domain.size
             others = np.full(d, 1.0 / d)
-        audit = audit_shuffle(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
-                              others=others, progress=progress, two_stage=settings.two_stage)
+        if (isinstance(others, np.ndarray) and settings.others is None
+                and settings.x0 is None and settings.x1 is None):
+            # no inputs named: search the worst case (input_search.py)
+            audit = search_shuffle(tested, n, settings.delta, options, seed,
+                                   progress=progress, two_stage=settings.two_stage)
+        else:
+            audit = audit_shuffle(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
+                                  others=others, progress=progress,
+                                  two_stage=settings.two_stage)
         bound_n = n
     else:
         permutation = uniform_permutation if settings.permute else identity_permutation
         if settings.shuffler is not None:
             try:
-                shuffler = load_implementation(settings.shuffler).function
+                loaded = load_implementation(settings.shuffler)
             except ParameterError as error:
                 raise ParameterError("shuffler", settings.shuffler, error.requirement) from None
-            permutation = shuffler_permutation(shuffler)
+            shuffler = MessageShuffler(loaded.function, loaded.source)
         audit = audit_pipeline(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
                                x2=x2, config=pipeline, permutation=permutation,
-                               progress=progress)
+                               progress=progress, shuffler=shuffler)
         bound_n = shuffled_size(n, pipeline)
     records = attack_records(audit, context)
     claimed = f"{declared.name}(eps0 = {float(declared.epsilon0):g})"
     level = settings.level.value
     own = [fit_verdict(audit.fit_p_value, options.confidence, claimed, len(audit.fits),
                        "pooled reports")]
+    if shuffler is not None:  # the user's shuffler: permutation and order checks
+        own += shuffler.verdicts(options.confidence)
     bound_rows = []
     no_bounds = settings.bounds is not None and len(settings.bounds) == 0
     for delta in () if no_bounds else settings.delta:  # bounds = (): no bound verdicts
@@ -410,9 +460,10 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
                                     bound_n, delta, where))
         bound_rows += verdict_records(verdicts, {**context, "pair": audit.pair}, level,
                                       source)
-    return (records + implementation_records(own, {**context, "pair": audit.pair}, level,
-                                             source, seconds=audit.seconds, note=audit.note)
-            + bound_rows)
+    return _audit_evidence(
+        records + implementation_records(own, {**context, "pair": audit.pair}, level, source,
+                                         seconds=audit.seconds, note=audit.note) + bound_rows,
+        audit, options)
 
 
 def audit_implementation(implementation, claim, *, trials: int, level: str = "randomizer",

@@ -69,6 +69,7 @@ from shufflesim.simulator.audit.confidence import (
     clopper_pearson_upper,
     epsilon_from_limits,
 )
+from shufflesim.simulator.audit.grading import Evidence
 from shufflesim.simulator.audit.levels import Level, register_attack
 from shufflesim.simulator.audit.sampling import child
 from shufflesim.simulator.audit.search_events import Sample, Support, draw
@@ -312,9 +313,17 @@ def search_records(result: SearchResult, epsilon0: float, context: dict,
     verdict = replace(ldp_verdict(result.epsilon_lb, epsilon0, result.confidence,
                                   (b.x, b.x_prime), b.event, result.options.delta),
                       check=f"ldp-{attack}")
-    return rows + implementation_records([verdict], {**context, "delta": result.options.delta},
-                                         "randomizer", implementation,
-                                         seconds=result.seconds)
+    out = implementation_records([verdict], {**context, "delta": result.options.delta},
+                                 "randomizer", implementation, seconds=result.seconds)
+    out[0]["p_value"] = certified_evidence(result, b, result.options.delta).p_value(epsilon0)
+    return rows + out
+
+
+def certified_evidence(result: SearchResult, c: Certified, epsilon_delta: float) -> Evidence:
+    """The grading.Evidence of a certified event (its p-value in the verdict family)."""
+    options = result.options
+    return Evidence(c.count_a, c.count_b, c.trials, options.limit_alpha, epsilon_delta,
+                    1.0 - options.confidence)
 
 
 @register_attack("search", levels=(Level.RANDOMIZER,),

@@ -90,6 +90,8 @@ AUDIT_SCHEMA = pa.schema([
     pa.field("note", pa.string()),
     pa.field("subject", pa.string()),
     pa.field("implementation", pa.string()),
+    pa.field("adjusted_p_value", pa.float64()),
+    pa.field("strength", pa.string()),
 ])
 
 COLUMNS = tuple(AUDIT_SCHEMA.names)
@@ -194,7 +196,8 @@ def implementation_records(verdicts: Iterable[ImplementationVerdict], context: M
     out = []
     for v in verdicts:
         values = dict(level=level, row_type="verdict", bound=v.bound, bound_kind="claim",
-                      bound_status="claimed", bound_epsilon=v.bound_epsilon,
+                      bound_status="checked" if v.exact else "claimed",
+                      bound_epsilon=v.bound_epsilon,
                       epsilon_lb=v.epsilon_lb, confidence=v.confidence, p_value=v.p_value,
                       verdict=v.verdict, reason=v.sentence, seconds=seconds, note=note,
                       subject=SUBJECT_IMPLEMENTATION, implementation=implementation)
@@ -215,7 +218,11 @@ def verdict_records(verdicts: Iterable[Verdict], context: Mapping, level: str,
             epsilon_lb=v.empirical_lower, confidence=v.empirical_confidence,
             verdict=v.verdict, reason=v.reason, tightness=v.tightness, note=v.note,
             subject=verdict_subject(v, bool(implementation)),
-            implementation=implementation or None))
+            implementation=implementation or None,
+            # an exact violation (not statistical) has p-value 0 (grading.py)
+            p_value=0.0 if v.verdict == VIOLATED and (
+                v.kind != "upper" or verdict_subject(v, True) != SUBJECT_IMPLEMENTATION)
+            else None))
     return out
 
 

@@ -14,17 +14,18 @@ from collections.abc import Callable
 
 import click
 
-from shufflesim.protocols.errors import (
-    ParameterError,
-    require_int_at_least,
-    require_probability_open,
+from shufflesim.protocols.errors import ParameterError, shown
+from shufflesim.simulator.calls.setting import (  # noqa: F401  (the commands import them here)
+    build_randomizer,
+    catalogue,
+    check_setting,
+    resolve_methods,
+    with_delta0,
 )
-from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.lazy import lazy_module
 
-randomizers = lazy_module("shufflesim.protocols.randomizers")
-catalogue = lazy_module("shufflesim.protocols.bounds.catalogue")
-accounting = lazy_module("shufflesim.protocols.accounting.compose")
+usercode = lazy_module("shufflesim.simulator.usercode")
 
 #: Randomizer parameters that have a flag of their own; the others are given with --param.
 _RANDOMIZER_FLAGS = {"name": "--randomizer", "domain_size": "--domain-size",
@@ -39,22 +40,23 @@ def delta0_option(function):
              "parameter); bounds that need pure eps0-LDP refuse delta0 > 0.")(function)
 
 
-def with_delta0(name: str, params: dict, delta0: float | None) -> dict:
-    """``params`` with --delta0 as the randomizer's ``delta0`` parameter. A pure eps0-LDP
-    randomizer (no such parameter) accepts only --delta0 0."""
-    if delta0 is None:
-        return params
-    if "delta0" in params:
-        raise UserError("give delta0 once: --delta0 or --param delta0=..., not both")
-    if "delta0" not in randomizers.randomizer_parameters(name):
-        if delta0 == 0:
-            return params
-        approximate = [r for r in randomizers.randomizer_names()
-                       if "delta0" in randomizers.randomizer_parameters(r)]
-        raise ParameterError("delta0", delta0,
-                             f"{name} is a pure eps0-LDP randomizer (delta0 = 0); delta0 > 0 "
-                             f"is a parameter of {approximate}")
-    return {**params, "delta0": delta0}
+def call_timeout_option(function):
+    """--call-timeout: the per-call time limit of user code (simulator/usercode.py), set in
+    this process before the command runs."""
+
+    def apply(ctx, param, value):  # noqa: ARG001 (click callback signature)
+        if value is not None:
+            try:
+                usercode.set_time_limit(value)
+            except ParameterError as error:
+                raise click.BadParameter(str(error.requirement), ctx, param) from None
+        return value
+
+    return click.option(
+        "--call-timeout", type=float, default=None, metavar="SECONDS", expose_value=False,
+        callback=apply, is_eager=True,
+        help="Seconds one call to your code (implementation, shuffler, decoder) may take "
+             "(default 60; 0: no limit).")(function)
 
 
 def randomizer_options(function):
@@ -97,40 +99,6 @@ def _parse_value(text: str):
     return text
 
 
-def build_randomizer(name: str, epsilon0: float, params: dict):
-    return randomizers.make_randomizer(name, epsilon0=epsilon0, **params)
-
-
-def check_setting(n: int | None, delta: float | None) -> None:
-    """n >= 2 users (when given) and delta in (0, 1) (when given)."""
-    if n is not None:
-        require_int_at_least("n", n, 2)
-    if delta is not None:
-        require_probability_open("delta", delta)
-
-
-def resolve_methods(methods: tuple[str, ...], field: str = "method",
-                    composed: bool = False) -> list[str] | None:
-    """Validated bound names, without repeats (None: every applicable bound); ``composed``
-    also accepts the composed methods over rounds (protocols.accounting)."""
-    if not methods:
-        return None
-    names: list[str] = []
-    extra = set(accounting.composed_method_names()) if composed else set()
-    for name in methods:
-        try:
-            if name not in extra:
-                catalogue.get_bound(name)
-        except ParameterError as error:
-            requirement = error.requirement
-            if composed:
-                requirement += f"; composed methods: {sorted(extra)}"
-            raise ParameterError(field, name, requirement) from None
-        if name not in names:
-            names.append(name)
-    return names
-
-
 def render_table(rows: list[list[str]], header: tuple[str, ...]) -> str:
     """A plain-text table: left-aligned columns, two spaces apart, a rule under the header."""
     widths = [max(len(header[i]), *(len(row[i]) for row in rows)) if rows else len(header[i])
@@ -157,10 +125,13 @@ def flag_for(field: str, command: click.Command, aliases: dict[str, str]) -> str
     return None
 
 
-def flag_errors(aliases: dict[str, str] | None = None) -> Callable:
+def flag_errors(aliases: dict[str, str] | None = None,
+                when: tuple[str, dict[str, str]] | None = None) -> Callable:
     """Decorate a command's callback: a :class:`ParameterError` raised inside is re-raised as a
-    :class:`UserError` naming the flag (``--epsilon0 = 0.0: must be ...``)."""
-    aliases = aliases or {}
+    :class:`UserError` naming the flag (``--epsilon0 = 0.0: must be ...``). ``when = (option,
+    more aliases)``: the extra aliases apply when that option was given (e.g. a black-box
+    claim's ``epsilon0`` is ``--claim-epsilon0``)."""
+    base = aliases or {}
 
     def decorate(callback: Callable) -> Callable:
         @functools.wraps(callback)
@@ -169,12 +140,15 @@ def flag_errors(aliases: dict[str, str] | None = None) -> Callable:
                 return callback(*args, **kwargs)
             except ParameterError as error:
                 command = click.get_current_context().command
+                aliases = base
+                if when is not None and kwargs.get(when[0]) is not None:
+                    aliases = {**base, **when[1]}
                 flag = flag_for(error.field, command, aliases)
                 if flag is None:
                     raise
                 if error.value is None and error.requirement.startswith("is required"):
                     raise UserError(f"{flag} {error.requirement}") from None
-                raise UserError(f"{flag} = {error.value!r}: {error.requirement}") from None
+                raise UserError(f"{flag} = {shown(error.value)}: {error.requirement}") from None
 
         return wrapper
 

@@ -5,13 +5,18 @@
   ``pip install 'shufflesim[learn]'``.
 * a path to a user's ``.csv`` or ``.parquet`` file: a label column (default ``label``) and
   numeric feature columns (every other column).
+* a path to MNIST or Fashion-MNIST on disk (issue 33, simulator.learning.files): a folder with
+  the four IDX files (gzipped or not) or a Keras-style ``.npz``; they keep their own 60,000 /
+  10,000 train/test split.
 
-:func:`prepare` splits by seed (stratified), fits the PCA input layer of 003 on the training
-split only, and scales the features by one training-split constant.
+A path may name environment variables (``$NAME`` or ``${NAME}``). :func:`prepare` splits by seed
+(stratified; or the data set's own split), fits the PCA input layer of 003 on the training split
+only, and scales the features by one training-split constant.
 """
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 from dataclasses import dataclass
 
@@ -20,18 +25,21 @@ import pandas as pd
 
 from shufflesim.protocols.learning.pca import PCA
 from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.learning import files
 
 LEARN_EXTRA = "pip install 'shufflesim[learn]'"
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """Features ``x`` (n, d) float, labels ``y`` (n,) in 0..n_classes-1, the original labels."""
+    """Features ``x`` (n, d) float, labels ``y`` (n,) in 0..n_classes-1, the original labels;
+    ``n_train``: the data set's own split (rows ``:n_train`` train, the rest test), or None."""
 
     x: np.ndarray
     y: np.ndarray
     classes: np.ndarray
     name: str
+    n_train: int | None = None
 
     @property
     def n_classes(self) -> int:
@@ -49,6 +57,20 @@ class Split:
     n_classes: int
     pca: PCA | None
     scale: float
+
+
+@contextlib.contextmanager
+def single_threaded_blas():
+    """One BLAS thread inside (threadpoolctl, when installed; otherwise a no-op). The PCA's
+    matrix products are small enough that a multi-threaded BLAS on a busy machine spends more
+    time waiting for its threads than computing (issue 32: 3.5 s against 0.01-0.03 s)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def load_digits_dataset() -> Dataset:
@@ -103,11 +125,28 @@ def load_table(path: str | pathlib.Path, label_column: str = "label") -> Dataset
     return _labelled(x, labels, path.name)
 
 
+def load_mnist_format(path: str | pathlib.Path) -> Dataset:
+    """MNIST or Fashion-MNIST from a folder of IDX files or a Keras-style ``.npz``
+    (simulator.learning.files), with its own train/test split."""
+    path = pathlib.Path(path)
+    if path.is_dir():
+        x, y, n_train = files.load_idx_folder(path)
+    elif path.is_file():
+        x, y, n_train = files.load_npz(path)
+    else:
+        raise files.missing_path_error(path)
+    # the ten digit classes (or garments) whether or not every one occurs in a small file
+    return Dataset(x, y, np.arange(files.N_CLASSES), path.name, n_train)
+
+
 def load_dataset(data: str, label_column: str = "label") -> Dataset:
-    """``"digits"`` or a path to a CSV/Parquet file."""
+    """``"digits"``, a CSV/Parquet file, a folder of MNIST IDX files or a Keras ``.npz``."""
     if data == "digits":
         return load_digits_dataset()
-    return load_table(data, label_column)
+    path = pathlib.Path(files.expand_variables(data)).expanduser()
+    if path.suffix.lower() in (".csv", ".parquet", ".pq"):
+        return load_table(path, label_column)
+    return load_mnist_format(path)
 
 
 def split_indices(y: np.ndarray, test_fraction: float, rng: np.random.Generator):
@@ -133,15 +172,21 @@ def prepare(dataset: Dataset, rng: np.random.Generator, *, test_fraction: float 
     """Split, PCA input layer fitted on the training split (003: 60 components; ``None`` or a
     number >= the feature count keeps the raw features, centred), then divide every feature by
     one constant: the root mean squared L2 norm of the training rows (so rows have norm ~1
-    and the clip bound C has the same meaning for any data set)."""
-    train, test = split_indices(dataset.y, test_fraction, rng)
+    and the clip bound C has the same meaning for any data set). A data set with its own split
+    (``n_train``: MNIST's 60,000 / 10,000) keeps it and ignores ``test_fraction``."""
+    if dataset.n_train is not None:
+        train = np.arange(dataset.n_train)
+        test = np.arange(dataset.n_train, dataset.y.shape[0])
+    else:
+        train, test = split_indices(dataset.y, test_fraction, rng)
     x_train, x_test = dataset.x[train], dataset.x[test]
     pca = None
     if pca_components is not None and pca_components < x_train.shape[1]:
         if pca_components > x_train.shape[0]:
             raise UserError(f"pca_components = {pca_components}: more than the "
                             f"{x_train.shape[0]} training examples")
-        pca = PCA.fit(x_train, pca_components)
+        with single_threaded_blas():
+            pca = PCA.fit(x_train, pca_components)
         x_train, x_test = pca.transform(x_train), pca.transform(x_test)
     else:
         mean = x_train.mean(axis=0)

@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from shufflesim.protocols.learning.accounting import BOUND_COLUMNS, RunPrivacy, account
+from shufflesim.protocols.learning.accounting import BOUND_COLUMNS, RunPrivacy, account_epochs
 from shufflesim.protocols.learning.randomizers import GaussianGradient
 from shufflesim.simulator.errors import ScenarioError, UserError
 from shufflesim.simulator.execution.producers import register_table_producer
-from shufflesim.simulator.learning.data import Dataset, load_dataset, prepare
+from shufflesim.simulator.learning.data import Dataset, Split, load_dataset, prepare
 from shufflesim.simulator.learning.train import LearningConfig, train_on_split
 from shufflesim.simulator.results.tables import (
     POINT_COLUMNS,
@@ -131,9 +131,10 @@ LEARNING_SCHEMA = table_schema([
 
 def parse_section(table: Mapping[str, Any], context: ParseContext) -> LearningSection:
     """Parse ``[learning]`` (errors keyed ``learning.<key>``); a data path is resolved against
-    the scenario's directory."""
+    the scenario's directory, except one that names an environment variable (``$NAME``): that
+    is expanded when the data is loaded, relative to the working directory (issue 33)."""
     section = parse_dataclass(LearningSection, table, SECTION, context)
-    if section.data != "digits":
+    if section.data != "digits" and "$" not in section.data:
         path = Path(section.data).expanduser()
         if not path.is_absolute():
             path = context.base_dir / path
@@ -163,14 +164,24 @@ def _dataset(data: str, label_column: str) -> Dataset:
     return load_dataset(data, label_column)
 
 
+@functools.lru_cache(maxsize=4)
+def _fixed_split(data: str, label_column: str, pca_components: int) -> Split:
+    """A data set with its own train/test split (MNIST) needs no seed: prepared once."""
+    return prepare(_dataset(data, label_column), np.random.default_rng(0),
+                   pca_components=pca_components or None)
+
+
 def run_repetition(section: LearningSection, budget, seed: np.random.SeedSequence
                    ) -> tuple[list[dict], dict]:
     """Train once and account for it: (rows per epoch, run facts)."""
     split_seq, budget_seq, init_seq, train_seq = seed.spawn(4)
     dataset = _dataset(section.data, section.label_column)
-    split = prepare(dataset, np.random.default_rng(split_seq),
-                    test_fraction=section.test_fraction,
-                    pca_components=section.pca_components or None)
+    if dataset.n_train is not None:  # the data set's own split: the same PCA every time
+        split = _fixed_split(section.data, section.label_column, section.pca_components)
+    else:
+        split = prepare(dataset, np.random.default_rng(split_seq),
+                        test_fraction=section.test_fraction,
+                        pca_components=section.pca_components or None)
     n_clients = split.x_train.shape[0] // section.examples_per_client
     if n_clients < 1:
         raise UserError(f"learning.examples_per_client = {section.examples_per_client}: more "
@@ -190,15 +201,15 @@ def run_repetition(section: LearningSection, budget, seed: np.random.SeedSequenc
                              section.delta, section.delta0 if sigma is not None else 0.0,
                              sigma, sensitivity or 0.0, client_sensitivity=2.0 * section.clip)
     rows = []
-    for row in result.rows:
-        if privacy is None:
-            bounds, note = dict.fromkeys(BOUND_COLUMNS), "no randomizer: no privacy"
-        else:
-            bounds, note = account(privacy, int(row["epoch"]))
+    if privacy is None:
+        accounts = [(dict.fromkeys(BOUND_COLUMNS), "no randomizer: no privacy")] * len(result.rows)
+    else:
+        accounts = account_epochs(privacy, [int(row["epoch"]) for row in result.rows])
+    for row, (bounds, note) in zip(result.rows, accounts, strict=True):
         rows.append({**row, **{f"epsilon_{k}": v for k, v in bounds.items()},
                      "accounting_note": note})
     private = section.randomizer != "none"
-    facts = {"n_clients": n_clients,
+    facts = {"n_clients": n_clients, "data": dataset.name,
              "epsilon0_min": float(eps.min()) if private else None,
              "epsilon0_mean": float(eps.mean()) if private else None,
              "epsilon0_max": float(eps.max()) if private else None}

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from shufflesim.protocols.errors import shown
 from shufflesim.simulator.errors import ScenarioError
 from shufflesim.simulator.population.base import (
     CATEGORICAL,
@@ -20,6 +21,7 @@ from shufflesim.simulator.population.base import (
 )
 from shufflesim.simulator.population.budgets import Budget, shape_of
 from shufflesim.simulator.population.checks import require_int
+from shufflesim.simulator.usercode import numeric_column
 
 
 def _sampled_column(member) -> np.ndarray:
@@ -68,7 +70,8 @@ class FileColumn(DataDistribution):
                 )
             values = values.astype(np.int64)
         else:
-            values = values.astype(np.float64)
+            values = numeric_column(values, "column", self.column,
+                                    f"column {self.column!r} of {self.path}")
             if not np.isfinite(values).all():
                 raise ScenarioError("column", self.column, "holds non-finite values")
         object.__setattr__(self, "_values", values)
@@ -117,8 +120,11 @@ class FileColumn(DataDistribution):
         return rng.multivariate_hypergeometric(colors, n, size=repetitions)
 
 
-def read_column(path: Path, column: str) -> np.ndarray:
-    """One column of a CSV (pandas) or Parquet (pyarrow) file as a numpy array."""
+def read_column(path: Path, column: str, key: str = "column") -> np.ndarray:
+    """One column of a CSV (pandas) or Parquet (pyarrow) file as a numpy array (``key``: the
+    scenario key naming the column, for errors)."""
+    if path.is_dir():
+        raise ScenarioError("path", str(path), "is a directory, not a data file")
     if not path.is_file():
         raise ScenarioError("path", str(path), "file not found")
     suffix = path.suffix.lower()
@@ -126,13 +132,13 @@ def read_column(path: Path, column: str) -> np.ndarray:
         if suffix == ".parquet":
             names = pq.read_schema(path).names
             if column not in names:
-                raise ScenarioError("column", column, f"not a column of {path} (columns: {names})")
+                raise ScenarioError(key, column, f"not a column of {path} (columns: {names})")
             series = pq.read_table(path, columns=[column]).column(column).to_pandas()
         elif suffix in (".csv", ".txt"):
             frame = pd.read_csv(path)
             if column not in frame.columns:
                 raise ScenarioError(
-                    "column", column, f"not a column of {path} (columns: {list(frame.columns)})"
+                    key, column, f"not a column of {path} (columns: {list(frame.columns)})"
                 )
             series = frame[column]
         else:
@@ -142,10 +148,17 @@ def read_column(path: Path, column: str) -> np.ndarray:
             raise
         raise ScenarioError("path", str(path), f"cannot be read: {error}") from None
     if series.isna().any():
-        raise ScenarioError("column", column, f"has missing values in {path}")
+        raise ScenarioError(key, column, f"has missing values in {path}")
     if series.size == 0:
-        raise ScenarioError("column", column, f"is empty in {path}")
+        raise ScenarioError(key, column, f"is empty in {path}")
     return series.to_numpy()
+
+
+def read_numeric_column(path: Path, column: str, key: str = "column") -> np.ndarray:
+    """:func:`read_column` as float64; an entry that is not a number is one line naming the key,
+    the column, the entry and its row (simulator/usercode.py)."""
+    return numeric_column(read_column(path, column, key), key, column,
+                          f"column {column!r} of {path}")
 
 
 
@@ -167,21 +180,19 @@ class FileBudget(Budget):
     path_fields = ("path",)
 
     def __post_init__(self) -> None:
-        values = _sampled_column(self)
-        if not np.issubdtype(values.dtype, np.number):
-            raise ScenarioError("column", self.column, f"must hold numbers (found {values.dtype})")
-        values = values.astype(np.float64)
+        values = numeric_column(_sampled_column(self), "column", self.column,
+                                f"column {self.column!r} of {self.path}")
         bad = ~(np.isfinite(values) & (values > 0))
         if bad.any():
             raise ScenarioError("column", self.column,
-                                f"holds the budget {values[bad][0]!r}; budgets must be finite > 0")
+                                f"holds the budget {shown(values[bad][0])}; budgets must be finite > 0")
         deltas = np.zeros_like(values)
         if self.delta_column is not None:
-            deltas = read_column(Path(self.path), self.delta_column).astype(np.float64)
+            deltas = read_numeric_column(Path(self.path), self.delta_column, "delta_column")
             bad = ~((deltas >= 0) & (deltas < 1))
             if bad.any():
                 raise ScenarioError("delta_column", self.delta_column,
-                                    f"holds the local delta {deltas[bad][0]!r}; must lie in [0, 1)")
+                                    f"holds the local delta {shown(deltas[bad][0])}; must lie in [0, 1)")
         object.__setattr__(self, "_values", values)
         object.__setattr__(self, "_deltas", deltas)
 

@@ -22,7 +22,7 @@ from shufflesim.simulator.population.base import (
     register_data_distribution,
 )
 from shufflesim.simulator.population.checks import require_finite, require_positive
-from shufflesim.simulator.population.files import read_column
+from shufflesim.simulator.population.files import read_numeric_column
 
 
 def _check_box(low, high, low_y, high_y) -> None:
@@ -203,10 +203,10 @@ class PointsFile(_Points):
     path_fields = ("path",)
 
     def __post_init__(self) -> None:
-        x = read_column(Path(self.path), self.column).astype(np.float64)
+        x = read_numeric_column(Path(self.path), self.column)
         values = x
         if self.column_y is not None:
-            y = read_column(Path(self.path), self.column_y).astype(np.float64)
+            y = read_numeric_column(Path(self.path), self.column_y, "column_y")
             values = x + 1j * y
         if not np.isfinite(values).all():
             raise ScenarioError("column", self.column, "holds non-finite coordinates")

@@ -25,13 +25,16 @@ with ``[audit] implementation`` at the same seed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shlex
 
 import click
 
 from shufflesim.simulator.audit.levels import Level
 from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
+    call_timeout_option,
     build_randomizer,
     check_setting,
     delta0_option,
@@ -48,11 +51,13 @@ np = lazy_module("numpy")
 audit_run = lazy_module("shufflesim.simulator.audit.run")
 audit_claim = lazy_module("shufflesim.simulator.audit.claim")
 audit_tables = lazy_module("shufflesim.simulator.audit.tables")
+audit_grading = lazy_module("shufflesim.simulator.audit.grading")
+audit_report = lazy_module("shufflesim.simulator.audit.report")
 
 ATTACK_HEADER = ("level", "attack", "direction", "delta", "event", "trials", "p0", "p1",
                  "eps_lb", "conf", "exact", "ratio")
 VERDICT_HEADER = ("bound", "kind", "status", "delta", "epsilon", "exact", "empirical", "verdict",
-                  "tightness", "subject")
+                  "p", "holm_p", "strength", "tightness", "subject")
 FIT_HEADER = ("input", "test", "samples", "statistic", "p_value")
 
 
@@ -84,7 +89,9 @@ def render(records: list[dict]) -> str:
         parts.append(render_table([[r["bound"], r["bound_kind"] or "-", r["bound_status"],
                                     _num(r["delta"], 3), _num(r["bound_epsilon"], 5),
                                     _num(r["exact_lower"], 5), _num(r["epsilon_lb"], 5),
-                                    r["verdict"], _num(r["tightness"], 4),
+                                    r["verdict"], _num(r.get("p_value"), 3),
+                                    _num(r.get("adjusted_p_value"), 3),
+                                    r.get("strength") or "-", _num(r["tightness"], 4),
                                     r.get("subject") or "-"] for r in verdicts],
                                   VERDICT_HEADER))
         notes = [f"{r['bound']}: {r['reason']}" for r in verdicts
@@ -172,6 +179,14 @@ def _claim_options(function):
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Root seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the audit rows as JSON records.")
+@click.option("--fail-on-violation", "fail_on", type=float, is_flag=False, flag_value=-1.0,
+              default=None, metavar="[CONFIDENCE]",
+              help="Exit 1 when a verdict on the implementation, the randomizer or a proven "
+                   "bound is violated at CONFIDENCE (Holm-adjusted over this run's verdict "
+                   "rows; default: --confidence). Exit 2 stays for bad input.")
+@click.option("--report", "report_path", default=None, metavar="FILE.md|FILE.html",
+              help="Write a self-contained report (claim, inputs, verdicts, figure, seeds, "
+                   "command to reproduce).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @flag_errors(aliases={"method": "--bound", "attacks": "--attack", "delta": "--delta",
                       "others": "--others", "permute": "--no-permute",
@@ -179,17 +194,23 @@ def _claim_options(function):
                       "support": "--support",
                       "two_stage": "--two-stage", "claim_delta0": "--claim-delta0",
                       "input_offset": "--input-offset", "output_offset": "--output-offset",
-                      "output": "--output"})
+                      "output": "--output", "report": "--report"},
+             when=("claim_epsilon0", {"epsilon0": "--claim-epsilon0",
+                                      "delta0": "--claim-delta0"}))
+@call_timeout_option
 def command(randomizer_name, domain_size, params, epsilon0, delta0, implementation, claim_epsilon0,
             claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
             two_stage, shuffler, support, n, deltas, trials, level, confidence, holdout_fraction,
             shortlist, attacks, x0, x1, x2, others, bounds, no_verdicts, no_permute, seed,
-            as_json, quiet):
+            as_json, fail_on, report_path, quiet):
     """Empirical lower bounds on eps (attacks with Clopper-Pearson confidence) beside the exact
     lower bound and a verdict on every registered bound; with --implementation, of your own
     randomizer code against what it claims."""
     _check_level_options(level, n)
     check_setting(n, None)
+    gate = _gate_confidence(fail_on, confidence)
+    if report_path is not None:
+        audit_report.check_path(report_path)
     claim = None
     randomizer = None
     if claim_epsilon0 is not None:
@@ -229,18 +250,73 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, implementati
     seq = (np.random.SeedSequence(seed) if implementation is None
            else audit_run.implementation_seed(seed))
     report = ProgressReport("auditing", enabled=not quiet, unit="steps")
+    # the user's code prints to stderr (simulator/usercode.py): --json always parses
     with report, report.heartbeat():
         records = audit_run.run_audit(settings, randomizer, n, seq, progress=report,
                                       claim=claim)
-    if as_json:
-        click.echo(json.dumps(audit_tables.to_json_records(records), indent=2))
-        return
     what = randomizer if claim is None else claim.describe()
     if implementation is not None:
         what = f"{implementation} claiming {what!r}" if claim is None else \
             f"{implementation} claiming {what}"
-    click.echo(f"{what}, n = {n}, level = {level}, trials = {trials}")
-    click.echo(render(records))
+    if as_json:
+        click.echo(json.dumps(audit_tables.to_json_records(records), indent=2))
+    else:
+        click.echo(f"{what}, n = {n}, level = {level}, trials = {trials}")
+        click.echo(render(records))
+    if report_path is not None:
+        inputs = {k: v for k, v in dataclasses.asdict(settings).items()
+                  if v not in (None, (), False) or k == "permute"}
+        inputs["n"] = n
+        audit_report.write_report(report_path, records, audit_report.ReportContext(
+            claim=str(what), inputs=inputs, seed=seed,
+            seed_note=("numpy SeedSequence(seed)" if implementation is None else
+                       "numpy SeedSequence(seed, spawn_key=(0, AUDIT_KEY)) "
+                       "(simulator.audit.run.implementation_seed)"),
+            command=_command_line()))
+    if gate is not None:
+        failed = audit_grading.failing(records, gate)
+        if failed:
+            names = ", ".join(sorted({r["bound"] for r in failed}))
+            click.echo(f"audit failed at confidence {gate:g}: violated {names}", err=True)
+            click.get_current_context().exit(1)
+
+
+def _gate_confidence(fail_on: float | None, confidence: float) -> float | None:
+    """The confidence of --fail-on-violation (its flag alone: --confidence), checked."""
+    if fail_on is None:
+        return None
+    gate = confidence if fail_on == -1.0 else fail_on
+    if not 0 < gate < 1:
+        raise UserError(f"--fail-on-violation = {gate:g}: the confidence must lie in (0, 1)")
+    return gate
+
+
+def _command_line() -> str:
+    """The command that reproduces the rows: this one's options that differ from their
+    defaults, without --report (rebuilt from the parsed parameters)."""
+    ctx = click.get_current_context()
+    words = ["shufflesim", "audit"]
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name in ("report_path",):
+            continue
+        value = ctx.params.get(param.name)
+        if value is None or value == param.default or value in ((), False):
+            continue
+        flag = max(param.opts, key=len)
+        if param.is_flag:
+            words.append(flag)
+        elif param.name == "fail_on":
+            words += [flag] if value == -1.0 else [flag, f"{value:g}"]
+        elif param.multiple:
+            for v in value:
+                words += [flag, _word(v)]
+        else:
+            words += [flag, _word(value)]
+    return shlex.join(words)
+
+
+def _word(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _interval(text: str | None) -> tuple[float, float] | None:

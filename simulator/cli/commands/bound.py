@@ -14,19 +14,14 @@ import json
 import click
 
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.simulator.calls import bounds as bound_call
 from shufflesim.simulator.cli.options import (
-    build_randomizer,
-    catalogue,
-    check_setting,
     delta0_option,
     flag_errors,
     parse_params,
     randomizer_options,
     render_table,
-    resolve_methods,
-    with_delta0,
 )
-from shufflesim.simulator.cli.rounds import composed_records
 from shufflesim.simulator.execution.progress import ProgressReport
 
 #: The default table (within 100 columns); --wide adds delta, the full statuses and references.
@@ -39,27 +34,6 @@ STATUS_LEGEND = ("status: approx = approximate (asymptotic constant dropped); cl
                  "relies-on-stronger-clone-reduction (000 Sec. 3.3)")
 BELOW = "BELOW-LB"
 NOT_COMPOSED = "does not compose over rounds:"
-
-
-def records_with_checks(evaluations: list) -> list[dict]:
-    """Each evaluation's record, with ``best_proven_lower`` (the largest lower bound of status
-    ``proven`` computed at this point, or None) and ``below_proven_lower`` (an upper bound
-    strictly below it)."""
-    return check_against_proven_lower([ev.record() for ev in evaluations])
-
-
-def check_against_proven_lower(records: list[dict]) -> list[dict]:
-    """Add ``best_proven_lower`` and ``below_proven_lower`` to bound records (in place)."""
-    lowers = [r["epsilon"] for r in records
-              if r["kind"] == BoundKind.LOWER.value and r["epsilon"] is not None
-              and r["statuses"] == [BoundStatus.PROVEN.value]]
-    best = max(lowers) if lowers else None
-    for r in records:
-        r["best_proven_lower"] = best
-        r["below_proven_lower"] = bool(
-            best is not None and r["kind"] == BoundKind.UPPER.value
-            and r["epsilon"] is not None and r["epsilon"] < best)
-    return records
 
 
 def _number(value) -> str:
@@ -105,20 +79,6 @@ def notes(records: list[dict]) -> list[str]:
     return lines
 
 
-def run_evaluations(randomizer, n: int, delta: float, names: list[str] | None,
-                    quiet: bool) -> list:
-    """The catalogue's evaluation of each bound (every applicable one when ``names`` is None),
-    with progress on stderr."""
-    if names is None:
-        names = [spec.name for spec in catalogue.applicable_bounds(randomizer)]
-    results = []
-    report = ProgressReport("bounds", enabled=not quiet, unit="bounds")
-    with report, report.heartbeat():
-        for name in report.steps(names):
-            results.append(catalogue.evaluate(name, randomizer, n, delta))
-    return results
-
-
 @click.command("bound")
 @randomizer_options
 @click.option("--epsilon0", type=float, required=True, help="Local budget eps0.")
@@ -143,21 +103,11 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, n, delta, me
     An upper bound below the best proven lower bound is marked BELOW-LB (JSON:
     below_proven_lower). For an (eps0, delta0)-LDP randomizer (--delta0), bounds that need a
     pure eps0-LDP randomizer say so instead of a number."""
-    check_setting(n, delta)
-    randomizer = build_randomizer(
-        randomizer_name, epsilon0,
-        with_delta0(randomizer_name, parse_params(domain_size, params), delta0))
-    if rounds == 1:
-        names = resolve_methods(methods)
-        records = records_with_checks(run_evaluations(randomizer, n, delta, names, quiet=quiet))
-        for record in records:
-            record["rounds"] = 1
-    else:
-        names = resolve_methods(methods, composed=True)
-        report = ProgressReport("bounds", enabled=not quiet, unit="bounds")
-        with report, report.heartbeat():
-            records = check_against_proven_lower(
-                composed_records(randomizer, n, delta, rounds, names, report))
+    report = ProgressReport("bounds", enabled=not quiet, unit="bounds")
+    randomizer, records = bound_call.bounds(randomizer_name, epsilon0,
+                                            parse_params(domain_size, params), n, delta,
+                                            delta0=delta0, methods=methods, rounds=rounds,
+                                            progress=report)
     if as_json:
         click.echo(json.dumps(records, indent=2))
         return

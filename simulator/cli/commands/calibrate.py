@@ -7,24 +7,14 @@ import json
 
 import click
 
-from shufflesim.protocols.bounds.result import BoundKind
-from shufflesim.protocols.errors import ParameterError, require
-from shufflesim.simulator.cli.lazy import lazy_module
+from shufflesim.simulator.calls import calibrate as calibrate_call
 from shufflesim.simulator.cli.options import (
-    build_randomizer,
-    catalogue,
-    check_setting,
     flag_errors,
     parse_params,
     randomizer_options,
     render_table,
-    resolve_methods,
 )
-from shufflesim.simulator.cli.rounds import calibrate_rounds, composed_kind, upper_composed_methods
-from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import ProgressReport
-
-calibration = lazy_module("shufflesim.protocols.bounds.calibration")
 
 COLUMNS = ("method", "parameter", "value", "epsilon", "status", "seconds")
 
@@ -49,53 +39,10 @@ def command(randomizer_name, domain_size, params, target_epsilon, delta, n, epsi
             as_json, rounds, quiet):
     """Calibrate eps0 (or n) per bound for a target central (eps, delta), for one round or a
     lifetime of --rounds T."""
-    if (n is None) == (epsilon0 is None):
-        raise UserError("--n / --epsilon0: give exactly one (--n finds eps0, --epsilon0 finds n)")
-    if rounds > 1 and n is None:
-        raise UserError(f"--rounds = {rounds}: calibration over rounds finds the per-round eps0 "
-                        "for a given --n; give --n instead of --epsilon0")
-    check_setting(n, delta)
-    require(0 < target_epsilon < float("inf"), "target_epsilon", target_epsilon,
-            "must be a finite number > 0")
-    kwargs = parse_params(domain_size, params)
-    probe = build_randomizer(randomizer_name, 1.0 if epsilon0 is None else epsilon0, kwargs)
-    names = resolve_methods(methods, composed=rounds > 1)
-    if names is None:
-        names = upper_composed_methods() if rounds > 1 else [
-            s.name for s in catalogue.applicable_bounds(probe) if s.kind is BoundKind.UPPER]
-    for name in names:
-        kind = (composed_kind(name) if rounds > 1 else catalogue.get_bound(name).kind)
-        require(kind is BoundKind.UPPER, "method", name,
-                "calibration needs an upper bound (this one is a lower bound)")
-
-    records = []
     report = ProgressReport("calibrating", enabled=not quiet, unit="bounds")
-    with report, report.heartbeat():
-        for name in report.steps(names):
-            try:
-                if rounds > 1:
-                    records.append(calibrate_rounds(
-                        name, lambda e: build_randomizer(randomizer_name, e, kwargs), n,
-                        target_epsilon, delta, rounds))
-                    continue
-                if epsilon0 is None:
-                    result = calibration.largest_epsilon0(
-                        name, lambda e: build_randomizer(randomizer_name, e, kwargs), n,
-                        target_epsilon, delta)
-                else:
-                    result = calibration.smallest_n(name, probe, target_epsilon, delta)
-            except ParameterError as error:
-                if error.field != "target_epsilon":
-                    raise
-                status = ("" if rounds > 1 else catalogue.get_bound(name).status_label)
-                records.append({"method": name, "parameter": "n" if n is None else "epsilon0",
-                                "value": None, "epsilon": None, "status": status,
-                                "seconds": 0.0, "rounds": rounds, "error": str(error)})
-                continue
-            record = result.record()
-            record["error"] = ""
-            record["rounds"] = 1
-            records.append(record)
+    records = calibrate_call.calibrate(randomizer_name, parse_params(domain_size, params),
+                                       target_epsilon, delta, n=n, epsilon0=epsilon0,
+                                       methods=methods, rounds=rounds, progress=report)
     if as_json:
         click.echo(json.dumps(records, indent=2))
         return

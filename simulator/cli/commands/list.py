@@ -8,70 +8,10 @@ audit's levels and attacks. ``--json`` prints the same as one JSON object.
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, fields
 
 import click
 
-from shufflesim.simulator.audit.levels import Level
-from shufflesim.simulator.cli.lazy import lazy_module
-
-catalogue_module = lazy_module("shufflesim.protocols.bounds.catalogue")
-estimators = lazy_module("shufflesim.protocols.estimators")
-randomizers = lazy_module("shufflesim.protocols.randomizers")
-plugins = lazy_module("shufflesim.simulator.plugins")
-population = lazy_module("shufflesim.simulator.population.base")
-
-LEVEL_DESCRIPTIONS = {
-    Level.RANDOMIZER.value: "one user's randomizer: goodness of fit and an eps0 lower bound",
-    Level.SHUFFLE.value: "the shuffled histogram of n reports: an eps lower bound per delta",
-    Level.PIPELINE.value: "the whole SimPy pipeline (clients, shuffler, analyzer)",
-}
-
-
-def randomizer_parameters(cls: type) -> list[dict]:
-    """Name, required, default of each parameter (epsilon0 comes from the budget)."""
-    out = []
-    for f in fields(cls):
-        required = f.default is MISSING and f.default_factory is MISSING
-        out.append({"name": f.name, "required": required,
-                    "default": None if required else f.default})
-    return out
-
-
-def catalogue() -> dict:
-    """Everything ``list`` shows, as plain JSON-ready data."""
-    named = {}
-    for name in randomizers.randomizer_names():
-        cls = randomizers.randomizer_class(name)
-        named[name] = {
-            "parameters": randomizer_parameters(cls),
-            "output": cls.output_kind,
-            "personalized_budgets": bool(cls.supports_personalized),
-            "aggregate_sampler": bool(cls.has_aggregate_sampler),
-        }
-    bounds = {
-        spec.name: {"kind": spec.kind.value, "status": spec.status_label, "scope": spec.scope,
-                    "regime": spec.regime, "reference": spec.reference,
-                    "delta0": spec.delta0_label}
-        for spec in sorted(catalogue_module.all_bounds(), key=lambda s: s.name)
-    }
-    return {
-        "randomizers": named,
-        "estimators": sorted(set(estimators.estimator_names()) & set(plugins.TARGETS.names())),
-        "data_distributions": {
-            name: population.describe_parameters(cls)
-            for name, cls in sorted(plugins.DATA_DISTRIBUTIONS.items())
-        },
-        "budget_distributions": {
-            name: population.describe_parameters(cls)
-            for name, cls in sorted(plugins.BUDGET_DISTRIBUTIONS.items())
-        },
-        "bounds": bounds,
-        "audit": {
-            "levels": dict(LEVEL_DESCRIPTIONS),
-            "attacks": {spec.name: spec.summary for spec in plugins.ATTACKS.values()},
-        },
-    }
+from shufflesim.simulator.calls.catalogue import catalogue
 
 
 def _format_parameters(parameters: list[dict]) -> str:
@@ -111,6 +51,9 @@ def command(as_json: bool) -> None:
     for name, b in info["bounds"].items():
         click.echo(f"  {name:<{width}}  {b['kind']:<5}  {b['status']}, {b['scope']}")
         click.echo(f"  {'':<{width}}  regime: {b['regime']}; delta0 > 0: {b['delta0']}")
+    click.echo("composed methods over rounds (kind, status; regime):")
+    for name, c in info["composed_methods"].items():
+        click.echo(f"  {name:<{width}}  {c['kind']:<5}  {c['status']}; {c['regime']}")
     click.echo("audit levels:")
     for name, text in info["audit"]["levels"].items():
         click.echo(f"  {name:<12} {text}")

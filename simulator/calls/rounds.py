@@ -1,4 +1,5 @@
-"""``--rounds T`` for ``bound`` and ``calibrate``: bounds over a deployment's lifetime.
+"""Bounds over a deployment's lifetime (``--rounds T`` of ``bound`` and ``calibrate``, the API's
+``rounds=``).
 
 A catalogue bound that composes (a dominating or exact pair with a privacy loss distribution:
 optimal-blanket, exact-lower, fmt21_numerical) is reported as its composed method over T
@@ -13,7 +14,7 @@ import time
 
 from shufflesim.protocols.bounds.result import BoundKind
 from shufflesim.protocols.errors import ParameterError
-from shufflesim.simulator.cli.lazy import lazy_module
+from shufflesim.simulator.lazy import lazy_module
 
 compose = lazy_module("shufflesim.protocols.accounting.compose")
 rounds_calibration = lazy_module("shufflesim.protocols.accounting.calibrate")
