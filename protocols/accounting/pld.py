@@ -232,7 +232,7 @@ def round_plds(model: CountModel, n: int, interval: float, side: str, *,
     return out
 
 
-@functools.lru_cache(maxsize=128)
+@functools.lru_cache(maxsize=16)
 def cached_round_plds(model: CountModel, n: int, interval: float, side: str, tail: float,
                       weak_rtol: float) -> tuple[RoundPLD, ...]:
     """:func:`round_plds` of one round (one direction when the pair is swap-symmetric, both

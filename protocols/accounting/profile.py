@@ -84,7 +84,7 @@ def profile_of(plds) -> RoundProfile:
     return RoundProfile(float(interval), curve)
 
 
-@functools.lru_cache(maxsize=128)
+@functools.lru_cache(maxsize=16)
 def round_profile(model, n: int, interval: float, tail: float, weak_rtol: float) -> RoundProfile:
     """The profile of one round's pessimistic PLD (pld.cached_round_plds), cached."""
     return profile_of(cached_round_plds(model, int(n), float(interval), "upper", float(tail),
