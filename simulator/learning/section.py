@@ -29,7 +29,6 @@ import pyarrow as pa
 from shufflesim.protocols.learning.accounting import BOUND_COLUMNS, RunPrivacy, account_epochs
 from shufflesim.protocols.learning.randomizers import GaussianGradient
 from shufflesim.simulator.errors import ScenarioError, UserError
-from shufflesim.simulator.execution.producers import register_table_producer
 from shufflesim.simulator.learning.data import Dataset, Split, load_dataset, prepare
 from shufflesim.simulator.learning.train import LearningConfig, train_on_split
 from shufflesim.simulator.results.tables import (
@@ -40,6 +39,7 @@ from shufflesim.simulator.results.tables import (
 )
 from shufflesim.simulator.scenario.convert import ParseContext, parse_dataclass
 from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.producers import register_table_producer
 from shufflesim.simulator.scenario.sections import register_section
 
 SECTION = "learning"
