@@ -34,8 +34,8 @@ import click
 from shufflesim.simulator.audit.levels import Level
 from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
-    call_timeout_option,
     build_randomizer,
+    call_timeout_option,
     check_setting,
     delta0_option,
     flag_errors,
