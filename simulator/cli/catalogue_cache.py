@@ -4,7 +4,7 @@ does not import the engine (scipy, pandas, dp_accounting, the audit) to answer.
 Building the catalogue reads every registry, which imports every plug-in (over a second of
 CPU). Its printed forms (text and ``--json``) depend only on the installed code, so they are
 kept in a cache file named by a fingerprint of that code: the path, size and modification time
-of every ``.py`` file of the shufflesim packages, the plug-in declarations as loaded, the
+of every ``.py`` file of the shufflesim packages (the plug-in declarations included), the
 package and Python versions. Any edit to
 the code gives another fingerprint and the catalogue is built again; when a third-party
 plug-in is installed (entry-point group ``shufflesim.plugins``) it is always built (its files
@@ -23,9 +23,7 @@ from pathlib import Path
 
 import shufflesim.protocols
 import shufflesim.simulator
-from shufflesim.protocols import plugins as protocols_plugins
 from shufflesim.protocols.registry import ENTRY_POINT_GROUP
-from shufflesim.simulator import plugins as simulator_plugins
 
 #: Bump when the cached content's format changes.
 FORMAT = 1
@@ -48,8 +46,6 @@ def _package_folders() -> list[Path]:
 def fingerprint() -> str:
     """A digest of the installed code (module docstring)."""
     digest = hashlib.sha256(f"{FORMAT} {sys.version} {shufflesim.simulator.__version__}".encode())
-    for declaration in (protocols_plugins, simulator_plugins):  # as loaded (data only)
-        digest.update(repr([getattr(declaration, n) for n in declaration.__all__]).encode())
     for folder in _package_folders():
         for path in sorted(folder.rglob("*.py")):
             stat = path.stat()
