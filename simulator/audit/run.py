@@ -30,6 +30,7 @@ from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
+from shufflesim.simulator.audit.atoms import atom_rows
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
 from shufflesim.simulator.audit.grading import attach_p_values, grade
@@ -382,6 +383,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     if settings.level is Level.RANDOMIZER:
         audit = audit_randomizer(tested, options, seed, events=events, delta0=claim.delta0)
         return attach_p_values(randomizer_records(audit, context), audit, options) + \
+            atom_rows(tested, seed, options.confidence, context, "randomizer") + \
             _randomizer_attacks(settings, tested, audit.epsilon0, claim.delta0, seed, context,
                                 source)
     require(declared is not None, "implementation", source, "a black box is audited at the "
