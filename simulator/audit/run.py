@@ -35,7 +35,7 @@ from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
 from shufflesim.simulator.audit.grading import attach_p_values, grade
 from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
-from shufflesim.simulator.audit.input_search import search_shuffle
+from shufflesim.simulator.audit.input_search import search_pipeline, search_shuffle
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import MessageShuffler
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
@@ -427,9 +427,14 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
             except ParameterError as error:
                 raise ParameterError("shuffler", settings.shuffler, error.requirement) from None
             shuffler = MessageShuffler(loaded.function, loaded.source)
-        audit = audit_pipeline(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
-                               x2=x2, config=pipeline, permutation=permutation,
-                               progress=progress, shuffler=shuffler)
+        if settings.x0 is None and settings.x1 is None and settings.x2 is None:
+            audit = search_pipeline(tested, n, settings.delta, options, seed, config=pipeline,
+                                    permutation=permutation, shuffler=shuffler,
+                                    progress=progress)  # worst case (input_search.py)
+        else:
+            audit = audit_pipeline(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
+                                   x2=x2, config=pipeline, permutation=permutation,
+                                   progress=progress, shuffler=shuffler)
         bound_n = shuffled_size(n, pipeline)
     records = attack_records(audit, context)
     claimed = f"{declared.name}(eps0 = {float(declared.epsilon0):g})"
