@@ -153,3 +153,43 @@ def test_a_registry_sorts_by_its_declaration_not_by_registration():
     reg._origins["early"] = "shufflesim.protocols.estimators.frequency"
     reg.register("outside", object())
     assert list(reg) == ["early", "late", "outside"]
+
+
+REGISTERING = {"register", "register_attack", "register_estimator", "register_section",
+               "register_table_schema", "register_table_producer", "register_target",
+               "register_data_distribution", "register_budget_distribution"}
+
+
+def _registers_at_import(tree: ast.Module) -> bool:
+    """Whether a module's top level (decorators included) calls a registering function."""
+    for node in tree.body:
+        calls = []
+        if isinstance(node, ast.ClassDef | ast.FunctionDef):
+            calls = [d for d in node.decorator_list]
+        elif isinstance(node, ast.Expr | ast.Assign | ast.AnnAssign | ast.For):
+            calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+        for call in calls:
+            function = call.func if isinstance(call, ast.Call) else call
+            while isinstance(function, ast.Call):
+                function = function.func
+            name = getattr(function, "id", getattr(function, "attr", ""))
+            if name in REGISTERING:
+                return True
+    return False
+
+
+def test_every_module_that_registers_at_import_is_declared():
+    """Read from the source: a plug-in module missing from its declaration would register
+    only when something happens to import it."""
+    listed = set(declared_modules())
+    homes = {ref.partition(":")[0] for ref in REGISTRIES}
+    strays = []
+    for folder in ("protocols", "simulator"):
+        for path in (REPO / folder).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            module = "shufflesim." + ".".join(p for p in parts if p != "__init__")
+            if module in listed or module in homes:
+                continue
+            if _registers_at_import(ast.parse(path.read_text())):
+                strays.append(module)
+    assert not strays, f"add these to protocols/plugins.py or simulator/plugins.py: {strays}"
