@@ -36,6 +36,8 @@ _LAZY: dict[str, str] = {
     "bounds": "shufflesim._bounds",
     "calibrate": "shufflesim._bounds",
     "catalogue": "shufflesim._catalogue",
+    "compose": "shufflesim._compose",
+    "run": "shufflesim._run",
     # --- issue 30 adds here: "design": "shufflesim._design",
 }
 
@@ -45,14 +47,18 @@ __all__ = [
     "bounds",
     "calibrate",
     "catalogue",
+    "compose",
     "estimator",
     "randomizer",
+    "run",
 ]
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
     from shufflesim._bounds import bounds, calibrate
     from shufflesim._catalogue import catalogue
+    from shufflesim._compose import compose
     from shufflesim._randomizer import estimator, randomizer
+    from shufflesim._run import run
 
 
 def __getattr__(name: str):

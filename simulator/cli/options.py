@@ -81,11 +81,12 @@ def parse_params(domain_size: int | None, params: tuple[str, ...]) -> dict:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise UserError(f"--param = {item!r}: expected KEY=VALUE")
-        out[key.strip()] = _parse_value(text.strip())
+        out[key.strip()] = parse_value(text.strip())
     return out
 
 
-def _parse_value(text: str):
+def parse_value(text: str):
+    """A --param value: int, float, true/false, none/null, else the text."""
     for convert in (int, float):
         try:
             return convert(text)
