@@ -159,7 +159,8 @@ def grade(records: list[dict], confidence: float) -> list[dict]:
         r["adjusted_p_value"] = float(q)
         violated = q < alpha
         r["verdict"] = VIOLATED if violated else CONSISTENT
-        exact = p == 0 and r.get("subject") == "bound"  # tables.verdict_records
+        # exact findings: tables.verdict_records, a shuffler's permutation check
+        exact = p == 0 and (r.get("subject") == "bound" or r.get("bound_status") == "checked")
         r["strength"] = strength(float(q), alpha, violated, exact)
         scope = f"{METHOD}-adjusted p = {q:.3g} over {m} verdict row(s)"
         if was == VIOLATED and not violated:

@@ -57,6 +57,7 @@ from shufflesim.simulator.audit.attacks import (
 )
 from shufflesim.simulator.audit.groups import OutputGroups, output_groups
 from shufflesim.simulator.audit.levels import Level, register_attack
+from shufflesim.simulator.audit.message_shuffler import MessageShuffler
 from shufflesim.simulator.audit.randomizer_level import FitResult, chi_square_fit
 from shufflesim.simulator.audit.sampling import child, chunk_sizes
 from shufflesim.simulator.audit.shuffle_level import (
@@ -70,6 +71,8 @@ from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.pipeline import PipelineConfig, run_pipeline, uniform_permutation
 from shufflesim.simulator.pipeline.clients import messages_per_client
 
+#: Spawn keys of a user shuffler's generator and of the audit's reference permutations.
+SHUFFLER_KEY = 0x5F1
 #: Rounds per pipeline run (bounded memory: the run keeps rounds x n reports).
 ROUNDS_PER_RUN = 500
 
@@ -155,13 +158,16 @@ def audit_pipeline(
     *, x0, x1, x2, config: PipelineConfig | None = None,
     permutation: Callable = uniform_permutation, with_exact: bool = True,
     progress: Callable[[int, int], None] | None = None, cover_domain: bool | None = None,
+    shuffler: MessageShuffler | None = None,
 ) -> AttackAudit:
     """Audit the pipeline (module docstring); ``options.attacks`` may include "order".
 
     ``permutation`` replaces the shuffler's permutation (fault injection, e.g.
-    :func:`identity_permutation`, or a user's shuffler); ``cover_domain`` (default: for an
-    implementation under test with a categorical domain) cycles the others' inputs through
-    the domain."""
+    :func:`identity_permutation`); ``shuffler``: a user's shuffler that sees the messages
+    (message_shuffler.MessageShuffler: the pipeline releases in arrival order, the shuffler
+    releases each batch, and its checks are tallied on the object); ``cover_domain`` (default:
+    for an implementation under test with a categorical domain) cycles the others' inputs
+    through the domain."""
     start = time.perf_counter()
     deltas = check_deltas(deltas)
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
@@ -210,7 +216,13 @@ def audit_pipeline(
                 rng = np.random.default_rng(child(seq, w, phase, c))
                 result = run_pipeline(randomizer, values[w],
                                       dataclasses.replace(config, rounds=rounds), rng,
-                                      keep_outputs=True, permutation=permutation)
+                                      keep_outputs=True, permutation=(
+                                          permutation if shuffler is None
+                                          else identity_permutation))
+                if shuffler is not None:
+                    result = shuffler.shuffle_run(
+                        result, np.random.default_rng(child(seq, w, phase, c, SHUFFLER_KEY)),
+                        np.random.default_rng(child(seq, w, phase, c, SHUFFLER_KEY + 1)))
                 hist, order = _round_statistics(result, groups, randomizer, rounds,
                                                 None if fit_state is None else fit_state[w])
                 chunk = RoundChunk(n, hist, order)

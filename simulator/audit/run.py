@@ -34,7 +34,8 @@ from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_gro
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.grading import Evidence, grade
 from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
-from shufflesim.simulator.audit.loading import load_implementation, shuffler_permutation
+from shufflesim.simulator.audit.loading import load_implementation
+from shufflesim.simulator.audit.message_shuffler import MessageShuffler
 from shufflesim.simulator.usercode import UserFunction
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
 from shufflesim.simulator.audit.pipeline_level import (
@@ -398,6 +399,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
             "a claimed randomizer")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
     multi = is_multi_message(declared) and settings.level is Level.SHUFFLE
+    shuffler = None
     if not multi:
         require_finite_groups(declared)
         x0, x1, x2 = _triple(settings, declared, n)
@@ -422,19 +424,21 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
         permutation = uniform_permutation if settings.permute else identity_permutation
         if settings.shuffler is not None:
             try:
-                shuffler = load_implementation(settings.shuffler).function
+                loaded = load_implementation(settings.shuffler)
             except ParameterError as error:
                 raise ParameterError("shuffler", settings.shuffler, error.requirement) from None
-            permutation = shuffler_permutation(shuffler, settings.shuffler)
+            shuffler = MessageShuffler(loaded.function, loaded.source)
         audit = audit_pipeline(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
                                x2=x2, config=pipeline, permutation=permutation,
-                               progress=progress)
+                               progress=progress, shuffler=shuffler)
         bound_n = shuffled_size(n, pipeline)
     records = attack_records(audit, context)
     claimed = f"{declared.name}(eps0 = {float(declared.epsilon0):g})"
     level = settings.level.value
     own = [fit_verdict(audit.fit_p_value, options.confidence, claimed, len(audit.fits),
                        "pooled reports")]
+    if shuffler is not None:  # the user's shuffler: permutation and order checks
+        own += shuffler.verdicts(options.confidence)
     bound_rows = []
     no_bounds = settings.bounds is not None and len(settings.bounds) == 0
     for delta in () if no_bounds else settings.delta:  # bounds = (): no bound verdicts

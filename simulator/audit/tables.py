@@ -196,7 +196,8 @@ def implementation_records(verdicts: Iterable[ImplementationVerdict], context: M
     out = []
     for v in verdicts:
         values = dict(level=level, row_type="verdict", bound=v.bound, bound_kind="claim",
-                      bound_status="claimed", bound_epsilon=v.bound_epsilon,
+                      bound_status="checked" if v.exact else "claimed",
+                      bound_epsilon=v.bound_epsilon,
                       epsilon_lb=v.epsilon_lb, confidence=v.confidence, p_value=v.p_value,
                       verdict=v.verdict, reason=v.sentence, seconds=seconds, note=note,
                       subject=SUBJECT_IMPLEMENTATION, implementation=implementation)

@@ -154,6 +154,8 @@ class ImplementationVerdict:
     bound_epsilon: float | None = None
     p_value: float | None = None
     delta: float | None = None
+    #: found by an exact check, not a statistical test (a shuffler's permutation check)
+    exact: bool = False
 
     @property
     def bound(self) -> str:
