@@ -45,8 +45,8 @@ def test_heterogeneous_rounds_equal_the_command_and_the_scenario(tmp_path):
     fmt, basic, lower = table.epsilon
     assert lower <= fmt < basic <= 300 * 1.0 + 65 * 0.5
     section = ('delta = 1e-6\nmethods = ["fmt21-clone", "basic", "exact-lower"]\nrounds = ['
-               + ", ".join("{ randomizer = \"krr\", epsilon0 = %s, domain_size = 2, n = %d, "
-                           "repeat = %d }" % (p["epsilon0"], p["n"], p["repeat"]) for p in YEAR)
+               + ", ".join(f'{{ randomizer = "krr", epsilon0 = {p["epsilon0"]}, domain_size = 2, '
+                           f'n = {p["n"]}, repeat = {p["repeat"]} }}' for p in YEAR)
                + "]")
     scenario = parse_scenario(SCENARIO.format(section=section), tmp_path)
     out = shufflesim.run(scenario.text)["compose"]
@@ -74,7 +74,8 @@ def test_one_round_modes_equal_the_command():
                        "--json", "-q")
     assert rows(par) == untimed(records)
     assert par.epsilon[1] <= par.epsilon[0] <= 1.0
-    joint = shufflesim.compose(parts[:1] * 2, delta=1e-6, mode="joint", n=200)
+    krr = {"randomizer": "krr", "epsilon0": 1.0, "domain_size": 2}
+    joint = shufflesim.compose([krr, krr], delta=1e-6, mode="joint", n=200)
     assert joint.epsilon[1] <= joint.epsilon[0] <= 2.0 + 1e-12
 
 

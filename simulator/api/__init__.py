@@ -31,6 +31,7 @@ from shufflesim.simulator import __version__  # noqa: E402  (after the guard)
 
 #: Public name -> the private module that defines it (imported on first use).
 _LAZY: dict[str, str] = {
+    "audit": "shufflesim._audit",
     "randomizer": "shufflesim._randomizer",
     "estimator": "shufflesim._randomizer",
     "bounds": "shufflesim._bounds",
@@ -44,6 +45,7 @@ _LAZY: dict[str, str] = {
 #: The public names (tests/test_api.py: exactly the names of _LAZY and __version__).
 __all__ = [
     "__version__",
+    "audit",
     "bounds",
     "calibrate",
     "catalogue",
@@ -54,6 +56,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from shufflesim._audit import audit
     from shufflesim._bounds import bounds, calibrate
     from shufflesim._catalogue import catalogue
     from shufflesim._compose import compose

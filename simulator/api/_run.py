@@ -32,7 +32,7 @@ def run(scenario: str | Path | Mapping, /, out: str | Path | None = None, *,
     ...     "randomizer": {"name": "krr", "domain_size": 4},
     ...     "estimator": {"name": "frequency"}}, workers=1)
     >>> sorted(tables), len(tables["utility"])
-    (['utility'], 2)
+    (['utility'], 16)
     >>> tables["utility"].attrs["seed"]
     '1'
     """
