@@ -43,7 +43,9 @@ from shufflesim.simulator.population import budgets, data, files, points  # noqa
 from shufflesim.simulator.population.base import BUDGET_DISTRIBUTIONS, DATA_DISTRIBUTIONS
 from shufflesim.simulator.results.tables import TABLE_SCHEMAS
 from shufflesim.simulator.scenario import bounds  # noqa: F401
+from shufflesim.simulator.scenario import calibrate as calibrate_section  # noqa: F401
 from shufflesim.simulator.scenario import compose as compose_section  # noqa: F401  ([compose])
+from shufflesim.simulator.scenario import rdp as rdp_section  # noqa: F401  ([rdp])
 from shufflesim.simulator.scenario.sections import SECTIONS
 
 __all__ = ["ATTACKS", "BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "PRODUCERS", "SECTIONS",

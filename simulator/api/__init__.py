@@ -33,6 +33,7 @@ from shufflesim.simulator import __version__  # noqa: E402  (after the guard)
 _LAZY: dict[str, str] = {
     "audit": "shufflesim._audit",
     "randomizer": "shufflesim._randomizer",
+    "rdp": "shufflesim._rdp",
     "estimator": "shufflesim._randomizer",
     "bounds": "shufflesim._bounds",
     "calibrate": "shufflesim._bounds",
@@ -52,6 +53,7 @@ __all__ = [
     "compose",
     "estimator",
     "randomizer",
+    "rdp",
     "run",
 ]
 
@@ -61,6 +63,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from shufflesim._catalogue import catalogue
     from shufflesim._compose import compose
     from shufflesim._randomizer import estimator, randomizer
+    from shufflesim._rdp import rdp
     from shufflesim._run import run
 
 

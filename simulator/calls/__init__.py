@@ -10,5 +10,5 @@ and takes an optional ``progress`` report (simulator.execution.progress).
 """
 
 #: The public API: the package's modules (import the one you need).
-__all__ = ["audit", "bounds", "calibrate", "catalogue", "compose", "rounds", "run", "setting",
-           "toml_text"]
+__all__ = ["audit", "bounds", "calibrate", "catalogue", "compose", "rdp", "rounds", "run",
+           "setting", "toml_text"]
