@@ -17,7 +17,7 @@ from scipy import integrate, stats
 from shufflesim.protocols.randomizers import make_randomizer, randomizer_class, randomizer_names
 from shufflesim.simulator.batch.metrics import FrequencyTarget, MeanTarget, SumTarget
 from shufflesim.simulator.batch.run import BatchSetup, run_unit, sorted_values
-from shufflesim.simulator.batch.targets import target_names
+from shufflesim.simulator.batch.targets import TARGETS
 from shufflesim.simulator.errors import ScenarioError
 from shufflesim.simulator.execution.runner import run_scenario
 from shufflesim.simulator.execution.simulation import execute_unit, plan_units
@@ -94,7 +94,7 @@ def run(setup, reps, seed):
 # Metrics
 # ---------------------------------------------------------------------------------------------
 def test_targets_and_metric_definitions():
-    assert {"frequency", "mean", "sum"} <= set(target_names())
+    assert {"frequency", "mean", "sum"} <= set(TARGETS.names())
     estimate = np.array([[0.5, 0.2, 0.3], [0.0, 0.0, 1.0]])
     truth = np.array([0.4, 0.4, 0.2])
     metrics = FrequencyTarget().metrics(estimate, truth)

@@ -10,7 +10,8 @@ from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.registry import Registry
 
 #: Every randomizer class, by its ``name``.
-RANDOMIZERS: Registry[type] = Registry("randomizer", field="randomizer.name")
+RANDOMIZERS: Registry[type] = Registry("randomizer", field="randomizer.name",
+                                       declared="shufflesim.protocols.plugins:RANDOMIZERS")
 
 
 def register(cls: type) -> type:

@@ -39,7 +39,8 @@ def audit(*, trials: int, randomizer_name: str | None = None, epsilon0: float | 
           support=None, n: int | None = None, deltas=(), level: str = "shuffle",
           confidence: float = 0.95, holdout_fraction: float | None = None,
           shortlist: int | None = None, attacks=None, x0=None, x1=None, x2=None, others=None,
-          bounds=None, verdicts: bool = True, permute: bool = True, seed: int = 0,
+          bounds=None, verdicts: bool = True, permute: bool = True, fresh_devices=None,
+          seed: int = 0,
           progress=None):
     """Run one audit: (randomizer or None, claim or None, AuditSettings, records), the records
     being the rows of the ``audit`` table (``row_type`` attack, fit or verdict).
@@ -80,7 +81,7 @@ def audit(*, trials: int, randomizer_name: str | None = None, epsilon0: float | 
         bounds=None if names is None else tuple(names), permute=permute,
         implementation=implementation, input_offset=input_offset, output_offset=output_offset,
         vectorized=vectorized, two_stage=two_stage, shuffler=shuffler,
-        claim_delta0=claim_delta0, support=support)
+        claim_delta0=claim_delta0, support=support, fresh_devices=fresh_devices)
     if implementation is None:
         for flag, value in (("--shuffler", shuffler), ("--two-stage", two_stage or None),
                             ("--not-vectorized", None if vectorized is None else True)):

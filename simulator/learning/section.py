@@ -26,10 +26,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from shufflesim.protocols.learning.accounting import BOUND_COLUMNS, RunPrivacy, account
+from shufflesim.protocols.learning.accounting import BOUND_COLUMNS, RunPrivacy, account_epochs
 from shufflesim.protocols.learning.randomizers import GaussianGradient
 from shufflesim.simulator.errors import ScenarioError, UserError
-from shufflesim.simulator.execution.producers import register_table_producer
 from shufflesim.simulator.learning.data import Dataset, Split, load_dataset, prepare
 from shufflesim.simulator.learning.train import LearningConfig, train_on_split
 from shufflesim.simulator.results.tables import (
@@ -40,6 +39,7 @@ from shufflesim.simulator.results.tables import (
 )
 from shufflesim.simulator.scenario.convert import ParseContext, parse_dataclass
 from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.producers import register_table_producer
 from shufflesim.simulator.scenario.sections import register_section
 
 SECTION = "learning"
@@ -201,11 +201,11 @@ def run_repetition(section: LearningSection, budget, seed: np.random.SeedSequenc
                              section.delta, section.delta0 if sigma is not None else 0.0,
                              sigma, sensitivity or 0.0, client_sensitivity=2.0 * section.clip)
     rows = []
-    for row in result.rows:
-        if privacy is None:
-            bounds, note = dict.fromkeys(BOUND_COLUMNS), "no randomizer: no privacy"
-        else:
-            bounds, note = account(privacy, int(row["epoch"]))
+    if privacy is None:
+        accounts = [(dict.fromkeys(BOUND_COLUMNS), "no randomizer: no privacy")] * len(result.rows)
+    else:
+        accounts = account_epochs(privacy, [int(row["epoch"]) for row in result.rows])
+    for row, (bounds, note) in zip(result.rows, accounts, strict=True):
         rows.append({**row, **{f"epsilon_{k}": v for k, v in bounds.items()},
                      "accounting_note": note})
     private = section.randomizer != "none"

@@ -137,6 +137,11 @@ def _claim_options(function):
                    "others' from the declared law.")
 @click.option("--shuffler", default=None, metavar="FILE.py:FUNCTION|MODULE:FUNCTION",
               help="Pipeline level: your shuffler (messages, rng) -> messages.")
+@click.option("--fresh-devices", "fresh_devices", type=int, is_flag=False, flag_value=4,
+              default=None, metavar="[DEVICES]",
+              help="Also run the implementation in DEVICES (default 4) fresh processes, one "
+                   "batch each, and test whether its randomness repeats across them "
+                   "(import-time seeding, a fixed key).")
 @click.option("--support", default=None, metavar="FILE.py:FUNCTION|MODULE:FUNCTION",
               help="Randomizer level, --attack search: your frequency oracle's decoder "
                    "(reports, x) -> bool array (local hashing needs it).")
@@ -185,7 +190,7 @@ def _claim_options(function):
 @flag_errors(aliases={"method": "--bound", "attacks": "--attack", "delta": "--delta",
                       "others": "--others", "permute": "--no-permute",
                       "implementation": "--implementation", "shuffler": "--shuffler",
-                      "support": "--support",
+                      "support": "--support", "fresh_devices": "--fresh-devices",
                       "two_stage": "--two-stage", "claim_delta0": "--claim-delta0",
                       "input_offset": "--input-offset", "output_offset": "--output-offset",
                       "output": "--output", "report": "--report"},
@@ -194,8 +199,8 @@ def _claim_options(function):
 @call_timeout_option
 def command(randomizer_name, domain_size, params, epsilon0, delta0, implementation, claim_epsilon0,
             claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
-            two_stage, shuffler, support, n, deltas, trials, level, confidence, holdout_fraction,
-            shortlist, attacks, x0, x1, x2, others, bounds, no_verdicts, no_permute, seed,
+            two_stage, shuffler, fresh_devices, support, n, deltas, trials, level, confidence,
+            holdout_fraction, shortlist, attacks, x0, x1, x2, others, bounds, no_verdicts, no_permute, seed,
             as_json, fail_on, report_path, quiet):
     """Empirical lower bounds on eps (attacks with Clopper-Pearson confidence) beside the exact
     lower bound and a verdict on every registered bound; with --implementation, of your own
@@ -214,7 +219,7 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, implementati
         support=support, n=n, deltas=deltas, level=level, confidence=confidence,
         holdout_fraction=holdout_fraction, shortlist=shortlist, attacks=attacks, x0=x0, x1=x1,
         x2=x2, others=_probabilities(others), bounds=bounds, verdicts=not no_verdicts,
-        permute=not no_permute, seed=seed, progress=report)
+        permute=not no_permute, fresh_devices=fresh_devices, seed=seed, progress=report)
     what = randomizer if claim is None else claim.describe()
     if implementation is not None:
         what = f"{implementation} claiming {what!r}" if claim is None else \
