@@ -27,7 +27,6 @@ import pyarrow as pa
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.simulator.calls import compose as compose_call
 from shufflesim.simulator.errors import ScenarioError
-from shufflesim.simulator.execution.producers import register_table_producer
 from shufflesim.simulator.results.tables import (
     POINT_COLUMNS,
     TABLE_SCHEMAS,
@@ -36,6 +35,7 @@ from shufflesim.simulator.results.tables import (
 )
 from shufflesim.simulator.scenario.convert import ParseContext
 from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.producers import register_table_producer
 from shufflesim.simulator.scenario.sections import register_section
 
 SECTION = "compose"

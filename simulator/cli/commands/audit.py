@@ -200,8 +200,8 @@ def _claim_options(function):
 def command(randomizer_name, domain_size, params, epsilon0, delta0, implementation, claim_epsilon0,
             claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
             two_stage, shuffler, fresh_devices, support, n, deltas, trials, level, confidence,
-            holdout_fraction, shortlist, attacks, x0, x1, x2, others, bounds, no_verdicts, no_permute, seed,
-            as_json, fail_on, report_path, quiet):
+            holdout_fraction, shortlist, attacks, x0, x1, x2, others, bounds, no_verdicts,
+            no_permute, seed, as_json, fail_on, report_path, quiet):
     """Empirical lower bounds on eps (attacks with Clopper-Pearson confidence) beside the exact
     lower bound and a verdict on every registered bound; with --implementation, of your own
     randomizer code against what it claims."""
