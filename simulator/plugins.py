@@ -28,9 +28,9 @@ SECTIONS: tuple[str, ...] = tuple(_S + m for m in (
     "learning.section",
     "pipeline.section",
     "scenario.bounds",
-    "scenario.calibrate",
-    "scenario.compose",
-    "scenario.rdp",
+    "calls.calibrate_section",
+    "calls.compose_section",
+    "calls.rdp_section",
 ))
 
 #: Result tables' schemas (simulator/results/tables.py, ``TABLE_SCHEMAS``).
@@ -39,9 +39,9 @@ TABLES: tuple[str, ...] = tuple(_S + m for m in (
     "audit.section",
     "learning.section",
     "scenario.bounds",
-    "scenario.calibrate",
-    "scenario.compose",
-    "scenario.rdp",
+    "calls.calibrate_section",
+    "calls.compose_section",
+    "calls.rdp_section",
     "pipeline.unit",
     "design.output",
 ))
@@ -51,9 +51,9 @@ PRODUCERS: tuple[str, ...] = tuple(_S + m for m in (
     "audit.section",
     "learning.section",
     "scenario.bounds",
-    "scenario.calibrate",
-    "scenario.compose",
-    "scenario.rdp",
+    "calls.calibrate_section",
+    "calls.compose_section",
+    "calls.rdp_section",
 ))
 
 #: Estimator targets (simulator/batch/targets.py, ``TARGETS``).
