@@ -32,15 +32,16 @@ from shufflesim.simulator import __version__  # noqa: E402  (after the guard)
 #: Public name -> the private module that defines it (imported on first use).
 _LAZY: dict[str, str] = {
     "audit": "shufflesim._audit",
-    "randomizer": "shufflesim._randomizer",
-    "rdp": "shufflesim._rdp",
-    "estimator": "shufflesim._randomizer",
     "bounds": "shufflesim._bounds",
     "calibrate": "shufflesim._bounds",
     "catalogue": "shufflesim._catalogue",
     "compose": "shufflesim._compose",
+    "estimator": "shufflesim._randomizer",
+    "plot": "shufflesim._plot",
+    "randomizer": "shufflesim._randomizer",
+    "rdp": "shufflesim._rdp",
     "run": "shufflesim._run",
-    # --- issue 30 adds here: "design": "shufflesim._design",
+    # --- issue 30 (design command) adds its name here: "design": "shufflesim._design",
 }
 
 #: The public names (tests/test_api.py: exactly the names of _LAZY and __version__).
@@ -52,6 +53,7 @@ __all__ = [
     "catalogue",
     "compose",
     "estimator",
+    "plot",
     "randomizer",
     "rdp",
     "run",
@@ -62,6 +64,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from shufflesim._bounds import bounds, calibrate
     from shufflesim._catalogue import catalogue
     from shufflesim._compose import compose
+    from shufflesim._plot import plot
     from shufflesim._randomizer import estimator, randomizer
     from shufflesim._rdp import rdp
     from shufflesim._run import run

@@ -13,4 +13,4 @@ and takes an optional ``progress`` report (simulator.execution.progress).
 
 #: The public API: the package's modules (import the one you need).
 __all__ = ["audit", "bounds", "calibrate", "calibrate_section", "catalogue", "compose",
-           "compose_section", "rdp", "rdp_section", "rounds", "run", "setting", "toml_text"]
+           "compose_section", "plot", "rdp", "rdp_section", "rounds", "run", "setting", "toml_text"]
