@@ -148,6 +148,7 @@ def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
         loaded = loaded.with_seed(seed)
     kind = executor or (DASK if scheduler is not None else LOCAL)
     run_dir = out_dir / loaded.name
+    cost.apply_scenario_limits(loaded)
     estimate = cost.check(cost.run_cost(loaded), workers or default_workers())
     try:
         with make_executor(kind, workers, scheduler) as pool, \
