@@ -28,6 +28,7 @@ SECTIONS: tuple[str, ...] = tuple(_S + m for m in (
     "learning.section",
     "pipeline.section",
     "scenario.bounds",
+    "scenario.limits",
     "calls.calibrate_section",
     "calls.compose_section",
     "calls.rdp_section",

@@ -36,12 +36,12 @@ _LAZY: dict[str, str] = {
     "calibrate": "shufflesim._bounds",
     "catalogue": "shufflesim._catalogue",
     "compose": "shufflesim._compose",
+    "design": "shufflesim._design",
     "estimator": "shufflesim._randomizer",
     "plot": "shufflesim._plot",
     "randomizer": "shufflesim._randomizer",
     "rdp": "shufflesim._rdp",
     "run": "shufflesim._run",
-    # --- issue 30 (design command) adds its name here: "design": "shufflesim._design",
 }
 
 #: The public names (tests/test_api.py: exactly the names of _LAZY and __version__).
@@ -52,6 +52,7 @@ __all__ = [
     "calibrate",
     "catalogue",
     "compose",
+    "design",
     "estimator",
     "plot",
     "randomizer",
@@ -64,6 +65,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from shufflesim._bounds import bounds, calibrate
     from shufflesim._catalogue import catalogue
     from shufflesim._compose import compose
+    from shufflesim._design import design
     from shufflesim._plot import plot
     from shufflesim._randomizer import estimator, randomizer
     from shufflesim._rdp import rdp

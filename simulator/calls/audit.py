@@ -1,11 +1,13 @@
 """The ``audit`` capability: attack-based lower bounds with confidence, and verdicts on every
 bound, for a registered randomizer or for the user's own implementation (against a named
 randomizer or a black-box claim). ``shufflesim audit`` (which adds parsing, printing, the
-report file and the exit-code gate) and ``shufflesim.audit`` both call :func:`audit`; a
+report file and the exit-code gate) and ```shufflesim.audit`` both call :func:`prepare` and :func:`run_prepared`; a
 scenario's ``[audit]`` section runs the same ``run_audit`` per sweep point.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from shufflesim.simulator.audit.levels import Level
 from shufflesim.simulator.calls.bounds import silent
@@ -16,6 +18,7 @@ from shufflesim.simulator.lazy import lazy_module
 np = lazy_module("numpy")
 audit_run = lazy_module("shufflesim.simulator.audit.run")
 audit_claim = lazy_module("shufflesim.simulator.audit.claim")
+cost = lazy_module("shufflesim.simulator.cost")
 
 
 def check_level_options(level: str, n: int | None) -> None:
@@ -30,7 +33,19 @@ def check_level_options(level: str, n: int | None) -> None:
                         "together)")
 
 
-def audit(*, trials: int, randomizer_name: str | None = None, epsilon0: float | None = None,
+@dataclass(frozen=True)
+class PreparedAudit:
+    """An audit checked and costed, not yet run (:func:`prepare`)."""
+
+    randomizer: object
+    claim: object
+    settings: object
+    n: int | None
+    seed_sequence: object
+    estimate: object
+
+
+def prepare(*, trials: int, randomizer_name: str | None = None, epsilon0: float | None = None,
           params: dict | None = None, delta0: float | None = None, implementation=None,
           claim_epsilon0: float | None = None, claim_delta0: float = 0.0,
           interval: tuple[float, float] | None = None, domain_size: int | None = None,
@@ -41,9 +56,9 @@ def audit(*, trials: int, randomizer_name: str | None = None, epsilon0: float | 
           shortlist: int | None = None, attacks=None, x0=None, x1=None, x2=None, others=None,
           bounds=None, verdicts: bool = True, permute: bool = True, fresh_devices=None,
           seed: int = 0,
-          progress=None):
-    """Run one audit: (randomizer or None, claim or None, AuditSettings, records), the records
-    being the rows of the ``audit`` table (``row_type`` attack, fit or verdict).
+          ) -> PreparedAudit:
+    """Every check of one audit, and its cost (simulator.cost: refused with a remedy when it
+    cannot finish within the limits), without running it.
 
     ``implementation``: None (audit the project's sampler of the randomizer), a callable
     ``(values, rng) -> reports``, or ``FILE.py:FUNCTION`` / ``MODULE:FUNCTION``; it claims the
@@ -87,11 +102,27 @@ def audit(*, trials: int, randomizer_name: str | None = None, epsilon0: float | 
                             ("--not-vectorized", None if vectorized is None else True)):
             if value is not None:
                 raise UserError(f"{flag} applies to an audit of --implementation")
+    outputs = getattr(randomizer, "output_size", None) if randomizer is not None else None
+    estimate = cost.check(cost.audit_cost(level, trials, n, outputs, implementation is not None))
     seq = (np.random.SeedSequence(seed) if implementation is None
            else audit_run.implementation_seed(seed))
+    return PreparedAudit(randomizer, claim, settings, n, seq, estimate)
+
+
+def run_prepared(prepared: PreparedAudit, progress=None) -> list[dict]:
+    """Run a prepared audit: the rows of the ``audit`` table (``row_type`` attack, fit or
+    verdict)."""
     report = progress or silent("auditing", "steps")
     # the user's code prints to stderr (simulator/usercode.py): --json always parses
     with report, report.heartbeat():
-        records = audit_run.run_audit(settings, randomizer, n, seq, progress=report,
-                                      claim=claim)
-    return randomizer, claim, settings, records
+        return audit_run.run_audit(prepared.settings, prepared.randomizer, prepared.n,
+                                   prepared.seed_sequence, progress=report,
+                                   claim=prepared.claim)
+
+
+def audit(*, progress=None, **options):
+    """:func:`prepare` then :func:`run_prepared`: (randomizer or None, claim or None,
+    AuditSettings, records). ``options`` are :func:`prepare`'s."""
+    prepared = prepare(**options)
+    records = run_prepared(prepared, progress)
+    return prepared.randomizer, prepared.claim, prepared.settings, records

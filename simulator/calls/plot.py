@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from shufflesim.simulator.lazy import lazy_module
 
 plotting = lazy_module("shufflesim.simulator.plotting")
+#: The modules that register the result tables' schemas (plot checks tables against them).
+SCHEMA_MODULES = ("shufflesim.simulator.plugins", "shufflesim.simulator.pipeline.unit")
 
 
 def plot(results_dir: Path | str, out: Path | str | None = None
@@ -17,6 +20,8 @@ def plot(results_dir: Path | str, out: Path | str | None = None
     files go (default: each run's ``plots/``; with several runs into one ``out`` the names
     start with the run's name). Needs matplotlib (the ``plot`` extra)."""
     plotting.require_matplotlib()
+    for name in SCHEMA_MODULES:
+        importlib.import_module(name)
     runs = plotting.find_runs(Path(results_dir))
     written, empty = [], []
     for run in runs:

@@ -11,8 +11,10 @@ from pathlib import Path
 
 from shufflesim.simulator.calls.toml_text import to_toml
 from shufflesim.simulator.errors import UserError
-from shufflesim.simulator.execution.executors import DASK, LOCAL, make_executor
+from shufflesim.simulator.execution.executors import DASK, LOCAL, default_workers, make_executor
 from shufflesim.simulator.lazy import lazy_module
+
+cost = lazy_module("shufflesim.simulator.cost")
 
 results = lazy_module("shufflesim.simulator.results.tables")
 resume = lazy_module("shufflesim.simulator.execution.resume")
@@ -38,15 +40,26 @@ def load(scenario, seed: int | None = None):
     return loaded if seed is None else loaded.with_seed(seed)
 
 
+def plan(loaded, workers: int | None = None):
+    """Cost before work (simulator.cost): the scenario's own limits applied, its time and
+    memory estimated and checked (a run that cannot finish within the limits is refused with
+    a remedy). Returns the estimate."""
+    cost.apply_scenario_limits(loaded)
+    return cost.check(cost.run_cost(loaded), workers or default_workers())
+
+
 def execute(loaded, out: Path | str | None = None, *, workers: int | None = None,
             executor: str | None = None, scheduler: str | None = None, progress=None):
-    """Run ``loaded``: (tables, run directory or None). With ``out`` the units' part files go
-    to ``out/<name>/.parts`` (an interrupted run resumes from them); without, nothing is
-    written."""
+    """Run ``loaded`` (after :func:`plan`): (tables, run directory or None). With ``out`` the
+    units' part files go to ``out/<name>/.parts`` (an interrupted run resumes from them);
+    without, nothing is written."""
     kind = executor or (DASK if scheduler is not None else LOCAL)
     run_dir = None if out is None else Path(out) / loaded.name
     with make_executor(kind, workers, scheduler) as pool:
-        tables = runner.run_scenario(loaded, progress=progress, executor=pool, run_dir=run_dir)
+        tables = runner.run_scenario(
+            loaded, progress=progress, executor=pool, run_dir=run_dir,
+            memory_per_worker=cost.memory_per_worker(min(pool.workers,
+                                                         loaded.total_repetitions)))
     return tables, run_dir
 
 
@@ -68,6 +81,7 @@ def run(scenario, out: Path | str | None = None, *, seed: int | None = None,
     """Load, run and (with ``out``) write: (Scenario, {table name: pyarrow Table}, written
     paths)."""
     loaded = load(scenario, seed)
+    plan(loaded, workers)
     tables, run_dir = execute(loaded, out, workers=workers, executor=executor,
                               scheduler=scheduler, progress=progress)
     written = [] if run_dir is None else write(loaded, run_dir, tables)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from shufflesim.protocols.errors import ParameterError, require
-from shufflesim.simulator.design import certify
+from shufflesim.simulator.design import certify, multi
 from shufflesim.simulator.design.candidates import (
     TASKS,
     Candidate,
@@ -118,7 +118,7 @@ def _within_limits(row: dict, max_bits, max_messages) -> str:
 
 
 def _blanket_limit(candidate: Candidate, domain_size, max_bits, max_messages) -> int:
-    limit = certify.BLANKET_MAX
+    limit = multi.BLANKET_MAX
     if max_messages is not None:
         limit = min(limit, max_messages - 1)
     if max_bits is not None:
@@ -160,15 +160,15 @@ def design(task: str, n, target_epsilon: float, delta: float, rounds: int = 1, *
     for size in ns:
         for candidate in pool:
             if candidate.kind == "multi":
-                if bound not in (None, certify.MULTI_BOUND):
+                if bound not in (None, multi.MULTI_BOUND):
                     continue
                 limit = _blanket_limit(candidate, domain_size, max_bits, max_messages)
                 if limit < 1:
                     continue
-                cert = certify.certify_multi(candidate, size, rounds, target_epsilon, delta,
+                cert = multi.certify_multi(candidate, size, rounds, target_epsilon, delta,
                                              limit)
             else:
-                if bound == certify.MULTI_BOUND:
+                if bound == multi.MULTI_BOUND:
                     continue
                 cert = certify.certify_single(candidate, size, rounds, target_epsilon, delta,
                                               low, high, bound, thorough)

@@ -30,6 +30,7 @@ from shufflesim.protocols.learning.accounting import BOUND_COLUMNS, RunPrivacy, 
 from shufflesim.protocols.learning.randomizers import GaussianGradient
 from shufflesim.simulator.errors import ScenarioError, UserError
 from shufflesim.simulator.learning.data import Dataset, Split, load_dataset, prepare
+from shufflesim.simulator.learning.files import expand_variables
 from shufflesim.simulator.learning.train import LearningConfig, train_on_split
 from shufflesim.simulator.results.tables import (
     POINT_COLUMNS,
@@ -56,13 +57,16 @@ class LearningSection:
     client once per epoch). ``examples_per_client``: examples each client holds (003 Alg. 3's
     m). Clipping is per example, then the client averages (protocols.learning.clipping).
     ``privacy_unit``: ``client`` (sensitivity 2 clip) or ``example`` (2 clip / m, 003's
-    sigma; Gaussian only). ``pca_components = 0`` keeps the raw features. ``delta``: the
+    sigma; Gaussian only). ``pca_components = 0`` keeps the raw features. ``scale_features``:
+    divide the features by the training rows' root-mean-square norm (false: keep the scale of
+    the input, e.g. MNIST pixels in [0, 1] through the PCA, as 003). ``delta``: the
     central delta of every bound of the accounting."""
 
     data: str = "digits"
     label_column: str = "label"
     test_fraction: float = 0.25
     pca_components: int = 60
+    scale_features: bool = True
     model: str = "softmax"
     hidden: int = 64
     randomizer: str = "gaussian"
@@ -90,6 +94,9 @@ class LearningSection:
         if self.randomizer == "gaussian" and not 0 < self.delta0 < 1:
             raise ScenarioError("delta0", self.delta0, "must lie in (0, 1)")
         self.config(1.0)  # the training options' own checks
+        if self.randomizer == "gaussian":  # its checks (calibration, privacy_unit) before the run
+            GaussianGradient(self.clip, self.calibration, self.examples_per_client,
+                             self.privacy_unit)
 
     def config(self, epsilon0) -> LearningConfig:
         return LearningConfig(
@@ -138,6 +145,9 @@ def parse_section(table: Mapping[str, Any], context: ParseContext) -> LearningSe
         path = Path(section.data).expanduser()
         if not path.is_absolute():
             path = context.base_dir / path
+        if not path.exists():  # refused before the run, not when its unit starts
+            raise ScenarioError(f"{SECTION}.data", section.data,
+                                f"no such file or folder ({path})")
         section = _replace(section, data=str(path))
     return section
 
@@ -165,23 +175,26 @@ def _dataset(data: str, label_column: str) -> Dataset:
 
 
 @functools.lru_cache(maxsize=4)
-def _fixed_split(data: str, label_column: str, pca_components: int) -> Split:
+def _fixed_split(data: str, label_column: str, pca_components: int, scale: bool) -> Split:
     """A data set with its own train/test split (MNIST) needs no seed: prepared once."""
     return prepare(_dataset(data, label_column), np.random.default_rng(0),
-                   pca_components=pca_components or None)
+                   pca_components=pca_components or None, scale=scale)
 
 
 def run_repetition(section: LearningSection, budget, seed: np.random.SeedSequence
                    ) -> tuple[list[dict], dict]:
     """Train once and account for it: (rows per epoch, run facts)."""
     split_seq, budget_seq, init_seq, train_seq = seed.spawn(4)
-    dataset = _dataset(section.data, section.label_column)
+    data = expand_variables(section.data)  # the cache keys on the path, not on "$NAME"
+    dataset = _dataset(data, section.label_column)
     if dataset.n_train is not None:  # the data set's own split: the same PCA every time
-        split = _fixed_split(section.data, section.label_column, section.pca_components)
+        split = _fixed_split(data, section.label_column, section.pca_components,
+                             section.scale_features)
     else:
         split = prepare(dataset, np.random.default_rng(split_seq),
                         test_fraction=section.test_fraction,
-                        pca_components=section.pca_components or None)
+                        pca_components=section.pca_components or None,
+                        scale=section.scale_features)
     n_clients = split.x_train.shape[0] // section.examples_per_client
     if n_clients < 1:
         raise UserError(f"learning.examples_per_client = {section.examples_per_client}: more "
@@ -216,6 +229,20 @@ def run_repetition(section: LearningSection, budget, seed: np.random.SeedSequenc
     return rows, facts
 
 
+def _keyed(function, *args):
+    """``function(*args)``; a UserError naming a bare ``[learning]`` key (the data and
+    training code are shared with the API, which has no section) is re-raised naming
+    ``learning.<key>``, as the scenario file spells it."""
+    try:
+        return function(*args)
+    except UserError as error:
+        text = str(error)
+        key = text.split(" ", 1)[0]
+        if key in LearningSection.__dataclass_fields__ and text[len(key):].startswith(" = "):
+            raise UserError(f"{SECTION}.{text}") from None
+        raise
+
+
 def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
     """The ``learning`` table of a run (empty dict when no point has a ``[learning]``)."""
     records: list[dict] = []
@@ -227,7 +254,7 @@ def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
         for rep in range(section.repetitions):
             seed = np.random.SeedSequence(entropy=scenario.seed,
                                           spawn_key=(point.index, LEARNING_KEY, rep))
-            rows, facts = run_repetition(section, budget, seed)
+            rows, facts = _keyed(run_repetition, section, budget, seed)
             context = {
                 "point": point.index, "overrides": point.overrides_json(), "repetition": rep,
                 "data": Path(section.data).name, "model": section.model,

@@ -38,6 +38,7 @@ from shufflesim.simulator.cli.options import (
     call_timeout_option,
     delta0_option,
     flag_errors,
+    limit_options,
     parse_params,
     render_table,
 )
@@ -197,6 +198,7 @@ def _claim_options(function):
              when=("claim_epsilon0", {"epsilon0": "--claim-epsilon0",
                                       "delta0": "--claim-delta0"}))
 @call_timeout_option
+@limit_options
 def command(randomizer_name, domain_size, params, epsilon0, delta0, implementation, claim_epsilon0,
             claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
             two_stage, shuffler, fresh_devices, support, n, deltas, trials, level, confidence,
@@ -208,8 +210,7 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, implementati
     gate = _gate_confidence(fail_on, confidence)
     if report_path is not None:
         audit_report.check_path(report_path)
-    report = ProgressReport("auditing", enabled=not quiet, unit="steps")
-    randomizer, claim, settings, records = audit_call.audit(
+    prepared = audit_call.prepare(
         trials=trials, randomizer_name=randomizer_name, epsilon0=epsilon0,
         params=parse_params(None, params), delta0=delta0, implementation=implementation,
         claim_epsilon0=claim_epsilon0, claim_delta0=claim_delta0,
@@ -219,7 +220,11 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, implementati
         support=support, n=n, deltas=deltas, level=level, confidence=confidence,
         holdout_fraction=holdout_fraction, shortlist=shortlist, attacks=attacks, x0=x0, x1=x1,
         x2=x2, others=_probabilities(others), bounds=bounds, verdicts=not no_verdicts,
-        permute=not no_permute, fresh_devices=fresh_devices, seed=seed, progress=report)
+        permute=not no_permute, fresh_devices=fresh_devices, seed=seed)
+    randomizer, claim, settings = prepared.randomizer, prepared.claim, prepared.settings
+    report = ProgressReport(f"auditing ({prepared.estimate.describe()})", enabled=not quiet,
+                            unit="steps")
+    records = audit_call.run_prepared(prepared, report)
     what = randomizer if claim is None else claim.describe()
     if implementation is not None:
         what = f"{implementation} claiming {what!r}" if claim is None else \

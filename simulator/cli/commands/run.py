@@ -29,6 +29,7 @@ import click
 
 from shufflesim.simulator.calls import run as run_call
 from shufflesim.simulator.cli.lazy import lazy_module
+from shufflesim.simulator.cli.options import call_timeout_option, limit_options
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.executors import EXECUTORS
 from shufflesim.simulator.execution.progress import ProgressReport
@@ -111,6 +112,8 @@ def _kept_parts(run_dir: Path) -> str:
 @click.option("--scheduler", metavar="ADDRESS", default=None,
               help="Address of a running Dask scheduler (implies --executor dask).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
+@limit_options
+@call_timeout_option
 def command(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
             executor: str | None, scheduler: str | None, quiet: bool) -> None:
     """Run SCENARIO (a TOML file) and write OUT/<name>/utility.parquet (and any other tables).
@@ -133,8 +136,10 @@ def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
          executor: str | None, scheduler: str | None, quiet: bool, signals: _Signals) -> None:
     loaded = run_call.load(scenario, seed)
     run_dir = out_dir / loaded.name
+    estimate = run_call.plan(loaded, workers)
     try:
-        with ProgressReport(f"running {loaded.name}", enabled=not quiet) as progress:
+        with ProgressReport(f"running {loaded.name} ({estimate.describe()})",
+                            enabled=not quiet) as progress:
             tables, run_dir = run_call.execute(loaded, out_dir, workers=workers,
                                                executor=executor, scheduler=scheduler,
                                                progress=progress)
