@@ -1,8 +1,9 @@
 """The ``audit`` capability: attack-based lower bounds with confidence, and verdicts on every
 bound, for a registered randomizer or for the user's own implementation (against a named
 randomizer or a black-box claim). ``shufflesim audit`` (which adds parsing, printing, the
-report file and the exit-code gate) and ```shufflesim.audit`` both call :func:`prepare` and :func:`run_prepared`; a
-scenario's ``[audit]`` section runs the same ``run_audit`` per sweep point.
+report file and the exit-code gate) and ``shufflesim.audit`` both call :func:`prepare` and
+:func:`run_prepared`; a scenario's ``[audit]`` section runs the same ``run_audit`` per sweep
+point.
 """
 
 from __future__ import annotations
