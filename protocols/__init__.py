@@ -5,4 +5,5 @@ distributions).
 """
 
 #: The public API: the package's modules (import the one you need).
-__all__ = ["accounting", "bounds", "errors", "estimators", "learning", "randomizers", "registry"]
+__all__ = ["accounting", "bounds", "errors", "estimators", "learning", "plugins", "randomizers",
+           "registry"]

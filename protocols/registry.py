@@ -15,11 +15,23 @@ name by :func:`difflib.get_close_matches` and every valid name)::
 
     @TARGETS.register("total")     # a decorator with an explicit name
     def total(...): ...
+
+Built-ins are data (docs/architecture.md, "Registries and plug-ins"): a registry made with
+``declared="package.plugins:NAME"`` reads, on its first read (``get``, ``names``, ``items``,
+``in``, ``len``, iteration), the ordered tuple of module names ``NAME`` in that declaration
+module, imports each (they register themselves), then every third-party module of the
+entry-point group ``shufflesim.plugins``. Its order is the declaration's: an item sorts by the
+position of the module whose import registered it (the innermost module being executed when
+it was registered), then by registration; items from modules outside the declaration (third
+party, tests) follow in registration order. So what a registry holds, and in which order,
+does not depend on what was imported before.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -27,6 +39,51 @@ from shufflesim.protocols.errors import ParameterError
 
 T = TypeVar("T")
 _NOTHING: Any = object()
+#: The entry-point group through which another distribution adds plug-ins: each entry point
+#: names a module (imported; it registers itself like a built-in one) or a function of no
+#: arguments (called once).
+ENTRY_POINT_GROUP = "shufflesim.plugins"
+_third_party: list[str] = []  # the entry points loaded so far ("name = value")
+_third_party_state = {"loaded": False}
+
+
+def load_third_party() -> list[str]:
+    """Load every entry point of :data:`ENTRY_POINT_GROUP` once (sorted by name, then value)
+    and return them as ``"name = value"``. A plug-in that fails to load is a ParameterError
+    naming it (field ``plugin``)."""
+    if _third_party_state["loaded"]:
+        return list(_third_party)
+    _third_party_state["loaded"] = True
+    from importlib import metadata  # only when a registry is first read (start-up time)
+
+    found = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP),
+                   key=lambda ep: (ep.name, ep.value))
+    for ep in found:
+        try:
+            loaded = ep.load()
+            if callable(loaded) and not isinstance(loaded, type):
+                loaded()
+        except Exception as error:
+            raise ParameterError("plugin", f"{ep.name} = {ep.value}",
+                                 f"failed to load: {type(error).__name__}: {error}") from error
+        _third_party.append(f"{ep.name} = {ep.value}")
+    return list(_third_party)
+
+
+def _registering_module() -> str | None:
+    """The innermost module whose top level is running (the one whose import registers)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>":
+            return frame.f_globals.get("__name__")
+        frame = frame.f_back
+    return None
+
+
+def declared_modules(declared: str) -> tuple[str, ...]:
+    """The module names a declaration ``"module:NAME"`` lists (importing only that module)."""
+    module, _, attribute = declared.partition(":")
+    return tuple(getattr(importlib.import_module(module), attribute))
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
@@ -57,10 +114,47 @@ class Registry(Generic[T]):
     name is reported under ("distribution", "estimator.name").
     """
 
-    def __init__(self, what: str, field: str = "name") -> None:
+    def __init__(self, what: str, field: str = "name", declared: str | None = None) -> None:
         self.what = what
         self.field = field
+        self.declared = declared
         self._items: dict[str, T] = {}
+        self._origins: dict[str, str | None] = {}
+        self._sequence: dict[str, int] = {}
+        self._counter = 0
+        self._state = "empty" if declared else "loaded"
+        self._ranks: dict[str, int] | None = None
+
+    def _load(self) -> None:
+        """Import the declared modules, then the third-party ones (once; reads during the
+        loading see what is registered so far)."""
+        if self._state != "empty":
+            return
+        self._state = "loading"
+        try:
+            for module in declared_modules(self.declared):
+                importlib.import_module(module)
+            load_third_party()
+        except BaseException:
+            self._state = "empty"
+            raise
+        self._state = "loaded"
+
+    def _order(self) -> list[str]:
+        """The names in declaration order (module docstring); an item put in ``_items``
+        directly (a test's monkeypatch) counts as registered last."""
+        self._load()
+        if self._ranks is None and self.declared:
+            self._ranks = {m: i for i, m in enumerate(declared_modules(self.declared))}
+        rank = self._ranks or {}
+        last = (len(rank), self._counter)
+        return sorted(self._items, key=lambda name: (
+            rank.get(self._origins.get(name), len(rank)), self._sequence.get(name, last[1])))
+
+    def origin(self, name: str) -> str | None:
+        """The module whose import registered ``name`` (None if not found)."""
+        self._load()
+        return self._origins.get(name)
 
     def register(self, name: Any = _NOTHING, item: Any = _NOTHING) -> Any:
         """``register(item)`` (under ``item.name``; usable as a decorator),
@@ -75,6 +169,9 @@ class Registry(Generic[T]):
         if name in self._items:
             raise RuntimeError(f"{self.what} {name!r} registered twice")
         self._items[name] = item
+        self._origins[name] = _registering_module()
+        self._sequence[name] = self._counter
+        self._counter += 1
         return item
 
     def remove(self, name: str) -> T:
@@ -82,10 +179,13 @@ class Registry(Generic[T]):
         own and must leave the registry as they found it); KeyError if it is not registered."""
         if name not in self._items:
             raise KeyError(f"{self.what} {name!r} is not registered")
+        self._origins.pop(name, None)
+        self._sequence.pop(name, None)
         return self._items.pop(name)
 
     def get(self, name: object) -> T:
         """The item registered as ``name``; ParameterError (field, value, hint) if none is."""
+        self._load()
         if isinstance(name, str) and name in self._items:
             return self._items[name]
         close = closest(name, self._items) if isinstance(name, str) else None
@@ -96,23 +196,26 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """The registered names, sorted."""
+        self._load()
         return sorted(self._items)
 
     def items(self) -> list[tuple[str, T]]:
-        """(name, item) pairs in registration order."""
-        return list(self._items.items())
+        """(name, item) pairs in declaration order."""
+        return [(name, self._items[name]) for name in self._order()]
 
     def values(self) -> list[T]:
-        """The items in registration order."""
-        return list(self._items.values())
+        """The items in declaration order."""
+        return [self._items[name] for name in self._order()]
 
     def __contains__(self, name: object) -> bool:
+        self._load()
         return name in self._items
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._items))
+        return iter(self._order())
 
     def __len__(self) -> int:
+        self._load()
         return len(self._items)
 
     def __repr__(self) -> str:

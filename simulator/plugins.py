@@ -1,49 +1,70 @@
-"""Every built-in plug-in, imported in one place.
+"""The built-in plug-ins of ``shufflesim.simulator``, as data: for each registry, the ordered
+modules that register into it (docs/architecture.md, "Registries and plug-ins").
 
-Plug-ins register themselves beside their code, in registries that live in modules importing
-no plug-in (so no import comes back to its importer). Importing this module fills every
-registry; the entry points that read them import it: the scenario loader, the runner and the
-command line's ``list``. The registries are re-exported here for readers that need them filled.
-
-The order of the imports is the order of registration: scenario sections are parsed, and table
-producers' units run, in that order (the audit's units before the bounds').
+Nothing here is imported until a registry is first read: the registry
+(:class:`~shufflesim.protocols.registry.Registry`, ``declared="...:NAME"``) then imports the
+modules of its tuple, in order, and sorts its items by it. The order is meaningful: the
+audit's rows follow ``ATTACKS``, scenario sections are parsed in ``SECTIONS`` order and table
+producers' units run in ``PRODUCERS`` order (the audit's before the bounds'). A new plug-in
+module adds one line to each tuple it registers into; a third party uses the entry-point
+group ``shufflesim.plugins`` instead.
 """
 
 from __future__ import annotations
 
-# First: the command line binds protocols.randomizers with simulator.cli.lazy; a submodule
-# imported before its lazy package has run would run twice (two Randomizer classes). Reading a
-# name of the package runs it.
-from shufflesim.protocols.randomizers import Randomizer  # noqa: F401
+_S = "shufflesim.simulator."
 
-# audit attacks (registration order: the order of the audit's rows)
-from shufflesim.simulator.audit import attacks, pipeline_level  # noqa: F401
+#: Audit attacks (simulator/audit/levels.py, ``ATTACKS``): the order of the audit's rows.
+ATTACKS: tuple[str, ...] = tuple(_S + m for m in (
+    "audit.attacks",
+    "audit.pipeline_level",
+    "audit.search",
+    "audit.approximate",
+))
 
-# scenario sections with their tables: [audit] (per-point producer), [bounds], [pipeline]
-from shufflesim.simulator.audit import section as audit_section  # noqa: F401
+#: Scenario sections and their JSON Schemas (simulator/scenario/sections.py).
+SECTIONS: tuple[str, ...] = tuple(_S + m for m in (
+    "audit.section",
+    "learning.section",
+    "pipeline.section",
+    "scenario.bounds",
+))
 
-# randomizer-level attacks on an implementation: input/event search, (eps0, delta0) audit
-from shufflesim.simulator.audit.approximate import ApproximateLDPAudit  # noqa: F401
-from shufflesim.simulator.audit.levels import ATTACKS
-from shufflesim.simulator.audit.search import InputEventSearch  # noqa: F401
+#: Result tables' schemas (simulator/results/tables.py, ``TABLE_SCHEMAS``).
+TABLES: tuple[str, ...] = tuple(_S + m for m in (
+    "results.tables",
+    "audit.section",
+    "learning.section",
+    "scenario.bounds",
+    "pipeline.unit",
+    "design.output",
+))
 
-# estimator targets
-from shufflesim.simulator.batch import location, metrics  # noqa: F401
+#: Table producers (simulator/scenario/producers.py, ``PRODUCERS``): their units' order.
+PRODUCERS: tuple[str, ...] = tuple(_S + m for m in (
+    "audit.section",
+    "learning.section",
+    "scenario.bounds",
+))
 
-# the registries, filled
-from shufflesim.simulator.batch.targets import TARGETS
-from shufflesim.simulator.execution.producers import PRODUCERS
+#: Estimator targets (simulator/batch/targets.py, ``TARGETS``).
+TARGETS: tuple[str, ...] = tuple(_S + m for m in (
+    "batch.metrics",
+    "batch.location",
+))
 
-# [learning]: shuffled DP-SGD (issue 19), its section, table and per-point producer
-from shufflesim.simulator.learning import section as learning_section  # noqa: F401
-from shufflesim.simulator.pipeline import section as pipeline_section  # noqa: F401
+#: Data distributions (simulator/population/base.py, ``DATA_DISTRIBUTIONS``).
+DATA_DISTRIBUTIONS: tuple[str, ...] = tuple(_S + m for m in (
+    "population.data",
+    "population.files",
+    "population.points",
+))
 
-# data and budget distributions
-from shufflesim.simulator.population import budgets, data, files, points  # noqa: F401
-from shufflesim.simulator.population.base import BUDGET_DISTRIBUTIONS, DATA_DISTRIBUTIONS
-from shufflesim.simulator.results.tables import TABLE_SCHEMAS
-from shufflesim.simulator.scenario import bounds  # noqa: F401
-from shufflesim.simulator.scenario.sections import SECTIONS
+#: Budget distributions (simulator/population/base.py, ``BUDGET_DISTRIBUTIONS``).
+BUDGET_DISTRIBUTIONS: tuple[str, ...] = tuple(_S + m for m in (
+    "population.budgets",
+    "population.files",
+))
 
 __all__ = ["ATTACKS", "BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "PRODUCERS", "SECTIONS",
-           "TABLE_SCHEMAS", "TARGETS"]
+           "TABLES", "TARGETS"]

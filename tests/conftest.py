@@ -13,9 +13,19 @@ the path); the fixtures below give the common texts to a test that asks for them
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 import textwrap
 
 import pytest
+
+# ``shufflesim list`` caches its printed catalogue (simulator/cli/catalogue_cache.py): tests and
+# the processes they start keep theirs out of the user's cache folder.
+if "SHUFFLESIM_CACHE_DIR" not in os.environ:
+    os.environ["SHUFFLESIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="shufflesim-tests-")
+    atexit.register(shutil.rmtree, os.environ["SHUFFLESIM_CACHE_DIR"], True)
 
 
 def zipf(domain_size: int = 4, exponent: float = 0.7) -> str:

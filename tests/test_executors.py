@@ -24,10 +24,10 @@ from shufflesim.simulator.execution.executors import (
     ProcessExecutor,
     make_executor,
 )
-from shufflesim.simulator.execution.producers import PRODUCERS, ProducerSpec
 from shufflesim.simulator.execution.progress import ProgressReport, format_duration, format_rate
 from shufflesim.simulator.execution.runner import run_scenario
 from shufflesim.simulator.scenario.loader import parse_scenario
+from shufflesim.simulator.scenario.producers import PRODUCERS, ProducerSpec
 
 BATCH = scenario_text(name="same", seed=3, repetitions=9, n=150, sections="""
     [batch]

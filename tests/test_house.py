@@ -1,11 +1,17 @@
-"""The house rules of issue 13, checked on the source: no module over 500 lines, no import
-circles between the project's modules, and no imports inside functions except optional
-dependencies (imported where they are used, so the core never needs them)."""
+"""The house rules of issues 13 and 27, checked on the source: no module over 500 lines, no
+import circles between the project's modules nor between its folders (tests/house_graph.py
+reads every import, lazy ones and the plug-in declarations included), folders layered with
+no import running back up, and no imports inside functions except optional dependencies
+(imported where they are used, so the core never needs them)."""
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import house_graph  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 FOLDERS = ("protocols", "simulator")
@@ -138,3 +144,64 @@ def test_functions_import_only_optional_dependencies():
                 if roots - OPTIONAL:
                     found.setdefault(str(path.relative_to(REPO)), set()).update(roots)
     assert not found, f"imports inside functions: {found}"
+
+
+#: The units of house_graph (folders one level down, modules at the top), top layer first:
+#: an import may only run to a unit further down. Plug-in declarations sit at the top (they
+#: name every plug-in); the registries' types and the errors at the bottom. A new folder
+#: takes its place here.
+LAYERS = [
+    "simulator/plugins", "simulator/api", "simulator/cli", "simulator/calls",
+    "simulator/design", "simulator/execution", "simulator/audit",
+    "simulator/learning", "simulator/pipeline", "simulator/batch", "simulator/scenario",
+    "simulator/population", "simulator/plotting", "simulator/results", "simulator",
+    "simulator/usercode", "simulator/lazy", "simulator/errors",
+    "protocols/plugins", "protocols/learning", "protocols/accounting", "protocols/estimators",
+    "protocols/bounds", "protocols/randomizers", "protocols/distributions",
+    "protocols/registry", "protocols/errors", "protocols",
+]
+#: Imports allowed to run back up between units (at most one).
+UPWARD_ALLOWED: list[tuple[str, str]] = []
+GRAPH = house_graph.edges()
+
+
+def test_no_import_circles_with_lazy_and_declared_imports():
+    assert not house_graph.cycles(GRAPH)
+
+
+def test_no_import_circles_between_folders():
+    assert not house_graph.cycles(house_graph.unit_graph(GRAPH))
+
+
+def test_every_unit_has_a_layer():
+    units = {house_graph.unit(m) for m in GRAPH}
+    assert not units - set(LAYERS), f"place these in LAYERS: {sorted(units - set(LAYERS))}"
+
+
+def test_at_most_one_import_runs_back_up():
+    upward = house_graph.upward(GRAPH, LAYERS)
+    assert len(UPWARD_ALLOWED) <= 1
+    assert sorted(upward) == sorted(UPWARD_ALLOWED), f"imports running back up: {upward}"
+
+
+def test_the_folder_check_sees_a_folder_circle_and_an_upward_import():
+    graph = {"shufflesim.simulator.a.x": {"shufflesim.simulator.b.y"},
+             "shufflesim.simulator.b.y": {"shufflesim.simulator.b.z"},
+             "shufflesim.simulator.b.z": {"shufflesim.simulator.a.w"},
+             "shufflesim.simulator.a.w": set()}
+    assert house_graph.cycles(house_graph.unit_graph(graph)) == [
+        ["simulator/a", "simulator/b"]]
+    assert house_graph.upward(graph, ["simulator/a", "simulator/b"]) == [
+        ("shufflesim.simulator.b.z", "shufflesim.simulator.a.w")]
+
+
+def test_lazy_and_declared_imports_are_edges():
+    lazy = [name for name, path in MODULES.items() if 'lazy_module("shufflesim.' in
+            path.read_text() and name != "shufflesim.simulator.lazy"]
+    assert lazy, "no lazy import left to check"
+    for name in lazy:
+        named = {line.split('"')[1] for line in MODULES[name].read_text().splitlines()
+                 if 'lazy_module("shufflesim.' in line}
+        assert named <= GRAPH[name], (name, named - GRAPH[name])
+    assert "shufflesim._catalogue" in GRAPH["shufflesim"]  # the API's table of lazy names
+    assert "shufflesim.simulator.audit.attacks" in GRAPH["shufflesim.simulator.plugins"]

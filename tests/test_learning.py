@@ -317,3 +317,20 @@ def test_mlp_non_private_reaches_high_accuracy():
                             clients_per_step=16, epochs=40, learning_rate=0.5,
                             schedule="cosine")
     assert train(config, 1, ds).rows[-1]["test_accuracy"] >= 0.96
+
+
+@pytest.mark.parametrize("model", [SoftmaxRegression(6, 4), MLP(6, 4, hidden=5)])
+@pytest.mark.parametrize("clip", [None, 0.3, 50.0])
+def test_clipped_means_from_factors_equal_clipping_the_per_example_gradients(model, clip):
+    """The models' factored per-client clipped means (issue 33) against the definition."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(scale=2.0, size=(3 * 7, 6))
+    y = rng.integers(0, 4, size=3 * 7)
+    theta = model.init(rng) + rng.normal(scale=0.5, size=model.n_parameters)
+    expected = clipped_client_means(
+        model.per_example_gradients(theta, x, y).reshape(3, 7, -1), clip)
+    got = model.clipped_means(theta, x, y, 3, clip)
+    assert got.shape == (3, model.n_parameters)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13)
+    if clip is not None:
+        assert np.linalg.norm(got, axis=1).max() <= clip * (1 + 1e-12)

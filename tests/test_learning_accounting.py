@@ -98,8 +98,11 @@ def test_account_gaussian_bounds_and_their_relations():
         assert values["user_max"] <= values["clone_epochs"]
         assert values["clone_epochs"] <= values["clone_steps"]  # n clients hide more than k
         mu = gdp_mu(eps, np.full(eps.shape, 1e-11))
-        gspa = gdp_epsilon(math.sqrt(epochs) * mu, 1e-4).value
-        assert values["gspa_epochs"] == min(gspa, values["local_max"])
+        # the vectorized search (issue 32) lands inside the scalar search's bracket
+        search = gdp_epsilon(math.sqrt(epochs) * mu, 1e-4)
+        assert (search.value - search.error - 1e-12 <= values["gspa_epochs"]
+                <= search.value * (1 + 1e-10) + 1e-12)
+        assert values["gspa_epochs"] <= values["local_max"]
         previous = values
     one = fmt21_approx_dp(float(eps.max()), 2000, 1e-4, 1e-11).epsilon
     assert account(run, 3)[0]["fmt21_pass"] == one
@@ -146,3 +149,45 @@ def test_example_level_shuffle_bounds_use_the_client_level_parameters():
     assert values["gspa_epochs"] >= wrong["gspa_epochs"]
     # the example-level unit's client-level eps is large: 003's formula falls back on the cap
     assert values["gspa_epochs"] == values["local_max"]
+
+
+def test_vectorized_gdp_conversion_against_the_scalar_search():
+    """Issue 32: one vectorized bisection for many mu. Every returned eps meets the (upper)
+    delta condition, its bracket's lower end does not, and it lies within the scalar search's
+    bracket."""
+    from shufflesim.protocols.bounds.closed_form.gdp import gdp_delta
+    from shufflesim.protocols.learning.gdp_vector import gdp_delta_upper, gdp_epsilons
+
+    mus = np.geomspace(1e-3, 60.0, 41)
+    for delta in (1e-10, 1e-5, 1e-2, 0.3):
+        values, errors = gdp_epsilons(mus, delta)
+        assert np.all(gdp_delta_upper(values, mus) <= delta)
+        low = values - errors
+        assert np.all((low == 0) | (gdp_delta_upper(low, mus) > delta))
+        assert np.all(errors <= 1e-10 * values + 1e-14)
+        for mu, value, error in zip(mus, values, errors, strict=True):
+            scalar = gdp_epsilon(float(mu), delta)
+            assert gdp_delta(float(value), float(mu)).upper == pytest.approx(
+                float(gdp_delta_upper(value, mu)), rel=1e-12)
+            # both brackets hold the exact eps: they overlap
+            assert scalar.value - scalar.error - 1e-12 <= value <= scalar.value + error + 1e-12
+    grid, _ = gdp_epsilons(np.array([[0.5, 1.0], [2.0, 4.0]]), 1e-5)
+    assert grid.shape == (2, 2) and np.all(np.diff(grid.ravel()) > 0)
+    with pytest.raises(Exception, match="mu"):
+        gdp_epsilons(np.array([1.0, 0.0]), 1e-5)
+
+
+def test_account_epochs_equals_account_per_epoch():
+    from shufflesim.protocols.learning.accounting import account_epochs
+
+    rng = np.random.default_rng(4)
+    eps = rng.uniform(0.01, 2.0, 30)
+    sigma = analytic_gaussian_sigma(eps, 1e-5, 2 * 0.5 / 20)
+    run = RunPrivacy("gaussian", eps, 30, 1, 1e-4, 1e-5, sigma, 2 * 0.5 / 20,
+                     client_sensitivity=1.0)
+    together = account_epochs(run, [0, 1, 2, 5, 50])
+    for e, (bounds, note) in zip([0, 1, 2, 5, 50], together, strict=True):
+        single = account(run, e)
+        assert single[1] == note and single[0] == bounds
+    assert together[-1][0]["local_max"] == pytest.approx(
+        float(gaussian_local_epsilon(2 * 0.5 / 20, sigma, 50, 1e-4).max()))

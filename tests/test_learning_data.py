@@ -205,3 +205,74 @@ def test_an_npz_holding_pickles_is_refused(tmp_path):
     arrays = {**_arrays(), "y_test": np.array([object()] * N_TEST, dtype=object)}
     np.savez(tmp_path / "pickled.npz", **arrays)
     assert "cannot read as .npz" in _error(load_dataset, str(tmp_path / "pickled.npz"))
+
+
+# ------------------------------------------------------------------ the MNIST scenario, shrunk
+def _learnable(rng, n):
+    """28 x 28 uint8 images whose class shows in a bright 7 x 7 block (position = label)."""
+    y = (np.arange(n) % 10).astype(np.uint8)
+    x = rng.integers(0, 60, (n, 28, 28)).astype(np.uint8)
+    for label in range(10):
+        r, c = divmod(label, 4)
+        x[y == label, 7 * r: 7 * r + 7, 7 * c: 7 * c + 7] += 150
+    return x, y
+
+
+def _shrunk_scenario(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    rng = np.random.default_rng(33)
+    x_train, y_train = _learnable(rng, 200)
+    x_test, y_test = _learnable(rng, 50)
+    write_idx_folder(tmp_path / "mnist", {"x_train": x_train, "y_train": y_train,
+                                          "x_test": x_test, "y_test": y_test})
+    monkeypatch.setenv("SHUFFLESIM_MNIST", str(tmp_path / "mnist"))
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "scenarios" / "learning" / "fig4_mnist.toml").read_text()
+    for old, new in (("examples_per_client = 600", "examples_per_client = 20"),
+                     ("epochs = 50", "epochs = 3"), ("hidden = 100", "hidden = 8"),
+                     ("pca_components = 60", "pca_components = 10"),
+                     ("learning_rate = 0.05", "learning_rate = 0.5")):
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "fig4_mnist_small.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_mnist_scenario_shrunk_to_generated_idx_files(tmp_path, monkeypatch):
+    from shufflesim.simulator.execution.executors import InlineExecutor
+    from shufflesim.simulator.execution.runner import run_scenario
+    from shufflesim.simulator.scenario.loader import load_scenario
+
+    scenario = load_scenario(_shrunk_scenario(tmp_path, monkeypatch))
+    assert len(scenario.points) == 8  # non-private and private x four budget distributions
+    frame = run_scenario(scenario, executor=InlineExecutor())["learning"].to_pandas()
+    assert len(frame) == 8 * 4 and set(frame.data) == {"mnist"}
+    assert set(frame.n_clients) == {10} and set(frame.examples_per_client) == {20}
+    assert set(frame.budget) == {"gspa-constant", "gspa-unif2", "gspa-unif3",
+                                 "gspa-three-groups"}
+    plain = frame[frame.randomizer == "none"]
+    private = frame[(frame.randomizer == "gaussian") & (frame.epoch == 3)]
+    assert len(plain) == 16 and plain.epsilon_local_max.isna().all()
+    assert set(plain.accounting_note) == {"no randomizer: no privacy"}
+    assert len(private) == 4 and (private.epsilon_local_max > 0).all()
+    # one client per step: nothing to hide among within a step, and the reason is given
+    assert private.epsilon_clone_steps.isna().all()
+    assert private.accounting_note.str.contains("fmt21_pass").all()
+    assert plain[plain.epoch == 3].test_accuracy.min() > 0.5  # learnable: the pipeline learns
+
+
+def test_the_mnist_scenario_without_its_variable_is_one_line(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from shufflesim.simulator.cli import main
+
+    path = _shrunk_scenario(tmp_path, monkeypatch)
+    monkeypatch.delenv("SHUFFLESIM_MNIST")
+    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "out"),
+                                       "--workers", "1", "--quiet"])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: learning.data = '$SHUFFLESIM_MNIST'")
+    assert "SHUFFLESIM_MNIST is not set" in lines[0]

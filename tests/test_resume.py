@@ -23,7 +23,6 @@ from shufflesim.simulator.cli import main
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution import resume, runner
 from shufflesim.simulator.execution.executors import Executor, InlineExecutor
-from shufflesim.simulator.execution.producers import PRODUCERS
 from shufflesim.simulator.execution.resume import (
     DONE,
     PARTS,
@@ -35,6 +34,7 @@ from shufflesim.simulator.execution.runner import run_scenario
 from shufflesim.simulator.execution.units import plan_run
 from shufflesim.simulator.results.tables import run_metadata, write_tables
 from shufflesim.simulator.scenario.loader import parse_scenario
+from shufflesim.simulator.scenario.producers import PRODUCERS
 
 TEXT = scenario_text(name="resumable", seed=21, repetitions=12, n=200, data=zipf(5),
                      sections="""
@@ -263,7 +263,7 @@ def test_one_run_at_a_time_per_directory(tmp_path, scenario):
 
 
 def test_a_user_error_discards_the_parts_and_new_directories(tmp_path, scenario, monkeypatch):
-    from shufflesim.simulator.execution.producers import ProducerSpec
+    from shufflesim.simulator.scenario.producers import ProducerSpec
 
     def bad(scenario, progress=None):
         raise UserError("bad value found while running")

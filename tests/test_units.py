@@ -14,11 +14,6 @@ from conftest import SWEEP_EPS, scenario_text
 from shufflesim.simulator.audit.section import produce as audit_produce
 from shufflesim.simulator.batch.run import BatchSetup
 from shufflesim.simulator.errors import ScenarioError, UserError
-from shufflesim.simulator.execution.producers import (
-    PRODUCERS,
-    ProducerSpec,
-    register_table_producer,
-)
 from shufflesim.simulator.execution.runner import run_scenario
 from shufflesim.simulator.execution.simulation import (
     execute_unit,
@@ -37,6 +32,11 @@ from shufflesim.simulator.execution.units import (
     run_work_unit,
 )
 from shufflesim.simulator.scenario.loader import parse_scenario
+from shufflesim.simulator.scenario.producers import (
+    PRODUCERS,
+    ProducerSpec,
+    register_table_producer,
+)
 
 BASE = scenario_text(name="units", seed=11, repetitions=10, n=120,
                      sections="[batch]\nchunk_repetitions = 4\n" + SWEEP_EPS)
@@ -211,6 +211,7 @@ def test_user_errors_inside_a_unit_cross_processes_as_one_line():
 
 
 def test_register_table_producer_rejects_duplicates(monkeypatch):
+    assert PRODUCERS.values()  # the built-ins loaded before the copy the test restores
     monkeypatch.setattr(PRODUCERS, "_items", dict(PRODUCERS._items))
     register_table_producer("extra", per_point_rows, per_point=True)
     assert PRODUCERS.get("extra") == ProducerSpec("extra", per_point_rows, True)

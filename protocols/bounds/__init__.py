@@ -10,7 +10,6 @@ __all__ = [
     "engine",
     "numerical",
     "personalized",
-    "plugins",
     "result",
     "spec",
 ]

@@ -14,8 +14,8 @@ Public API: :func:`bound_names`, :func:`get_bound`, :func:`applicable_bounds`, :
 silently dropped), :func:`evaluate_many`, and :func:`catalogue_markdown` (docs/bounds.md).
 
 Each bound is registered beside its function, in its own module, into
-:data:`protocols.bounds.spec.BOUNDS`; protocols.bounds.plugins imports every built-in bound
-module, and this module imports it.
+:data:`protocols.bounds.spec.BOUNDS`, which imports the modules that protocols/plugins.py
+declares (``BOUNDS``) when it is first read.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from shufflesim.protocols.bounds import plugins  # noqa: F401  (every built-in bound registers itself)
 from shufflesim.protocols.bounds.result import BoundResult
 from shufflesim.protocols.bounds.spec import (
     BOUNDS,

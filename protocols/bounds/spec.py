@@ -6,7 +6,8 @@ A bound module defines its functions and, below them, registers each bound::
     register(BoundSpec("efmrtt19", BoundKind.UPPER, "reference", BoundStatus.PROVEN,
                        "regime in words", any_ldp, generic(efmrtt19_epsilon)))
 
-protocols.bounds.plugins imports every built-in bound module (so that they register);
+protocols/plugins.py lists every built-in bound module (``BOUNDS``, imported on the registry's
+first read);
 protocols.bounds.catalogue is the public API over the registry. This module is light on
 purpose (standard library, the result types and the registry), so that every bound module can
 import it.
@@ -126,7 +127,8 @@ class BoundEvaluation:
 
 
 #: Every registered bound by name (an unknown name is a ParameterError on the field "method").
-BOUNDS: Registry[BoundSpec] = Registry("bound", field="method")
+BOUNDS: Registry[BoundSpec] = Registry("bound", field="method",
+                                    declared="shufflesim.protocols.plugins:BOUNDS")
 
 
 def register(spec: BoundSpec) -> BoundSpec:

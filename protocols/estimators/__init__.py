@@ -2,19 +2,12 @@
 personalized budgets), each with its exact variance.
 
 Each estimator class registers itself beside its definition (protocols.estimators.registry);
-this package imports every built-in module, so ``make_estimator(name, randomizer)`` finds them.
+protocols/plugins.py declares the built-in modules (``ESTIMATORS``), imported when the registry
+is first read, so ``make_estimator(name, randomizer)`` finds them.
 """
 
 from __future__ import annotations
 
-from shufflesim.protocols.estimators import (
-    frequency,  # noqa: F401  (registers)
-    location,  # noqa: F401  (registers)
-    mean,  # noqa: F401  (registers)
-    multi_message,  # noqa: F401  (registers)
-    personalized,  # noqa: F401  (registers)
-    sum,  # noqa: F401  (registers)
-)
 from shufflesim.protocols.estimators.registry import ESTIMATORS
 
 

@@ -62,12 +62,15 @@ def refusal(estimator_name: str, randomizer: object, needs: str) -> ParameterErr
 
 @dataclass(frozen=True)
 class Estimator:
-    """An estimator for one randomizer; subclasses set ``name`` (their registry key) and say
-    which randomizers they fit (``fits``) and, for the error otherwise, what they need."""
+    """An estimator for one randomizer; subclasses set ``name`` (their registry key) and
+    ``target`` (what they estimate: the name of the simulator's target that measures their
+    error, e.g. "frequency", "mean", "sum"), and say which randomizers they fit (``fits``)
+    and, for the error otherwise, what they need."""
 
     randomizer: Randomizer
 
     name: ClassVar[str]
+    target: ClassVar[str]
     #: Whether the batch path hands the estimator each report's budget (``aggregate(reports,
     #: budgets)``; the personalized estimators): False here, the reports alone.
     uses_budgets: ClassVar[bool] = False

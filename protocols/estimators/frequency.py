@@ -44,6 +44,7 @@ class FrequencyEstimator(CountEstimator):
     """f_hat_v = (C_v / n - q*) / (p* - q*) for a frequency oracle (module docstring)."""
 
     name: ClassVar[str] = "frequency"
+    target: ClassVar[str] = "frequency"
 
     @classmethod
     def fits(cls, randomizer: object) -> bool:

@@ -42,6 +42,7 @@ class LocationMeanEstimator(Estimator):
     randomizer: MetricRandomizer
 
     name: ClassVar[str] = "location_mean"
+    target: ClassVar[str] = "location_mean"
 
     @classmethod
     def fits(cls, randomizer: object) -> bool:

@@ -79,6 +79,7 @@ class MeanEstimator(NumericEstimator):
     """Mean of the inputs from the sum of the reports (see the module docstring)."""
 
     name: ClassVar[str] = "mean"
+    target: ClassVar[str] = "mean"
 
     def estimate(self, aggregate, n):
         """Unbiased estimate of (1/n) sum_i x_i from ``aggregate`` = sum of the n reports.

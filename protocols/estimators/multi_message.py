@@ -73,6 +73,7 @@ class MultiMessageFrequencyEstimator(_MultiMessageEstimator, CountEstimator):
     """f_hat_v = (S_v / n - other - b blanket) / (own - other) (module docstring)."""
 
     name: ClassVar[str] = "multi_message_frequency"
+    target: ClassVar[str] = "frequency"
     estimand: ClassVar[str] = "frequency"
 
     def estimate(self, aggregate, n):
@@ -95,6 +96,7 @@ class MultiMessageSumEstimator(_MultiMessageEstimator):
     """z = (S_1 - n other - n b blanket) / (own - other): sum of binary inputs."""
 
     name: ClassVar[str] = "multi_message_sum"
+    target: ClassVar[str] = "sum"
     estimand: ClassVar[str] = "sum"
 
     def estimate(self, aggregate, n):

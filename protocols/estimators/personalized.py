@@ -394,6 +394,7 @@ class PersonalizedMeanEstimator:
 class GspaFrequencyEstimator(PersonalizedFrequencyEstimator):
     """003 Alg. 2, generalized to frequency oracles: (C_v - sum q_i) / sum (p_i - q_i)."""
     name: ClassVar[str] = "gspa_frequency"
+    target: ClassVar[str] = "frequency"
     weighting: str = "gspa"
 
 
@@ -402,6 +403,7 @@ class GspaFrequencyEstimator(PersonalizedFrequencyEstimator):
 class UniformFrequencyEstimator(PersonalizedFrequencyEstimator):
     """Equal weights on tagged debiased reports (unbiased for every assignment)."""
     name: ClassVar[str] = "uniform_frequency"
+    target: ClassVar[str] = "frequency"
     weighting: str = "uniform"
 
 
@@ -410,6 +412,7 @@ class UniformFrequencyEstimator(PersonalizedFrequencyEstimator):
 class WeightedFrequencyEstimator(PersonalizedFrequencyEstimator):
     """Inverse-variance weights on tagged debiased reports (module docstring)."""
     name: ClassVar[str] = "weighted_frequency"
+    target: ClassVar[str] = "frequency"
     weighting: str = "inverse_variance"
 
 
@@ -418,6 +421,7 @@ class WeightedFrequencyEstimator(PersonalizedFrequencyEstimator):
 class GspaMeanEstimator(PersonalizedMeanEstimator):
     """003 Alg. 1: the plain average of the reports (debiased by the affine map)."""
     name: ClassVar[str] = "gspa_mean"
+    target: ClassVar[str] = "mean"
     weighting: str = "gspa"
 
 
@@ -426,4 +430,5 @@ class GspaMeanEstimator(PersonalizedMeanEstimator):
 class WeightedMeanEstimator(PersonalizedMeanEstimator):
     """Inverse-variance weights on tagged reports (module docstring)."""
     name: ClassVar[str] = "weighted_mean"
+    target: ClassVar[str] = "mean"
     weighting: str = "inverse_variance"

@@ -7,7 +7,8 @@ from __future__ import annotations
 from shufflesim.protocols.registry import Registry
 
 #: Every estimator class, by its ``name``.
-ESTIMATORS: Registry[type] = Registry("estimator", field="estimator.name")
+ESTIMATORS: Registry[type] = Registry("estimator", field="estimator.name",
+                                      declared="shufflesim.protocols.plugins:ESTIMATORS")
 
 
 def register_estimator(cls: type) -> type:

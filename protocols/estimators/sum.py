@@ -33,6 +33,7 @@ class SumEstimator(NumericEstimator):
     """Sum of the inputs from the sum of the reports (n times :class:`MeanEstimator`)."""
 
     name: ClassVar[str] = "sum"
+    target: ClassVar[str] = "sum"
 
     @property
     def _mean(self) -> MeanEstimator:

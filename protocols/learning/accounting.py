@@ -60,6 +60,7 @@ from shufflesim.protocols.accounting.compose import compose_rounds
 from shufflesim.protocols.accounting.rounds import Round
 from shufflesim.protocols.bounds.closed_form.fmt21 import fmt21_approx_dp, fmt21_closed_form
 from shufflesim.protocols.bounds.closed_form.gdp import gdp_epsilon, gdp_mu
+from shufflesim.protocols.learning.gdp_vector import gdp_epsilons
 from shufflesim.protocols.errors import ParameterError, require, require_int_at_least
 
 #: Budgets are rounded *up* to this grid before composing (so that runs share compositions; a
@@ -114,14 +115,17 @@ def clone_with_tv(epsilon0: float, n: int, rounds: int, delta: float,
     return None, f"no eps found with (1 + e^eps) x {tv:.3g} < delta = {delta:g}"
 
 
-def gaussian_local_epsilon(sensitivity: float, sigma, rounds: int, delta: float) -> np.ndarray:
+def gaussian_local_epsilon(sensitivity: float, sigma, rounds, delta: float) -> np.ndarray:
     """Exact lifetime eps at ``delta`` of ``rounds`` Gaussian releases N(g, sigma^2 I) with L2
-    sensitivity ``sensitivity``: one Gaussian mechanism with mu = sqrt(rounds) Delta / sigma."""
+    sensitivity ``sensitivity``: one Gaussian mechanism with mu = sqrt(rounds) Delta / sigma.
+    ``rounds`` may be an array: the result then has shape ``rounds.shape + sigma.shape`` (one
+    vectorized search for every epoch and client, issue 32)."""
     sigma = np.asarray(sigma, dtype=float)
     unique, inverse = np.unique(sigma, return_inverse=True)
-    values = np.array([gdp_epsilon(math.sqrt(rounds) * sensitivity / s, delta).value
-                       for s in unique])
-    return values[inverse.ravel()].reshape(sigma.shape)
+    rounds = np.asarray(rounds, dtype=float)
+    mu = np.sqrt(rounds)[..., None] * sensitivity / unique
+    values, _ = gdp_epsilons(mu, delta)
+    return values[..., inverse.ravel()].reshape(rounds.shape + sigma.shape)
 
 
 def deletion_pure_epsilon(sensitivity: float, sigma: float, delta0: float) -> float:
@@ -154,13 +158,23 @@ class RunPrivacy:
 def account(run: RunPrivacy, epochs: int) -> tuple[dict[str, float | None], str]:
     """The bounds of :data:`BOUND_COLUMNS` after ``epochs`` passes (None where a bound does not
     apply) and a note naming what was left out and why."""
-    require_int_at_least("epochs", epochs, 0)
-    out: dict[str, float | None] = dict.fromkeys(BOUND_COLUMNS)
+    return account_epochs(run, [epochs])[0]
+
+
+def account_epochs(run: RunPrivacy, epochs) -> list[tuple[dict[str, float | None], str]]:
+    """:func:`account` for every number of passes in ``epochs``; what does not depend on the
+    number of passes is computed once, and the mu-GDP conversions of all of them in one
+    vectorized search (protocols.learning.gdp_vector; issue 32)."""
+    epochs = [int(e) if isinstance(e, int | np.integer) and not isinstance(e, bool) else e
+              for e in epochs]
+    for e in epochs:
+        require_int_at_least("epochs", e, 0)
     if run.randomizer == "none":
-        return out, "no randomizer: no privacy"
-    if epochs == 0:
-        return dict.fromkeys(BOUND_COLUMNS, 0.0), ""
-    notes: list[str] = []
+        return [(dict.fromkeys(BOUND_COLUMNS), "no randomizer: no privacy") for _ in epochs]
+    positive = sorted({e for e in epochs if e > 0})
+    if not positive:
+        return [(dict.fromkeys(BOUND_COLUMNS, 0.0), "") for _ in epochs]
+    common: list[str] = []
     eps = np.asarray(run.epsilons, dtype=float)
     n, k, delta = run.n_clients, run.clients_per_step, run.delta
     gaussian = run.randomizer == "gaussian"
@@ -168,20 +182,20 @@ def account(run: RunPrivacy, epochs: int) -> tuple[dict[str, float | None], str]
     if gaussian and client_sensitivity > run.sensitivity:
         # client-level LDP parameters of the reports (module docstring): eps at delta0
         unique, inverse = np.unique(np.asarray(run.sigma, dtype=float), return_inverse=True)
-        client = np.array([gdp_epsilon(client_sensitivity / s, run.delta0).value
-                           for s in unique])
+        client, _ = gdp_epsilons(client_sensitivity / unique, run.delta0)
         eps = np.maximum(eps, client[inverse.ravel()].reshape(eps.shape))
     eps_max = float(eps.max())
 
     # 002 Prop. 5.3 / Thm 3.8 (Thm 3.1 for pure randomizers): one pass.
+    fmt21 = None
     try:
         if n < 2:
             raise ParameterError("n", n, "needs at least 2 clients")
         one = (fmt21_approx_dp(eps_max, n, delta, run.delta0) if gaussian and run.delta0 > 0
                else fmt21_closed_form(eps_max, n, delta))
-        out["fmt21_pass"] = float(one.epsilon)
+        fmt21 = float(one.epsilon)
     except ParameterError as error:
-        notes.append(f"fmt21_pass: {error}")
+        common.append(f"fmt21_pass: {error}")
 
     # The pure eps0 of the clone pair, and the total variation to the pure run.
     if gaussian:
@@ -190,42 +204,65 @@ def account(run: RunPrivacy, epochs: int) -> tuple[dict[str, float | None], str]
     else:
         pure = eps_max
     pure = _ceil_grid(pure)
-    reports = n * epochs
-    tv = reports * run.delta0 if gaussian else 0.0
-    clone = None
-    if n >= 2:
-        clone, note = clone_with_tv(pure, n, epochs, delta, tv)
-        out["clone_epochs"] = clone
-        if clone is None:
-            notes.append(f"clone_epochs: {note}")
-    if k >= 2:
-        value, note = clone_with_tv(pure, k, epochs, delta, tv)
-        out["clone_steps"] = value
-        if value is None:
-            notes.append(f"clone_steps: {note}")
 
-    # 003 Thm 2 (approximate), composed as sqrt(epochs) mu.
+    # 003 Thm 2 (approximate), composed as sqrt(epochs) mu: every epoch in one search.
+    gspa: dict[int, float] = {}
     if n >= 2:
         try:
             mu = gdp_mu(eps, np.full(eps.shape, run.delta0) if gaussian else None)
-            out["gspa_epochs"] = float(gdp_epsilon(math.sqrt(epochs) * mu, delta).value)
+            values, _ = gdp_epsilons(np.sqrt(np.asarray(positive, float)) * mu, delta)
+            gspa = dict(zip(positive, values.tolist(), strict=True))
         except ParameterError as error:
-            notes.append(f"gspa_epochs: {error}")
+            common.append(f"gspa_epochs: {error}")
 
-    # No amplification: each client's own reports.
+    # No amplification: each client's own reports, every epoch in one search.
     if gaussian:
-        local = gaussian_local_epsilon(run.sensitivity, run.sigma, epochs, delta)
+        local_all = gaussian_local_epsilon(run.sensitivity, run.sigma, positive, delta)
     else:
-        local = epochs * eps
-    out["local_max"] = float(local.max())
-    # Every central bound is at most the most exposed client's own loss (the output is a
-    # post-processing of the reports, and only that client's reports change).
-    for name in ("clone_epochs", "clone_steps", "gspa_epochs"):
-        if out[name] is not None and out[name] > out["local_max"]:
-            out[name] = out["local_max"]
-            notes.append(f"{name}: capped at local_max")
-    clone = out["clone_epochs"]
-    users = local if clone is None else np.minimum(local, clone)
-    out["user_median"] = float(np.quantile(users, 0.5, method="higher"))
-    out["user_max"] = float(users.max())
-    return out, "; ".join(notes)
+        local_all = np.asarray(positive, float)[:, None] * eps[None, :]
+    local_of = dict(zip(positive, local_all, strict=True))
+
+    results = {}
+    for e in positive:
+        out: dict[str, float | None] = dict.fromkeys(BOUND_COLUMNS)
+        notes = list(common)
+        out["fmt21_pass"] = fmt21
+        tv = n * e * run.delta0 if gaussian else 0.0
+        if n >= 2:
+            clone, note = clone_with_tv(pure, n, e, delta, tv)
+            out["clone_epochs"] = clone
+            if clone is None:
+                notes.append(f"clone_epochs: {note}")
+        if k >= 2:
+            value, note = clone_with_tv(pure, k, e, delta, tv)
+            out["clone_steps"] = value
+            if value is None:
+                notes.append(f"clone_steps: {note}")
+        if e in gspa:
+            out["gspa_epochs"] = gspa[e]
+        local = local_of[e]
+        out["local_max"] = float(local.max())
+        # Every central bound is at most the most exposed client's own loss (the output is a
+        # post-processing of the reports, and only that client's reports change).
+        for name in ("clone_epochs", "clone_steps", "gspa_epochs"):
+            if out[name] is not None and out[name] > out["local_max"]:
+                out[name] = out["local_max"]
+                notes.append(f"{name}: capped at local_max")
+        clone = out["clone_epochs"]
+        users = local if clone is None else np.minimum(local, clone)
+        out["user_median"] = float(np.quantile(users, 0.5, method="higher"))
+        out["user_max"] = float(users.max())
+        results[e] = (out, _ordered_notes(notes))
+    return [results[e] if e > 0 else (dict.fromkeys(BOUND_COLUMNS, 0.0), "") for e in epochs]
+
+
+#: The order of the notes (as the per-epoch computation wrote them before issue 32).
+_NOTE_ORDER = ("fmt21_pass:", "clone_epochs:", "clone_steps:", "gspa_epochs:")
+
+
+def _ordered_notes(notes: list[str]) -> str:
+    def rank(note: str) -> tuple[int, int]:
+        capped = note.endswith("capped at local_max")
+        head = next((i for i, p in enumerate(_NOTE_ORDER) if note.startswith(p)), 0)
+        return (1 if capped else 0, head)
+    return "; ".join(sorted(notes, key=rank))

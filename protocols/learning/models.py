@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.errors import require, require_int_at_least
+from shufflesim.protocols.errors import require, require_int_at_least, require_positive_finite
+from shufflesim.protocols.learning.clipping import clipped_client_means
 
 
 def log_softmax(z: np.ndarray) -> np.ndarray:
@@ -34,6 +35,14 @@ def _one_hot(y: np.ndarray, k: int) -> np.ndarray:
     out = np.zeros((y.shape[0], k))
     out[np.arange(y.shape[0]), y] = 1.0
     return out
+
+
+def _clip_scale(norms2: np.ndarray, clip: float | None) -> np.ndarray:
+    """1 / max(1, ||g|| / C) from squared norms (ones without clipping), as clip_rows does."""
+    if clip is None:
+        return np.ones_like(norms2)
+    require_positive_finite("clip", float(clip))
+    return 1.0 / np.maximum(1.0, np.sqrt(norms2) / clip)
 
 
 class Model:
@@ -54,6 +63,14 @@ class Model:
 
     def per_example_gradients(self, theta, x, y) -> np.ndarray:
         raise NotImplementedError
+
+    def clipped_means(self, theta, x, y, n_clients: int, clip: float | None) -> np.ndarray:
+        """``(n_clients, n_parameters)``: each client's mean of its per-example gradients, each
+        clipped to L2 norm ``clip`` first (None: no clipping); ``x`` holds the clients' examples
+        one client after the other. Equal to ``clipped_client_means`` of the per-example
+        gradients; the models below compute it without materializing them."""
+        grads = self.per_example_gradients(theta, x, y)
+        return clipped_client_means(grads.reshape(n_clients, -1, grads.shape[1]), clip)
 
     def per_example_losses(self, theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Cross-entropy of each example, shape ``(batch,)``."""
@@ -106,6 +123,19 @@ class SoftmaxRegression(Model):
         delta = p - _one_hot(np.asarray(y), self.n_classes)  # (B, K)
         dw = (x[:, :, None] * delta[:, None, :]).reshape(x.shape[0], -1)
         return np.concatenate([dw, delta], axis=1)
+
+    def clipped_means(self, theta, x, y, n_clients, clip):
+        """Per-example norms from the factors: ||x delta^T||^2 + ||delta||^2 =
+        (||x||^2 + 1) ||delta||^2; then one weighted product per client."""
+        x = np.asarray(x, dtype=float)
+        delta = np.exp(log_softmax(self.logits(theta, x))) - _one_hot(np.asarray(y),
+                                                                       self.n_classes)
+        scale = _clip_scale(((x * x).sum(axis=1) + 1.0) * (delta * delta).sum(axis=1), clip)
+        xs = x.reshape(n_clients, -1, x.shape[1])
+        ds = (delta * scale[:, None]).reshape(n_clients, -1, delta.shape[1])
+        m = xs.shape[1]
+        dw = np.matmul(xs.transpose(0, 2, 1), ds).reshape(n_clients, -1) / m
+        return np.concatenate([dw, ds.mean(axis=1)], axis=1)
 
 
 @dataclass(frozen=True)
@@ -165,6 +195,27 @@ class MLP(Model):
         dw1 = (x[:, :, None] * d1[:, None, :]).reshape(n, -1)
         dw2 = (hid[:, :, None] * d2[:, None, :]).reshape(n, -1)
         return np.concatenate([dw1, d1, dw2, d2], axis=1)
+
+    def clipped_means(self, theta, x, y, n_clients, clip):
+        """Per-example squared norms from the factors, (||x||^2 + 1) ||d1||^2 +
+        (||h||^2 + 1) ||d2||^2, then weighted products per client: for MNIST's clients of 600
+        examples and 100 hidden units, no (600, 7,110) array of per-example gradients."""
+        x = np.asarray(x, dtype=float)
+        w1, b1, w2, b2 = self._unpack(theta)
+        a, hid, z = self._forward(theta, x)
+        d2 = np.exp(log_softmax(z)) - _one_hot(np.asarray(y), self.n_classes)
+        d1 = (d2 @ w2.T) * (a > 0)
+        norms2 = (((x * x).sum(axis=1) + 1.0) * (d1 * d1).sum(axis=1)
+                  + ((hid * hid).sum(axis=1) + 1.0) * (d2 * d2).sum(axis=1))
+        scale = _clip_scale(norms2, clip)[:, None]
+        c = n_clients
+        xs, hs = x.reshape(c, -1, x.shape[1]), hid.reshape(c, -1, hid.shape[1])
+        d1s = (d1 * scale).reshape(c, -1, d1.shape[1])
+        d2s = (d2 * scale).reshape(c, -1, d2.shape[1])
+        m = xs.shape[1]
+        dw1 = np.matmul(xs.transpose(0, 2, 1), d1s).reshape(c, -1) / m
+        dw2 = np.matmul(hs.transpose(0, 2, 1), d2s).reshape(c, -1) / m
+        return np.concatenate([dw1, d1s.mean(axis=1), dw2, d2s.mean(axis=1)], axis=1)
 
 
 MODELS = {"softmax": SoftmaxRegression, "mlp": MLP}

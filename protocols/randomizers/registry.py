@@ -10,7 +10,8 @@ from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.registry import Registry
 
 #: Every randomizer class, by its ``name``.
-RANDOMIZERS: Registry[type] = Registry("randomizer", field="randomizer.name")
+RANDOMIZERS: Registry[type] = Registry("randomizer", field="randomizer.name",
+                                       declared="shufflesim.protocols.plugins:RANDOMIZERS")
 
 
 def register(cls: type) -> type:
@@ -43,6 +44,22 @@ def required_parameters(name: str) -> list[str]:
     """The parameters of a registered randomizer that have no default (no value is guessed)."""
     return [f.name for f in fields(randomizer_class(name))
             if f.default is MISSING and f.default_factory is MISSING]
+
+
+def example_parameters(name: str) -> dict[str, Any]:
+    """The example parameters the randomizer registered as ``name`` declares (``example``);
+    ParameterError when it declares none."""
+    cls = randomizer_class(name)
+    example = getattr(cls, "example", None)
+    if example is None:
+        raise ParameterError("randomizer.name", name, "declares no example parameters "
+                             "(the class attribute ``example``)")
+    return dict(example)
+
+
+def example_randomizer(name: str, **override: Any):
+    """The randomizer ``name`` built from its example parameters, ``override`` on top."""
+    return make_randomizer(name, **{**example_parameters(name), **override})
 
 
 def make_randomizer(name: str, **params: Any):

@@ -36,7 +36,7 @@ _LAZY: dict[str, str] = {
     "bounds": "shufflesim._bounds",
     "calibrate": "shufflesim._bounds",
     "catalogue": "shufflesim._catalogue",
-    # --- issue 30 adds here: "design": "shufflesim._design",
+    "design": "shufflesim._design",
 }
 
 #: The public names (tests/test_api.py: exactly the names of _LAZY and __version__).
@@ -45,6 +45,7 @@ __all__ = [
     "bounds",
     "calibrate",
     "catalogue",
+    "design",
     "estimator",
     "randomizer",
 ]
@@ -52,6 +53,7 @@ __all__ = [
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
     from shufflesim._bounds import bounds, calibrate
     from shufflesim._catalogue import catalogue
+    from shufflesim._design import design
     from shufflesim._randomizer import estimator, randomizer
 
 

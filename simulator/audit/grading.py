@@ -105,6 +105,28 @@ class Evidence:
         return float(min(1.0, self.alpha / self.limit_alpha * math.exp(hi)))
 
 
+def attach_p_values(records: list[dict], audit, options) -> list[dict]:
+    """Set the p-value (:class:`Evidence`) of the verdict rows whose empirical lower bound is
+    the best of ``audit`` (a randomizer-level audit: its best pair at delta0; a shuffle or
+    pipeline audit: its best row per delta) exceeding their bound. Rows are matched on delta
+    and epsilon_lb, so that rows of other attacks keep their own; rows with a p-value already
+    keep it. ``options.confidence`` gives the overall error level."""
+    alpha = 1.0 - options.confidence
+    if hasattr(audit, "pairs"):  # randomizer level
+        bests = [(audit.best, audit.delta0)]
+    else:
+        bests = [(audit.best(d), d) for d in audit.deltas]
+    for best, delta in bests:
+        for r in records:
+            if (r.get("row_type") == "verdict" and r.get("bound_kind") != "lower"
+                    and r.get("p_value") is None and r.get("bound_epsilon") is not None
+                    and r.get("epsilon_lb") is not None and r.get("delta") == delta
+                    and r["epsilon_lb"] == best.epsilon_lb):
+                r["p_value"] = Evidence.of(best.bound, delta, alpha).p_value(
+                    float(r["bound_epsilon"]))
+    return records
+
+
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm's step-down adjusted p-values (module docstring), in the input order."""
     p = np.asarray(p_values, dtype=float)

@@ -44,7 +44,8 @@ class AttackSpec:
 
 
 #: Every attack, in registration order.
-ATTACKS: Registry[AttackSpec] = Registry("attack", field="attacks")
+ATTACKS: Registry[AttackSpec] = Registry("attack", field="attacks",
+                                        declared="shufflesim.simulator.plugins:ATTACKS")
 
 
 def register_attack(name: str, *, levels: Iterable[Level | str], description: str,

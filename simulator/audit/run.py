@@ -28,15 +28,15 @@ import numpy as np
 
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
-from shufflesim.simulator.audit import approximate  # noqa: F401  (registers search, approximate)
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.claim import Claim
-from shufflesim.simulator.audit.grading import Evidence, grade
+from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
+from shufflesim.simulator.audit.grading import attach_p_values, grade
 from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
+from shufflesim.simulator.audit.input_search import search_shuffle
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import MessageShuffler
-from shufflesim.simulator.usercode import UserFunction
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
@@ -54,6 +54,7 @@ from shufflesim.simulator.audit.tables import (
 )
 from shufflesim.simulator.audit.verdicts import bound_verdicts, fit_verdict, shuffled_verdict
 from shufflesim.simulator.pipeline import PipelineConfig, uniform_permutation
+from shufflesim.simulator.usercode import UserFunction
 
 #: Second element of a scenario audit's spawn key (keeps it apart from the runner's units).
 AUDIT_KEY = 0x617564
@@ -85,7 +86,9 @@ class AuditSettings:
     pipeline level; claim_delta0: the delta0 it claims (randomizer level); support:
     "path/file.py:function" of a frequency oracle's decoder ``(reports, x) -> bool array``
     (report i supports value x), an event family of the randomizer level's ``search`` attack
-    (needed for local hashing, whose reports are all distinct).
+    (needed for local hashing, whose reports are all distinct); fresh_devices: run the
+    implementation in this many fresh processes too and test whether its randomness repeats
+    across them (fresh_devices.py: import-time seeding, a fixed key).
     """
 
     trials: int
@@ -108,9 +111,10 @@ class AuditSettings:
     output_offset: int | None = None
     vectorized: bool | None = None
     two_stage: bool = False
-    shuffler: str | None = None
+    shuffler: str | Callable | None = None
     claim_delta0: float = 0.0
     support: str | None = None
+    fresh_devices: int | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -157,6 +161,12 @@ class AuditSettings:
                 "claim_delta0", self.claim_delta0, "must lie in [0, 1)")
         require(self.claim_delta0 == 0 or level is Level.RANDOMIZER, "claim_delta0",
                 self.claim_delta0, "only applies at the randomizer level")
+        require(self.fresh_devices is None or (
+            isinstance(self.fresh_devices, int) and not isinstance(self.fresh_devices, bool)
+            and 2 <= self.fresh_devices <= 64), "fresh_devices", self.fresh_devices,
+            "must be an integer number of devices in [2, 64]")
+        require(self.fresh_devices is None or self.implementation is not None,
+                "fresh_devices", self.fresh_devices, "applies to an implementation under test")
         self.options()  # validates trials, confidence, holdout_fraction, shortlist, chunk
 
     def options(self) -> AuditOptions | RandomizerAuditOptions:
@@ -251,29 +261,6 @@ def run_audit(settings: AuditSettings, randomizer, n: int | None,
     return grade(records, settings.confidence)
 
 
-def _attach_evidence(records: list[dict], bests, alpha: float) -> list[dict]:
-    """The p-value (grading.Evidence) of the verdict rows whose empirical lower bound is that
-    of ``bests`` (evaluated bounds: shuffle-level AttackRow or randomizer-level PairBound,
-    each with ``.bound``) exceeding their bound (matched on delta and epsilon_lb, so that rows
-    of other attacks keep their own; rows with a p-value already keep it)."""
-    for best, delta in bests:
-        for r in records:
-            if (r.get("row_type") == "verdict" and r.get("bound_kind") != "lower"
-                    and r.get("p_value") is None and r.get("bound_epsilon") is not None
-                    and r.get("epsilon_lb") is not None and r.get("delta") == delta
-                    and r["epsilon_lb"] == best.epsilon_lb):
-                r["p_value"] = Evidence.of(best.bound, delta, alpha).p_value(
-                    float(r["bound_epsilon"]))
-    return records
-
-
-def _audit_evidence(records: list[dict], audit, options) -> list[dict]:
-    alpha = 1.0 - options.confidence
-    if hasattr(audit, "pairs"):  # randomizer level
-        return _attach_evidence(records, [(audit.best, audit.delta0)], alpha)
-    return _attach_evidence(records, [(audit.best(d), d) for d in audit.deltas], alpha)
-
-
 def _audit_rows(settings: AuditSettings, randomizer, n: int | None,
                 seed: np.random.SeedSequence, context: Mapping | None = None,
                 pipeline: PipelineConfig | None = None,
@@ -289,20 +276,23 @@ def _audit_rows(settings: AuditSettings, randomizer, n: int | None,
     else:
         tested = _implementation(settings, randomizer, claim)
     if tested is not None:
-        return _run_implementation(settings, tested, n, seed, context, pipeline, progress,
+        rows = _run_implementation(settings, tested, n, seed, context, pipeline, progress,
                                    events)
+        if settings.fresh_devices:
+            rows += fresh_device_rows(settings, tested, seed, rows)
+        return rows
     context = _row_context(context, randomizer.name, randomizer.epsilon0, n)
     options = settings.options()
     if settings.level is Level.RANDOMIZER:
         # an (eps0, delta0)-LDP randomizer (the gaussian) is audited at its declared delta0
         delta0 = float(getattr(randomizer, "delta0", 0.0) or 0.0)
         audit = audit_randomizer(randomizer, options, seed, events=events, delta0=delta0)
-        return _audit_evidence(randomizer_records(audit, context), audit, options) + \
+        return attach_p_values(randomizer_records(audit, context), audit, options) + \
             _randomizer_attacks(settings, randomizer, audit.epsilon0, delta0, seed, context, "")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
     if is_multi_message(randomizer) and settings.level is Level.SHUFFLE:
         audit = _audit_multi(settings, randomizer, randomizer, n, options, seed, progress)
-        return _audit_evidence(attack_records(audit, context) + _bound_rows(
+        return attach_p_values(attack_records(audit, context) + _bound_rows(
             settings, randomizer, audit, n, options, context), audit, options)
     require_finite_groups(randomizer)
     x0, x1, x2 = _triple(settings, randomizer, n)
@@ -317,7 +307,7 @@ def _audit_rows(settings: AuditSettings, randomizer, n: int | None,
                                x2=x2, config=pipeline, permutation=permutation,
                                progress=progress)
         bound_n = shuffled_size(n, pipeline)
-    return _audit_evidence(attack_records(audit, context) + _bound_rows(
+    return attach_p_values(attack_records(audit, context) + _bound_rows(
         settings, randomizer, audit, bound_n, options, context), audit, options)
 
 
@@ -391,7 +381,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     options = settings.options()
     if settings.level is Level.RANDOMIZER:
         audit = audit_randomizer(tested, options, seed, events=events, delta0=claim.delta0)
-        return _audit_evidence(randomizer_records(audit, context), audit, options) + \
+        return attach_p_values(randomizer_records(audit, context), audit, options) + \
             _randomizer_attacks(settings, tested, audit.epsilon0, claim.delta0, seed, context,
                                 source)
     require(declared is not None, "implementation", source, "a black box is audited at the "
@@ -417,8 +407,15 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
               and declared.output_size <= MAX_ENUMERABLE_OUTPUTS):
             d = declared.input_domain.size
             others = np.full(d, 1.0 / d)
-        audit = audit_shuffle(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
-                              others=others, progress=progress, two_stage=settings.two_stage)
+        if (isinstance(others, np.ndarray) and settings.others is None
+                and settings.x0 is None and settings.x1 is None):
+            # no inputs named: search the worst case (input_search.py)
+            audit = search_shuffle(tested, n, settings.delta, options, seed,
+                                   progress=progress, two_stage=settings.two_stage)
+        else:
+            audit = audit_shuffle(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
+                                  others=others, progress=progress,
+                                  two_stage=settings.two_stage)
         bound_n = n
     else:
         permutation = uniform_permutation if settings.permute else identity_permutation
@@ -452,7 +449,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
                                     bound_n, delta, where))
         bound_rows += verdict_records(verdicts, {**context, "pair": audit.pair}, level,
                                       source)
-    return _audit_evidence(
+    return attach_p_values(
         records + implementation_records(own, {**context, "pair": audit.pair}, level, source,
                                          seconds=audit.seconds, note=audit.note) + bound_rows,
         audit, options)

@@ -11,6 +11,16 @@ tabulated once, searched with ``numpy.searchsorted``): exact in law up to the 2^
 of the uniforms, and several times faster than ``Generator.binomial`` for the small success
 probabilities of randomized response. More groups use ``Generator.multinomial``.
 
+Two groups in bulk (issue 29, "power is trials per second"): the trial's sufficient statistic is
+that one count, whose law in world w is exact and small (n + 1 values),
+
+    P_w(c) = (1 - p_w) Bin(n - 1, ref_1)(c) + p_w Bin(n - 1, ref_1)(c - 1),
+
+so the tabulated counts of T independent trials - all the attacks ever look at - are one draw
+of Multinomial(T, P_w) (``Generator.multinomial``: n + 1 binomial draws, whatever T). This is
+the same law as T trials drawn one by one; 10^9 trials cost milliseconds, so the time goes to
+the events.
+
 Reproducibility: trials are drawn in chunks of a fixed size; chunk c of a stream draws from its
 own ``SeedSequence(entropy, spawn_key = stream key + (c,))``, so the counts depend on the seed,
 the chunk size and the number of trials only (not on how chunks are scheduled).
@@ -57,6 +67,18 @@ class HistogramSampler:
             self._others_cdf = cdf
         self._user_cdf = [np.cumsum(model.world(w)) for w in (0, 1)]
 
+    def count_pmf(self, world: int) -> np.ndarray | None:
+        """The exact law of the count of group 1 over the n reports in ``world`` (two groups;
+        module docstring), None with more groups."""
+        if self.model.groups != 2:
+            return None
+        b = stats.binom.pmf(np.arange(self.n), self.n - 1, self.model.ref[1])
+        p = float(self.model.world(world)[1])
+        pmf = np.zeros(self.n + 1)
+        pmf[:-1] += (1.0 - p) * b
+        pmf[1:] += p * b
+        return pmf / pmf.sum()
+
     def sample(self, world: int, trials: int, rng: np.random.Generator) -> HistogramChunk:
         model = self.model
         if model.groups == 2:
@@ -73,7 +95,11 @@ class HistogramSampler:
 def tabulate(sampler: HistogramSampler, attacks: Sequence[Attack], world: int, trials: int,
              seed: np.random.SeedSequence, chunk: int = DEFAULT_CHUNK,
              progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
-    """Counts per bin of every attack's statistic over ``trials`` trials of ``world``."""
+    """Counts per bin of every attack's statistic over ``trials`` trials of ``world`` (in bulk
+    when the sampler gives the exact law of a one-count statistic: module docstring)."""
+    pmf = sampler.count_pmf(world) if isinstance(sampler, HistogramSampler) else None
+    if pmf is not None:
+        return _tabulate_bulk(sampler.n, pmf, attacks, trials, seed, progress)
     totals = [np.zeros(a.bins, dtype=np.int64) for a in attacks]
     for c, size in enumerate(chunk_sizes(trials, chunk)):
         rng = np.random.default_rng(child(seed, c))
@@ -82,4 +108,21 @@ def tabulate(sampler: HistogramSampler, attacks: Sequence[Attack], world: int, t
             total += np.bincount(attack.bin(histograms), minlength=attack.bins)[: attack.bins]
         if progress is not None:
             progress(size)
+    return totals
+
+
+def _tabulate_bulk(n: int, pmf: np.ndarray, attacks: Sequence[Attack], trials: int,
+                   seed: np.random.SeedSequence,
+                   progress: Callable[[int], None] | None) -> list[np.ndarray]:
+    """The bins of every attack over ``trials`` trials whose count has law ``pmf``: one
+    multinomial draw of the count histogram, mapped through each attack's bin of each count."""
+    per_count = np.random.default_rng(child(seed, 0)).multinomial(trials, pmf)
+    every = HistogramChunk(n, np.arange(n + 1))
+    totals = []
+    for attack in attacks:
+        bins = np.asarray(attack.bin(every), dtype=np.int64)
+        total = np.bincount(bins, weights=per_count, minlength=attack.bins)[: attack.bins]
+        totals.append(np.rint(total).astype(np.int64))
+    if progress is not None:
+        progress(trials)
     return totals

@@ -6,7 +6,7 @@ may be a number or an array). Every sweep point with the section is audited once
 pipeline level, and randomness from ``SeedSequence(seed, spawn_key=(point, AUDIT_KEY))``; the
 rows go to ``audit.parquet`` (schema: simulator.audit.tables.AUDIT_SCHEMA). Importing this
 module registers the section, the table schema and :func:`produce` as a per-point table
-producer (simulator.plugins imports it).
+producer (simulator/plugins.py declares it).
 
 ``implementation = "impl.py:function"`` (or ``"module:function"``) audits the user's code
 against the scenario's randomizer as its claim (simulator/audit/implementation.py); a relative
@@ -30,10 +30,10 @@ from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.run import AUDIT_KEY, AuditSettings, run_audit
 from shufflesim.simulator.audit.tables import AUDIT_SCHEMA, to_table
 from shufflesim.simulator.errors import ScenarioError
-from shufflesim.simulator.execution.producers import register_table_producer
 from shufflesim.simulator.results.tables import TABLE_SCHEMAS, register_table_schema
 from shufflesim.simulator.scenario.convert import ParseContext, dataclass_schema, parse_dataclass
 from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.producers import register_table_producer
 from shufflesim.simulator.scenario.sections import register_section
 
 SECTION = "audit"

@@ -62,10 +62,3 @@ class SumTarget(_ScalarTarget):
 FREQUENCY = register_target(FrequencyTarget())
 MEAN = register_target(MeanTarget())
 SUM = register_target(SumTarget())
-# Estimators for personalized budgets (protocols.estimators.personalized) estimate the same
-# targets as the standard ones.
-for _alias, _base in (("gspa_frequency", FREQUENCY), ("uniform_frequency", FREQUENCY),
-                      ("weighted_frequency", FREQUENCY), ("gspa_mean", MEAN),
-                      ("weighted_mean", MEAN), ("multi_message_frequency", FREQUENCY),
-                      ("multi_message_sum", SUM)):
-    register_target(_base, _alias)

@@ -1,6 +1,7 @@
 """Targets: what an estimator estimates and how its error is measured (the batch path's and
-the pipeline's metrics), and the registry of targets by estimator name. The built-in targets
-are in simulator.batch.metrics."""
+the pipeline's metrics), and the registry of targets by name. An estimator names its target
+(``target``, protocols/estimators/base.py), so several estimators share one with no alias. The
+built-in targets are in simulator.batch.metrics and simulator.batch.location."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from shufflesim.protocols.estimators.registry import ESTIMATORS
 from shufflesim.protocols.registry import Registry
 from shufflesim.simulator.population.base import DataDistribution
 
@@ -48,20 +50,18 @@ class Target(ABC):
         """Metric name -> one value per repetition."""
 
 
-#: Targets by estimator name (several estimators may share one target).
-TARGETS: Registry[Target] = Registry("estimator", field="estimator.name")
+#: Targets by name (an estimator's ``target``).
+TARGETS: Registry[Target] = Registry(
+    "estimator target", field="estimator.target",
+    declared="shufflesim.simulator.plugins:TARGETS")
 
 
-def register_target(target: Target, name: str | None = None) -> Target:
-    """Make the metrics of a new estimator name available to the batch path (``name``:
-    another estimator name for an existing target)."""
-    return TARGETS.register(target.name if name is None else name, target)
-
-
-def target_names() -> list[str]:
-    """Estimator names whose error metrics the batch path can compute."""
-    return TARGETS.names()
+def register_target(target: Target) -> Target:
+    """Make the metrics of a target available to the batch path (under ``target.name``)."""
+    return TARGETS.register(target.name, target)
 
 
 def target_for(estimator_name: str) -> Target:
-    return TARGETS.get(estimator_name)
+    """The target of the estimator registered as ``estimator_name`` (ParameterError naming
+    the estimator, or its target when no target of that name is registered)."""
+    return TARGETS.get(ESTIMATORS.get(estimator_name).target)

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from dataclasses import MISSING, fields
 
-from shufflesim.simulator.audit.levels import Level
+from shufflesim.simulator.audit.levels import ATTACKS, Level
 from shufflesim.simulator.lazy import lazy_module
 
 catalogue_module = lazy_module("shufflesim.protocols.bounds.catalogue")
 estimators = lazy_module("shufflesim.protocols.estimators")
 randomizers = lazy_module("shufflesim.protocols.randomizers")
-plugins = lazy_module("shufflesim.simulator.plugins")
 composed = lazy_module("shufflesim.protocols.accounting.compose")
 population = lazy_module("shufflesim.simulator.population.base")
 
@@ -56,14 +55,14 @@ def catalogue() -> dict:
     }
     return {
         "randomizers": named,
-        "estimators": sorted(set(estimators.estimator_names()) & set(plugins.TARGETS.names())),
+        "estimators": estimators.estimator_names(),
         "data_distributions": {
             name: population.describe_parameters(cls)
-            for name, cls in sorted(plugins.DATA_DISTRIBUTIONS.items())
+            for name, cls in sorted(population.DATA_DISTRIBUTIONS.items())
         },
         "budget_distributions": {
             name: population.describe_parameters(cls)
-            for name, cls in sorted(plugins.BUDGET_DISTRIBUTIONS.items())
+            for name, cls in sorted(population.BUDGET_DISTRIBUTIONS.items())
         },
         "bounds": bounds,
         "composed_methods": {
@@ -73,6 +72,6 @@ def catalogue() -> dict:
         },
         "audit": {
             "levels": dict(LEVEL_DESCRIPTIONS),
-            "attacks": {spec.name: spec.summary for spec in plugins.ATTACKS.values()},
+            "attacks": {spec.name: spec.summary for spec in ATTACKS.values()},
         },
     }

@@ -1,5 +1,5 @@
 """Running a scenario: its units of work, the executors that run them, resumable part files,
-the table producers and progress reports."""
+and progress reports (the table producers' registry is simulator/scenario/producers.py)."""
 
 #: The public API: the package's modules (import the one you need).
-__all__ = ["executors", "producers", "progress", "resume", "runner", "simulation", "units"]
+__all__ = ["executors", "progress", "resume", "runner", "simulation", "units"]

@@ -4,7 +4,7 @@ tables.
 Units are independent, so the rows do not depend on the order in which units run or on how
 many workers run them: the same scenario and seed always give the same rows (for a given numpy
 version). :func:`run_scenario` runs the units (simulation chunks, then the registered table
-producers' calls: simulator.execution.producers) on an executor (simulator.execution.executors;
+producers' calls: simulator.scenario.producers) on an executor (simulator.execution.executors;
 default: this process) and, given a run directory, keeps every finished unit's rows as part
 files there so that an interrupted run resumes where it stopped (simulator.execution.resume).
 """
@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
-import shufflesim.simulator.plugins  # noqa: F401  (the built-in table producers)
 from shufflesim.simulator.batch.memory import check_machine
 from shufflesim.simulator.execution.executors import Executor, InlineExecutor
-from shufflesim.simulator.execution.producers import PRODUCERS
 from shufflesim.simulator.execution.resume import DirectoryParts, MemoryParts, run_fingerprint
 from shufflesim.simulator.execution.simulation import make_setup
 from shufflesim.simulator.execution.units import RunState, assemble, plan_run, run_work_unit
 from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.producers import PRODUCERS
 
 Progress = Callable[[int, int], None]
 

@@ -7,7 +7,7 @@ A run is a fixed, ordered list of :class:`WorkUnit`\\ s, a function of the scena
    from ``SeedSequence(entropy=seed, spawn_key=(p, c))`` and returns the ``utility`` rows of its
    repetitions (and, for pipeline points, the ``batches`` rows);
 2. *producer* units: for every table producer registered with
-   simulator.execution.producers.register_table_producer, one unit per sweep point when the producer
+   simulator.scenario.producers.register_table_producer, one unit per sweep point when the producer
    was registered with ``per_point=True`` (it is called with the scenario restricted to that
    point), else one unit for the whole run. Producers seed themselves from the scenario's seed
    and the point index (e.g. the audit: ``spawn_key=(point, AUDIT_KEY)``).
@@ -39,9 +39,9 @@ import pyarrow as pa
 
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.simulator.errors import UserError
-from shufflesim.simulator.execution.producers import ProducerSpec
 from shufflesim.simulator.execution.simulation import Unit, execute_unit, plan_units, utility_rows
 from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.producers import ProducerSpec
 
 SIMULATE = "simulate"
 PRODUCE = "produce"

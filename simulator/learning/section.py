@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from shufflesim.protocols.learning.accounting import BOUND_COLUMNS, RunPrivacy, account
+from shufflesim.protocols.learning.accounting import BOUND_COLUMNS, RunPrivacy, account_epochs
 from shufflesim.protocols.learning.randomizers import GaussianGradient
 from shufflesim.simulator.errors import ScenarioError, UserError
-from shufflesim.simulator.execution.producers import register_table_producer
 from shufflesim.simulator.learning.data import Dataset, Split, load_dataset, prepare
+from shufflesim.simulator.learning.files import expand_variables
 from shufflesim.simulator.learning.train import LearningConfig, train_on_split
 from shufflesim.simulator.results.tables import (
     POINT_COLUMNS,
@@ -40,6 +40,7 @@ from shufflesim.simulator.results.tables import (
 )
 from shufflesim.simulator.scenario.convert import ParseContext, parse_dataclass
 from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.producers import register_table_producer
 from shufflesim.simulator.scenario.sections import register_section
 
 SECTION = "learning"
@@ -56,13 +57,16 @@ class LearningSection:
     client once per epoch). ``examples_per_client``: examples each client holds (003 Alg. 3's
     m). Clipping is per example, then the client averages (protocols.learning.clipping).
     ``privacy_unit``: ``client`` (sensitivity 2 clip) or ``example`` (2 clip / m, 003's
-    sigma; Gaussian only). ``pca_components = 0`` keeps the raw features. ``delta``: the
+    sigma; Gaussian only). ``pca_components = 0`` keeps the raw features. ``scale_features``:
+    divide the features by the training rows' root-mean-square norm (false: keep the scale of
+    the input, e.g. MNIST pixels in [0, 1] through the PCA, as 003). ``delta``: the
     central delta of every bound of the accounting."""
 
     data: str = "digits"
     label_column: str = "label"
     test_fraction: float = 0.25
     pca_components: int = 60
+    scale_features: bool = True
     model: str = "softmax"
     hidden: int = 64
     randomizer: str = "gaussian"
@@ -165,23 +169,26 @@ def _dataset(data: str, label_column: str) -> Dataset:
 
 
 @functools.lru_cache(maxsize=4)
-def _fixed_split(data: str, label_column: str, pca_components: int) -> Split:
+def _fixed_split(data: str, label_column: str, pca_components: int, scale: bool) -> Split:
     """A data set with its own train/test split (MNIST) needs no seed: prepared once."""
     return prepare(_dataset(data, label_column), np.random.default_rng(0),
-                   pca_components=pca_components or None)
+                   pca_components=pca_components or None, scale=scale)
 
 
 def run_repetition(section: LearningSection, budget, seed: np.random.SeedSequence
                    ) -> tuple[list[dict], dict]:
     """Train once and account for it: (rows per epoch, run facts)."""
     split_seq, budget_seq, init_seq, train_seq = seed.spawn(4)
-    dataset = _dataset(section.data, section.label_column)
+    data = expand_variables(section.data)  # the cache keys on the path, not on "$NAME"
+    dataset = _dataset(data, section.label_column)
     if dataset.n_train is not None:  # the data set's own split: the same PCA every time
-        split = _fixed_split(section.data, section.label_column, section.pca_components)
+        split = _fixed_split(data, section.label_column, section.pca_components,
+                             section.scale_features)
     else:
         split = prepare(dataset, np.random.default_rng(split_seq),
                         test_fraction=section.test_fraction,
-                        pca_components=section.pca_components or None)
+                        pca_components=section.pca_components or None,
+                        scale=section.scale_features)
     n_clients = split.x_train.shape[0] // section.examples_per_client
     if n_clients < 1:
         raise UserError(f"learning.examples_per_client = {section.examples_per_client}: more "
@@ -201,11 +208,11 @@ def run_repetition(section: LearningSection, budget, seed: np.random.SeedSequenc
                              section.delta, section.delta0 if sigma is not None else 0.0,
                              sigma, sensitivity or 0.0, client_sensitivity=2.0 * section.clip)
     rows = []
-    for row in result.rows:
-        if privacy is None:
-            bounds, note = dict.fromkeys(BOUND_COLUMNS), "no randomizer: no privacy"
-        else:
-            bounds, note = account(privacy, int(row["epoch"]))
+    if privacy is None:
+        accounts = [(dict.fromkeys(BOUND_COLUMNS), "no randomizer: no privacy")] * len(result.rows)
+    else:
+        accounts = account_epochs(privacy, [int(row["epoch"]) for row in result.rows])
+    for row, (bounds, note) in zip(result.rows, accounts, strict=True):
         rows.append({**row, **{f"epsilon_{k}": v for k, v in bounds.items()},
                      "accounting_note": note})
     private = section.randomizer != "none"

@@ -12,7 +12,7 @@ without ``delta``, at the smallest delta of the scenario's ``[bounds]`` section)
 any delta the local budget at delta 0; the ``epsilon_reason`` column of ``batches.parquet``
 says which
 (simulator/pipeline/unit.py). The section registers itself with the scenario loader
-(simulator.plugins imports this module).
+(simulator/plugins.py declares this module).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ independently) and a *budget distribution* (each user's local budget epsilon_i).
 tagged unions: frozen dataclasses registered by name (the ``distribution`` key of a scenario's
 ``population.data`` / ``population.budget`` table), registered in
 :data:`DATA_DISTRIBUTIONS` / :data:`BUDGET_DISTRIBUTIONS` (built-in members: population.data,
-population.budgets, population.files; simulator.plugins imports them).
+population.budgets, population.files; simulator/plugins.py declares them).
 
 Data distributions are either *categorical* (integers in ``[0, domain_size)``, for frequency
 oracles) or *numeric* (floats, for mean and sum mechanisms). Every distribution knows its exact
@@ -103,11 +103,13 @@ class BudgetDistribution(ABC):
 
 
 #: Data distributions by name (the ``distribution`` key of ``population.data``).
-DATA_DISTRIBUTIONS: Registry[type[DataDistribution]] = Registry("data distribution",
-                                                                field="distribution")
+DATA_DISTRIBUTIONS: Registry[type[DataDistribution]] = Registry(
+    "data distribution", field="distribution",
+    declared="shufflesim.simulator.plugins:DATA_DISTRIBUTIONS")
 #: Budget distributions by name (the ``distribution`` key of ``population.budget``).
-BUDGET_DISTRIBUTIONS: Registry[type[BudgetDistribution]] = Registry("budget distribution",
-                                                                    field="distribution")
+BUDGET_DISTRIBUTIONS: Registry[type[BudgetDistribution]] = Registry(
+    "budget distribution", field="distribution",
+    declared="shufflesim.simulator.plugins:BUDGET_DISTRIBUTIONS")
 #: Class decorators: make a distribution available under ``cls.name``.
 register_data_distribution = DATA_DISTRIBUTIONS.register
 register_budget_distribution = BUDGET_DISTRIBUTIONS.register

@@ -57,7 +57,8 @@ UTILITY_SCHEMA = table_schema([
 ])
 
 #: Result tables' schemas by table name.
-TABLE_SCHEMAS: Registry[pa.Schema] = Registry("table schema", field="table")
+TABLE_SCHEMAS: Registry[pa.Schema] = Registry(
+    "table schema", field="table", declared="shufflesim.simulator.plugins:TABLES")
 TABLE_SCHEMAS.register("utility", UTILITY_SCHEMA)
 #: Permissions of written tables (readable by everyone, like files written with open()).
 TABLE_FILE_MODE = 0o644

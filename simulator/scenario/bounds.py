@@ -56,7 +56,6 @@ from shufflesim.protocols.bounds.personalized.bounds import PERSONALIZED_SPECS, 
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.registry import closest
 from shufflesim.simulator.errors import ScenarioError
-from shufflesim.simulator.execution.producers import register_table_producer
 from shufflesim.simulator.population.budgets import budget_profile
 from shufflesim.simulator.results.tables import (
     POINT_COLUMNS,
@@ -66,6 +65,7 @@ from shufflesim.simulator.results.tables import (
 )
 from shufflesim.simulator.scenario.convert import ParseContext, parse_dataclass
 from shufflesim.simulator.scenario.model import Scenario
+from shufflesim.simulator.scenario.producers import register_table_producer
 from shufflesim.simulator.scenario.sections import register_section
 
 SECTION = "bounds"

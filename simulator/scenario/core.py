@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from shufflesim.protocols.errors import ParameterError
-from shufflesim.protocols.estimators import make_estimator
+from shufflesim.protocols.estimators import estimator_names, make_estimator
 from shufflesim.protocols.randomizers import (
     Categorical,
     Interval,
@@ -17,7 +17,6 @@ from shufflesim.protocols.randomizers import (
     randomizer_names,
     randomizer_parameters,
 )
-from shufflesim.simulator.batch.targets import target_names
 from shufflesim.simulator.errors import ScenarioError
 from shufflesim.simulator.population.base import (
     CATEGORICAL,
@@ -191,11 +190,11 @@ def _parse_estimator(table: Mapping[str, Any], randomizer: Randomizer):
         raise ScenarioError("estimator.name", None, "is required")
     if not isinstance(name, str):
         raise ScenarioError("estimator.name", name, "must be a string")
-    if name not in target_names():
-        close = closest(name, target_names())
+    if name not in estimator_names():
+        close = closest(name, estimator_names())
         hint = f"did you mean {close!r}? " if close else ""
         raise ScenarioError(
-            "estimator.name", name, f"unknown estimator; {hint}choose one of {target_names()}"
+            "estimator.name", name, f"unknown estimator; {hint}choose one of {estimator_names()}"
         )
     try:
         estimator = make_estimator(name, randomizer)

@@ -26,7 +26,6 @@ import re
 import tomllib
 from pathlib import Path
 
-import shufflesim.simulator.plugins  # noqa: F401  (the built-in sections, distributions and targets)
 from shufflesim.simulator.errors import ScenarioError, UserError
 from shufflesim.simulator.scenario.convert import ParseContext, check_keys, rekey
 from shufflesim.simulator.scenario.core import parse_settings

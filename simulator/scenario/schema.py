@@ -21,9 +21,8 @@ import sys
 import typing
 from typing import Any
 
-import shufflesim.simulator.plugins  # noqa: F401  (fills the registries)
+from shufflesim.protocols.estimators import estimator_names
 from shufflesim.protocols.randomizers import randomizer_class, randomizer_names
-from shufflesim.simulator.batch.targets import target_names
 from shufflesim.simulator.population.base import BUDGET_DISTRIBUTIONS, DATA_DISTRIBUTIONS
 from shufflesim.simulator.scenario.convert import dataclass_schema
 from shufflesim.simulator.scenario.model import BatchOptions
@@ -104,7 +103,7 @@ def scenario_schema() -> dict[str, Any]:
         "randomizer": randomizer_schema(),
         "estimator": {
             "type": "object",
-            "properties": {"name": {"enum": target_names()}},
+            "properties": {"name": {"enum": estimator_names()}},
             "required": ["name"],
             "additionalProperties": False,
         },

@@ -14,11 +14,13 @@ CORE_SECTIONS = ("population", "randomizer", "estimator", "batch", "sweep")
 
 SectionParser = Callable[[Mapping[str, Any], ParseContext], Any]
 #: Optional sections by name, in registration order (the order they are parsed in).
-SECTIONS: Registry[SectionParser] = Registry("scenario section", field="section")
+SECTIONS: Registry[SectionParser] = Registry(
+    "scenario section", field="section", declared="shufflesim.simulator.plugins:SECTIONS")
 #: The JSON Schema of a section's table, for the sections registered with one (a function
 #: returning it; simulator.scenario.schema derives the others from their parser's dataclass).
-SECTION_SCHEMAS: Registry[Callable[[], dict]] = Registry("scenario section schema",
-                                                         field="section")
+SECTION_SCHEMAS: Registry[Callable[[], dict]] = Registry(
+    "scenario section schema", field="section",
+    declared="shufflesim.simulator.plugins:SECTIONS")
 
 
 def register_section(name: str, parser: SectionParser,

@@ -34,8 +34,8 @@ import click
 from shufflesim.simulator.audit.levels import Level
 from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
-    call_timeout_option,
     build_randomizer,
+    call_timeout_option,
     check_setting,
     delta0_option,
     flag_errors,
@@ -143,6 +143,11 @@ def _claim_options(function):
                    "others' from the declared law.")
 @click.option("--shuffler", default=None, metavar="FILE.py:FUNCTION|MODULE:FUNCTION",
               help="Pipeline level: your shuffler (messages, rng) -> messages.")
+@click.option("--fresh-devices", "fresh_devices", type=int, is_flag=False, flag_value=4,
+              default=None, metavar="[DEVICES]",
+              help="Also run the implementation in DEVICES (default 4) fresh processes, one "
+                   "batch each, and test whether its randomness repeats across them "
+                   "(import-time seeding, a fixed key).")
 @click.option("--support", default=None, metavar="FILE.py:FUNCTION|MODULE:FUNCTION",
               help="Randomizer level, --attack search: your frequency oracle's decoder "
                    "(reports, x) -> bool array (local hashing needs it).")
@@ -191,7 +196,7 @@ def _claim_options(function):
 @flag_errors(aliases={"method": "--bound", "attacks": "--attack", "delta": "--delta",
                       "others": "--others", "permute": "--no-permute",
                       "implementation": "--implementation", "shuffler": "--shuffler",
-                      "support": "--support",
+                      "support": "--support", "fresh_devices": "--fresh-devices",
                       "two_stage": "--two-stage", "claim_delta0": "--claim-delta0",
                       "input_offset": "--input-offset", "output_offset": "--output-offset",
                       "output": "--output", "report": "--report"},
@@ -200,7 +205,7 @@ def _claim_options(function):
 @call_timeout_option
 def command(randomizer_name, domain_size, params, epsilon0, delta0, implementation, claim_epsilon0,
             claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
-            two_stage, shuffler, support, n, deltas, trials, level, confidence, holdout_fraction,
+            two_stage, shuffler, fresh_devices, support, n, deltas, trials, level, confidence, holdout_fraction,
             shortlist, attacks, x0, x1, x2, others, bounds, no_verdicts, no_permute, seed,
             as_json, fail_on, report_path, quiet):
     """Empirical lower bounds on eps (attacks with Clopper-Pearson confidence) beside the exact
@@ -241,7 +246,7 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, implementati
         bounds=None if names is None else tuple(names), permute=not no_permute,
         implementation=implementation, input_offset=input_offset, output_offset=output_offset,
         vectorized=False if not_vectorized else None, two_stage=two_stage, shuffler=shuffler,
-        claim_delta0=claim_delta0, support=support)
+        claim_delta0=claim_delta0, support=support, fresh_devices=fresh_devices)
     if implementation is None:
         for flag, value in (("--shuffler", shuffler), ("--two-stage", two_stage or None),
                             ("--not-vectorized", not_vectorized or None)):

@@ -2,7 +2,9 @@
 
 Randomizers (each parameter with its default, or ``required``), estimators, data and budget
 distributions, the amplification bounds (kind, status, scope, regime, reference) and the
-audit's levels and attacks. ``--json`` prints the same as one JSON object.
+audit's levels and attacks. ``--json`` prints the same as one JSON object. Both printed forms
+are remembered for the installed code (simulator/cli/catalogue_cache.py), so that a second
+``list`` imports no plug-in.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ import json
 
 import click
 
-from shufflesim.simulator.calls.catalogue import catalogue
+from shufflesim.simulator.cli import catalogue_cache
+from shufflesim.simulator.lazy import lazy_module
+
+calls_catalogue = lazy_module("shufflesim.simulator.calls.catalogue")
 
 
 def _format_parameters(parameters: list[dict]) -> str:
@@ -26,11 +31,17 @@ def _format_parameters(parameters: list[dict]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 def command(as_json: bool) -> None:
     """List randomizers, estimators, distributions, bounds and audit attacks."""
-    info = catalogue()
-    if as_json:
-        click.echo(json.dumps(info, indent=2, default=str))
-        return
-    click.echo("randomizers (parameter=default; epsilon0 comes from the budget):")
+    printed = catalogue_cache.load()
+    if printed is None:
+        info = calls_catalogue.catalogue()
+        printed = {"json": json.dumps(info, indent=2, default=str), "text": render(info)}
+        catalogue_cache.store(printed)
+    click.echo(printed["json"] if as_json else printed["text"])
+
+
+def render(info: dict) -> str:
+    """The text form of the catalogue."""
+    lines = ["randomizers (parameter=default; epsilon0 comes from the budget):"]
     for name, entry in info["randomizers"].items():
         flags = [entry["output"]]
         if entry["personalized_budgets"]:
@@ -38,25 +49,25 @@ def command(as_json: bool) -> None:
         if entry["aggregate_sampler"]:
             flags.append("aggregate path")
         shown = [p for p in entry["parameters"] if p["name"] != "epsilon0"]
-        click.echo(f"  {name:<16} ({_format_parameters(shown)})  [{', '.join(flags)}]")
-    click.echo("estimators:")
-    for name in info["estimators"]:
-        click.echo(f"  {name}")
+        lines.append(f"  {name:<16} ({_format_parameters(shown)})  [{', '.join(flags)}]")
+    lines.append("estimators:")
+    lines.extend(f"  {name}" for name in info["estimators"])
     for section in ("data_distributions", "budget_distributions"):
-        click.echo(section.replace("_", " ") + ":")
+        lines.append(section.replace("_", " ") + ":")
         for name, parameters in info[section].items():
-            click.echo(f"  {name:<20} ({_format_parameters(parameters)})")
-    click.echo("bounds (kind, status, scope; regime):")
+            lines.append(f"  {name:<20} ({_format_parameters(parameters)})")
+    lines.append("bounds (kind, status, scope; regime):")
     width = max(map(len, info["bounds"]), default=0)
     for name, b in info["bounds"].items():
-        click.echo(f"  {name:<{width}}  {b['kind']:<5}  {b['status']}, {b['scope']}")
-        click.echo(f"  {'':<{width}}  regime: {b['regime']}; delta0 > 0: {b['delta0']}")
-    click.echo("composed methods over rounds (kind, status; regime):")
+        lines.append(f"  {name:<{width}}  {b['kind']:<5}  {b['status']}, {b['scope']}")
+        lines.append(f"  {'':<{width}}  regime: {b['regime']}; delta0 > 0: {b['delta0']}")
+    lines.append("composed methods over rounds (kind, status; regime):")
     for name, c in info["composed_methods"].items():
-        click.echo(f"  {name:<{width}}  {c['kind']:<5}  {c['status']}; {c['regime']}")
-    click.echo("audit levels:")
+        lines.append(f"  {name:<{width}}  {c['kind']:<5}  {c['status']}; {c['regime']}")
+    lines.append("audit levels:")
     for name, text in info["audit"]["levels"].items():
-        click.echo(f"  {name:<12} {text}")
-    click.echo("audit attacks:")
+        lines.append(f"  {name:<12} {text}")
+    lines.append("audit attacks:")
     for name, text in info["audit"]["attacks"].items():
-        click.echo(f"  {name:<12} {text}")
+        lines.append(f"  {name:<12} {text}")
+    return "\n".join(lines)

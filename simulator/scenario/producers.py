@@ -34,7 +34,8 @@ class ProducerSpec:
 
 
 #: Table producers by name, in registration order (the order of their units).
-PRODUCERS: Registry[ProducerSpec] = Registry("table producer", field="producer")
+PRODUCERS: Registry[ProducerSpec] = Registry(
+    "table producer", field="producer", declared="shufflesim.simulator.plugins:PRODUCERS")
 
 
 def register_table_producer(name: str, producer: TableProducer, per_point: bool = False) -> None:

@@ -1,0 +1,116 @@
+"""Worst-case inputs at the shuffle level (issue 29): which neighbouring datasets to audit an
+implementation on when the user names none.
+
+The randomizer level searches input pairs; the shuffle level audited the inputs the user named
+(or, for an implementation, users 2..n drawing uniformly from the domain, which passes every
+value through the code but is far from the worst case: a client at 1.3 x its eps0 was seen at
+eps_lb 1.2-1.3 there and at 2.2-2.4 at the exact lower bound's triple). Here the candidates are
+
+* the triple (x0, x1, x2) at which the claimed randomizer's exact lower bound (000 Thm 14) is
+  largest - the worst case of the claim, where a fault that scales every ratio shows most;
+* the coverage default (x0, x1 of that triple, the others uniform over the domain);
+* ``SAMPLED`` triples drawn from the domain with a generator seeded by the audit's seed (faults
+  at inputs the claim does not single out, e.g. one value handled wrongly).
+
+Each candidate is run on ``pilot`` trials per world from its own stream (child keys PILOT_KEY,
+k) and scored by its empirical lower bound there; the best-scoring one is audited on the
+remaining trials from the audit's usual stream. The choice uses only the pilot trials, which
+the final bound never sees, so no confidence is spent on it (the same argument as the events'
+held-out selection, events.py). The pilots' goodness-of-fit rows of the coverage candidate are
+kept (independent data; the fit verdict's Bonferroni correction counts them), so a value that
+only the uniform others reach is still tested.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from shufflesim.protocols.randomizers.domains import Categorical
+from shufflesim.simulator.audit.sampling import child
+from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle, default_triple
+
+#: Spawn key of the pilots' streams (apart from the final audit's).
+PILOT_KEY = 0x9170
+#: Random triples added to the claim's worst case and the coverage default.
+SAMPLED = 2
+#: Share of the trials spent on the pilots (all candidates together), and the least per pilot.
+PILOT_SHARE = 0.2
+MIN_PILOT = 200
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    x0: object
+    x1: object
+    others: object  # x2, or a probability vector over the inputs
+    label: str
+
+
+def candidates(declared, n: int, delta: float, seed: np.random.SeedSequence) -> list[Candidate]:
+    """The candidate neighbouring datasets (module docstring), the claim's worst case first."""
+    x0, x1, x2 = default_triple(declared, n, delta)
+    out = [Candidate(x0, x1, x2, "worst case of the claim (exact lower bound's triple)")]
+    domain = declared.input_domain
+    if not isinstance(domain, Categorical):
+        return out
+    d = domain.size
+    out.append(Candidate(x0, x1, np.full(d, 1.0 / d), "others uniform over the domain"))
+    rng = np.random.default_rng(child(seed, PILOT_KEY))
+    seen = {(x0, x1, x2)}
+    for _ in range(8 * SAMPLED):
+        if len(out) >= 2 + SAMPLED or d < 2:
+            break
+        a, b = (int(v) for v in rng.choice(d, size=2, replace=False))
+        c = int(rng.integers(d))
+        if (a, b, c) not in seen:
+            seen.add((a, b, c))
+            out.append(Candidate(a, b, c, "sampled"))
+    return out
+
+
+def pilot_trials(trials: int, count: int) -> int:
+    """Trials per world of each pilot (0: too few trials to search)."""
+    per = int(trials * PILOT_SHARE) // max(count, 1)
+    return per if per >= MIN_PILOT and trials - per * count >= MIN_PILOT else 0
+
+
+def search_shuffle(tested, n: int, deltas, options: AuditOptions,
+                   seed: np.random.SeedSequence, *, progress=None, two_stage: bool = False):
+    """The shuffle-level audit of ``tested`` (an ImplementationRandomizer) at the candidate
+    whose pilot bound is largest (module docstring). Returns the AttackAudit of the final run,
+    its note naming the choice and every candidate's pilot bound."""
+    declared = tested.declared
+    cands = candidates(declared, n, deltas[0], seed)
+    per = pilot_trials(options.trials, len(cands))
+    if len(cands) == 1 or per == 0:
+        c = cands[0]
+        return audit_shuffle(tested, n, deltas, options, seed, x0=c.x0, x1=c.x1,
+                             others=c.others, progress=progress, two_stage=two_stage)
+    pilot = dataclasses.replace(options, trials=per)
+    scores, audits = [], []
+    for k, c in enumerate(cands):
+        a = audit_shuffle(tested, n, deltas[:1], pilot, child(seed, PILOT_KEY, k), x0=c.x0,
+                          x1=c.x1, others=c.others, with_exact=False, two_stage=two_stage)
+        score = a.epsilon_lb(deltas[0])
+        scores.append(score if math.isfinite(score) else 0.0)
+        audits.append(a)
+    best = int(np.argmax(scores))  # ties: the earlier candidate (the claim's worst case)
+    final = dataclasses.replace(options, trials=options.trials - per * len(cands))
+    c = cands[best]
+    audit = audit_shuffle(tested, n, deltas, final, seed, x0=c.x0, x1=c.x1, others=c.others,
+                          progress=progress, two_stage=two_stage)
+    coverage = [f for k, a in enumerate(audits) if np.ndim(cands[k].others) == 1
+                and k != best for f in a.fits]
+    summary = "; ".join(f"{cand.label} ({cand.x0}, {cand.x1}, "
+                        f"{'uniform' if np.ndim(cand.others) else cand.others}): {s:.3g}"
+                        for cand, s in zip(cands, scores, strict=True))
+    note = (f"inputs searched on {per} pilot trials per world each (not used by the bound): "
+            f"{summary}; chosen: {c.label}")
+    if audit.note:
+        note = f"{audit.note}; {note}"
+    return dataclasses.replace(audit, fits=audit.fits + tuple(
+        dataclasses.replace(f, input=f"{f.input} (pilot, others uniform)") for f in coverage),
+        note=note)

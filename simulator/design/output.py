@@ -1,0 +1,144 @@
+"""What ``shufflesim design`` writes: the terminal table, JSON records, design.parquet (the
+registered ``design`` table) and the figure (error against lifetime eps, one curve per
+candidate, the target and the choice marked; matplotlib, the ``plot`` extra)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from shufflesim.simulator.design.predict import METRICS
+from shufflesim.simulator.design.runner import FIELDS
+from shufflesim.simulator.results.tables import (
+    TABLE_FILE_MODE,
+    register_table_schema,
+    run_metadata,
+    table_schema,
+    write_tables,
+)
+
+_TYPES = {"rank": pa.int64(), "n": pa.int64(), "randomizer": pa.string(),
+          "parameters": pa.string(), "kind": pa.string(), "blanket_messages": pa.int64(),
+          "bound": pa.string(), "rounds": pa.int64(), "meets_target": pa.bool_(),
+          "bits": pa.int64(), "messages": pa.int64(), "validated_repetitions": pa.int64(),
+          "note": pa.string(), "reason": pa.string()}
+_REQUIRED = ("n", "randomizer", "parameters", "kind", "bound", "target_epsilon", "delta",
+             "rounds", "meets_target", "note", "reason", "seconds")
+DESIGN_SCHEMA = table_schema([(f, _TYPES.get(f, pa.float64())) for f in FIELDS],
+                             nullable=[f for f in FIELDS if f not in _REQUIRED])
+register_table_schema("design", DESIGN_SCHEMA)
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    """JSON-ready records (NaN and NA as null, parameters as a mapping)."""
+    out = []
+    for row in frame.to_dict("records"):
+        clean = {}
+        for key, value in row.items():
+            if value is None or (isinstance(value, float) and math.isnan(value)) \
+                    or value is pd.NA:
+                clean[key] = None
+            elif hasattr(value, "item"):
+                clean[key] = value.item()
+            else:
+                clean[key] = value
+        clean["parameters"] = json.loads(clean["parameters"])
+        out.append(clean)
+    return out
+
+
+def _cell(value, digits: int = 4) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def table_rows(frame: pd.DataFrame, metric: str) -> tuple[tuple[str, ...], list[list[str]]]:
+    """Header and rows of the terminal table."""
+    validated = frame["validated_repetitions"].notna().any()
+    header = ["rank", "n", "randomizer", "parameters", "eps0", "b", "bound", "eps", "bits",
+              "msgs", *(f"pred_{m}" for m in METRICS)]
+    if validated:
+        header.append(f"empirical_{metric} [95% CI]")
+    rows = []
+    for r in records(frame):
+        params = {k: v for k, v in r["parameters"].items() if k != "domain_size"}
+        row = [_cell(r["rank"]), _cell(r["n"]), r["randomizer"],
+               ",".join(f"{k}={v}" for k, v in params.items()) or "-",
+               _cell(r["epsilon0"]), _cell(r["blanket_messages"]), r["bound"],
+               _cell(r["epsilon"]), _cell(r["bits"]), _cell(r["messages"]),
+               *(_cell(r[f"predicted_{m}"]) for m in METRICS)]
+        if validated:
+            row.append("-" if r[f"empirical_{metric}"] is None else
+                       f"{_cell(r[f'empirical_{metric}'])} [{_cell(r[f'empirical_{metric}_low'])}"
+                       f", {_cell(r[f'empirical_{metric}_high'])}]")
+        if not r["meets_target"]:
+            row[6] = f"{r['bound']} (not met: {r['reason'][:60]})"
+        rows.append(row)
+    return tuple(header), rows
+
+
+def arrow_table(frame: pd.DataFrame) -> pa.Table:
+    data = {f: [r[f] for r in records(frame)] for f in FIELDS}
+    data["parameters"] = [json.dumps(p, sort_keys=True) for p in data["parameters"]]
+    return pa.table(data, schema=DESIGN_SCHEMA)
+
+
+def write_parquet(directory: str | Path, frame: pd.DataFrame, inputs: dict) -> list[Path]:
+    meta = run_metadata(json.dumps(inputs, sort_keys=True, default=str), 0)
+    return write_tables(directory, {"design": arrow_table(frame)}, meta)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` atomically (a temporary file in the same folder, then rename)."""
+    path = Path(path)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.chmod(temp, TABLE_FILE_MODE)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def figure(curves: pd.DataFrame, chosen: dict, target: float, metric: str,
+           path: str | Path) -> Path:
+    """Predicted ``metric`` against lifetime eps, one curve per candidate (``curves``: rows of
+    design tables at several targets, met ones only), target and choice marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    key = f"predicted_{metric}"
+    curves = curves.assign(label=curves.randomizer + " " + curves.parameters.str.replace(
+        r'"domain_size": \d+,? ?', "", regex=True).str.replace("{}", "", regex=False))
+    for label, group in curves.groupby("label", sort=False):
+        group = group.sort_values("target_epsilon")
+        ax.plot(group.target_epsilon, group[key], marker="o", markersize=3, label=label)
+    ax.axvline(target, color="grey", linestyle="--", linewidth=1, label=f"target eps = {target:g}")
+    ax.scatter([target], [chosen[key]], s=120, facecolors="none", edgecolors="black",
+               linewidths=2, zorder=5, label=f"choice: {chosen['randomizer']}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"lifetime epsilon over {int(chosen['rounds'])} round(s), "
+                  f"delta = {chosen['delta']:g}")
+    ax.set_ylabel(f"predicted {metric} per round")
+    ax.set_title(f"design: n = {int(chosen['n'])}")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
