@@ -28,6 +28,7 @@ SECTIONS: tuple[str, ...] = tuple(_S + m for m in (
     "learning.section",
     "pipeline.section",
     "scenario.bounds",
+    "scenario.limits",
 ))
 
 #: Result tables' schemas (simulator/results/tables.py, ``TABLE_SCHEMAS``).

@@ -67,7 +67,7 @@ def calibrate(randomizer_name: str, params: dict, target_epsilon: float, delta: 
             try:
                 if rounds > 1:
                     records.append(calibrate_rounds(name, factory, n, target_epsilon, delta,
-                                                    rounds))
+                                                    rounds, start=_last_value(records)))
                     continue
                 if epsilon0 is None:
                     result = calibration.largest_epsilon0(name, factory, n, target_epsilon,
@@ -87,3 +87,9 @@ def calibrate(randomizer_name: str, params: dict, target_epsilon: float, delta: 
             record["rounds"] = 1
             records.append(record)
     return records
+
+
+def _last_value(records: list[dict]) -> float | None:
+    """The eps0 of the last method calibrated over rounds (a start for the next search)."""
+    values = [r["value"] for r in records if r.get("value") is not None]
+    return values[-1] if values else None

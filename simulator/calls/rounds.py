@@ -95,15 +95,16 @@ def upper_composed_methods(randomizer=None) -> list[str]:
 
 
 def calibrate_rounds(name: str, factory, n: int, target_epsilon: float, delta: float,
-                     rounds: int) -> dict:
+                     rounds: int, start: float | None = None) -> dict:
     """The largest per-round eps0 whose ``rounds``-round composed bound ``name`` certifies
-    the target, as a calibrate record."""
+    the target, as a calibrate record; ``start``: where the search starts (e.g. the value of
+    the method calibrated before, which is usually close)."""
     method, why = (name, "") if name in compose.composed_method_names() else \
         compose.composition_support(name)
     if method is None:
         raise ParameterError("method", name, f"does not compose over rounds: {why}")
     result = rounds_calibration.largest_epsilon0(factory, target_epsilon, delta, n=n,
-                                                 rounds=rounds, method=method)
+                                                 rounds=rounds, method=method, start=start)
     record = result.record()
     record["method"] = name
     record["error"] = ""

@@ -94,6 +94,9 @@ class LearningSection:
         if self.randomizer == "gaussian" and not 0 < self.delta0 < 1:
             raise ScenarioError("delta0", self.delta0, "must lie in (0, 1)")
         self.config(1.0)  # the training options' own checks
+        if self.randomizer == "gaussian":  # its checks (calibration, privacy_unit) before the run
+            GaussianGradient(self.clip, self.calibration, self.examples_per_client,
+                             self.privacy_unit)
 
     def config(self, epsilon0) -> LearningConfig:
         return LearningConfig(
@@ -142,6 +145,9 @@ def parse_section(table: Mapping[str, Any], context: ParseContext) -> LearningSe
         path = Path(section.data).expanduser()
         if not path.is_absolute():
             path = context.base_dir / path
+        if not path.exists():  # refused before the run, not when its unit starts
+            raise ScenarioError(f"{SECTION}.data", section.data,
+                                f"no such file or folder ({path})")
         section = _replace(section, data=str(path))
     return section
 
@@ -223,6 +229,20 @@ def run_repetition(section: LearningSection, budget, seed: np.random.SeedSequenc
     return rows, facts
 
 
+def _keyed(function, *args):
+    """``function(*args)``; a UserError naming a bare ``[learning]`` key (the data and
+    training code are shared with the API, which has no section) is re-raised naming
+    ``learning.<key>``, as the scenario file spells it."""
+    try:
+        return function(*args)
+    except UserError as error:
+        text = str(error)
+        key = text.split(" ", 1)[0]
+        if key in LearningSection.__dataclass_fields__ and text[len(key):].startswith(" = "):
+            raise UserError(f"{SECTION}.{text}") from None
+        raise
+
+
 def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
     """The ``learning`` table of a run (empty dict when no point has a ``[learning]``)."""
     records: list[dict] = []
@@ -234,7 +254,7 @@ def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
         for rep in range(section.repetitions):
             seed = np.random.SeedSequence(entropy=scenario.seed,
                                           spawn_key=(point.index, LEARNING_KEY, rep))
-            rows, facts = run_repetition(section, budget, seed)
+            rows, facts = _keyed(run_repetition, section, budget, seed)
             context = {
                 "point": point.index, "overrides": point.overrides_json(), "repetition": rep,
                 "data": Path(section.data).name, "model": section.model,

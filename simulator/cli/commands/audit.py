@@ -39,6 +39,7 @@ from shufflesim.simulator.cli.options import (
     check_setting,
     delta0_option,
     flag_errors,
+    limit_options,
     parse_params,
     render_table,
     resolve_methods,
@@ -51,6 +52,7 @@ np = lazy_module("numpy")
 audit_run = lazy_module("shufflesim.simulator.audit.run")
 audit_claim = lazy_module("shufflesim.simulator.audit.claim")
 audit_tables = lazy_module("shufflesim.simulator.audit.tables")
+cost = lazy_module("shufflesim.simulator.cost")
 audit_grading = lazy_module("shufflesim.simulator.audit.grading")
 audit_report = lazy_module("shufflesim.simulator.audit.report")
 
@@ -203,6 +205,7 @@ def _claim_options(function):
              when=("claim_epsilon0", {"epsilon0": "--claim-epsilon0",
                                       "delta0": "--claim-delta0"}))
 @call_timeout_option
+@limit_options
 def command(randomizer_name, domain_size, params, epsilon0, delta0, implementation, claim_epsilon0,
             claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
             two_stage, shuffler, fresh_devices, support, n, deltas, trials, level, confidence, holdout_fraction,
@@ -252,9 +255,12 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, implementati
                             ("--not-vectorized", not_vectorized or None)):
             if value is not None:
                 raise UserError(f"{flag} applies to an audit of --implementation")
+    outputs = getattr(randomizer, "output_size", None) if randomizer is not None else None
+    estimate = cost.check(cost.audit_cost(level, trials, n, outputs, implementation is not None))
     seq = (np.random.SeedSequence(seed) if implementation is None
            else audit_run.implementation_seed(seed))
-    report = ProgressReport("auditing", enabled=not quiet, unit="steps")
+    report = ProgressReport(f"auditing ({estimate.describe()})", enabled=not quiet,
+                            unit="steps")
     # the user's code prints to stderr (simulator/usercode.py): --json always parses
     with report, report.heartbeat():
         records = audit_run.run_audit(settings, randomizer, n, seq, progress=report,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import click
@@ -9,6 +10,8 @@ import click
 from shufflesim.simulator.cli.lazy import lazy_module
 
 plotting = lazy_module("shufflesim.simulator.plotting")
+#: The modules that register the result tables' schemas (plot checks tables against them).
+SCHEMA_MODULES = ("shufflesim.simulator.plugins", "shufflesim.simulator.pipeline.unit")
 
 
 @click.command("plot")
@@ -24,6 +27,8 @@ def command(results_dir: Path, out_dir: Path | None, quiet: bool) -> None:
     swept key, eps versus n per bound (other protocols marked), audit sandwiches, per-batch eps
     of pipeline runs. Needs matplotlib (the `plot` extra)."""
     plotting.require_matplotlib()
+    for name in SCHEMA_MODULES:
+        importlib.import_module(name)
     runs = plotting.find_runs(results_dir)
     written = []
     for run in runs:

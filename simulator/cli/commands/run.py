@@ -28,13 +28,21 @@ from pathlib import Path
 import click
 
 from shufflesim.simulator.cli.lazy import lazy_module
+from shufflesim.simulator.cli.options import call_timeout_option, limit_options
 from shufflesim.simulator.errors import UserError
-from shufflesim.simulator.execution.executors import DASK, EXECUTORS, LOCAL, make_executor
+from shufflesim.simulator.execution.executors import (
+    DASK,
+    EXECUTORS,
+    LOCAL,
+    default_workers,
+    make_executor,
+)
 from shufflesim.simulator.execution.progress import ProgressReport
 
 results = lazy_module("shufflesim.simulator.results.tables")
 resume = lazy_module("shufflesim.simulator.execution.resume")
 runner = lazy_module("shufflesim.simulator.execution.runner")
+cost = lazy_module("shufflesim.simulator.cost")
 scenario_module = lazy_module("shufflesim.simulator.scenario.loader")
 units = lazy_module("shufflesim.simulator.execution.units")
 
@@ -113,6 +121,8 @@ def _kept_parts(run_dir: Path) -> str:
 @click.option("--scheduler", metavar="ADDRESS", default=None,
               help="Address of a running Dask scheduler (implies --executor dask).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary.")
+@limit_options
+@call_timeout_option
 def command(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
             executor: str | None, scheduler: str | None, quiet: bool) -> None:
     """Run SCENARIO (a TOML file) and write OUT/<name>/utility.parquet (and any other tables).
@@ -138,11 +148,16 @@ def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
         loaded = loaded.with_seed(seed)
     kind = executor or (DASK if scheduler is not None else LOCAL)
     run_dir = out_dir / loaded.name
+    cost.apply_scenario_limits(loaded)
+    estimate = cost.check(cost.run_cost(loaded), workers or default_workers())
     try:
         with make_executor(kind, workers, scheduler) as pool, \
-                ProgressReport(f"running {loaded.name}", enabled=not quiet) as progress:
+                ProgressReport(f"running {loaded.name} ({estimate.describe()})",
+                               enabled=not quiet) as progress:
             tables = runner.run_scenario(loaded, progress=progress, executor=pool,
-                                         run_dir=run_dir)
+                                         run_dir=run_dir,
+                                         memory_per_worker=cost.memory_per_worker(
+                                             min(pool.workers, loaded.total_repetitions)))
     except BrokenProcessPool:
         if signals.received is not None:  # the signal reached the workers first
             raise Interrupted(signals.received) from None
