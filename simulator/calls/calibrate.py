@@ -50,7 +50,7 @@ def calibrate(randomizer_name: str, params: dict, target_epsilon: float, delta: 
     probe = build_randomizer(randomizer_name, 1.0 if epsilon0 is None else epsilon0, params)
     names = resolve_methods(methods, composed=rounds > 1)
     if names is None:
-        names = upper_composed_methods() if rounds > 1 else [
+        names = upper_composed_methods(probe) if rounds > 1 else [
             s.name for s in catalogue.applicable_bounds(probe) if s.kind is BoundKind.UPPER]
     for name in names:
         kind = (composed_kind(name) if rounds > 1 else catalogue.get_bound(name).kind)
