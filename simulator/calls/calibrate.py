@@ -80,7 +80,7 @@ def calibrate(randomizer_name: str, params: dict, target_epsilon: float, delta: 
     rest = [m for m in given if m != RECIPE_004]
     names = [] if given and not rest else resolve_methods(rest, composed=rounds > 1)
     if names is None:
-        names = upper_composed_methods() if rounds > 1 else [
+        names = upper_composed_methods(probe) if rounds > 1 else [
             s.name for s in catalogue.applicable_bounds(probe) if s.kind is BoundKind.UPPER]
     for name in names:
         kind = (composed_kind(name) if rounds > 1 else catalogue.get_bound(name).kind)
