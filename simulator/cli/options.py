@@ -120,7 +120,7 @@ def parse_params(domain_size: int | None, params: tuple[str, ...]) -> dict:
         if key in ("epsilon0", "name"):
             flag = _RANDOMIZER_FLAGS[key]
             raise UserError(f"--param = {item!r}: {key} is set with {flag}, not --param")
-        value = _parse_value(text.strip())
+        value = parse_value(text.strip())
         if key in given and out[key] != value:
             raise UserError(f"--param = {item!r}: {key} is already given as "
                             f"{given[key]}; give it once")
@@ -129,7 +129,8 @@ def parse_params(domain_size: int | None, params: tuple[str, ...]) -> dict:
     return out
 
 
-def _parse_value(text: str):
+def parse_value(text: str):
+    """A --param value: int, float, true/false, none/null, else the text."""
     for convert in (int, float):
         try:
             return convert(text)
