@@ -84,9 +84,9 @@ def test_fig4_mnist(tmp_path):
         published = PUBLISHED.get(key)
         versus = ("003 does not print it" if published is None else
                   f"003: {published:.2f} %, difference {100 * row.test_accuracy - published:+.2f}")
+        local = "-" if row.randomizer == "none" else f"{row.epsilon_local_max:.3f}"
         print(f"  {row.randomizer:8s} {row.budget:18s} {100 * row.test_accuracy:6.2f} %   "
-              f"eps local_max {row.epsilon_local_max if row.epsilon_local_max == row.epsilon_local_max else '-'}"
-              f"   {versus}")
+              f"eps local_max {local:>7s}   {versus}")
     _timing(SCENARIO.name, wall, cpu, len(last))
     assert len(last) == 8
 
