@@ -28,6 +28,10 @@ SECTIONS: tuple[str, ...] = tuple(_S + m for m in (
     "learning.section",
     "pipeline.section",
     "scenario.bounds",
+    "scenario.limits",
+    "calls.calibrate_section",
+    "calls.compose_section",
+    "calls.rdp_section",
 ))
 
 #: Result tables' schemas (simulator/results/tables.py, ``TABLE_SCHEMAS``).
@@ -36,6 +40,9 @@ TABLES: tuple[str, ...] = tuple(_S + m for m in (
     "audit.section",
     "learning.section",
     "scenario.bounds",
+    "calls.calibrate_section",
+    "calls.compose_section",
+    "calls.rdp_section",
     "pipeline.unit",
     "design.output",
 ))
@@ -45,6 +52,9 @@ PRODUCERS: tuple[str, ...] = tuple(_S + m for m in (
     "audit.section",
     "learning.section",
     "scenario.bounds",
+    "calls.calibrate_section",
+    "calls.compose_section",
+    "calls.rdp_section",
 ))
 
 #: Estimator targets (simulator/batch/targets.py, ``TARGETS``).

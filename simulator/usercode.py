@@ -13,10 +13,11 @@ What it guarantees, for every call made through :func:`call` (or a :class:`UserF
   command) is the user pressing Ctrl-C and passes through too.
 * **Its stdout never reaches the command's stdout.** While user code runs, ``sys.stdout`` is
   ``sys.stderr`` (Python-level ``print``; reference counted across threads), so ``--json``
-  output stays parseable.
+  output stays parseable. The command line holds it instead (:func:`hold_output`) and writes
+  it to stderr after the command succeeds: a failing command prints its one error line.
 * **A per-call time limit.** Each call must return within :func:`time_limit` seconds
-  (default :data:`DEFAULT_TIME_LIMIT`; the CLI's ``--call-timeout`` and the scenario key
-  ``call_timeout`` change it, 0 or ``None`` switches it off). In the main thread the limit is
+  (default :data:`DEFAULT_TIME_LIMIT`; the CLI's ``--call-timeout`` of ``audit`` and ``run``
+  changes it, 0 or ``None`` switches it off). In the main thread the limit is
   a ``SIGALRM`` timer (it interrupts ``time.sleep`` and Python loops); in other threads a
   watchdog thread raises the timeout asynchronously in the calling thread (it interrupts
   Python code between bytecodes, not a blocking C call). Expiry is a :class:`UserCodeError`
@@ -52,13 +53,25 @@ import numpy as np
 
 from shufflesim.protocols.errors import ParameterError, require, shown
 from shufflesim.simulator.errors import ScenarioError, UserError
+from shufflesim.simulator.held_output import stdout_to_stderr
 
 #: Seconds one call to user code may take before it is stopped (``--call-timeout``).
 DEFAULT_TIME_LIMIT = 60.0
-_time_limit: float | None = DEFAULT_TIME_LIMIT
+#: The environment variable that carries the limit to worker processes (they inherit it).
+TIME_LIMIT_VARIABLE = "SHUFFLESIM_CALL_TIMEOUT"
+
+
+def _inherited() -> float | None:
+    try:
+        seconds = float(os.environ.get(TIME_LIMIT_VARIABLE, DEFAULT_TIME_LIMIT))
+    except ValueError:
+        return DEFAULT_TIME_LIMIT
+    return seconds if 0 < seconds < float("inf") else None
+
+
+_time_limit: float | None = _inherited()
 #: What the timeout line tells the user to change.
-TIME_LIMIT_REMEDY = "raise the per-call limit with --call-timeout SECONDS (scenario key " \
-                    "call_timeout; 0 switches it off)"
+TIME_LIMIT_REMEDY = "raise the per-call limit with --call-timeout SECONDS (0 switches it off)"
 
 
 class UserCodeError(ParameterError, UserError):
@@ -66,50 +79,31 @@ class UserCodeError(ParameterError, UserError):
     ``ParameterError`` and a ``UserError``, re-creatable from its ``args`` and picklable."""
 
 
-def set_time_limit(seconds: float | None) -> None:
-    """Set the per-call time limit of user code in this process (None or 0: no limit)."""
+_explicit_limit = False
+
+
+def set_time_limit(seconds: float | None, *, explicit: bool = False) -> None:
+    """Set the per-call time limit of user code in this process (None or 0: no limit);
+    ``explicit``: given on the command line (a scenario's ``[limits] call_timeout`` does not
+    override it)."""
     if seconds is not None:
         require(isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
                 and 0 <= seconds < float("inf"), "call_timeout", seconds,
                 "must be a number of seconds >= 0 (0: no limit)")
-    global _time_limit
+    global _time_limit, _explicit_limit
+    _explicit_limit = explicit
     _time_limit = float(seconds) if seconds else None
+    os.environ[TIME_LIMIT_VARIABLE] = repr(_time_limit or 0.0)  # worker processes inherit it
+
+
+def time_limit_explicit() -> bool:
+    """Whether the limit in force was given on the command line."""
+    return _explicit_limit
 
 
 def time_limit() -> float | None:
     """The per-call time limit in force (None: none)."""
     return _time_limit
-
-
-# -- stdout -> stderr ------------------------------------------------------------------------
-
-_redirect_lock = threading.Lock()
-_redirect_depth = 0
-_saved_stdout: Any = None
-
-
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """While inside, ``print`` (``sys.stdout``) writes to ``sys.stderr`` (module docstring)."""
-    global _redirect_depth, _saved_stdout
-    with _redirect_lock:
-        if _redirect_depth == 0:
-            _saved_stdout = sys.stdout
-            with contextlib.suppress(Exception):
-                sys.stdout.flush()
-            sys.stdout = sys.stderr
-        _redirect_depth += 1
-    try:
-        yield
-    finally:
-        with _redirect_lock:
-            _redirect_depth -= 1
-            if _redirect_depth == 0:
-                with contextlib.suppress(Exception):
-                    sys.stderr.flush()
-                if sys.stdout is sys.stderr:  # nobody replaced it meanwhile
-                    sys.stdout = _saved_stdout
-                _saved_stdout = None
 
 
 # -- the time limit --------------------------------------------------------------------------

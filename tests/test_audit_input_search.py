@@ -60,3 +60,23 @@ def test_a_client_at_1_1x_its_eps0_at_ten_million_trials():
     the proven 1.999; 10^7 trials are needed (about 100 s)."""
     found = _shuffled(krr(2.2), 10_000_000)["implementation-shuffled"]
     assert found["verdict"] == "violated", found["reason"]
+
+
+@pytest.mark.slow
+def test_pipeline_level_catches_a_client_at_1_3x_with_default_flags():
+    """The pipeline level's search (worst case vs the others cycling through the domain):
+    eps_lb 2.22 > 1.999 at 2 x 10^4 trials (about 9 s of CPU)."""
+    rows = audit_implementation(krr(2.6), CLAIM, trials=20_000, level="pipeline", n=20,
+                                delta=(1e-6,), seed=0)
+    found = {r["bound"]: r for r in rows if r["row_type"] == "verdict"}
+    assert found["implementation-shuffled"]["verdict"] == "violated"
+    assert "chosen: worst case" in found["implementation-shuffled"]["note"]
+
+
+def test_pipeline_search_keeps_the_coverage_fit():
+    rows = audit_implementation(krr(2.0), CLAIM, trials=1000, level="pipeline", n=12,
+                                delta=(1e-6,), seed=1)
+    fits = [r for r in rows if r["row_type"] == "fit"]
+    assert any("others cycle" in str(r["pair"]) for r in fits) or len(fits) == 2
+    found = {r["bound"]: r for r in rows if r["row_type"] == "verdict"}
+    assert found["implementation-shuffled"]["verdict"] == "consistent"

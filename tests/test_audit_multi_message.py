@@ -15,7 +15,8 @@ from scipy import stats
 
 from shufflesim.protocols.bounds.multi_message.bounds import exact_upper_bound
 from shufflesim.protocols.errors import ParameterError
-from shufflesim.protocols.randomizers import make_randomizer
+from shufflesim.protocols.randomizers import randomizer_class, randomizer_names
+from shufflesim.protocols.randomizers.registry import example_randomizer
 from shufflesim.simulator.audit.implementation import Claim
 from shufflesim.simulator.audit.multi_message_level import (
     MessageStatistics,
@@ -29,23 +30,26 @@ from shufflesim.simulator.cli import main
 from shufflesim.simulator.execution.runner import run_scenario
 from shufflesim.simulator.scenario.loader import load_scenario
 
-#: Small configurations of the five multi-message randomizers.
-CONFIGS = {
-    "balcer": dict(epsilon0=1.0, blanket_messages=2, coin_probability=0.3),
-    "cheu": dict(epsilon0=1.0, domain_size=3, flip_probability=0.2, blanket_messages=1),
-    "balls_into_bins": dict(epsilon0=1.0, bins=6, special_bins=2, blanket_messages=1),
-    "pure_dump": dict(epsilon0=1.0, domain_size=3, blanket_messages=2),
-    "mix_dump": dict(epsilon0=1.0, domain_size=3, flip_probability=0.3, blanket_messages=2),
-}
+#: The multi-message randomizers, and what these audits set on top of their declared
+#: examples (smaller domains: fewer outputs to attack).
+MULTI = [n for n in randomizer_names() if getattr(randomizer_class(n), "multi_message", False)]
+SMALLER = {"balls_into_bins": dict(bins=6), "pure_dump": dict(domain_size=3),
+           "mix_dump": dict(domain_size=3)}
+
+
+def small(name: str):
+    return example_randomizer(name, **SMALLER.get(name, {}))
+
+
 N, DELTA = 30, 1e-3
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("name", MULTI)
 def test_shuffle_level_runs_and_stays_below_the_proven_upper_bound(name):
     """Every attack row carries the exact lower model of its direction; no row exceeds the
     proven exact upper bound (a valid lower bound at confidence 0.99); the bound verdicts are
     the multi-message ones, none violated."""
-    r = make_randomizer(name, **CONFIGS[name])
+    r = small(name)
     records = run_audit(AuditSettings(trials=20_000, delta=DELTA, confidence=0.99), r, N,
                         np.random.SeedSequence(5))
     attacks = [x for x in records if x["row_type"] == "attack"]
@@ -68,7 +72,7 @@ def test_lr_score_is_the_log_likelihood_ratio_when_every_other_message_is_blanke
     """The score of one trial is log sum_k a(y_k) - log sum_k b(y_k) with a, b the ratios to
     the others' mean message law (checked message by message); the counts are those of the
     messages more likely under x0 (x1)."""
-    r = make_randomizer("pure_dump", **CONFIGS["pure_dump"])
+    r = small("pure_dump")
     s = MessageStatistics(r, 0, 1, 2, 4)
     reports = r.randomize(np.array([[0, 2, 2, 2]]), np.random.default_rng(0))
     messages = reports.reshape(-1)
@@ -84,7 +88,7 @@ def test_lr_score_is_the_log_likelihood_ratio_when_every_other_message_is_blanke
 
 
 def test_default_triple_and_determinism():
-    r = make_randomizer("pure_dump", **CONFIGS["pure_dump"])
+    r = small("pure_dump")
     assert default_multi_triple(r, N, DELTA) == (0, 1, 2)
     options = AuditOptions(trials=2000)
     one = audit_multi_message(r, N, DELTA, options, 3)
@@ -98,7 +102,7 @@ def test_implementation_claiming_a_multi_message_randomizer():
     """A user's pure_dump client: honest passes; one with its input shifted by one fails the
     pooled fit; one that repeats its input message instead of sending blanket messages is
     caught after shuffling (central lower bound above the proven upper bound)."""
-    d = make_randomizer("pure_dump", **CONFIGS["pure_dump"])
+    d = small("pure_dump")
 
     def honest(values, rng):
         return d.randomize(values, rng)
@@ -158,7 +162,7 @@ def test_python_cli_and_scenario_give_the_same_rows_for_a_multi_message_claim(tm
     the same rows (same seed derivation, implementation_seed)."""
     (tmp_path / "client.py").write_text(CLIENT)
     spec = f"{tmp_path / 'client.py'}:dump"
-    d = make_randomizer("pure_dump", **CONFIGS["pure_dump"])
+    d = small("pure_dump")
     python = audit_implementation(spec, Claim(d), trials=2000, level="shuffle", n=20,
                                   delta=(DELTA,), seed=3, bounds=("multi-message-exact-upper",))
     result = CliRunner().invoke(main, [
@@ -197,7 +201,7 @@ def test_no_false_alarm_over_seeds():
     statistic, so the pair's exact lower model is the exact divergence of the view. Over 30
     seeds at confidence 0.9 the best row exceeds it with probability <= 0.1 per seed: the count
     stays below the binomial(30, 0.1) 1e-4 quantile."""
-    r = make_randomizer("pure_dump", **CONFIGS["pure_dump"])
+    r = small("pure_dump")
     options = AuditOptions(trials=2000, confidence=0.9)
     exceeded = 0
     for seed in range(30):
@@ -210,7 +214,7 @@ def test_no_false_alarm_over_seeds():
 def test_histogram_statistics_equal_the_per_message_ones(name):
     """The aggregate path's statistics (from the message histogram) equal those computed
     message by message on the same reports; the aggregate path is used for these four."""
-    r = make_randomizer(name, **CONFIGS[name])
+    r = small(name)
     assert histogram_aggregate(r)
     x_star = 2 if r.input_size > 2 else 1
     s = MessageStatistics(r, 0, 1, x_star, 6)
@@ -222,4 +226,4 @@ def test_histogram_statistics_equal_the_per_message_ones(name):
     np.testing.assert_allclose(a["lr"], b["lr"], rtol=1e-10, atol=1e-12)
     for key in ("count[x0>x1]", "count[x1>x0]"):
         np.testing.assert_array_equal(a[key], b[key])
-    assert not histogram_aggregate(make_randomizer("cheu", **CONFIGS["cheu"]))
+    assert not histogram_aggregate(small("cheu"))

@@ -17,6 +17,7 @@ from shufflesim.protocols.randomizers import (
     randomizer_parameters,
 )
 from shufflesim.protocols.randomizers.krr import KRR
+from shufflesim.protocols.randomizers.registry import example_randomizer
 from shufflesim.simulator.audit.randomizer_level import (
     RandomizerAuditOptions,
     audit_inputs,
@@ -27,25 +28,12 @@ from shufflesim.simulator.audit.run import AuditSettings, run_audit
 
 LaplaceBinary = randomizer_class("laplace_binary")
 
-#: Small configurations of every registered randomizer.
-CONFIGS = {
-    "brr": dict(epsilon0=0.7), "krr": dict(epsilon0=1.3, domain_size=5),
-    "subset": dict(epsilon0=0.9, domain_size=6), "rappor": dict(epsilon0=1.1, domain_size=4),
-    "oue": dict(epsilon0=1.1, domain_size=5), "blh": dict(epsilon0=0.8, domain_size=4),
-    "olh": dict(epsilon0=1.5, domain_size=3), "hr": dict(epsilon0=1.2, domain_size=5),
-    "laplace": dict(epsilon0=0.9), "laplace_binary": dict(epsilon0=1.1),
-    "piecewise": dict(epsilon0=1.3), "duchi": dict(epsilon0=0.8),
-    "summation": dict(epsilon0=1.7, precision=4),
-    # multi-message: audited against their LDP level log p (epsilon0: the design target)
-    "balcer": dict(epsilon0=1.0, blanket_messages=2, coin_probability=0.3),
-    "cheu": dict(epsilon0=1.0, domain_size=3, flip_probability=0.2, blanket_messages=1),
-    "balls_into_bins": dict(epsilon0=1.0, bins=6, special_bins=2, blanket_messages=1),
-    "pure_dump": dict(epsilon0=1.0, domain_size=3, blanket_messages=2),
-    "mix_dump": dict(epsilon0=1.0, domain_size=3, flip_probability=0.3, blanket_messages=2),
-    # metric DP: audited on their declared pair (planar: the projection on its direction)
+#: Parameters the audit sets on top of a randomizer's declared example (the metric ones are
+#: audited on their declared pair; planar: the projection on its direction).
+AUDIT_OVERRIDES = {
     "laplace_metric": dict(epsilon0=1.2, low=-1.0, high=1.0),
-    "planar_laplace": dict(epsilon0=3.0, high=2.0, low_y=0.0, high_y=1.0),
-    "witch_hat": dict(epsilon0=1.2, height=2.0, brim=0.3),
+    "planar_laplace": dict(epsilon0=3.0),
+    "witch_hat": dict(epsilon0=1.2, brim=0.3),
 }
 
 
@@ -81,9 +69,7 @@ def test_every_registered_randomizer_passes(name):
     if "delta0" in randomizer_parameters(name):
         pytest.skip("(eps0, delta0)-LDP: no pure eps0 to audit; audited with its delta0 in "
                     "tests/test_gaussian_ldp.py")
-    if name not in CONFIGS:
-        pytest.fail(f"add a configuration for {name!r} to CONFIGS")
-    r = make_randomizer(name, **CONFIGS[name])
+    r = example_randomizer(name, **AUDIT_OVERRIDES.get(name, {}))
     audit = audit_randomizer(r, RandomizerAuditOptions(trials=40_000, confidence=0.999), 1)
     assert not audit.ldp_violated and not audit.fit_rejected
     assert audit.fit_p_value is not None

@@ -9,9 +9,12 @@ a sample of it in real processes.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from conftest import scenario_text, zipf
@@ -27,7 +30,7 @@ class Case:
     args: tuple[str, ...]
     must_name: tuple[str, ...]
     scenario: str | None = None
-    files: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str | bytes] = field(default_factory=dict)
 
 
 def scenario(replace: dict[str, str] | None = None, append: str = "",
@@ -71,6 +74,141 @@ def with_flag(base: tuple[str, ...], flag: str, value: str | None) -> tuple[str,
     if value is not None:
         args += [flag, value]
     return tuple(args)
+
+
+def _parquet(columns: dict[str, list]) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(pa.table(columns), sink)
+    return sink.getvalue()
+
+
+#: The implementation, shuffler and decoder files of the user-code cases (issue 26).
+CLIENT = """\
+import sys
+import time
+import numpy as np
+def ok(values, rng):
+    return np.asarray(values)
+def strings(values, rng):
+    return np.array(["a"] * np.size(values))
+def none(values, rng):
+    return None
+def objects(values, rng):
+    return np.array([object()] * np.size(values), dtype=object)
+def raises(values, rng):
+    raise ZeroDivisionError("boom")
+def exits(values, rng):
+    sys.exit(3)
+def interrupts(values, rng):
+    raise KeyboardInterrupt
+def hangs(values, rng):
+    while True:
+        time.sleep(0.01)
+def prints_then_raises(values, rng):
+    print("debugging output")
+    raise ValueError("late")
+def shuffler_raises(messages, rng):
+    raise RuntimeError("no shuffling today")
+def shuffler_drops(messages, rng):
+    return messages[:1]
+"""
+IMPL = ("audit", "--randomizer", "krr", "--domain-size", "4", "--epsilon0", "1", "--trials",
+        "200", "--level", "randomizer", "--implementation")
+PIPE = ("audit", "--randomizer", "krr", "--domain-size", "4", "--epsilon0", "1", "--trials",
+        "50", "--n", "20", "--delta", "1e-3", "--level", "pipeline", "--no-verdicts",
+        "--implementation", "{tmp}/client.py:ok", "--shuffler")
+
+
+def impl_case(id: str, function: str, *words: str, extra: tuple[str, ...] = ()) -> Case:
+    return Case(id, (*IMPL, f"{{tmp}}/client.py:{function}", *extra),
+                ("--implementation", "client.py", function, *words),
+                files={"client.py": CLIENT})
+
+
+ISSUE_26: list[Case] = [
+    # -- data files: a string where numbers belong, a directory where a file belongs ----------
+    run_case("data-file-string-in-numeric-column",
+             scenario({"data =": 'data = { distribution = "file", path = "d.csv", '
+                                 'column = "x" }'}),
+             "population.data.column", "'x'", "'abc'", files={"d.csv": "x\n0.5\nabc\n"}),
+    run_case("points-file-string-column",
+             scenario({"data =": 'data = { distribution = "points_file", path = "p.csv", '
+                                 'column = "x" }'}),
+             "population.data.column", "'x'", "'north'", files={"p.csv": "x\n1.0\nnorth\n"}),
+    run_case("budget-delta-column-string",
+             scenario({"budget =": 'budget = { distribution = "file", path = "b.csv", '
+                                   'column = "e", delta_column = "d" }'}),
+             "population.budget.delta_column", "'d'", "'tiny'",
+             files={"b.csv": "e,d\n1.0,1e-6\n2.0,tiny\n"}),
+    run_case("data-file-is-a-directory",
+             scenario({"data =": 'data = { distribution = "file", path = ".", '
+                                 'column = "x" }'}),
+             "population.data.path", "directory"),
+    # -- user code: whatever it raises, returns or prints is one line naming file and function -
+    impl_case("implementation-returns-strings", "strings", "'a'"),
+    impl_case("implementation-returns-none", "none", "None"),
+    impl_case("implementation-returns-object-array", "objects", "object"),
+    impl_case("implementation-raises", "raises", "ZeroDivisionError", "boom"),
+    impl_case("implementation-calls-sys-exit", "exits", "sys.exit(3)"),
+    impl_case("implementation-raises-keyboard-interrupt", "interrupts", "KeyboardInterrupt"),
+    impl_case("implementation-hangs", "hangs", "0.5 s", "--call-timeout",
+              extra=("--call-timeout", "0.5")),
+    impl_case("implementation-prints-then-raises", "prints_then_raises", "ValueError"),
+    Case("implementation-exits-at-import", (*IMPL, "{tmp}/leaves.py:f"),
+         ("--implementation", "leaves.py", "sys.exit(0)"),
+         files={"leaves.py": "import sys\nprint('bye')\nsys.exit(0)\n"}),
+    Case("implementation-is-a-directory", (*IMPL, "{tmp}/pkg.py:f"),
+         ("--implementation", "pkg.py", "directory"), files={"pkg.py/x": "x"}),
+    Case("call-timeout-negative", (*IMPL, "{tmp}/client.py:ok", "--call-timeout", "-1"),
+         ("--call-timeout",), files={"client.py": CLIENT}),
+    Case("shuffler-raises", (*PIPE, "{tmp}/client.py:shuffler_raises"),
+         ("--shuffler", "shuffler_raises", "RuntimeError"), files={"client.py": CLIENT}),
+    # -- misleading names ------------------------------------------------------------------------
+    Case("claim-epsilon0-named-right",
+         ("audit", "--implementation", "{tmp}/client.py:ok", "--claim-epsilon0", "-1",
+          "--domain-size", "4", "--trials", "100", "--level", "randomizer"),
+         ("--claim-epsilon0", "-1"), files={"client.py": CLIENT}),
+    Case("claim-delta0-named-right",
+         ("audit", "--implementation", "{tmp}/client.py:ok", "--claim-epsilon0", "1",
+          "--claim-delta0", "2", "--domain-size", "4", "--trials", "100", "--level",
+          "randomizer"), ("--claim-delta0", "2"), files={"client.py": CLIENT}),
+    # -- the cluster -------------------------------------------------------------------------
+    run_case("scheduler-not-an-address", BASE, "--scheduler", "not a url",
+             extra=("--scheduler", "not a url")),
+    # -- cost before work ----------------------------------------------------------------------
+    run_case("repetitions-absurd", scenario({"repetitions": "repetitions = 1000000000000000"}),
+             "repetitions", "1000000000000000", "--max-seconds", "lower repetitions"),
+    run_case("pipeline-rounds-absurd", scenario(append="[pipeline]\nrounds = 1000000000000\n"),
+             "pipeline.rounds", "1000000000000"),
+    run_case("max-seconds-exceeded", BASE, "--max-seconds", "estimated",
+             extra=("--max-seconds", "1e-12")),
+    run_case("max-memory-exceeded", BASE, "--max-memory", "batch.memory_mb",
+             extra=("--max-memory", "1k")),
+    run_case("max-memory-not-a-size", BASE, "--max-memory", "lots",
+             extra=("--max-memory", "lots")),
+    run_case("limits-negative", scenario(append="[limits]\nmax_seconds = -1\n"),
+             "limits.max_seconds", "-1"),
+    run_case("limits-exceeded", scenario(append="[limits]\nmax_seconds = 1e-12\n"),
+             "limits.max_seconds", "estimated"),
+    Case("audit-trials-absurd", with_flag(AUDIT, "--trials", "1000000000000000"),
+         ("--trials", "1000000000000000")),
+    Case("audit-n-absurd", with_flag(AUDIT, "--n", "100000000000000000000000000000"),
+         ("--n", "100000000000000000000000000000")),
+    # -- conflicts resolved silently before ------------------------------------------------------
+    Case("bound-domain-size-twice", (*BOUND, "--param", "domain_size=10"),
+         ("--param", "domain_size=10", "--domain-size 4")),
+    Case("bound-epsilon0-as-param", (*BOUND, "--param", "epsilon0=3"),
+         ("--param", "epsilon0=3", "--epsilon0")),
+    run_case("learning-calibration-unknown",
+             scenario(append='[learning]\nepochs = 1\ncalibration = "fancy"\n'),
+             "learning.calibration", "fancy"),
+    # -- plot on what is not a run ---------------------------------------------------------------
+    Case("plot-foreign-utility-table", ("plot", "{tmp}/res"), ("utility.parquet", "estimator"),
+         files={"res/utility.parquet": _parquet({"a": [1, 2]})}),
+    Case("plot-unrelated-parquet-files", ("plot", "{tmp}/res"), ("x.parquet", "{tmp}/res"),
+         files={"res/x.parquet": _parquet({"a": [1, 2]}),
+                "res/y.parquet": _parquet({"b": [3.0]})}),
+]
 
 
 CASES: list[Case] = [
@@ -386,6 +524,7 @@ CASES: list[Case] = [
     Case("plot-empty-dir", ("plot", "{tmp}"), ("{tmp}",)),
     # -- list ----------------------------------------------------------------------------------
     Case("list-unknown-option", ("list", "--jsn"), ("--jsn",)),
+    *ISSUE_26,
 ]
 
 
@@ -400,7 +539,11 @@ def test_bad_input_is_one_line_exit_2_and_leaves_nothing(case, tmp_path):
     if case.scenario is not None:
         scenario_path.write_text(case.scenario)
     for name, text in case.files.items():
-        (tmp_path / name).write_text(text)
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            (tmp_path / name).write_bytes(text)
+        else:
+            (tmp_path / name).write_text(text)
     args = [_fill(a, tmp_path, scenario_path) for a in case.args]
     result = CliRunner().invoke(main, args)
     stderr = result.stderr

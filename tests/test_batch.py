@@ -15,6 +15,7 @@ import pytest
 from scipy import integrate, stats
 
 from shufflesim.protocols.randomizers import make_randomizer, randomizer_class, randomizer_names
+from shufflesim.protocols.randomizers.registry import example_randomizer
 from shufflesim.simulator.batch.metrics import FrequencyTarget, MeanTarget, SumTarget
 from shufflesim.simulator.batch.run import BatchSetup, run_unit, sorted_values
 from shufflesim.simulator.batch.targets import TARGETS
@@ -171,7 +172,7 @@ FREQUENCY_ORACLES = [
 
 @pytest.mark.parametrize("name", SAMPLER_RANDOMIZERS)
 def test_reports_and_aggregate_paths_agree_in_distribution(name):
-    d = 2 if name == "brr" else 6
+    d = example_randomizer(name).input_domain.size  # brr: 2; the others: their example's
     reps = 2000
     results = {
         path: run(make_setup(randomizer=name, d=d, n=120, eps=1.2, path=path), reps, 11)
@@ -186,7 +187,7 @@ def test_reports_and_aggregate_paths_agree_in_distribution(name):
 def test_every_frequency_oracle_has_the_exact_mean_squared_error(name):
     """E||f_hat - f||^2 = [p*(1-p*) + (d-1) q*(1-q*)] / (n (p* - q*)^2) for i.i.d. data,
     whatever the histogram (the per-value variances sum to it since sum_v n_v = n)."""
-    d = 2 if name == "brr" else 5
+    d = example_randomizer(name).input_domain.size
     reps = 2000
     setup = make_setup(randomizer=name, d=d, n=100, eps=1.0)
     p_star, q_star = setup.randomizer.support_probabilities()

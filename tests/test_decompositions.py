@@ -30,35 +30,36 @@ from shufflesim.protocols.bounds.numerical.decompositions import (
 )
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers import (
+    Categorical,
     make_randomizer,
     randomizer_class,
     randomizer_names,
     randomizer_parameters,
 )
+from shufflesim.protocols.randomizers.registry import example_randomizer
 
-#: Small configuration of every registered randomizer (a new randomizer without an entry fails
-#: test_every_registered_randomizer_is_decomposed).
-SMALL = {
-    "krr": dict(epsilon0=1.3, domain_size=4),
-    "brr": dict(epsilon0=0.9),
-    "subset": dict(epsilon0=0.7, domain_size=5, subset_size=2),
-    "rappor": dict(epsilon0=1.1, domain_size=4),
-    "oue": dict(epsilon0=1.2, domain_size=4),
-    "blh": dict(epsilon0=0.8, domain_size=3),
-    "olh": dict(epsilon0=1.5, domain_size=3, hash_range=3),
-    "hr": dict(epsilon0=1.0, domain_size=5),
-    "duchi": dict(epsilon0=0.8),
-    "summation": dict(epsilon0=1.4, precision=3),
-    "piecewise": dict(epsilon0=1.2),
-    "laplace": dict(epsilon0=0.9),
-    "laplace_binary": dict(epsilon0=1.1),
-    "laplace_metric": dict(epsilon0=1.1, low=-1.0, high=2.0),
-}
-CATEGORICAL = ["krr", "brr", "subset", "rappor", "oue", "blh", "olh", "hr"]
+
+def decomposed(name: str) -> bool:
+    """Whether the registered randomizer ``name`` declares a pure-LDP decomposition: not an
+    (eps0, delta0)-LDP one (a delta0 parameter, e.g. gaussian: the bounds refuse them,
+    BoundSpec.accepts_delta0), not multi-message (their own bounds,
+    protocols/bounds/multi_message), not a metric one declaring none (planar_laplace,
+    witch_hat: tests/test_metric_dp.py)."""
+    cls = randomizer_class(name)
+    return ("delta0" not in randomizer_parameters(name)
+            and not getattr(cls, "multi_message", False)
+            and not (getattr(cls, "metric_privacy", False) and cls.decomposition is None))
+
+
+#: Every registered randomizer with a decomposition, and those over categories.
+DECOMPOSED = [n for n in randomizer_names() if decomposed(n)]
+CATEGORICAL = [n for n in DECOMPOSED if randomizer_class(n).output_kind == "discrete"
+               and isinstance(example_randomizer(n).input_domain, Categorical)]
 
 
 def small(name: str):
-    return make_randomizer(name, **SMALL[name])
+    """The randomizer built from its declared example parameters."""
+    return example_randomizer(name)
 
 
 def same_atoms(x: RatioAtoms, y: RatioAtoms, rtol: float = 1e-12) -> bool:
@@ -98,16 +99,7 @@ def pqr(atoms: RatioAtoms, epsilon0: float) -> dict:
 
 # -- coverage and Property 2 --------------------------------------------------------------------
 def test_every_registered_randomizer_is_decomposed():
-    # (eps0, delta0)-LDP randomizers (a delta0 parameter, e.g. gaussian) have no pure-LDP
-    # decomposition: the bounds refuse them (BoundSpec.accepts_delta0)
-    # multi-message randomizers: not eps0-LDP, their own bounds (protocols/bounds/multi_message)
-    names = [n for n in randomizer_names() if "delta0" not in randomizer_parameters(n)
-             and not getattr(randomizer_class(n), "multi_message", False)]
-    # metric randomizers on R^2 or with a bounded support (planar_laplace, witch_hat) declare
-    # none: their engine bounds refuse them (tests/test_metric_dp.py)
-    names = [n for n in names if not (getattr(randomizer_class(n), "metric_privacy", False)
-                                      and randomizer_class(n).decomposition is None)]
-    assert set(names) <= set(SMALL), f"add a small config for {set(names) - set(SMALL)}"
+    names = DECOMPOSED
     assert set(names) <= set(supported_randomizers()), "randomizer without a decomposition"
     for name in names:
         r = small(name)
@@ -122,7 +114,7 @@ def test_every_registered_randomizer_is_decomposed():
             exact_pair_atoms(r, triple[1], triple[0], triple[2])
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("name", DECOMPOSED)
 def test_property_2_mean_and_support(name):
     """E[G_eps] = 1 - e^eps (exact groups) and 1 - e^(eps+eps0) <= G <= e^eps0 - e^eps."""
     r = small(name)

@@ -2,7 +2,8 @@
 
 Parametrized over ``estimator_names()`` crossed with ``randomizer_names()`` (both registries at
 collection time): every pair where ``make_estimator`` accepts the randomizer is a case; a
-randomizer without an entry in CONFIGS fails, an estimator that fits no randomizer fails.
+randomizer is built from its declared example parameters, an estimator that fits no randomizer
+fails.
 
 For each case, R independent repetitions of n users with fixed, uneven true data (fixed seed):
 
@@ -27,47 +28,20 @@ import pytest
 
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.estimators import estimator_names, make_estimator
-from shufflesim.protocols.randomizers import Categorical, make_randomizer, randomizer_names
+from shufflesim.protocols.randomizers import Categorical, randomizer_names
+from shufflesim.protocols.randomizers.registry import example_randomizer
 
 Z = 4.5
 REPS = 4000
 N_USERS = 60
 SEED = 20240613
 
-#: Small configurations, one per registered randomizer.
-CONFIGS: dict[str, dict] = {
-    "brr": dict(epsilon0=0.7),
-    "krr": dict(epsilon0=1.3, domain_size=4),
-    "subset": dict(epsilon0=0.9, domain_size=5),
-    "rappor": dict(epsilon0=1.1, domain_size=4),
-    "oue": dict(epsilon0=1.1, domain_size=4),
-    "blh": dict(epsilon0=0.8, domain_size=4),
-    "olh": dict(epsilon0=1.5, domain_size=4),
-    "hr": dict(epsilon0=1.2, domain_size=4),
-    "laplace": dict(epsilon0=0.9),
-    "laplace_binary": dict(epsilon0=1.1),
-    "piecewise": dict(epsilon0=1.3),
-    "duchi": dict(epsilon0=0.8),
-    "summation": dict(epsilon0=1.7, precision=4),
-    "gaussian": dict(epsilon0=1.1, delta0=1e-3, low=-0.5, high=1.5),
-    # multi-message (protocols/randomizers/multi_message); epsilon0 is the design target
-    "balcer": dict(epsilon0=1.0, blanket_messages=3, coin_probability=0.3),
-    "cheu": dict(epsilon0=1.0, domain_size=4, flip_probability=0.2, blanket_messages=2),
-    "balls_into_bins": dict(epsilon0=1.0, bins=9, special_bins=2, blanket_messages=2),
-    "pure_dump": dict(epsilon0=1.0, domain_size=4, blanket_messages=3),
-    "mix_dump": dict(epsilon0=1.0, domain_size=4, flip_probability=0.3, blanket_messages=2),
-    "laplace_metric": dict(epsilon0=2.0, low=-1.0, high=2.0),
-    "planar_laplace": dict(epsilon0=2.0, high=2.0, low_y=0.0, high_y=1.0),
-    "witch_hat": dict(epsilon0=2.0, height=1.5, brim=0.3),
-}
 #: Budgets of the two groups of users for the personalized estimators (times eps0).
 BUDGET_FACTORS = (0.4, 1.0)
 
 
 def _make(name: str):
-    if name not in CONFIGS:
-        pytest.fail(f"randomizer {name!r} has no entry in CONFIGS of the estimator suite")
-    return make_randomizer(name, **CONFIGS[name])
+    return example_randomizer(name)
 
 
 #: Real contract failures (strict xfail: fixing them turns the case into an error to update).
@@ -80,9 +54,6 @@ def _cases():
     params, fitted = [], set()
     for estimator in estimator_names():
         for rname in randomizer_names():
-            if rname not in CONFIGS:
-                params.append(pytest.param(estimator, rname, id=f"{estimator}-{rname}"))
-                continue
             try:
                 make_estimator(estimator, _make(rname))
             except ParameterError:

@@ -151,11 +151,11 @@ def test_functions_import_only_optional_dependencies():
 #: name every plug-in); the registries' types and the errors at the bottom. A new folder
 #: takes its place here.
 LAYERS = [
-    "simulator/plugins", "simulator/api", "simulator/cli", "simulator/calls",
+    "simulator/plugins", "simulator/api", "simulator/cli", "simulator/calls", "simulator/cost",
     "simulator/design", "simulator/execution", "simulator/audit",
     "simulator/learning", "simulator/pipeline", "simulator/batch", "simulator/scenario",
     "simulator/population", "simulator/plotting", "simulator/results", "simulator",
-    "simulator/usercode", "simulator/lazy", "simulator/errors",
+    "simulator/usercode", "simulator/held_output", "simulator/lazy", "simulator/errors",
     "protocols/plugins", "protocols/learning", "protocols/accounting", "protocols/estimators",
     "protocols/bounds", "protocols/randomizers", "protocols/distributions",
     "protocols/registry", "protocols/errors", "protocols",

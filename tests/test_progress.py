@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import time
 
+import pytest
 from click.testing import CliRunner
 
 from shufflesim.simulator.cli import main
@@ -67,8 +68,8 @@ def test_quiet_heartbeat_writes_nothing():
 
 def test_bound_prints_progress_lines_when_stderr_is_not_a_terminal(monkeypatch):
     """CliRunner's stderr is not a terminal: progress comes as whole lines once the work has
-    taken longer than the report's delay (1 s by default; shortened here), unless --quiet."""
-    monkeypatch.setattr(progress, "DELAY", 0.0)
+    taken longer than the report's delay (30 s by default; shortened here), unless --quiet."""
+    monkeypatch.setattr(progress, "LOG_DELAY", 0.0)
     monkeypatch.setattr(progress, "LOG_INTERVAL", 0.05)
     args = ["bound", "--randomizer", "krr", "--domain-size", "10", "--epsilon0", "1", "--n",
             "1000", "--delta", "1e-6", "--method", "blanket_hoeffding", "--method",
@@ -99,3 +100,42 @@ def test_lazily_bound_modules_import_once_and_forward_attributes():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_terminal_line_is_withdrawn_when_the_work_fails():
+    """On a terminal the progress line stays open until the report closes: a failure erases
+    it (the command's one line is then its error), success ends it with a newline."""
+    clock, stream = Clock(), io.StringIO()
+    with pytest.raises(RuntimeError):
+        with ProgressReport("run", stream, tty=True, delay=0.0, clock=clock) as report:
+            report(1, 4)
+            raise RuntimeError("boom")
+    assert "run: 1/4" in stream.getvalue()
+    assert stream.getvalue().endswith("\r\x1b[K") and "\n" not in stream.getvalue()
+    stream = io.StringIO()
+    with ProgressReport("run", stream, tty=True, delay=0.0, clock=clock) as report:
+        report(4, 4)
+    assert stream.getvalue().endswith("\n") and "run: 4/4" in stream.getvalue()
+
+
+def test_to_a_pipe_the_first_line_waits_the_log_delay():
+    clock, stream = Clock(), io.StringIO()
+    report = ProgressReport("run", stream, tty=False, clock=clock)
+    clock.now += progress.LOG_DELAY / 2
+    report(1, 4)
+    assert stream.getvalue() == ""
+    clock.now += progress.LOG_DELAY
+    report(2, 4)
+    assert stream.getvalue().startswith("run: 2/4")
+
+
+def test_warnings_are_dropped_when_the_command_fails(tmp_path):
+    """A command that fails prints its one error line, not the warnings it explains."""
+    client = tmp_path / "client.py"
+    client.write_text("def f(value, rng):\n    raise ValueError('bad')\n")
+    result = CliRunner().invoke(main, [
+        "audit", "--implementation", f"{client}:f", "--randomizer", "krr", "--domain-size", "4",
+        "--epsilon0", "1", "--trials", "100", "--level", "randomizer", "--quiet"])
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert "raised ValueError: bad" in result.output and "vectorized" not in result.output

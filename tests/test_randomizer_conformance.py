@@ -1,7 +1,7 @@
 """Conformance suite: every registered randomizer against its own declared distribution.
 
-For each name in ``randomizer_names()`` (a randomizer without an entry in CONFIGS fails, so new
-ones must be added here) the suite checks:
+For each name in ``randomizer_names()``, built from the example parameters it declares
+(``example``; a randomizer without them fails) the suite checks:
 
 * reports lie in the declared output space (shape, index round trip, finite log_prob, and for
   continuous outputs the ``output_domain`` when declared);
@@ -34,47 +34,22 @@ import pytest
 from scipy import stats
 
 from shufflesim.protocols.errors import ParameterError
-from shufflesim.protocols.randomizers import Categorical, make_randomizer, randomizer_names
+from shufflesim.protocols.randomizers import (
+    Categorical,
+    randomizer_class,
+    randomizer_names,
+)
 from shufflesim.protocols.randomizers.oue import OUE
+from shufflesim.protocols.randomizers.registry import example_randomizer
 
 #: Significance level of every statistical test in this module (per randomizer and check).
 ALPHA = 1e-3
-
-#: Small configurations, one per registered randomizer (odd parameters on purpose).
-CONFIGS: dict[str, dict] = {
-    "brr": dict(epsilon0=0.7),
-    "krr": dict(epsilon0=1.3, domain_size=5),
-    "subset": dict(epsilon0=0.9, domain_size=6),
-    "rappor": dict(epsilon0=1.1, domain_size=4),
-    "oue": dict(epsilon0=1.1, domain_size=5),
-    "blh": dict(epsilon0=0.8, domain_size=4),
-    "olh": dict(epsilon0=1.5, domain_size=4),
-    "hr": dict(epsilon0=1.2, domain_size=5),
-    "laplace": dict(epsilon0=0.9),
-    "laplace_binary": dict(epsilon0=1.1),
-    "piecewise": dict(epsilon0=1.3),
-    "duchi": dict(epsilon0=0.8),
-    "summation": dict(epsilon0=1.7, precision=4),
-    "gaussian": dict(epsilon0=1.1, delta0=1e-3, low=-0.5, high=1.5),
-    # multi-message: eps0 is the design target, the local level is log p (001 Table 3)
-    "balcer": dict(epsilon0=1.0, blanket_messages=2, coin_probability=0.3),
-    "cheu": dict(epsilon0=1.0, domain_size=3, flip_probability=0.2, blanket_messages=1),
-    "balls_into_bins": dict(epsilon0=1.0, bins=7, special_bins=2, blanket_messages=1),
-    "pure_dump": dict(epsilon0=1.0, domain_size=4, blanket_messages=2),
-    "mix_dump": dict(epsilon0=1.0, domain_size=4, flip_probability=0.3, blanket_messages=2),
-    # metric DP (001 Table 2): eps0 is the local budget over the domain
-    "laplace_metric": dict(epsilon0=1.3, low=-1.0, high=2.0),
-    "planar_laplace": dict(epsilon0=1.3, high=2.0, low_y=0.0, high_y=1.0),
-    "witch_hat": dict(epsilon0=1.3, height=2.0, brim=0.4),  # loss min(eps d, m): tight if m >= eps0
-}
 
 SAMPLES_PER_INPUT = 20_000
 
 
 def _make(name: str, **override):
-    if name not in CONFIGS:
-        pytest.fail(f"randomizer {name!r} has no entry in CONFIGS of the conformance suite")
-    return make_randomizer(name, **{**CONFIGS[name], **override})
+    return example_randomizer(name, **override)
 
 
 def _test_inputs(randomizer) -> np.ndarray:
@@ -222,9 +197,11 @@ def aggregate_agreement_pvalue(randomizer, input_counts, repetitions, rng) -> fl
 NAMES = randomizer_names()
 
 
-def test_every_registered_randomizer_has_a_config():
-    missing = sorted(set(NAMES) - set(CONFIGS))
-    assert not missing, f"add small configurations for {missing} to CONFIGS"
+def test_every_registered_randomizer_declares_example_parameters():
+    missing = sorted(n for n in NAMES if getattr(randomizer_class(n), "example", None) is None)
+    assert not missing, f"declare example parameters (class attribute example) in {missing}"
+    for name in NAMES:
+        assert example_randomizer(name).name == name
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -71,7 +71,7 @@ def test_every_exception_is_one_line_naming_file_line_and_function(client, name,
     line = str(caught.value)
     assert "\n" not in line and words in line
     assert line.startswith(f"implementation = '{client}:{name}'")
-    assert f"client.py:" in line and f"in {name})" in line
+    assert "client.py:" in line and f"in {name})" in line
 
 
 def test_user_code_stdout_goes_to_stderr(client):

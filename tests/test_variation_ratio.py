@@ -23,6 +23,7 @@ from shufflesim.protocols.randomizers import (
     randomizer_names,
     randomizer_parameters,
 )
+from shufflesim.protocols.randomizers.registry import example_randomizer
 
 
 # ------------------------------------------------------------------------------------------
@@ -165,27 +166,19 @@ def test_fixed_iterations_is_an_upper_end():
 # ------------------------------------------------------------------------------------------
 # Parameters (001 Tables 1, 5) against brute-force total variation of the declared law
 # ------------------------------------------------------------------------------------------
-SMALL = {
-    "krr": dict(domain_size=5), "brr": {}, "blh": dict(domain_size=4),
-    "olh": dict(domain_size=4, hash_range=3), "hr": dict(domain_size=5),
-    "oue": dict(domain_size=4), "rappor": dict(domain_size=4),
-    "subset": dict(domain_size=5, subset_size=2), "duchi": {}, "summation": dict(precision=4),
-    "laplace": {}, "laplace_binary": {}, "piecewise": {},
-    # metric DP (001 Table 2): the domain-wide row; planar: TV in tests/test_metric_dp.py
-    "laplace_metric": dict(low=-1.0, high=1.5), "witch_hat": dict(height=3.0, brim=0.3),
-    "planar_laplace": {},
-}
+#: The pure eps0-LDP single-message randomizers ((eps0, delta0)-LDP ones, with a delta0
+#: parameter, have no 001 row; multi-message ones: tests/test_multi_message_randomizers.py).
+PURE = [n for n in randomizer_names() if "delta0" not in randomizer_parameters(n)
+        and not getattr(randomizer_class(n), "multi_message", False)]
+#: On top of the examples: at eps0 = 2.5 the witch hat's height must reach eps0 (its loss is
+#: min(eps0 d, height)) for the domain-wide row to be the exact total variation.
+TV_OVERRIDES = {"witch_hat": dict(height=3.0)}
 
 
 def test_every_registered_randomizer_has_specific_parameters():
     """001 covers every registered randomizer (Tables 1, 5, or its definition, App. G); a new
-    randomizer must get a row (and an entry in SMALL) deliberately."""
-    # (eps0, delta0)-LDP randomizers (a delta0 parameter, e.g. gaussian) have no 001 row
-    # multi-message randomizers: their Table 3 rows are tested in test_multi_message_randomizers
-    pure = {n for n in randomizer_names() if "delta0" not in randomizer_parameters(n)
-            and not getattr(randomizer_class(n), "multi_message", False)}
-    assert pure <= set(vr.specific_parameter_names())
-    assert pure <= set(SMALL)
+    randomizer must get a row deliberately."""
+    assert set(PURE) <= set(vr.specific_parameter_names())
 
 
 def _brute_tv(randomizer) -> float:
@@ -211,12 +204,10 @@ def _brute_tv(randomizer) -> float:
                for i in range(pmf.shape[0]) for j in range(pmf.shape[0]))
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("name", PURE)
 @pytest.mark.parametrize("epsilon0", [0.4, 2.5])
 def test_beta_is_the_exact_total_variation(name, epsilon0):
-    if name not in randomizer_names():
-        pytest.fail(f"{name} is not registered")
-    randomizer = make_randomizer(name, epsilon0=epsilon0, **SMALL[name])
+    randomizer = example_randomizer(name, epsilon0=epsilon0, **TV_OVERRIDES.get(name, {}))
     if getattr(randomizer, "dimension", 1) == 2:
         pytest.skip("points of R^2: TV against 001 Table 2's integral in tests/test_metric_dp.py")
     params = vr.parameters_for(randomizer)

@@ -11,8 +11,13 @@ Each round t is (eps_t, delta_t)-DP with eps_t the single-round ``optimal-blanke
       eps' = min(sum eps_t, sum eps_t tanh(eps_t / 2) + sqrt(2 log(1/delta') sum eps_t^2)).
   (An (eps_t, delta_t)-DP round is delta_t-close to an eps_t-DP one; for eps-DP the privacy loss
   lies in [-eps, eps] with mean <= eps tanh(eps / 2), and Azuma-Hoeffding bounds the sum.)
-  The split delta = delta' + T delta_t is optimised over a grid of fractions (every candidate
-  is a valid guarantee, the smallest is reported).
+  Per round, (eps_t, delta_t) is read off the round's privacy profile (profile.py: the
+  hockey-stick curve of the pessimistic PLD of the 000 Thm 13 pair, the one optimal-blanket
+  composes, cached per (randomizer, n, grid)), each eps_t capped at the round's eps0 (pure
+  eps0-DP). The closed form is then minimised in one dimension over the split
+  delta = delta' + T delta_t: every grid eps_t of the profile for one kind of round, a fine
+  grid of fractions delta' / delta otherwise (vectorized; every candidate is a valid
+  guarantee, the smallest is reported). No eps search per candidate (issue 32).
 
 ``naive_epsilon``: T x eps(delta), the number a user would write down without composition
 theorems -- not a valid (eps, delta) guarantee (its delta is T delta); reported for comparison.
@@ -23,6 +28,12 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
+
+from shufflesim.protocols.accounting import pairs
+from shufflesim.protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
+from shufflesim.protocols.accounting.pld import grid_interval
+from shufflesim.protocols.accounting.profile import round_profile
 from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
     ComposedResult,
@@ -31,10 +42,14 @@ from shufflesim.protocols.accounting.rounds import (
 )
 from shufflesim.protocols.bounds.numerical.optimal import optimal_blanket_epsilon
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
-from shufflesim.protocols.errors import require_probability_open
+from shufflesim.protocols.errors import ParameterError, require, require_probability_open
 
-#: Fractions of delta given to delta' in the advanced composition.
-ADVANCED_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
+#: Fractions of delta given to delta' in the advanced composition of several kinds of round
+#: (the former fixed choices and a fine logit grid between 1e-6 and 1 - 1e-6).
+SEARCH_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
+ADVANCED_FRACTIONS = np.unique(np.concatenate([
+    SEARCH_FRACTIONS,
+    1.0 / (1.0 + np.exp(-np.linspace(-13.8, 13.8, 2001)))]))
 
 
 def _round_epsilons(rounds, delta_t: float) -> list[tuple[float, int]]:
@@ -62,15 +77,28 @@ def advanced_epsilon(epsilons, delta_prime: float) -> float:
     return min(total, mean + math.sqrt(2 * math.log(1 / delta_prime) * square))
 
 
-def advanced(rounds, delta: float, **_options) -> ComposedResult:
-    start = time.perf_counter()
-    rounds = normalize_rounds(rounds)
-    require_probability_open("delta", delta)
-    t = total_rounds(rounds)
+def _advanced_values(eps_t: np.ndarray, delta_t: np.ndarray, repeats, delta: float):
+    """Closed form of the heterogeneous advanced composition for candidate splits: ``eps_t``
+    (rounds x candidates) with per-round delta ``delta_t`` (candidates); inf where invalid."""
+    k = np.asarray(repeats, dtype=float)[:, None]
+    t = float(np.sum(k))
+    delta_prime = delta - t * delta_t
+    ok = (delta_prime > 0) & np.all(np.isfinite(eps_t), axis=0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_term = np.log(1.0 / np.where(ok, delta_prime, 1.0))
+        e = np.where(np.isfinite(eps_t), eps_t, 0.0)
+        total = np.sum(k * e, axis=0)
+        value = np.sum(k * e * np.tanh(e / 2), axis=0) + np.sqrt(2 * log_term
+                                                                 * np.sum(k * e * e, axis=0))
+    return np.where(ok, np.minimum(total, value), np.inf)
+
+
+def _advanced_by_search(rounds, delta: float, t: int, start: float) -> ComposedResult:
+    """Randomizers without a blanket pair in count form (pairs.SUPPORTED): eps_t by the
+    single-round optimal-blanket eps search at the former fixed fractions."""
     best = (math.inf, None)
-    for frac in ADVANCED_FRACTIONS:
-        eps_t = _round_epsilons(rounds, (1 - frac) * delta / t)
-        value = advanced_epsilon(eps_t, frac * delta)
+    for frac in SEARCH_FRACTIONS:
+        value = advanced_epsilon(_round_epsilons(rounds, (1 - frac) * delta / t), frac * delta)
         if value < best[0]:
             best = (value, frac)
     eps, frac = best
@@ -79,6 +107,42 @@ def advanced(rounds, delta: float, **_options) -> ComposedResult:
                           "Thm 3.5) of per-round optimal-blanket (eps_t, delta_t)",
                           time.perf_counter() - start, None,
                           f"delta' = {frac:g} delta, delta_t = {(1 - frac) * delta / t:.3g}")
+
+
+def advanced(rounds, delta: float, *, tail: float = DEFAULT_TAIL,
+             weak_rtol: float = DEFAULT_WEAK_RTOL, **_options) -> ComposedResult:
+    start = time.perf_counter()
+    rounds = normalize_rounds(rounds)
+    require_probability_open("delta", delta)
+    t = total_rounds(rounds)
+    try:
+        models = [(pairs.blanket_model(r.randomizer), int(r.n)) for r in rounds]
+    except ParameterError:        # no blanket pair in count form: per-round eps searches
+        return _advanced_by_search(rounds, delta, t, start)
+    interval = grid_interval(models, "upper", t)
+    profiles = [round_profile(m, n, interval, float(tail), float(weak_rtol)) for m, n in models]
+    caps = np.array([float(r.randomizer.epsilon0) for r in rounds])[:, None]
+    repeats = [r.repeat for r in rounds]
+    if len(rounds) == 1:          # every grid eps of the profile is a candidate
+        delta_t = np.asarray(profiles[0].delta, dtype=float)
+        eps_t = (np.arange(delta_t.size) * profiles[0].interval)[None, :]
+        delta_t = np.where(eps_t[0] >= caps[0, 0], 0.0, delta_t)   # pure eps0-DP above eps0
+        eps_t = np.minimum(eps_t, caps)
+    else:
+        delta_t = (1.0 - ADVANCED_FRACTIONS) * delta / t
+        eps_t = np.minimum(np.array([p.epsilon_for(delta_t) for p in profiles]), caps)
+    values = _advanced_values(eps_t, delta_t, repeats, float(delta))
+    best = int(np.argmin(values))
+    eps = float(values[best])
+    require(math.isfinite(eps), "delta", delta, "too small for advanced composition")
+    return ComposedResult("advanced", BoundKind.UPPER, eps * (1 + 1e-12), delta, t,
+                          BoundStatus.PROVEN, "advanced composition (Kairouz-Oh-Viswanath 2015 "
+                          "Thm 3.5) of per-round optimal-blanket (eps_t, delta_t)",
+                          time.perf_counter() - start, interval,
+                          f"delta' = {1 - t * float(delta_t[best]) / delta:.4g} delta, "
+                          f"delta_t = {float(delta_t[best]):.3g}, eps_t = "
+                          f"{', '.join(f'{float(e):.4g}' for e in eps_t[:, best])} (profile of "
+                          f"the pessimistic PLD, grid {interval:.3g})")
 
 
 def naive_epsilon(rounds, delta: float) -> float:

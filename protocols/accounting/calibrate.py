@@ -4,10 +4,15 @@ upper bound meets a target (eps, delta).
 Every round uses the randomizer ``randomizer_factory(eps0)``; the schedule is T rounds with n
 users, or an explicit list of (n, repeat). A value of eps0 is *certified* when the composed upper
 bound (already on its conservative side) is at most the target. The composed bounds grow with
-eps0 (the pairs of a larger eps0 are less private), so the certified set is an interval found by
-bracketing as in protocols.bounds.calibration: geometric steps up from ``eps0_min``, then
-bisection; the value returned is always one that was certified (the lower end of the final
-bracket), whatever the monotonicity of a particular method.
+eps0 (the pairs of a larger eps0 are less private), so the certified set is an interval.
+
+Search (issue 32): the bound's own values steer it. The score ln(eps / target) of every
+evaluated point (<= 0 exactly where certified) is followed by secant steps in ln eps0 from a
+start point (``start``: e.g. the value another method found, else eps0_min), up while certified
+and down while not, until a certified and a failing point bracket the crossing; then Brent's
+method on the score (protocols.bounds.calibration), bisection as the safeguard. The value
+returned is always one that was certified (the lower end of the final bracket), whatever the
+monotonicity of a particular method; a start that is not certified only costs evaluations.
 """
 
 from __future__ import annotations
@@ -76,10 +81,11 @@ def largest_epsilon0(randomizer_factory: Callable[[float], object], target_epsil
                      schedule: Sequence[tuple[int, int]] | None = None,
                      method: str = "optimal-blanket", rtol: float = 1e-3,
                      eps0_min: float = EPSILON0_MIN, eps0_max: float = EPSILON0_MAX,
-                     **options) -> RoundsCalibration:
+                     start: float | None = None, **options) -> RoundsCalibration:
     """The largest eps0 in [eps0_min, eps0_max] with which ``method`` certifies
     (target_epsilon, delta) over the schedule (``n`` and ``rounds``, or ``schedule``), to
-    relative ``rtol``. Raises ParameterError naming target_epsilon when eps0_min fails."""
+    relative ``rtol``, the search started at ``start`` (a guess, e.g. another method's value;
+    default eps0_min). Raises ParameterError naming target_epsilon when eps0_min fails."""
     started = time.perf_counter()
     spec = get_composed_method(method)
     require(spec.kind is BoundKind.UPPER, "method", method,
@@ -102,14 +108,46 @@ def largest_epsilon0(randomizer_factory: Callable[[float], object], target_epsil
         out = outcomes[eps0]
         return not isinstance(out, str) and out.epsilon <= target_epsilon
 
-    if not certified(eps0_min):
+    def score(eps0: float) -> float | None:
+        out = outcomes.get(eps0)
+        if out is None or isinstance(out, str) or not out.epsilon > 0:
+            return None
+        return math.log(out.epsilon / target_epsilon)
+
+    low = _certified_start(certified, score, start, eps0_min, eps0_max)
+    if low is None:
         out = outcomes[eps0_min]
         why = out if isinstance(out, str) else f"eps = {out.epsilon:.6g}"
         raise ParameterError("target_epsilon", target_epsilon,
                              f"{method} does not certify it even at eps0 = {eps0_min:g} "
                              f"over {sum(k for _, k in plan)} rounds: {why}")
-    low, high = largest_certified(certified, eps0_min, eps0_max, rtol)
+    failing = [x for x in outcomes if x > low and not certified(x)]
+    low, high = largest_certified(certified, low, min(failing, default=eps0_max), rtol,
+                                  score=score)
     note = "" if high is not None else f"certified up to the search limit eps0 = {eps0_max:g}"
     return RoundsCalibration(method, low, (low, high), float(target_epsilon), float(delta),
                              sum(k for _, k in plan), outcomes[low], len(outcomes),
                              time.perf_counter() - started, note)
+
+
+def _certified_start(certified, score, start, eps0_min: float, eps0_max: float) -> float | None:
+    """A certified eps0 near the crossing, from ``start``: while it fails, secant steps down in
+    ln eps0 on the score (slope 1 from a single point, undershot by 20 %, at most a factor 64 per
+    step), never below eps0_min; None when eps0_min itself fails."""
+    x = eps0_min if start is None else min(max(float(start), eps0_min), eps0_max)
+    seen: list[tuple[float, float]] = []
+    while not certified(x):
+        if x <= eps0_min:
+            return None
+        value = score(x)
+        slope = 1.0
+        if value is not None:
+            if seen and abs(math.log(x) - seen[-1][0]) > 1e-12:
+                fitted = (value - seen[-1][1]) / (math.log(x) - seen[-1][0])
+                slope = fitted if fitted > 0.05 else 1.0
+            seen.append((math.log(x), value))
+            guess = math.exp(math.log(x) - max(value, 1e-3) / slope) * 0.8
+        else:
+            guess = x / 4.0
+        x = max(eps0_min, min(guess, x / 1.05), x / 64.0)
+    return x

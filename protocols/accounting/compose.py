@@ -38,16 +38,19 @@ conservative for pessimistic PLDs; optimistic ones are composed by repeated squa
 from __future__ import annotations
 
 import functools
-import math
 import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld_module
 
-from shufflesim.protocols.accounting import baselines, pairs, rdp
+from shufflesim.protocols.accounting import baselines, brr_exact_pld, pairs, rdp
 from shufflesim.protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
-from shufflesim.protocols.accounting.pld import RoundPLD, round_plds
+from shufflesim.protocols.accounting.pld import (
+    RoundPLD,
+    cached_round_plds,
+    grid_interval,
+)
 from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
     ComposedResult,
@@ -65,11 +68,6 @@ __all__ = ["COMPOSED_METHODS", "COMPOSING_BOUNDS", "ComposedMethod", "ComposedRe
            "compose_models", "compose_rounds", "composed_method_names", "composition_support",
            "get_composed_method", "normalize_rounds", "pure_cap", "total_rounds"]
 
-#: Upper-bound grid: interval = (smallest per-round loss scale) / UPPER_RESOLUTION.
-UPPER_RESOLUTION = 200.0
-#: Lower-bound grid: interval = scale / max(4 LOWER_RESOLUTION, LOWER_RESOLUTION sqrt(T))
-#: (rounding down costs up to T * interval in the composed loss).
-LOWER_RESOLUTION = 100.0
 #: dp_accounting truncation of composed tails (pessimistic: to infinity).
 TAIL_TRUNCATION = 1e-15
 #: Floating-point slack of dp_accounting's FFT per pmf entry.
@@ -79,17 +77,6 @@ FFT_SLACK = 1e-14
 # ----------------------------------------------------------------------------------------------
 # PLD composition
 # ----------------------------------------------------------------------------------------------
-def _interval(models_n, side: str, t_total: int) -> float:
-    scales = [m.loss_scale(n) for m, n in models_n]
-    scale = min(s for s in scales if s > 0) if any(s > 0 for s in scales) else 1e-3
-    loss_max = max(m.loss_max for m, _ in models_n)
-    if side == "upper":
-        step = scale / UPPER_RESOLUTION
-    else:
-        step = scale / max(4 * LOWER_RESOLUTION, LOWER_RESOLUTION * math.sqrt(t_total))
-    return float(min(max(step, loss_max * 2e-7), loss_max / 50.0))
-
-
 def _to_dp(plds: Sequence[RoundPLD], symmetric: bool):
     fwd = plds[0]
     pessimistic = fwd.side == "upper"
@@ -131,9 +118,8 @@ def _round_dp(model, n: int, interval: float, side: str, tail: float, weak_rtol:
     """(RoundPLDs, dp_accounting PLD) of one round; cached: a pure function of its arguments
     (``model`` is a frozen CountModel), so a cached value is the value a new call computes.
     Callers that compose many schedules on one grid (per-user lifetime accounting) reuse it."""
-    sym = model.is_swap_symmetric()
-    plds = round_plds(model, n, interval, side, tail=tail, weak_rtol=weak_rtol, both=not sym)
-    return plds, _to_dp(plds, sym)
+    plds = cached_round_plds(model, n, interval, side, tail, weak_rtol)
+    return plds, _to_dp(plds, model.is_swap_symmetric())
 
 
 @functools.lru_cache(maxsize=256)
@@ -151,7 +137,7 @@ def compose_models(models: Sequence[tuple], delta: float, side: str, *, interval
     (epsilon, interval, per-round RoundPLD lists). Upper side: pessimistic; lower: optimistic."""
     t_total = sum(rep for _, _, rep in models)
     if interval is None:
-        interval = _interval([(m, n) for m, n, _ in models], side, t_total)
+        interval = grid_interval([(m, n) for m, n, _ in models], side, t_total)
     composed, per_round = None, []
     for model, n, repeat in models:
         plds, piece = _round_power(model, int(n), float(interval), side, float(tail),
@@ -223,7 +209,7 @@ _register(ComposedMethod(
                 "exact pair of each round (first candidate triple), optimistic PLD")))
 
 
-for _method in (*baselines.METHODS, *rdp.METHODS):
+for _method in (*baselines.METHODS, *rdp.METHODS, *brr_exact_pld.METHODS):
     _register(_method)
 
 
@@ -244,7 +230,8 @@ def compose_rounds(rounds, delta: float, method: str = "optimal-blanket",
 
 #: Catalogue bounds (protocols.bounds.catalogue) that compose, and the composed method.
 COMPOSING_BOUNDS = {"optimal-blanket": "optimal-blanket", "exact-lower": "exact-lower",
-                    "fmt21_numerical": "fmt21-clone"}
+                    "fmt21_numerical": "fmt21-clone", "brr-exact": "brr-exact",
+                    "brr-exact-lower": "brr-exact-lower"}
 
 
 def composition_support(bound_name: str) -> tuple[str | None, str]:

@@ -31,6 +31,7 @@ Both return, besides the aggregates, a bound on the P0- and P1-mass outside the 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -60,6 +61,8 @@ class Aggregates:
     outside0: float
     outside1: float
     outcomes: int
+    #: bound on the M-mass (reference multinomial) of the outcomes not enumerated
+    outside_mass: float = 1.0
 
 
 def window(trials, p: float, tail: float) -> tuple[np.ndarray, np.ndarray]:
@@ -289,7 +292,7 @@ def _collect(parts, model: CountModel, outside: float, outcomes: int) -> Aggrega
     p0, p1, ell, lo, hi = arrays
     ell = np.clip(ell, lo, hi)
     return Aggregates(p0, p1, ell, lo, hi, max(model.a) * outside, max(model.b) * outside,
-                      outcomes)
+                      outcomes, min(1.0, float(outside)))
 
 
 def aggregates(model: CountModel, n: int, *, tail: float = DEFAULT_TAIL,
@@ -297,3 +300,14 @@ def aggregates(model: CountModel, n: int, *, tail: float = DEFAULT_TAIL,
     """The aggregates of ``model`` with n users (symmetric enumeration when it applies)."""
     fn = symmetric_aggregates if is_symmetric(model) else cell_aggregates
     return fn(model, int(n), tail=tail, weak_rtol=weak_rtol)
+
+
+@functools.lru_cache(maxsize=4)
+def cached_aggregates(model: CountModel, n: int, tail: float, weak_rtol: float) -> Aggregates:
+    """:func:`aggregates`, cached per (model, n, tail, weak_rtol) (a pure function of them;
+    the arrays are made read-only): the PLD of a round and its Renyi curve share one
+    enumeration."""
+    agg = aggregates(model, int(n), tail=float(tail), weak_rtol=float(weak_rtol))
+    for array in (agg.p0, agg.p1, agg.ell, agg.lo, agg.hi):
+        array.flags.writeable = False
+    return agg

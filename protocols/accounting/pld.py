@@ -33,18 +33,42 @@ composed loss is a sum of independent per-round losses, each stochastically smal
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL, aggregates
+from shufflesim.protocols.accounting.enumeration import (
+    DEFAULT_TAIL,
+    DEFAULT_WEAK_RTOL,
+    cached_aggregates,
+)
 from shufflesim.protocols.accounting.pairs import CountModel
 from shufflesim.protocols.errors import require
 
 #: Largest grid the accumulator accepts.
 MAX_GRID = 1 << 26
+#: Upper-bound grid: interval = (smallest per-round loss scale) / UPPER_RESOLUTION.
+UPPER_RESOLUTION = 200.0
+#: Lower-bound grid: interval = scale / max(4 LOWER_RESOLUTION, LOWER_RESOLUTION sqrt(T))
+#: (rounding down costs up to T * interval in the composed loss).
+LOWER_RESOLUTION = 100.0
+
+
+def grid_interval(models_n, side: str, t_total: int) -> float:
+    """The grid step of a composition of the rounds ``models_n`` ((CountModel, n) pairs) over
+    ``t_total`` rounds: a fraction of the smallest per-round loss scale (tightness only; every
+    step gives a valid discretisation)."""
+    scales = [m.loss_scale(n) for m, n in models_n]
+    scale = min(s for s in scales if s > 0) if any(s > 0 for s in scales) else 1e-3
+    loss_max = max(m.loss_max for m, _ in models_n)
+    if side == "upper":
+        step = scale / UPPER_RESOLUTION
+    else:
+        step = scale / max(4 * LOWER_RESOLUTION, LOWER_RESOLUTION * math.sqrt(t_total))
+    return float(min(max(step, loss_max * 2e-7), loss_max / 50.0))
 
 
 def mass_relative_error(n: int) -> float:
@@ -74,6 +98,8 @@ class RoundPLD:
     shaved: float
     label: str
     seconds: float
+    #: M-mass (reference multinomial) of the outcomes not enumerated (enumeration.py windows).
+    outside_mass: float = 0.0
 
     def rounded_pmf(self) -> dict[int, float]:
         """{grid index: mass}, the input of create_from_rounded_probability."""
@@ -164,7 +190,7 @@ def round_plds(model: CountModel, n: int, interval: float, side: str, *,
     start = time.perf_counter()
     interval = _grid_interval(float(interval), model.loss_max)
     eta = mass_relative_error(n)
-    agg = aggregates(model, int(n), tail=tail, weak_rtol=weak_rtol)
+    agg = cached_aggregates(model, int(n), float(tail), float(weak_rtol))
     upper = side == "upper"
     out = []
     for d in range(2 if both else 1):
@@ -201,5 +227,21 @@ def round_plds(model: CountModel, n: int, interval: float, side: str, *,
             probs, low = probs[nz[0]:nz[-1] + 1], low + int(nz[0])
         label = model.label if d == 0 else model.label + " (reversed)"
         out.append(RoundPLD(side, interval, low, probs, float(infinity), model.loss_max,
-                            agg.outcomes, float(shaved), label, time.perf_counter() - start))
+                            agg.outcomes, float(shaved), label, time.perf_counter() - start,
+                            float(agg.outside_mass)))
     return out
+
+
+@functools.lru_cache(maxsize=16)
+def cached_round_plds(model: CountModel, n: int, interval: float, side: str, tail: float,
+                      weak_rtol: float) -> tuple[RoundPLD, ...]:
+    """:func:`round_plds` of one round (one direction when the pair is swap-symmetric, both
+    otherwise), cached per (model, n, grid, side, tail, weak_rtol): a pure function of its
+    arguments (``model`` is a frozen CountModel, a RoundPLD is frozen and never written), so
+    a cached value is the value a new call computes. Shared by the PLD composition, the
+    advanced composition and calibration over rounds."""
+    plds = tuple(round_plds(model, int(n), float(interval), side, tail=float(tail),
+                            weak_rtol=float(weak_rtol), both=not model.is_swap_symmetric()))
+    for item in plds:
+        item.probs.flags.writeable = False
+    return plds

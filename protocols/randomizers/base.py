@@ -62,6 +62,10 @@ class Randomizer(ABC):
 
     #: Registry name, used in scenarios and on the command line.
     name: ClassVar[str]
+    #: Example parameters, epsilon0 included (odd values on purpose): every conformance suite
+    #: builds the randomizer from them (``registry.example_randomizer``), as scikit-learn's
+    #: checks build an estimator; a registered randomizer must declare them. Read-only.
+    example: ClassVar[dict]
     #: "discrete" or "continuous" output.
     output_kind: ClassVar[str] = "discrete"
     #: True when ``randomize`` accepts a per-user ``epsilon`` array.

@@ -32,6 +32,8 @@ class BinaryRR(Randomizer):
     epsilon0: float
 
     name = "brr"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=0.7)
     supports_personalized = True
     has_aggregate_sampler = True
     decomposition = OUTPUT_GROUPS

@@ -47,6 +47,8 @@ class Duchi(UnbiasedReports, Randomizer):
     epsilon0: float
 
     name = "duchi"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=0.8)
     supports_personalized = True
     decomposition = DISCRETE_PMF
     report_dtype = np.float64

@@ -139,6 +139,8 @@ class Gaussian(UnbiasedReports, Randomizer):
     high: float = 1.0
 
     name = "gaussian"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.1, delta0=1e-3, low=-0.5, high=1.5)
     output_kind = "continuous"
 
     def __post_init__(self) -> None:

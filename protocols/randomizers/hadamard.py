@@ -68,6 +68,8 @@ class HadamardResponse(CategoricalRandomizer):
     """Hadamard response over user values [0, d) (rows 1..d of the D x D Hadamard matrix)."""
 
     name = "hr"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.2, domain_size=5)
     supports_personalized = True
     has_aggregate_sampler = True
     decomposition = OUTPUT_GROUPS

@@ -40,6 +40,8 @@ class KRR(CategoricalRandomizer):
     """k-RR over {0, ..., k-1}; reports are integers; the aggregate is the output histogram."""
 
     name = "krr"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.3, domain_size=5)
     supports_personalized = True
     has_aggregate_sampler = True
     decomposition = OUTPUT_GROUPS

@@ -100,6 +100,8 @@ class Laplace(_LaplaceNoise):
     epsilon0: float
 
     name = "laplace"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=0.9)
 
     @property
     def input_domain(self) -> Interval:
@@ -123,6 +125,8 @@ class LaplaceBinary(_LaplaceNoise):
     epsilon0: float
 
     name = "laplace_binary"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.1)
 
     @property
     def input_domain(self) -> Categorical:

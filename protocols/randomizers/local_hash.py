@@ -271,6 +271,8 @@ class BinaryLocalHash(LocalHash):
     """BLH: local hashing into g = 2 buckets (000 App. A.1)."""
 
     name = "blh"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=0.8, domain_size=4)
 
     @property
     def buckets(self) -> int:
@@ -286,6 +288,8 @@ class OptimizedLocalHash(LocalHash):
     hash_range: int | None = None
 
     name = "olh"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.5, domain_size=4)
 
     def __post_init__(self) -> None:
         super().__post_init__()

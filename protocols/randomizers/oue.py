@@ -27,6 +27,8 @@ class OUE(UnaryEncoding):
     """Optimized unary encoding; supports per-user budgets (b depends on each user's eps)."""
 
     name = "oue"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.1, domain_size=5)
     supports_personalized = True
 
     def variation_ratio_parameters(self) -> VariationRatioRow:

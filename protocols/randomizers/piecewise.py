@@ -70,6 +70,8 @@ class Piecewise(UnbiasedReports, Randomizer):
     epsilon0: float
 
     name = "piecewise"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.3)
     output_kind = "continuous"
     supports_personalized = True
     decomposition = PIECEWISE_CONSTANT

@@ -229,6 +229,8 @@ class RAPPOR(UnaryEncoding):
     """Basic one-time RAPPOR / symmetric unary encoding: each one-hot bit through eps0/2 RR."""
 
     name = "rappor"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.1, domain_size=4)
 
     def variation_ratio_parameters(self) -> VariationRatioRow:
         """001 Table 1, binary RR (RAPPOR): beta = tanh(eps0 / 4)."""

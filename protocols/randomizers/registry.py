@@ -46,6 +46,22 @@ def required_parameters(name: str) -> list[str]:
             if f.default is MISSING and f.default_factory is MISSING]
 
 
+def example_parameters(name: str) -> dict[str, Any]:
+    """The example parameters the randomizer registered as ``name`` declares (``example``);
+    ParameterError when it declares none."""
+    cls = randomizer_class(name)
+    example = getattr(cls, "example", None)
+    if example is None:
+        raise ParameterError("randomizer.name", name, "declares no example parameters "
+                             "(the class attribute ``example``)")
+    return dict(example)
+
+
+def example_randomizer(name: str, **override: Any):
+    """The randomizer ``name`` built from its example parameters, ``override`` on top."""
+    return make_randomizer(name, **{**example_parameters(name), **override})
+
+
 def make_randomizer(name: str, **params: Any):
     """Instantiate the registered randomizer ``name``; unknown or missing parameters are
     errors naming the parameter."""

@@ -62,6 +62,8 @@ class SubsetSelection(CategoricalRandomizer):
     subset_size: int | None = None
 
     name = "subset"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=0.9, domain_size=6)
     decomposition = OUTPUT_GROUPS
     input_symmetry = PERMUTATION
 

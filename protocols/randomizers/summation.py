@@ -85,6 +85,8 @@ class Summation(Randomizer):
     gamma: float | None = None
 
     name = "summation"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.7, precision=4)
     decomposition = DISCRETE_PMF
 
     def __post_init__(self) -> None:

@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from shufflesim.protocols.randomizers.domains import Categorical
+from shufflesim.simulator.audit.pipeline_level import audit_pipeline
 from shufflesim.simulator.audit.sampling import child
 from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle, default_triple
 
@@ -75,6 +76,60 @@ def pilot_trials(trials: int, count: int) -> int:
     """Trials per world of each pilot (0: too few trials to search)."""
     per = int(trials * PILOT_SHARE) // max(count, 1)
     return per if per >= MIN_PILOT and trials - per * count >= MIN_PILOT else 0
+
+
+def _choose(cands, per: int, run_pilot) -> tuple[int, list[float], list]:
+    """Index of the candidate with the largest pilot bound (ties: the earlier), the scores and
+    the pilot audits."""
+    scores, audits = [], []
+    for k, c in enumerate(cands):
+        a = run_pilot(k, c)
+        score = a.epsilon_lb(a.deltas[0])
+        scores.append(score if math.isfinite(score) else 0.0)
+        audits.append(a)
+    return int(np.argmax(scores)), scores, audits
+
+
+def _note(cands, scores, per: int, chosen: Candidate, previous: str) -> str:
+    summary = "; ".join(f"{cand.label} ({cand.x0}, {cand.x1}, "
+                        f"{'uniform' if np.ndim(cand.others) else cand.others}): {s:.3g}"
+                        for cand, s in zip(cands, scores, strict=True))
+    note = (f"inputs searched on {per} pilot trials per world each (not used by the bound): "
+            f"{summary}; chosen: {chosen.label}")
+    return f"{previous}; {note}" if previous else note
+
+
+def search_pipeline(tested, n: int, deltas, options: AuditOptions,
+                    seed: np.random.SeedSequence, *, config=None, permutation=None,
+                    shuffler=None, progress=None):
+    """The pipeline-level audit of ``tested`` at the better of the claim's worst case (every
+    other user at the exact lower bound's x2) and the coverage default (the others cycle
+    through the domain), chosen on pilot trials (module docstring). A user's shuffler is
+    checked on the final run only (its pilots run the uniform shuffler)."""
+    declared = tested.declared
+    x0, x1, x2 = default_triple(declared, n, deltas[0])
+    cands = [Candidate(x0, x1, x2, "worst case of the claim (exact lower bound's triple)")]
+    if isinstance(declared.input_domain, Categorical):
+        cands.append(Candidate(x0, x1, x2, "others cycle through the domain"))
+    kwargs = {} if permutation is None else {"permutation": permutation}
+    per = pilot_trials(options.trials, len(cands))
+    if len(cands) == 1 or per == 0:
+        return audit_pipeline(tested, n, deltas, options, seed, x0=x0, x1=x1, x2=x2,
+                              config=config, progress=progress, shuffler=shuffler,
+                              cover_domain=len(cands) > 1, **kwargs)
+    pilot = dataclasses.replace(options, trials=per)
+    best, scores, pilots = _choose(cands, per, lambda k, c: audit_pipeline(
+        tested, n, deltas[:1], pilot, child(seed, PILOT_KEY, k), x0=c.x0, x1=c.x1, x2=c.others,
+        config=config, with_exact=False, cover_domain=k == 1, **kwargs))
+    final = dataclasses.replace(options, trials=options.trials - per * len(cands))
+    c = cands[best]
+    audit = audit_pipeline(tested, n, deltas, final, seed, x0=c.x0, x1=c.x1, x2=c.others,
+                           config=config, progress=progress, shuffler=shuffler,
+                           cover_domain=best == 1, **kwargs)
+    coverage = () if best == 1 else tuple(
+        dataclasses.replace(f, input=f"{f.input} (pilot, others cycle)") for f in pilots[1].fits)
+    return dataclasses.replace(audit, fits=audit.fits + coverage,
+                               note=_note(cands, scores, per, c, audit.note))
 
 
 def search_shuffle(tested, n: int, deltas, options: AuditOptions,

@@ -5,21 +5,17 @@ of global random states, and a user's shuffler as the pipeline's permutation hoo
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import random
-import sys
 import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.errors import require
 from shufflesim.simulator.usercode import (
     UserCodeError,
     contained,

@@ -30,11 +30,12 @@ from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
+from shufflesim.simulator.audit.atoms import atom_rows
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
 from shufflesim.simulator.audit.grading import attach_p_values, grade
 from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
-from shufflesim.simulator.audit.input_search import search_shuffle
+from shufflesim.simulator.audit.input_search import search_pipeline, search_shuffle
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import MessageShuffler
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
@@ -382,6 +383,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     if settings.level is Level.RANDOMIZER:
         audit = audit_randomizer(tested, options, seed, events=events, delta0=claim.delta0)
         return attach_p_values(randomizer_records(audit, context), audit, options) + \
+            atom_rows(tested, seed, options.confidence, context, "randomizer") + \
             _randomizer_attacks(settings, tested, audit.epsilon0, claim.delta0, seed, context,
                                 source)
     require(declared is not None, "implementation", source, "a black box is audited at the "
@@ -425,9 +427,14 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
             except ParameterError as error:
                 raise ParameterError("shuffler", settings.shuffler, error.requirement) from None
             shuffler = MessageShuffler(loaded.function, loaded.source)
-        audit = audit_pipeline(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
-                               x2=x2, config=pipeline, permutation=permutation,
-                               progress=progress, shuffler=shuffler)
+        if settings.x0 is None and settings.x1 is None and settings.x2 is None:
+            audit = search_pipeline(tested, n, settings.delta, options, seed, config=pipeline,
+                                    permutation=permutation, shuffler=shuffler,
+                                    progress=progress)  # worst case (input_search.py)
+        else:
+            audit = audit_pipeline(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
+                                   x2=x2, config=pipeline, permutation=permutation,
+                                   progress=progress, shuffler=shuffler)
         bound_n = shuffled_size(n, pipeline)
     records = attack_records(audit, context)
     claimed = f"{declared.name}(eps0 = {float(declared.epsilon0):g})"

@@ -166,18 +166,28 @@ def unit_peak_bytes(setup: BatchSetup, repetitions: int | None = None) -> int:
     return max(1, block) * per_repetition
 
 
-def check_machine(points, setups) -> None:
-    """Refuse a run one of whose units would need more than this machine's memory."""
+def check_machine(points, setups, allowed: float | None = None,
+                  source: str = "this machine's memory") -> None:
+    """Refuse a run one of whose units would need more than this machine's memory, or than
+    ``allowed`` bytes (the memory one worker may take: simulator/cost.py, named ``source``)."""
     machine = machine_bytes()
-    if machine is None:
+    if allowed is None and machine is None:
         return
+    limit = machine if allowed is None else allowed
     for point, setup in zip(points, setups, strict=True):
         if not hasattr(setup, "memory_bytes"):  # a pipeline setup has no memory plan
             continue
         peak = unit_peak_bytes(setup, point.settings.repetitions)
-        if peak > machine:
-            mb = max(16, int(MACHINE_SHARE * machine) // MiB)
+        if peak > limit:
+            if allowed is None:
+                mb = max(16, int(MACHINE_SHARE * machine) // MiB)
+                raise UserError(
+                    f"batch.memory_mb = {setup.memory_bytes // MiB}: a unit needs about "
+                    f"{format_bytes(peak)}, more than this machine's memory "
+                    f"({format_bytes(machine)}): lower batch.memory_mb to at most {mb}")
+            mb = max(1, int(limit) // MiB)
             raise UserError(
                 f"batch.memory_mb = {setup.memory_bytes // MiB}: a unit needs about "
-                f"{format_bytes(peak)}, more than this machine's memory "
-                f"({format_bytes(machine)}): lower batch.memory_mb to at most {mb}")
+                f"{format_bytes(peak)}, more than a worker may take ({format_bytes(limit)}, "
+                f"{source}): lower batch.memory_mb to at most {mb}, use fewer --workers or "
+                "raise --max-memory")

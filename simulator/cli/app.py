@@ -6,7 +6,9 @@ command named ``command``; they are discovered automatically.
 Every failure the user can act on ends as exactly one line on stderr, ``error: ...``, and no
 traceback: user errors (a bad value, a missing file) and click's own usage errors (an unknown
 option, a value of the wrong type) exit with code 2; running out of memory exits with 2 and
-names the remedy; an interruption (Ctrl-C, SIGTERM) exits with 130 and says so. Commands
+names the remedy; an interruption (Ctrl-C, SIGTERM) exits with 130 and says so. Warnings are
+held back while a command runs, and so is what user code prints (simulator/usercode.py):
+after it succeeds, its text and ``warning: ...`` lines; none when it fails. Commands
 report their own, more specific interruption messages (``run`` says how to resume).
 """
 
@@ -15,11 +17,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+import warnings
 
 import click
 
 from shufflesim.protocols.errors import ParameterError
-from shufflesim.simulator import __version__
+from shufflesim.simulator import __version__, held_output
 from shufflesim.simulator.cli import commands
 from shufflesim.simulator.errors import UserError
 
@@ -40,12 +43,31 @@ class _Group(click.Group):
     """A click group whose every failure is one line on stderr (module docstring)."""
 
     def invoke(self, ctx: click.Context):
+        """The command, its warnings held back: printed as ``warning: ...`` lines after it
+        succeeds, dropped when it fails (the error line explains them; one line in all)."""
+        held_output.hold_output(True)  # user code's prints: likewise (simulator/usercode.py)
+        try:
+            with warnings.catch_warnings(record=True) as held:
+                result = self._invoke(ctx)
+        except BaseException:
+            held_output.hold_output(False)
+            raise
+        printed = held_output.hold_output(False)
+        if printed:
+            click.echo(printed, err=True, nl=not printed.endswith("\n"))
+        for warning in held:
+            click.echo(f"warning: {_one_line(str(warning.message))}", err=True)
+        return result
+
+    def _invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except (UserError, ParameterError) as error:
             _fail(str(error), EXIT_USAGE)
         except FileNotFoundError as error:
             _fail(f"file not found: {error.filename or error}", EXIT_USAGE)
+        except IsADirectoryError as error:
+            _fail(f"is a directory, not a file: {error.filename or error}", EXIT_USAGE)
         except KeyboardInterrupt:
             _fail("interrupted", EXIT_INTERRUPTED)
         except MemoryError as error:

@@ -26,6 +26,7 @@ from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.lazy import lazy_module
 
 usercode = lazy_module("shufflesim.simulator.usercode")
+cost = lazy_module("shufflesim.simulator.cost")
 
 #: Randomizer parameters that have a flag of their own; the others are given with --param.
 _RANDOMIZER_FLAGS = {"name": "--randomizer", "domain_size": "--domain-size",
@@ -45,11 +46,11 @@ def call_timeout_option(function):
     this process before the command runs."""
 
     def apply(ctx, param, value):  # noqa: ARG001 (click callback signature)
-        if value is not None:
-            try:
-                usercode.set_time_limit(value)
-            except ParameterError as error:
-                raise click.BadParameter(str(error.requirement), ctx, param) from None
+        try:  # every invocation sets it (tests run many commands in one process)
+            usercode.set_time_limit(usercode.DEFAULT_TIME_LIMIT if value is None else value,
+                                    explicit=value is not None)
+        except ParameterError as error:
+            raise click.BadParameter(str(error.requirement), ctx, param) from None
         return value
 
     return click.option(
@@ -57,6 +58,38 @@ def call_timeout_option(function):
         callback=apply, is_eager=True,
         help="Seconds one call to your code (implementation, shuffler, decoder) may take "
              "(default 60; 0: no limit).")(function)
+
+
+def limit_options(function):
+    """--max-seconds and --max-memory: the limits of the cost estimate made before the work
+    (simulator/cost.py), set in this process before the command runs."""
+
+    def seconds(ctx, param, value):  # noqa: ARG001 (click callback signature)
+        if value is not None and not 0 <= value < float("inf"):
+            raise click.BadParameter("must be a number of seconds >= 0 (0: no limit)", ctx,
+                                     param)
+        cost.configure(max_seconds=cost.DEFAULT_MAX_SECONDS if value is None else value,
+                       explicit=value is not None)
+        return value
+
+    def memory(ctx, param, value):  # noqa: ARG001 (click callback signature)
+        try:
+            size = None if value is None else cost.parse_size(value)
+            cost.configure(max_bytes=float("inf") if size == 0 else size,
+                           explicit=value is not None)
+        except UserError:
+            raise click.BadParameter(f"{value!r}: expected a size such as 4G, 512M or 800 "
+                                     "(MiB); 0: no limit", ctx, param) from None
+        return value
+
+    function = click.option(
+        "--max-memory", default=None, metavar="SIZE", expose_value=False, callback=memory,
+        help="Refuse work estimated to need more memory per worker (e.g. 4G, 512M; default: "
+             "this machine's memory shared between the workers; 0: no limit).")(function)
+    return click.option(
+        "--max-seconds", type=float, default=None, metavar="SECONDS", expose_value=False,
+        callback=seconds,
+        help="Refuse work estimated to take longer (default: one day; 0: no limit).")(function)
 
 
 def randomizer_options(function):
@@ -75,17 +108,29 @@ def randomizer_options(function):
 def parse_params(domain_size: int | None, params: tuple[str, ...]) -> dict:
     """Randomizer keyword arguments from --domain-size and --param key=value (numbers parsed)."""
     out: dict = {}
+    given: dict[str, str] = {}  # key -> how it was given (a conflict names both)
     if domain_size is not None:
         out["domain_size"] = domain_size
+        given["domain_size"] = f"--domain-size {domain_size}"
     for item in params:
         key, sep, text = item.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise UserError(f"--param = {item!r}: expected KEY=VALUE")
-        out[key.strip()] = _parse_value(text.strip())
+        if key in ("epsilon0", "name"):
+            flag = _RANDOMIZER_FLAGS[key]
+            raise UserError(f"--param = {item!r}: {key} is set with {flag}, not --param")
+        value = parse_value(text.strip())
+        if key in given and out[key] != value:
+            raise UserError(f"--param = {item!r}: {key} is already given as "
+                            f"{given[key]}; give it once")
+        out[key] = value
+        given[key] = f"--param {item}"
     return out
 
 
-def _parse_value(text: str):
+def parse_value(text: str):
+    """A --param value: int, float, true/false, none/null, else the text."""
     for convert in (int, float):
         try:
             return convert(text)

@@ -18,57 +18,28 @@ generic methods depend on eps0 alone, so one calibration serves every candidate 
 module dictionary keyed by every argument of the calibration, so a cached value is the value a
 new calibration would compute.
 
-Multi-message protocols: per round, the proven ``multi-message-exact-upper`` bound (001 Sec. 4
-with 000's exact two-count analysis) gives eps_r at delta_r; T rounds compose by basic
-composition (T eps_r, T delta_r) or by advanced composition (Kairouz-Oh-Viswanath 2015 Thm 3.5:
-protocols.accounting.baselines.advanced_epsilon) with delta = delta' + T delta_r; the smallest
-valid result is used. b is found by doubling and bisection; the value returned was certified.
+Multi-message protocols: simulator.design.multi.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
-from dataclasses import dataclass
 
 from shufflesim.protocols.accounting import calibrate as rounds_calibration
 from shufflesim.protocols.accounting import pairs
-from shufflesim.protocols.accounting.baselines import advanced_epsilon
 from shufflesim.protocols.accounting.compose import Round, compose_rounds
 from shufflesim.protocols.bounds import calibration
 from shufflesim.protocols.bounds.catalogue import evaluate
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.simulator.design.candidates import Candidate
+from shufflesim.simulator.design.certificate import CACHE as _CACHE  # noqa: N811
+from shufflesim.simulator.design.certificate import Certificate
+from shufflesim.simulator.design.multi import MULTI_BOUND
 
-#: Largest number of blanket messages searched.
-BLANKET_MAX = 1 << 16
 #: Relative precision of the eps0 search over rounds (T > 1).
 ROUNDS_RTOL = 2e-3
-#: Fractions of delta given to delta' in the advanced composition of multi-message rounds.
-ADVANCED_FRACTIONS = (0.1, 0.5)
-MULTI_BOUND = "multi-message-exact-upper"
-
-_CACHE: dict[tuple, object] = {}
-
-
-@dataclass(frozen=True)
-class Certificate:
-    """The certified setting of one candidate (``ok``), or why there is none (``reason``) with
-    the lifetime eps it reaches at its most private setting (``epsilon``, for the closest)."""
-
-    ok: bool
-    epsilon0: float | None
-    blanket_messages: int | None
-    bound: str
-    epsilon: float | None
-    note: str = ""
-    reason: str = ""
-    seconds: float = 0.0
-
-
-def clear_cache() -> None:
-    _CACHE.clear()
-
 
 def bound_names(rounds: int) -> list[str]:
     """The bounds a design may be restricted to (``bound=``) for ``rounds`` rounds."""
@@ -79,7 +50,8 @@ def bound_names(rounds: int) -> list[str]:
 
 def single_methods(candidate: Candidate, rounds: int, thorough: bool = False
                    ) -> list[tuple[str, bool]]:
-    """(method, generic) pairs tried for a single-message candidate. The specific
+    """(method, generic) pairs tried for a single-message candidate, the generic one first (its
+    value starts the specific one's search over rounds). The specific
     optimal-blanket bound is tried for the randomizers whose pair has two output groups
     (protocols.accounting.pairs.SUPPORTED: k-RR, binary RR), where it is cheap; with
     ``thorough`` (T = 1 only) for every candidate (its engine takes seconds to minutes per
@@ -87,13 +59,13 @@ def single_methods(candidate: Candidate, rounds: int, thorough: bool = False
     cheap = candidate.randomizer in pairs.SUPPORTED
     if rounds == 1:
         specific = [("optimal-blanket", False)] if cheap or thorough else []
-        return [*specific, ("fmt21_numerical", True)]
+        return [("fmt21_numerical", True), *specific]
     specific = [("optimal-blanket", False)] if cheap else []
-    return [*specific, ("fmt21-clone", True)]
+    return [("fmt21-clone", True), *specific]
 
 
 def _calibrate(method: str, generic: bool, candidate: Candidate, n: int, rounds: int,
-               target: float, delta: float, eps0_min: float, eps0_max: float):
+               target: float, delta: float, eps0_min: float, eps0_max: float, hint=None):
     key = (method, candidate.generic_key if generic else candidate.family_key, n, rounds,
            target, delta, eps0_min, eps0_max)
     if key not in _CACHE:
@@ -106,7 +78,7 @@ def _calibrate(method: str, generic: bool, candidate: Candidate, n: int, rounds:
                 _CACHE[key] = (found.value, found.epsilon, status, found.note)
             else:
                 found = _rounds_search(method, candidate, n, rounds, target, delta, eps0_min,
-                                       eps0_max)
+                                       eps0_max, hint)
                 _CACHE[key] = (found.value, found.result.epsilon, found.result.status.value,
                                found.note)
         except ParameterError as error:
@@ -114,25 +86,43 @@ def _calibrate(method: str, generic: bool, candidate: Candidate, n: int, rounds:
     return _CACHE[key]
 
 
-def _rounds_search(method, candidate, n, rounds, target, delta, eps0_min, eps0_max):
-    """protocols.accounting.calibrate.largest_epsilon0 started from above: a composed PLD costs
-    most at small eps0 (its grid follows the loss scale), so the start is the largest of
-    eps0_max / 4, / 16, ... (and finally eps0_min) that is certified, and the search runs between
-    it and 4 times it. Every value returned is one the calibration certified."""
-    start = eps0_max / 4.0
-    while start > eps0_min:
+#: Whether protocols.accounting.calibrate.largest_epsilon0 takes a ``start`` (issue 32).
+_TAKES_START = "start" in inspect.signature(rounds_calibration.largest_epsilon0).parameters
+
+
+def _rounds_search(method, candidate, n, rounds, target, delta, eps0_min, eps0_max,
+                   hint=None):
+    """protocols.accounting.calibrate.largest_epsilon0, started near the answer: a composed
+    PLD costs most at small eps0 (its grid follows the loss scale), so the search never walks up
+    from eps0_min. With a ``start`` argument (issue 32) the calibration is given ``hint`` (a
+    value another method certified) or eps0_max / 4. Without it, windows [s, 4 s] are searched
+    for s = hint, then eps0_max / 4, / 16, ... (finally eps0_min): the first whose s is certified
+    holds the answer unless its top is certified too (then the next window up). Every value
+    returned is one the calibration certified."""
+    def run(low, high, **extra):
+        return rounds_calibration.largest_epsilon0(
+            candidate.build, target, delta, n=n, rounds=rounds, method=method, rtol=ROUNDS_RTOL,
+            eps0_min=low, eps0_max=high, **extra)
+
+    if _TAKES_START:
+        return run(eps0_min, eps0_max, start=hint if hint else eps0_max / 4.0)
+    starts = [hint] if hint and eps0_min < hint < eps0_max else []
+    s = eps0_max / 4.0
+    while s > eps0_min:
+        starts.append(s)
+        s /= 4.0
+    starts.append(eps0_min)
+    for s in starts:
         try:
-            return rounds_calibration.largest_epsilon0(
-                candidate.build, target, delta, n=n, rounds=rounds, method=method,
-                rtol=ROUNDS_RTOL, eps0_min=start, eps0_max=min(4.0 * start, eps0_max))
+            found = run(s, min(4.0 * s, eps0_max))
         except ParameterError as error:
-            if error.field != "target_epsilon":
+            if error.field != "target_epsilon" or s <= eps0_min:
                 raise
-        start /= 4.0
-    return rounds_calibration.largest_epsilon0(
-        candidate.build, target, delta, n=n, rounds=rounds, method=method, rtol=ROUNDS_RTOL,
-        eps0_min=eps0_min, eps0_max=min(4.0 * eps0_min, eps0_max) if eps0_min * 4 < eps0_max
-        else eps0_max)
+            continue
+        while found.bracket[1] is None and found.value < eps0_max:
+            found = run(found.value, min(4.0 * found.value, eps0_max))
+        return found
+    raise AssertionError("unreachable: the last start is eps0_min")
 
 
 def _epsilon_at(method: str, candidate: Candidate, n: int, rounds: int, delta: float,
@@ -161,7 +151,7 @@ def certify_single(candidate: Candidate, n: int, rounds: int, target: float, del
     best, reasons = None, []
     for method, generic in methods:
         out = _calibrate(method, generic, candidate, n, rounds, target, delta, eps0_min,
-                         eps0_max)
+                         eps0_max, hint=None if best is None else best[1])
         if isinstance(out, str):
             reasons.append(f"{method}: {out}")
             continue
@@ -182,65 +172,19 @@ def certify_single(candidate: Candidate, n: int, rounds: int, target: float, del
     return Certificate(True, value, None, method, epsilon, note, seconds=seconds)
 
 
-def multi_round_epsilon(randomizer, n: int, rounds: int, delta: float) -> tuple[float, str]:
-    """The smallest proven lifetime eps over ``rounds`` rounds (module docstring) and how."""
-    def per_round(delta_r: float) -> float:
-        out = evaluate(MULTI_BOUND, randomizer, n, delta_r)
-        if not out.ok:
-            raise ParameterError("randomizer", randomizer.name, out.error)
-        return float(out.result.epsilon)
-
-    if rounds == 1:
-        return per_round(delta), "one round"
-    best = (rounds * per_round(delta / rounds), "basic composition, delta_r = delta / T")
-    for fraction in ADVANCED_FRACTIONS:
-        eps_r = per_round((1 - fraction) * delta / rounds)
-        value = advanced_epsilon([(eps_r, rounds)], fraction * delta) * (1 + 1e-12)
-        if value < best[0]:
-            best = (value, f"advanced composition (KOV15), delta' = {fraction:g} delta")
-    return best
+#: The non-proven bound of the separate column (001's variation-ratio bound, which rests on the
+#: stronger-clone reduction that 000 Sec. 3.3 shows to be flawed).
+NOT_PROVEN = "variation-ratio"
 
 
-def certify_multi(candidate: Candidate, n: int, rounds: int, target: float, delta: float,
-                  blanket_max: int = BLANKET_MAX) -> Certificate:
-    """The smallest b in [1, blanket_max] whose composed eps meets the target."""
-    started = time.perf_counter()
-    key = ("multi", candidate.family_key, n, rounds, target, delta, blanket_max)
-    if key in _CACHE:
-        return _CACHE[key]
-    outcomes: dict[int, tuple[float, str]] = {}
-
-    def eps_of(b: int) -> tuple[float, str]:
-        if b not in outcomes:
-            try:
-                outcomes[b] = multi_round_epsilon(candidate.build(target, b), n, rounds, delta)
-            except ParameterError as error:
-                outcomes[b] = (math.inf, str(error))
-        return outcomes[b]
-
-    low, high = 0, 1          # low: not certified (0 blanket messages), high: to try
-    while eps_of(high)[0] > target:
-        if high >= blanket_max:
-            eps, how = eps_of(high)
-            result = Certificate(False, None, high, MULTI_BOUND, eps if eps < math.inf else None,
-                                 reason=f"{blanket_max} blanket messages give eps = {eps:.4g} "
-                                 f"> {target:g} ({how})",
-                                 seconds=time.perf_counter() - started)
-            _CACHE[key] = result
-            return result
-        low, high = high, min(2 * high, blanket_max)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if eps_of(middle)[0] <= target:
-            high = middle
-        else:
-            low = middle
-    eps, how = eps_of(high)
-    per_round = eps if rounds == 1 else None
-    if per_round is None:
-        out = evaluate(MULTI_BOUND, candidate.build(target, high), n, delta / rounds)
-        per_round = float(out.result.epsilon) if out.ok else target
-    result = Certificate(True, per_round, high, MULTI_BOUND, eps, how,
-                         seconds=time.perf_counter() - started)
-    _CACHE[key] = result
-    return result
+def not_proven(candidate: Candidate, n: int, rounds: int, target: float, delta: float,
+               eps0_min: float, eps0_max: float) -> tuple[float | None, str]:
+    """(eps0, label) that the non-proven :data:`NOT_PROVEN` bound would allow, for the
+    separate column; T = 1 only (it gives an (eps, delta) value, not a pair that composes):
+    (None, why) otherwise or when it certifies nothing."""
+    if rounds > 1:
+        return None, f"{NOT_PROVEN}: does not compose over rounds"
+    out = _calibrate(NOT_PROVEN, False, candidate, n, rounds, target, delta, eps0_min, eps0_max)
+    if isinstance(out, str):
+        return None, f"{NOT_PROVEN}: {out}"
+    return out[0], f"{NOT_PROVEN} ({out[2]})"

@@ -38,7 +38,10 @@ import ctypes
 import logging
 import multiprocessing
 import os
+import pickle
+import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -150,11 +153,14 @@ def _initialize_worker(parent: int, death_signal: bool, stop: Any = None) -> Non
                      name="shufflesim-parent-watchdog", daemon=True).start()
 
 
-def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: Any) -> None:
-    """The pool's initializer: :func:`_initialize_worker`, and keep the run's shared state
-    (unpickled once per worker, from the pool's ``initargs``)."""
+def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: bytes) -> None:
+    """The pool's initializer: :func:`_initialize_worker`, then keep the run's shared state,
+    unpickled once per worker from the pool's ``initargs``. It travels pickled so that the
+    heavy imports it needs (numpy, scipy, pyarrow: seconds on a loaded machine) happen after
+    the worker is tied to its parent, not before: a run killed while its workers start leaves
+    none behind."""
     _initialize_worker(parent, death_signal, stop)
-    _WORKER_SHARED["state"] = shared
+    _WORKER_SHARED["state"] = pickle.loads(shared)
 
 
 @contextlib.contextmanager
@@ -236,12 +242,13 @@ class ProcessExecutor(Executor):
             self.close()  # its workers hold another state
         if self._pool is None:
             main_thread = threading.current_thread() is threading.main_thread()
+            state = pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
             context = multiprocessing.get_context("spawn")
             self._stop = context.Event()
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=context,
                 initializer=_initialize_pool_worker,
-                initargs=(os.getpid(), main_thread, self._stop, shared))
+                initargs=(os.getpid(), main_thread, self._stop, state))
             self._shared = shared
         return self._pool
 
@@ -337,6 +344,9 @@ class DaskExecutor(Executor):
                 self._client = distributed.Client(self.scheduler, timeout=self.timeout,
                                                   set_as_default=False)
         except (OSError, TimeoutError, ValueError) as error:
+            # the half-made client's __del__ would print a traceback at exit: we exit with
+            # one line instead
+            sys.unraisablehook = lambda _unraisable: None
             self.close()
             where = f"scheduler {self.scheduler}" if self.scheduler else "a local Dask cluster"
             raise UserError(f"cannot connect to {where}: {error}") from None
@@ -372,11 +382,40 @@ class DaskExecutor(Executor):
         return f"dask ({where})"
 
 
+#: A Dask scheduler address: [protocol://]host[:port].
+_ADDRESS = re.compile(r"^(?:(?P<protocol>tcp|tls|inproc|ucx|ws|wss)://)?"
+                      r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(?P<port>\d{1,5}))?/?$")
+#: Seconds to wait for a TCP connection to --scheduler before giving up.
+PROBE_SECONDS = 5.0
+
+
+def check_scheduler(scheduler: str) -> None:
+    """Refuse, before Dask is imported, a ``--scheduler`` that is not an address, or a TCP
+    address nothing answers on within :data:`PROBE_SECONDS` (one line each)."""
+    match = _ADDRESS.match(scheduler.strip()) if isinstance(scheduler, str) else None
+    if match is None:
+        raise UserError(f"--scheduler = {scheduler!r}: not a scheduler address (expected "
+                        "tcp://HOST:PORT or HOST:PORT, e.g. tcp://127.0.0.1:8786)")
+    if match["protocol"] not in (None, "tcp", "tls"):
+        return
+    host, port = match["host"].strip("[]"), int(match["port"] or 8786)
+    if not 0 < port < 65536:
+        raise UserError(f"--scheduler = {scheduler!r}: port {port} is not in 1..65535")
+    try:
+        socket.create_connection((host, port), timeout=PROBE_SECONDS).close()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise UserError(f"--scheduler = {scheduler!r}: cannot connect to {host}:{port} "
+                        f"({reason}); is the scheduler running?") from None
+
+
 def make_executor(kind: str = LOCAL, workers: int | None = None, scheduler: str | None = None,
                   inline_seconds: float = INLINE_SECONDS) -> Executor:
     """The executor of ``--executor``, ``--workers`` and ``--scheduler``."""
     if scheduler is not None and kind != DASK:
         raise UserError(f"--scheduler = {scheduler!r}: needs --executor dask")
+    if scheduler is not None:
+        check_scheduler(scheduler)
     if kind == LOCAL:
         return ProcessExecutor(workers, inline_seconds=inline_seconds)
     if kind == DASK:

@@ -53,8 +53,12 @@ def format_rate(rate: float, unit: str = "units") -> str:
     return f"{rate * 60:.2g} {unit}/min"
 
 
-#: Seconds of silence before the first line (short work prints nothing).
+#: Seconds of silence before the first line on a terminal (short work prints nothing).
 DELAY = 1.0
+#: Seconds of silence before the first line to a file or pipe: a line written there cannot be
+#: withdrawn, so only work that is really long logs its progress (issue 26: a command that
+#: fails prints one line; errors found up front come long before this).
+LOG_DELAY = 30.0
 #: Seconds between two lines to a file or pipe.
 LOG_INTERVAL = 10.0
 
@@ -71,10 +75,10 @@ class ProgressReport:
         self.unit = unit
         self.stream = sys.stderr if stream is None else stream
         self.enabled = enabled
-        self.delay = DELAY if delay is None else delay
+        self.tty = _isatty(self.stream) if tty is None else tty
+        self.delay = (DELAY if self.tty else LOG_DELAY) if delay is None else delay
         self.interval = interval
         self.log_interval = LOG_INTERVAL if log_interval is None else log_interval
-        self.tty = _isatty(self.stream) if tty is None else tty
         self._clock = clock
         self._start = clock()
         self._first_done: int | None = None
@@ -175,25 +179,36 @@ class ProgressReport:
         return max(done - done_then, 1e-12) / max(now - then, 1e-9)
 
     def _write(self, text: str, final: bool) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[K" + text + ("\n" if final else ""))
-            self._open_line = not final
+        if self.tty:  # the line stays open until the report closes (it may be withdrawn)
+            self.stream.write("\r\x1b[K" + text)
+            self._open_line = True
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
 
     def close(self) -> None:
-        """End an open terminal line (e.g. after an interruption)."""
+        """End an open terminal line (the work is done, or was interrupted)."""
         if self.enabled and self._open_line:
             self.stream.write("\n")
+            self.stream.flush()
+            self._open_line = False
+
+    def withdraw(self) -> None:
+        """Erase an open terminal line: the command fails, and its one line is the error."""
+        if self.enabled and self._open_line:
+            self.stream.write("\r\x1b[K")
             self.stream.flush()
             self._open_line = False
 
     def __enter__(self) -> ProgressReport:
         return self
 
-    def __exit__(self, *exc_info) -> None:
-        self.close()
+    def __exit__(self, kind, *exc_info) -> None:
+        with self._lock:
+            if kind is None or issubclass(kind, KeyboardInterrupt):
+                self.close()
+            else:
+                self.withdraw()
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -33,6 +33,7 @@ def run_scenario(
     *,
     executor: Executor | None = None,
     run_dir: str | Path | None = None,
+    memory_per_worker: tuple[float, str] | None = None,
 ) -> dict[str, pa.Table]:
     """Run every unit; returns ``{"utility": table, ...}`` (plus pipeline and producers' tables).
 
@@ -47,7 +48,8 @@ def run_scenario(
     """
     setups = tuple(make_setup(point) for point in scenario.points)
     # before any part file: a unit that cannot fit in the machine is refused
-    check_machine(scenario.points, setups)
+    # (memory_per_worker: the bytes a worker may take and where that limit comes from)
+    check_machine(scenario.points, setups, *(memory_per_worker or ()))
     state = RunState(scenario, setups, tuple(PRODUCERS.values()))
     units = plan_run(state)
     if run_dir is None:

@@ -93,6 +93,8 @@ def _labelled(x: np.ndarray, labels: np.ndarray, name: str) -> Dataset:
 def load_table(path: str | pathlib.Path, label_column: str = "label") -> Dataset:
     """A user's CSV or Parquet file: ``label_column`` and numeric feature columns."""
     path = pathlib.Path(path)
+    if path.is_dir():
+        raise UserError(f"data = {str(path)!r}: is a directory, not a CSV or Parquet file")
     if not path.is_file():
         raise UserError(f"data = {str(path)!r}: no such file")
     suffix = path.suffix.lower()

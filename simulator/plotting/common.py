@@ -8,8 +8,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.results.tables import TABLE_SCHEMAS
 
 #: Panels per figure before a figure is split into several files.
 MAX_PANELS = 16
@@ -34,23 +36,43 @@ def require_matplotlib():
 # Runs and tables
 # ---------------------------------------------------------------------------------------------
 def find_runs(path: str | Path) -> list[Path]:
-    """Run directories under ``path``: itself when it holds Parquet tables, else its
-    sub-directories that do (sorted)."""
+    """Run directories under ``path``: itself when it holds result tables, else its
+    sub-directories that do (sorted). Parquet files that are not shufflesim result tables (a
+    name no table schema has) are not a run: a folder of only those is an error."""
     path = Path(path)
+    if path.is_file():
+        raise UserError(f"results directory = {str(path)!r}: is a file, not a directory")
     if not path.is_dir():
         raise UserError(f"results directory not found: {path}")
-    if any(path.glob("*.parquet")):
+    if result_files(path):
         return [path]
-    runs = sorted(p for p in path.iterdir() if p.is_dir() and any(p.glob("*.parquet")))
+    runs = sorted(p for p in path.iterdir() if p.is_dir() and result_files(p))
     if not runs:
-        raise UserError(f"no result tables (*.parquet) in {path} or its sub-directories")
+        foreign = sorted(p.name for p in path.glob("*.parquet"))[:5]
+        seen = (f" (found only {', '.join(foreign)}: not result tables; those are named "
+                f"{', '.join(sorted(TABLE_SCHEMAS.names()))})") if foreign else ""
+        raise UserError(f"no result tables (*.parquet) in {path} or its sub-directories{seen}")
     return runs
 
 
+def result_files(run: Path) -> list[Path]:
+    """The Parquet files of ``run`` named like a registered result table."""
+    names = set(TABLE_SCHEMAS.names())
+    return sorted(p for p in run.glob("*.parquet") if p.stem in names)
+
+
 def load_tables(run: Path) -> dict[str, pd.DataFrame]:
+    """The run's result tables; one with another table's columns is a one-line error."""
     tables = {}
-    for file in sorted(run.glob("*.parquet")):
+    for file in result_files(run):
         try:
+            columns = pq.read_schema(file).names
+            expected = TABLE_SCHEMAS.get(file.stem).names
+            missing = [c for c in expected if c not in columns]
+            if missing:
+                raise UserError(f"{file}: not a shufflesim {file.stem} table (it lacks the "
+                                f"columns {', '.join(missing[:6])}"
+                                f"{', ...' if len(missing) > 6 else ''})")
             tables[file.stem] = pd.read_parquet(file)
         except (OSError, ValueError) as error:
             raise UserError(f"cannot read {file}: {error}") from None

@@ -185,14 +185,16 @@ class FileBudget(Budget):
         bad = ~(np.isfinite(values) & (values > 0))
         if bad.any():
             raise ScenarioError("column", self.column,
-                                f"holds the budget {shown(values[bad][0])}; budgets must be finite > 0")
+                                f"holds the budget {shown(values[bad][0])}; budgets must be "
+                                "finite > 0")
         deltas = np.zeros_like(values)
         if self.delta_column is not None:
             deltas = read_numeric_column(Path(self.path), self.delta_column, "delta_column")
             bad = ~((deltas >= 0) & (deltas < 1))
             if bad.any():
                 raise ScenarioError("delta_column", self.delta_column,
-                                    f"holds the local delta {shown(deltas[bad][0])}; must lie in [0, 1)")
+                                    f"holds the local delta {shown(deltas[bad][0])}; must lie "
+                                    "in [0, 1)")
         object.__setattr__(self, "_values", values)
         object.__setattr__(self, "_deltas", deltas)
 

@@ -27,11 +27,36 @@ SHIFT_OUTCOMES_MAX = 256     # enumerated outcomes of the small groups beside th
 MULTI_BLOCKS = (8, 32, 128, 512)   # refinements of the conditioning method, in order
 LEAF_BUDGET = 1_000_000      # leaf evaluations allowed for one refinement
 CHEAP_LEAVES = 50_000        # refinements below this cost go on even without progress
+#: Bytes the enumeration may take (count vectors, their cached sub-problems, the temporaries
+#: of their probabilities): many categories and few users (a continuous randomizer's fine
+#: decomposition, n = 2) give few count vectors of many columns each (issue 26: 16 GB).
+ENUMERATE_BYTES_MAX = 512 * 2**20
+#: Float64 temporaries per cell of a group's count vectors in enumerate.group_outcomes.
+_CELL_COPIES = 6
+
+
 def _enumeration_size(cats: Sequence[Categories]) -> int:
     size = 1
     for cat in cats:
         size *= composition_count(cat.count, cat.c.size)
     return size
+
+
+def enumeration_bytes(cats: Sequence[Categories], cap: int = ENUMERATE_BYTES_MAX) -> int:
+    """An upper estimate of the enumeration's memory: per group, its count vectors (rows x
+    categories, int64) times the temporaries, plus the sub-problems enumerate._compositions
+    caches (for p parts, every total t <= count: sum_t C(t + p - 1, p - 1) = C(count + p, p)
+    vectors of p columns), and the joint outcomes (four float64 arrays over the product).
+    Stops counting once above ``cap`` (the answer is then > cap)."""
+    total = 4 * 8 * _enumeration_size(cats)
+    for cat in cats:
+        parts = int(cat.c.size)
+        total += _CELL_COPIES * 8 * composition_count(cat.count, parts) * parts
+        for p in range(1, parts + 1):
+            total += 8 * p * math.comb(int(cat.count) + p, p)
+            if total > cap:
+                return total
+    return total
 
 
 def _main_group(cats: Sequence[Categories]) -> int:
@@ -85,7 +110,8 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
 
 def _applicable(method: str, cats: list[Categories]) -> bool:
     if method == "enumerate":
-        return _enumeration_size(cats) <= ENUMERATE_MAX * 10
+        return (_enumeration_size(cats) <= ENUMERATE_MAX * 10
+                and enumeration_bytes(cats) <= ENUMERATE_BYTES_MAX)
     if method == "conditioning":
         main = _main_group(cats)
         others = [cat for i, cat in enumerate(cats) if i != main]
@@ -94,7 +120,7 @@ def _applicable(method: str, cats: list[Categories]) -> bool:
 
 
 def _select(cats: list[Categories]) -> str:
-    if _enumeration_size(cats) <= ENUMERATE_MAX:
+    if _enumeration_size(cats) <= ENUMERATE_MAX and enumeration_bytes(cats) <= ENUMERATE_BYTES_MAX:
         return "enumerate"
     if _applicable("conditioning", cats):
         return "conditioning"

@@ -122,6 +122,8 @@ class LaplaceMetric(IntervalPair):
     pair_x1: float | None = None
 
     name = "laplace_metric"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.3, low=-1.0, high=2.0)
     decomposition = LOG_LINEAR
 
     def __post_init__(self) -> None:

@@ -117,6 +117,8 @@ class PlanarLaplace(MetricRandomizer):
     pair_y1: float | None = None
 
     name = "planar_laplace"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.3, high=2.0, low_y=0.0, high_y=1.0)
     report_dtype = np.complex128
 
     def __post_init__(self) -> None:

@@ -71,6 +71,8 @@ class WitchHat(IntervalPair):
     pair_x1: float | None = None
 
     name = "witch_hat"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.3, height=2.0, brim=0.4)
     #: the brim, where both densities are equal, carries mass (the pair lower bound's events)
     events_exhaustive: ClassVar[bool] = False
 

@@ -42,6 +42,8 @@ class Balcer(MultiMessageRandomizer):
     coin_probability: float | None = None
 
     name = "balcer"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.0, blanket_messages=2, coin_probability=0.3)
     estimand = "sum"
 
     def __post_init__(self) -> None:

@@ -60,6 +60,8 @@ class BallsIntoBins(MultiMessageRandomizer):
     design_users: int | None = None
 
     name = "balls_into_bins"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.0, bins=7, special_bins=2, blanket_messages=1)
     input_symmetry = PERMUTATION
 
     def __post_init__(self) -> None:

@@ -79,6 +79,8 @@ class Cheu(MultiMessageRandomizer):
     design_users: int | None = None
 
     name = "cheu"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.0, domain_size=3, flip_probability=0.2, blanket_messages=1)
     input_symmetry = PERMUTATION
     report_dtype = np.uint8
 

@@ -75,6 +75,8 @@ class PureDump(_Dump):
     blanket_messages: int
 
     name = "pure_dump"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.0, domain_size=4, blanket_messages=2)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -109,6 +111,8 @@ class MixDump(_Dump):
     blanket_messages: int
 
     name = "mix_dump"
+    #: Example parameters (the conformance suites build it from them).
+    example = dict(epsilon0=1.0, domain_size=4, flip_probability=0.3, blanket_messages=2)
 
     def __post_init__(self) -> None:
         super().__post_init__()
