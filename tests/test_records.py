@@ -56,3 +56,20 @@ def test_the_bounds_table_is_its_record():
     assert BOUNDS_SCHEMA.field("epsilon").nullable
     assert not BOUNDS_SCHEMA.field("method").nullable
     assert BOUNDS_SCHEMA.field("point").type == pa.int32()
+
+
+def test_the_utility_and_users_tables_are_their_records():
+    from shufflesim.simulator.pipeline.lifetime import USERS_SCHEMA, UserRow
+    from shufflesim.simulator.results.tables import UTILITY_SCHEMA, UtilityRow
+
+    assert UTILITY_SCHEMA == UtilityRow.schema() == TABLE_SCHEMAS.get("utility")
+    assert USERS_SCHEMA == UserRow.schema() == TABLE_SCHEMAS.get("users")
+    assert USERS_SCHEMA.field("epsilon").nullable and not USERS_SCHEMA.field("user").nullable
+
+
+def test_a_table_from_whole_columns():
+    table = Row.from_columns({"flag": [True, False], "value": [1.5, None], "count": [1, 2],
+                              "name": ["a", "b"], "point": [0, 1], "extra": [9, 9]})
+    assert table.schema == Row.schema() and table.num_rows == 2
+    with pytest.raises(KeyError, match="flag"):
+        Row.from_columns({"point": [0], "name": ["a"], "count": [1], "value": [None]})

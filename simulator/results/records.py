@@ -15,7 +15,7 @@ null). So the column list exists once::
 
     BoundRow.schema()            # pa.schema([point int32 not null, method string not null,
                                  #            epsilon double])
-    BoundRow.table(rows)         # a pa.Table of that schema
+    BoundRow.table(rows)         # a pa.Table of that schema (from_columns: from whole columns)
     row.to_json()                # {"point": 0, "method": ..., "epsilon": ...}
 """
 
@@ -25,7 +25,7 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any
 
@@ -80,6 +80,12 @@ class Record:
                 values = [None if v is None or math.isnan(v) else float(v) for v in values]
             data[field.name] = values
         return pa.table(data, schema=schema)
+
+    @classmethod
+    def from_columns(cls, columns: Mapping[str, Any]) -> pa.Table:
+        """A table of :meth:`schema` from whole columns (numpy or pyarrow arrays; producers
+        that build their rows vectorized); a missing column is a KeyError naming it."""
+        return pa.table({name: columns[name] for name in cls.columns()}, schema=cls.schema())
 
     def to_json(self) -> dict[str, Any]:
         """The row as a JSON-ready dict (column -> value, NaN -> None)."""
