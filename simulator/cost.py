@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from shufflesim.protocols.errors import shown
+from shufflesim.simulator import usercode
 from shufflesim.simulator.batch import memory
 from shufflesim.simulator.batch.memory import format_bytes
 from shufflesim.simulator.errors import UserError
@@ -52,12 +53,25 @@ _limits = Limits()
 
 
 _KEEP = object()
+#: Where each limit in force was set: the flag, or the scenario key (for the refusal's line).
+_source = {"seconds": "--max-seconds", "bytes": "--max-memory"}
+#: Limits given on the command line (they win over the scenario's [limits]).
+_explicit: set[str] = set()
 
 
 def configure(max_seconds: float | None | object = _KEEP,
-              max_bytes: float | None | object = _KEEP) -> None:
-    """Set the limits of this process (a limit not given is kept; None or 0: no limit)."""
+              max_bytes: float | None | object = _KEEP, *, explicit: bool = False,
+              source: str | None = None) -> None:
+    """Set the limits of this process (a limit not given is kept; None or 0: no limit).
+    ``explicit``: given on the command line; ``source``: the scenario key that set it."""
     global _limits
+    for name, value in (("seconds", max_seconds), ("bytes", max_bytes)):
+        if value is not _KEEP:
+            if explicit:
+                _explicit.add(name)
+            else:
+                _explicit.discard(name)
+            _source[name] = source or ("--max-seconds" if name == "seconds" else "--max-memory")
     seconds, size = _limits.max_seconds, _limits.max_bytes
     if max_seconds is not _KEEP:
         if max_seconds is not None and not (isinstance(max_seconds, (int, float))
@@ -72,6 +86,22 @@ def configure(max_seconds: float | None | object = _KEEP,
 
 def limits() -> Limits:
     return _limits
+
+
+def apply_scenario_limits(scenario) -> None:
+    """The scenario's ``[limits]`` (simulator/scenario/limits.py), for each limit the command
+    line did not set."""
+    section = next((p.settings.sections.get("limits") for p in scenario.points
+                    if p.settings.sections.get("limits") is not None), None)
+    if section is None:
+        return
+    if section.max_seconds is not None and "seconds" not in _explicit:
+        configure(max_seconds=section.max_seconds or None, source="limits.max_seconds")
+    if section.max_memory_mb is not None and "bytes" not in _explicit:
+        configure(max_bytes=section.max_memory_mb * 2**20 or math.inf,
+                  source="limits.max_memory_mb")
+    if section.call_timeout is not None and not usercode.time_limit_explicit():
+        usercode.set_time_limit(section.call_timeout)
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
@@ -121,7 +151,7 @@ def memory_per_worker(workers: int) -> tuple[float, str] | None:
     allowed = worker_bytes(workers)
     if allowed is None:
         return None
-    source = ("--max-memory" if _limits.max_bytes is not None
+    source = (_source["bytes"] if _limits.max_bytes is not None
               else f"this machine's memory shared by {workers} workers")
     return allowed, source
 
@@ -131,7 +161,7 @@ def check(cost: Cost, workers: int = 1) -> Cost:
     and the remedy); return it otherwise."""
     allowed = worker_bytes(workers)
     if allowed is not None and cost.bytes > allowed:
-        source = ("--max-memory" if _limits.max_bytes is not None
+        source = (_source["bytes"] if _limits.max_bytes is not None
                   else f"this machine's memory{' per worker' if workers > 1 else ''}")
         raise UserError(f"{cost.parameter} = {shown(cost.value)}: needs at least "
                         f"{format_bytes(cost.bytes)}, more than {format_bytes(allowed)} "
@@ -139,12 +169,14 @@ def check(cost: Cost, workers: int = 1) -> Cost:
     if _limits.max_seconds is not None and cost.seconds > _limits.max_seconds:
         raise UserError(f"{cost.parameter} = {shown(cost.value)}: the work is estimated at "
                         f"{_long_duration(cost.seconds)} or more, beyond the limit of "
-                        f"{_long_duration(_limits.max_seconds)} (--max-seconds); "
+                        f"{_long_duration(_limits.max_seconds)} ({_source['seconds']}); "
                         f"{cost.remedy}")
     return cost
 
 
 def _long_duration(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.2g} s"
     if seconds >= 2 * 86_400:
         days = seconds / 86_400
         return f"{days:.3g} days" if days < 1e6 else f"{days:.1e} days"
@@ -191,8 +223,7 @@ def run_cost(scenario) -> Cost:
         remedy = f"lower {key} or use fewer sweep values ({len(scenario.points)} points)"
     else:
         remedy = f"lower {key}"
-    return Cost(seconds, 0.0, key, value,
-                remedy + ", or raise --max-seconds / --max-memory")
+    return Cost(seconds, 0.0, key, value, remedy + ", or raise the limit")
 
 
 def audit_cost(level: str, trials: int, n: int | None, outputs: int | None,
@@ -216,4 +247,4 @@ def audit_cost(level: str, trials: int, n: int | None, outputs: int | None,
                                           and per_trial > 2 * REPORT_SECONDS):
         key, value = "--n", n
     return Cost(trial_seconds + engine_seconds, 0.0, key, value,
-                f"lower {key}, or raise --max-seconds")
+                f"lower {key}, or raise the limit")

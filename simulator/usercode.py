@@ -57,7 +57,19 @@ from shufflesim.simulator.held_output import stdout_to_stderr
 
 #: Seconds one call to user code may take before it is stopped (``--call-timeout``).
 DEFAULT_TIME_LIMIT = 60.0
-_time_limit: float | None = DEFAULT_TIME_LIMIT
+#: The environment variable that carries the limit to worker processes (they inherit it).
+TIME_LIMIT_VARIABLE = "SHUFFLESIM_CALL_TIMEOUT"
+
+
+def _inherited() -> float | None:
+    try:
+        seconds = float(os.environ.get(TIME_LIMIT_VARIABLE, DEFAULT_TIME_LIMIT))
+    except ValueError:
+        return DEFAULT_TIME_LIMIT
+    return seconds if 0 < seconds < float("inf") else None
+
+
+_time_limit: float | None = _inherited()
 #: What the timeout line tells the user to change.
 TIME_LIMIT_REMEDY = "raise the per-call limit with --call-timeout SECONDS (0 switches it off)"
 
@@ -67,14 +79,26 @@ class UserCodeError(ParameterError, UserError):
     ``ParameterError`` and a ``UserError``, re-creatable from its ``args`` and picklable."""
 
 
-def set_time_limit(seconds: float | None) -> None:
-    """Set the per-call time limit of user code in this process (None or 0: no limit)."""
+_explicit_limit = False
+
+
+def set_time_limit(seconds: float | None, *, explicit: bool = False) -> None:
+    """Set the per-call time limit of user code in this process (None or 0: no limit);
+    ``explicit``: given on the command line (a scenario's ``[limits] call_timeout`` does not
+    override it)."""
     if seconds is not None:
         require(isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
                 and 0 <= seconds < float("inf"), "call_timeout", seconds,
                 "must be a number of seconds >= 0 (0: no limit)")
-    global _time_limit
+    global _time_limit, _explicit_limit
+    _explicit_limit = explicit
     _time_limit = float(seconds) if seconds else None
+    os.environ[TIME_LIMIT_VARIABLE] = repr(_time_limit or 0.0)  # worker processes inherit it
+
+
+def time_limit_explicit() -> bool:
+    """Whether the limit in force was given on the command line."""
+    return _explicit_limit
 
 
 def time_limit() -> float | None:

@@ -33,20 +33,24 @@ def cli_error(*args) -> str:
 
 
 def rows(table: pd.DataFrame) -> list[dict]:
-    """A DataFrame's rows as JSON-like records (NaN/None alike), timings dropped."""
+    """A DataFrame's rows as JSON-like records (NaN, None and absent alike), timings
+    dropped."""
     def plain(value):
         value = value.item() if isinstance(value, np.generic) else value
         if isinstance(value, np.ndarray):
             return value.tolist()
         return None if isinstance(value, float) and value != value else value
 
-    return [{k: plain(v) for k, v in r.items() if k not in TIMED}
+    return [{k: v for k, v in ((k, plain(v)) for k, v in r.items())
+             if k not in TIMED and v is not None}
             for r in table.to_dict(orient="records")]
 
 
 def untimed(records: list[dict]) -> list[dict]:
-    return json.loads(json.dumps([{k: v for k, v in r.items() if k not in TIMED}
-                                  for r in records]))
+    """Records without timings; a missing key and a None value alike (a DataFrame has every
+    column in every row)."""
+    return json.loads(json.dumps([{k: v for k, v in r.items()
+                                   if k not in TIMED and v is not None} for r in records]))
 
 
 def test_import_is_lazy_and_declares_its_names():
@@ -57,7 +61,8 @@ def test_import_is_lazy_and_declares_its_names():
                           check=True, timeout=120)
     assert done.stdout.split() == ["[]", shufflesim.__version__]
     assert set(shufflesim.__all__) == {"__version__", *shufflesim._LAZY}
-    assert {"randomizer", "bounds", "calibrate", "catalogue"} <= set(shufflesim.__all__)
+    assert {"randomizer", "bounds", "calibrate", "compose", "audit", "run",
+            "catalogue"} <= set(shufflesim.__all__)
     for name in shufflesim.__all__:
         assert getattr(shufflesim, name) is not None
     assert set(shufflesim.__all__) <= set(dir(shufflesim))
@@ -172,3 +177,102 @@ def test_a_built_randomizer_takes_no_parameters_beside_it():
         shufflesim.bounds(r, n=10, delta=1e-6, domain_size=4)
     with pytest.raises(ValueError, match="epsilon0 is required"):
         shufflesim.bounds("krr", n=10, delta=1e-6, domain_size=4)
+
+
+CLIENT = '''
+import numpy as np
+
+
+def my_rr(values, rng):
+    """Binary randomized response with eps0 = log 3."""
+    keep = rng.random(values.shape) < 0.75
+    return np.where(keep, values, 1 - values)
+'''
+
+
+def test_audit_equals_the_audit_command(tmp_path):
+    client = tmp_path / "client.py"
+    client.write_text(CLIENT)
+    spec = f"{client}:my_rr"
+    eps0 = float(np.log(3))
+    table = shufflesim.audit(spec, randomizer="krr", epsilon0=eps0, domain_size=2,
+                             level="randomizer", trials=5000, seed=3)
+    records = cli_json("audit", "--implementation", spec, "--randomizer", "krr",
+                       "--epsilon0", repr(eps0), "--domain-size", 2, "--level", "randomizer",
+                       "--trials", 5000, "--seed", 3, "--json", "-q")
+    assert rows(table) == untimed(records)
+    assert set(table.row_type) == {"attack", "fit", "verdict"}
+    assert table.attrs["call"] == "audit"
+    shuffled = shufflesim.audit(randomizer=shufflesim.randomizer("krr", epsilon0=2.0,
+                                                                 domain_size=2),
+                                n=200, delta=1e-6, trials=4000, seed=2,
+                                bounds=["optimal-blanket", "exact-lower"])
+    records = cli_json("audit", "--randomizer", "krr", "--epsilon0", 2, "--domain-size", 2,
+                       "--n", 200, "--delta", 1e-6, "--trials", 4000, "--seed", 2, "--bound",
+                       "optimal-blanket", "--bound", "exact-lower", "--json", "-q")
+    assert rows(shuffled) == untimed(records)
+
+
+def test_audit_takes_a_callable_and_a_black_box():
+    namespace: dict = {}
+    exec(CLIENT, namespace)  # noqa: S102
+    table = shufflesim.audit(namespace["my_rr"], claim_epsilon0=float(np.log(3)),
+                             domain_size=2, level="randomizer", trials=5000, seed=3)
+    verdicts = table[table.row_type == "verdict"]
+    assert len(verdicts) and (verdicts.verdict != "violated").all()
+    with pytest.raises(ValueError, match="--n is required at the shuffle level"):
+        shufflesim.audit(randomizer="krr", epsilon0=1.0, domain_size=2, trials=100)
+
+
+RUN = """
+name = "apirun"
+seed = 4
+repetitions = 3
+[population]
+n = 300
+data = { distribution = "uniform", domain_size = 3 }
+budget = { distribution = "constant", epsilon0 = 1.0 }
+[randomizer]
+name = "krr"
+domain_size = 3
+[estimator]
+name = "frequency"
+[bounds]
+delta = 1e-6
+methods = ["blanket_hoeffding"]
+"""
+
+
+def test_run_equals_the_run_command(tmp_path, monkeypatch):
+    path = tmp_path / "apirun.toml"
+    path.write_text(RUN)
+    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "cli"),
+                                       "--workers", "1", "-q"])
+    assert result.exit_code == 0, result.output
+    monkeypatch.chdir(tmp_path)
+    for given in (path, RUN):
+        tables = shufflesim.run(given, workers=1)
+        assert sorted(tables) == ["bounds", "utility"]
+        for name, frame in tables.items():
+            written = pd.read_parquet(tmp_path / "cli" / "apirun" / f"{name}.parquet")
+            pd.testing.assert_frame_equal(frame, written)
+            assert frame.attrs["seed"] == "4" and frame.attrs["call"] == "run"
+    assert not (tmp_path / "results").exists()  # out=None writes nothing
+    written = shufflesim.run(path, out=tmp_path / "api", workers=1)
+    assert (tmp_path / "api" / "apirun" / "utility.parquet").is_file()
+    assert written["utility"].attrs["written"]
+
+
+def test_run_takes_a_dict_and_refuses_bad_input(tmp_path, monkeypatch):
+    import tomllib
+
+    monkeypatch.chdir(tmp_path)
+    document = tomllib.loads(RUN)
+    tables = shufflesim.run(document, workers=1)
+    again = shufflesim.run(RUN, workers=1)
+    pd.testing.assert_frame_equal(tables["utility"], again["utility"])
+    document["population"]["n"] = 0
+    with pytest.raises(ValueError, match=r"^population\.n = 0: "):
+        shufflesim.run(document)
+    with pytest.raises(ValueError, match="scenario file not found"):
+        shufflesim.run("missing.toml")

@@ -179,7 +179,7 @@ def test_numerical_bounds_dominate_exact_krr(eps0, k, n, delta):
 
 def test_closed_forms_in_regime_dominate_exact_krr():
     """Settings chosen inside every closed form's regime (n large enough for Thm 3.1 and 4.1)."""
-    for eps0, k, n, delta in ((0.4, 2, 600, 0.05), (0.8, 3, 150, 0.2), (0.5, 4, 70, 0.2)):
+    for eps0, k, n, delta in ((0.4, 2, 600, 0.05), (0.8, 3, 150, 0.2), (0.5, 4, 90, 0.2)):
         pmf = krr_pmf(eps0, k)
         exact_eps = max(exact_epsilon(*shuffled_pair(pmf, 0, 1, x2, n), delta, eps0)[0]
                         for x2 in range(k))
@@ -273,7 +273,7 @@ def test_regime_errors_name_field_and_value():
     with pytest.raises(ParameterError) as err:
         fmt21.fmt21_closed_form(limit + 0.01, 10_000, 1e-6)
     assert err.value.field == "epsilon0" and err.value.value == pytest.approx(limit + 0.01)
-    assert "log(n / (16 log(2/delta)))" in str(err.value)
+    assert "log(n / (16 log(4/delta)))" in str(err.value)
     fmt21.fmt21_closed_form(limit - 1e-9, 10_000, 1e-6)  # just inside
 
     with pytest.raises(ParameterError) as err:
@@ -399,3 +399,17 @@ def test_fmt21_closed_form_tiny_eps0_against_mpmath(eps0):
     got = fmt21_closed_form(eps0, n, delta).epsilon
     assert got >= exact
     assert got <= exact * (1 + 1e-11)
+
+
+def test_fmt21_regime_uses_the_proofs_log_4_over_delta():
+    """Issue 31: 002 prints log(2/delta) in the regime of Thm 3.1 / 3.8; the proof of Lemma A.1
+    needs p n >= 16 log(4/delta). A point between the two conditions is refused."""
+    n, delta = 10_000, 1e-6
+    printed = math.log(n / (16 * math.log(2 / delta)))
+    proven = math.log(n / (16 * math.log(4 / delta)))
+    assert proven < printed
+    assert fmt21.fmt21_max_epsilon0(n, delta) == pytest.approx(proven, rel=1e-15)
+    with pytest.raises(ParameterError):
+        fmt21.fmt21_closed_form((proven + printed) / 2, n, delta)
+    with pytest.raises(ParameterError):
+        fmt21.fmt21_approx_dp((proven + printed) / 2, n, delta, 0.0)

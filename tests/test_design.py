@@ -139,3 +139,32 @@ def test_impossible_target_names_the_closest(tmp_path):
 def test_contradictory_limits(args, tmp_path):
     line = _fails(["--task", "frequency", "--domain-size", "10", *BASE, *args], tmp_path)
     assert line.count("error:") == 1
+
+
+def test_budget_groups_are_certified_each_on_its_own():
+    from shufflesim.simulator.design.groups import design_groups
+
+    frame = design_groups("frequency", 20000, "gspa-three-groups", 1e-6, domain_size=10,
+                          only=["krr", "oue"])
+    assert set(frame.group.str[:2]) == {"1:", "2:", "3:"}
+    for row in frame.itertuples():
+        target = {5400: 0.1, 10800: 0.1, 7400: 0.5, 1800: 1.0}
+        assert row.epsilon <= row.target_epsilon
+        assert row.n == {0.1: 10800, 0.5: 7400, 1.0: 1800}[row.target_epsilon], target
+    krr = frame[frame.randomizer == "krr"]
+    weights = krr.n / 20000
+    single = [design("frequency", int(r.n), r.target_epsilon, 1e-6, domain_size=10,
+                     only=["krr"]).predicted_mse[0] for r in krr.itertuples()]
+    assert krr.predicted_mse.iloc[0] == pytest.approx(sum(w * w * m for w, m in
+                                                          zip(weights, single, strict=True)))
+
+
+def test_public_api_returns_the_json_records():
+    import shufflesim
+
+    table = shufflesim.design(task="sum", n=5000, target_epsilon=1.0, delta=1e-6,
+                              interval=(0.0, 1.0), binary=True, only=["balcer", "duchi"])
+    assert {"balcer", "duchi"} == set(table.randomizer)
+    assert isinstance(table.parameters[0], dict) and table.attrs["call"] == "design"
+    balcer = table[table.randomizer == "balcer"].iloc[0]
+    assert balcer.blanket_messages >= 1 and balcer.messages == balcer.blanket_messages + 1

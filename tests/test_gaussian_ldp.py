@@ -171,12 +171,12 @@ def test_sum_sampler_agrees_with_the_reports():
 
 # -- the catalogue -------------------------------------------------------------------------------
 def thm38_check(epsilon0, n, delta, delta0, eps):
-    """002 Thm 3.8 read directly: some delta_in with eps0 <= log(n / (16 log(2/delta_in))) and
+    """002 Thm 3.8 read directly: some delta_in with eps0 <= log(n / (16 log(4/delta_in))) and
     eq. (1) at delta_in <= eps makes the total delta_in + (e^eps + 1)(1 + e^-eps0/2) n delta0 at
     most delta; we take the largest delta_in the budget allows."""
     d_in = delta - (math.exp(eps) + 1) * (1 + math.exp(-epsilon0) / 2) * n * delta0
     assert d_in > 0
-    assert epsilon0 <= math.log(n / (16 * math.log(2 / d_in)))
+    assert epsilon0 <= math.log(n / (16 * math.log(4 / d_in)))
     e0 = math.exp(epsilon0)
     eq1 = math.log(1 + (e0 - 1) / (e0 + 1) * (8 * math.sqrt(e0 * math.log(4 / d_in)) / math.sqrt(n)
                                               + 8 * e0 / n))

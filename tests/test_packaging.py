@@ -50,7 +50,7 @@ def test_the_two_folders_map_to_the_shufflesim_names():
     assert SETUPTOOLS["package-dir"] == {"shufflesim": "simulator/api",
                                          "shufflesim.protocols": "protocols",
                                          "shufflesim.simulator": "simulator"}
-    assert PYPROJECT["project"]["scripts"]["shufflesim"] == "shufflesim.simulator.cli:main"
+    assert PYPROJECT["project"]["scripts"]["shufflesim"] == "shufflesim.simulator.cli:entry"
 
 
 def test_the_editable_install_imports_the_repository_folders():
@@ -66,7 +66,7 @@ def test_the_editable_install_imports_the_repository_folders():
     assert pathlib.Path(shufflesim.simulator.__file__).parent == REPO / "simulator"
     script = [e for e in importlib.metadata.entry_points(group="console_scripts")
               if e.name == "shufflesim"]
-    assert [e.value for e in script] == ["shufflesim.simulator.cli:main"]
+    assert [e.value for e in script] == ["shufflesim.simulator.cli:entry"]
 
 
 def test_the_api_folder_is_not_importable_under_its_folder_name():

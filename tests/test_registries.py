@@ -86,7 +86,7 @@ def fresh() -> dict[str, list[str]]:
 def test_registries_read_first_hold_every_built_in(fresh):
     assert "approximate" in fresh["shufflesim.simulator.audit.levels:ATTACKS"]
     assert fresh["shufflesim.simulator.audit.levels:ATTACKS"][:3] == ["lr", "count", "order"]
-    assert fresh["shufflesim.simulator.scenario.producers:PRODUCERS"] == [
+    assert fresh["shufflesim.simulator.scenario.producers:PRODUCERS"][:3] == [
         "audit", "learning", "bounds"]
     assert "krr" in fresh["shufflesim.protocols.randomizers.registry:RANDOMIZERS"]
 

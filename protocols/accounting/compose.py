@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld_module
 
-from shufflesim.protocols.accounting import baselines, pairs, rdp
+from shufflesim.protocols.accounting import baselines, brr_exact_pld, pairs, rdp
 from shufflesim.protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
 from shufflesim.protocols.accounting.pld import (
     RoundPLD,
@@ -209,7 +209,7 @@ _register(ComposedMethod(
                 "exact pair of each round (first candidate triple), optimistic PLD")))
 
 
-for _method in (*baselines.METHODS, *rdp.METHODS):
+for _method in (*baselines.METHODS, *rdp.METHODS, *brr_exact_pld.METHODS):
     _register(_method)
 
 
@@ -230,7 +230,8 @@ def compose_rounds(rounds, delta: float, method: str = "optimal-blanket",
 
 #: Catalogue bounds (protocols.bounds.catalogue) that compose, and the composed method.
 COMPOSING_BOUNDS = {"optimal-blanket": "optimal-blanket", "exact-lower": "exact-lower",
-                    "fmt21_numerical": "fmt21-clone"}
+                    "fmt21_numerical": "fmt21-clone", "brr-exact": "brr-exact",
+                    "brr-exact-lower": "brr-exact-lower"}
 
 
 def composition_support(bound_name: str) -> tuple[str | None, str]:

@@ -25,6 +25,11 @@ the rest of 1 - sum(masses) (the shaved part) goes to the largest grid loss carr
 every aggregate. Both are first-order stochastic increases of the loss distribution, which keep
 a dominating pair (hockey-stick larger for every eps in R, Q-side mass still <= 1).
 
+Where blocks.block_pairs_apply (symmetric pairs: lower bounds, and upper bounds of pairs
+without a neutral group such as the clone pair) the outcomes come from blocks.py instead: a
+dominating (upper) or dominated (lower) pair with exact losses (lo = hi), O(blocks x D) work;
+the upper side then puts each mass at its widened loss (a first-order increase).
+
 Lower bounds (optimistic). An aggregate is merged into one outcome at ell (a post-processing),
 ell is lowered by 1e-13 |ell| + 1e-14 and rounded *down* to the grid, masses are shaved, and
 everything not enumerated is dropped. The composed curve is then at most the true one: the
@@ -40,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shufflesim.protocols.accounting.blocks import block_pairs_apply, cached_block_aggregates
 from shufflesim.protocols.accounting.enumeration import (
     DEFAULT_TAIL,
     DEFAULT_WEAK_RTOL,
@@ -190,7 +196,10 @@ def round_plds(model: CountModel, n: int, interval: float, side: str, *,
     start = time.perf_counter()
     interval = _grid_interval(float(interval), model.loss_max)
     eta = mass_relative_error(n)
-    agg = cached_aggregates(model, int(n), float(tail), float(weak_rtol))
+    if block_pairs_apply(model, side):   # O(blocks x D) block pairs (blocks.py)
+        agg = cached_block_aggregates(model, int(n), side, float(tail))
+    else:
+        agg = cached_aggregates(model, int(n), float(tail), float(weak_rtol))
     upper = side == "upper"
     out = []
     for d in range(2 if both else 1):
@@ -203,7 +212,9 @@ def round_plds(model: CountModel, n: int, interval: float, side: str, *,
         keep = mass > 0
         mass, ell, lo, hi = mass[keep], ell[keep], lo[keep], hi[keep]
         total = float(mass.sum())
-        if upper:
+        if upper and agg.lo is agg.hi:    # exact losses: all mass at the widened loss
+            _split_to_grid(acc, _widen(ell, True), mass, interval)
+        elif upper:
             _upper_direction(acc, mass, ell, lo, hi, interval)
         else:
             acc.add(np.floor(_widen(ell, False) / interval).astype(np.int64), mass)

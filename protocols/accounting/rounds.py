@@ -71,6 +71,11 @@ class ComposedMethod:
     reference: str
     regime: str
     compute: Callable[..., ComposedResult]
+    #: which randomizers the method composes (None: every one its regime names)
+    applies_to: Callable[[object], bool] | None = None
+
+    def applies(self, randomizer) -> bool:
+        return self.applies_to is None or bool(self.applies_to(randomizer))
 
 
 def normalize_rounds(rounds) -> list[Round]:

@@ -31,30 +31,45 @@ from shufflesim.simulator import __version__  # noqa: E402  (after the guard)
 
 #: Public name -> the private module that defines it (imported on first use).
 _LAZY: dict[str, str] = {
-    "randomizer": "shufflesim._randomizer",
-    "estimator": "shufflesim._randomizer",
+    "audit": "shufflesim._audit",
     "bounds": "shufflesim._bounds",
     "calibrate": "shufflesim._bounds",
     "catalogue": "shufflesim._catalogue",
+    "compose": "shufflesim._compose",
     "design": "shufflesim._design",
+    "estimator": "shufflesim._randomizer",
+    "plot": "shufflesim._plot",
+    "randomizer": "shufflesim._randomizer",
+    "rdp": "shufflesim._rdp",
+    "run": "shufflesim._run",
 }
 
 #: The public names (tests/test_api.py: exactly the names of _LAZY and __version__).
 __all__ = [
     "__version__",
+    "audit",
     "bounds",
     "calibrate",
     "catalogue",
+    "compose",
     "design",
     "estimator",
+    "plot",
     "randomizer",
+    "rdp",
+    "run",
 ]
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from shufflesim._audit import audit
     from shufflesim._bounds import bounds, calibrate
     from shufflesim._catalogue import catalogue
+    from shufflesim._compose import compose
     from shufflesim._design import design
+    from shufflesim._plot import plot
     from shufflesim._randomizer import estimator, randomizer
+    from shufflesim._rdp import rdp
+    from shufflesim._run import run
 
 
 def __getattr__(name: str):

@@ -3,7 +3,7 @@ records (simulator.calls) as DataFrames."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -13,8 +13,9 @@ from shufflesim.simulator.calls import bounds as bound_call
 from shufflesim.simulator.calls import calibrate as calibrate_call
 
 
-def bounds(randomizer, /, *, n: int, delta: float, epsilon0: float | None = None,
-           methods: str | Sequence[str] | None = None, rounds: int = 1,
+def bounds(randomizer, /, *, n: int | None = None, delta: float,
+           epsilon0: float | None = None, methods: str | Sequence[str] | None = None,
+           rounds: int = 1, budgets: Mapping[float, int] | None = None,
            **params) -> pd.DataFrame:
     """Amplification bounds (upper and lower) of ``randomizer`` shuffled among ``n`` users, at
     central ``delta``: one row per bound, the rows and columns of ``shufflesim bound --json``
@@ -26,7 +27,8 @@ def bounds(randomizer, /, *, n: int, delta: float, epsilon0: float | None = None
     names (default every applicable bound; ``shufflesim.catalogue()["bounds"]``). ``rounds``:
     T > 1 composes each bound that composes over T identical rounds (000 Sec. 4 through privacy
     loss distributions) beside basic, advanced and Renyi composition (``compose`` takes
-    heterogeneous rounds).
+    heterogeneous rounds). ``budgets`` (``{eps0: number of users}``): per-user budgets, for
+    the personalized bounds (003; n is the number of budgets).
 
     >>> import shufflesim
     >>> t = shufflesim.bounds("krr", epsilon0=2.0, domain_size=4, n=10_000, delta=1e-6,
@@ -36,11 +38,15 @@ def bounds(randomizer, /, *, n: int, delta: float, epsilon0: float | None = None
     >>> bool(t.epsilon[1] <= t.epsilon[0])
     True
     """
-    name, eps0, values, delta0 = split(randomizer, epsilon0, params)
+    if budgets is not None and isinstance(randomizer, str) and epsilon0 is None:
+        name, eps0, values, delta0 = randomizer, None, dict(params), params.get("delta0")
+        values.pop("delta0", None)
+    else:
+        name, eps0, values, delta0 = split(randomizer, epsilon0, params)
     built, records = bound_call.bounds(name, eps0, values, n, delta, delta0=delta0,
-                                       methods=methods, rounds=rounds)
+                                       methods=methods, rounds=rounds, budgets=budgets)
     return frame(records, "bounds", randomizer=repr(built), n=n, delta=delta,
-                 methods=methods, rounds=rounds)
+                 methods=methods, rounds=rounds, budgets=budgets)
 
 
 def calibrate(randomizer, /, *, target_epsilon: float, delta: float, n: int | None = None,

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pandas as pd
 
 from shufflesim._frames import frame
+from shufflesim.protocols.errors import require
 from shufflesim.simulator.design import runner
+from shufflesim.simulator.design.groups import design_groups
 from shufflesim.simulator.design.output import records
 
 
-def design(*, task: str, n, target_epsilon: float, delta: float, rounds: int = 1,
+def design(*, task: str, n, target_epsilon: float | None, delta: float, rounds: int = 1,
            **options) -> pd.DataFrame:
     """Rank every applicable randomizer (single- and multi-message, with their parameters)
     for a lifetime ``(target_epsilon, delta)`` over ``rounds`` rounds of ``n`` users: one row
@@ -29,6 +31,13 @@ def design(*, task: str, n, target_epsilon: float, delta: float, rounds: int = 1
     >>> t.randomizer[0], round(float(t.epsilon0[0]), 2), t.bound[0]
     ('krr', 3.51, 'optimal-blanket')
     """
-    table = runner.design(task, n, target_epsilon, delta, rounds, **options)
+    groups = options.pop("groups", None)
+    if groups is not None:
+        require(target_epsilon is None, "target_epsilon", target_epsilon,
+                "must be None with groups (each group has its own target)")
+        table = design_groups(task, n, groups, delta, rounds, **options)
+        options["groups"] = groups
+    else:
+        table = runner.design(task, n, target_epsilon, delta, rounds, **options)
     return frame(records(table), "design", task=task, n=n, target_epsilon=target_epsilon,
                  delta=delta, rounds=rounds, **options)

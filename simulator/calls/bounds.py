@@ -9,8 +9,10 @@ its record carries ``below_proven_lower: true`` and the lower bound it falls bel
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
-from shufflesim.protocols.errors import require_int_at_least
+from shufflesim.protocols.errors import require, require_int_at_least
 from shufflesim.simulator.calls.rounds import composed_records
 from shufflesim.simulator.calls.setting import (
     build_randomizer,
@@ -19,6 +21,9 @@ from shufflesim.simulator.calls.setting import (
     resolve_methods,
 )
 from shufflesim.simulator.execution.progress import ProgressReport
+from shufflesim.simulator.lazy import lazy_module
+
+personalized = lazy_module("shufflesim.protocols.bounds.personalized.bounds")
 
 
 def records_with_checks(evaluations: list) -> list[dict]:
@@ -81,12 +86,51 @@ def bound_records(randomizer, n: int, delta: float, methods=None, rounds: int = 
             composed_records(randomizer, n, delta, rounds, names, report))
 
 
-def bounds(randomizer_name: str, epsilon0: float, params: dict, n: int, delta: float, *,
-           delta0: float | None = None, methods=None, rounds: int = 1,
-           progress: ProgressReport | None = None) -> tuple[object, list[dict]]:
+def budget_groups(budgets):
+    """A BudgetProfile from ``{eps0: number of users}`` (or (eps0, count) pairs): per-user
+    budgets for the personalized bounds (003; 000 Thm 13/14 per user, protocols.bounds.
+    personalized)."""
+    items = list(budgets.items()) if isinstance(budgets, Mapping) else list(budgets or ())
+    require(len(items) > 0, "budgets", budgets, "needs at least one budget group eps0: count")
+    return personalized.BudgetProfile.from_groups([float(e) for e, _ in items],
+                                                  [c for _, c in items])
+
+
+def bounds(randomizer_name: str, epsilon0: float | None, params: dict, n: int | None,
+           delta: float, *, delta0: float | None = None, methods=None, rounds: int = 1,
+           budgets=None, progress: ProgressReport | None = None) -> tuple[object, list[dict]]:
     """The ``bound`` command and ``shufflesim.bounds``: the setting checked, the randomizer
-    built (:func:`build_randomizer`), then :func:`bound_records`. Returns (randomizer,
-    records)."""
-    check_setting(n, delta)
-    randomizer = build_randomizer(randomizer_name, epsilon0, params, delta0)
-    return randomizer, bound_records(randomizer, n, delta, methods, rounds, progress)
+    built (:func:`build_randomizer`), then :func:`bound_records`. Returns (what was bounded,
+    records).
+
+    ``budgets`` (``{eps0: count}``): per-user budgets; the subject is then
+    ``PersonalizedUsers(randomizer, profile)`` (the randomizer at the largest budget, unless
+    ``epsilon0`` is given), n is the number of budgets (``n``, when given, must equal it) and
+    the catalogue's personalized bounds apply."""
+    if budgets is None:
+        require(epsilon0 is not None, "epsilon0", epsilon0, "is required (or per-user budgets)")
+        require(n is not None, "n", n, "is required")
+        check_setting(n, delta)
+        randomizer = build_randomizer(randomizer_name, epsilon0, params, delta0)
+        return randomizer, bound_records(randomizer, n, delta, methods, rounds, progress)
+    profile = budget_groups(budgets)
+    require(n is None or n == profile.n, "n", n,
+            f"must equal the number of per-user budgets ({profile.n})")
+    require(rounds == 1, "rounds", rounds, "per-user budgets: the personalized bounds give an "
+            "(eps, delta) value, not a privacy loss distribution, and do not compose over rounds")
+    check_setting(profile.n, delta)
+    top = float(profile.epsilons.max()) if epsilon0 is None else epsilon0
+    randomizer = build_randomizer(randomizer_name, top, params, delta0)
+    users = personalized.PersonalizedUsers(randomizer, profile)
+    records = bound_records(users, profile.n, delta, methods, rounds, progress)
+    mechanisms = {spec.name: spec.mechanism for spec in personalized.PERSONALIZED_SPECS}
+    for record in records:
+        record["mechanism"] = mechanisms.get(record["method"], "")
+    # only bounds on the personalized mechanism itself are held to its proven lower bound
+    # (the tagged and baseline protocols are other mechanisms)
+    own = [r for r in records if r["mechanism"] == personalized.MECHANISM]
+    check_against_proven_lower(own)
+    for record in records:
+        if record["mechanism"] != personalized.MECHANISM:
+            record["below_proven_lower"] = False
+    return users, records

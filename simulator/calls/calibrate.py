@@ -25,9 +25,33 @@ from shufflesim.simulator.execution.progress import ProgressReport
 from shufflesim.simulator.lazy import lazy_module
 
 calibration = lazy_module("shufflesim.protocols.bounds.calibration")
+summation = lazy_module("shufflesim.protocols.randomizers.summation")
+
+#: 004's own recipe for its summation protocol (Thm 3.1 applied to the k + 1 fixed-point
+#: values, 004 Sec. 4.1): a calibration row of the ``summation`` randomizer.
+RECIPE_004 = "004-thm3.1"
 
 
-def _check(target_epsilon, delta, n, epsilon0, rounds) -> None:
+def recipe_004(params: dict, n: int, target_epsilon: float, delta: float) -> dict:
+    """The eps0 (and gamma) 004 Thm 3.1 chooses for its summation protocol to be
+    (target_epsilon, delta)-DP after shuffling n users (valid for target_epsilon <= 1); a row
+    with the reason instead when the theorem does not apply."""
+    record = {"method": RECIPE_004, "parameter": "epsilon0", "value": None, "epsilon": None,
+              "target_epsilon": target_epsilon, "delta": delta, "status": "proven",
+              "seconds": 0.0, "note": "", "error": "", "rounds": 1}
+    try:
+        r = summation.Summation.for_shuffle(n, target_epsilon, delta,
+                                            params.get("precision", 10))
+    except ParameterError as error:
+        record["error"] = str(error)
+        return record
+    record.update(value=float(r.epsilon0), epsilon=float(target_epsilon),
+                  note=f"gamma = {r.uniform_probability:.6g} (004 Thm 3.1, Sec. 4.1)")
+    return record
+
+
+def check(target_epsilon, delta, n, epsilon0, rounds) -> None:
+    """The checks of the setting (exactly one of n and eps0; rounds need n; n, delta, target)."""
     if (n is None) == (epsilon0 is None):
         raise UserError("--n / --epsilon0: give exactly one (--n finds eps0, --epsilon0 finds n)")
     require_int_at_least("rounds", rounds, 1)
@@ -46,11 +70,17 @@ def calibrate(randomizer_name: str, params: dict, target_epsilon: float, delta: 
     every composed upper method): ``parameter`` (epsilon0 or n), its ``value``, the bound's
     ``epsilon`` there, ``status``, ``seconds``, ``rounds`` and ``error`` (a target the bound
     cannot reach is a record with the reason, not an exception)."""
-    _check(target_epsilon, delta, n, epsilon0, rounds)
+    check(target_epsilon, delta, n, epsilon0, rounds)
     probe = build_randomizer(randomizer_name, 1.0 if epsilon0 is None else epsilon0, params)
-    names = resolve_methods(methods, composed=rounds > 1)
+    given = [methods] if isinstance(methods, str) else list(methods or ())
+    recipe = (randomizer_name == "summation" and rounds == 1 and n is not None
+              and (not given or RECIPE_004 in given))
+    require(recipe or RECIPE_004 not in given, "method", RECIPE_004,
+            "is 004's recipe for the summation randomizer, for one round given n")
+    rest = [m for m in given if m != RECIPE_004]
+    names = [] if given and not rest else resolve_methods(rest, composed=rounds > 1)
     if names is None:
-        names = upper_composed_methods() if rounds > 1 else [
+        names = upper_composed_methods(probe) if rounds > 1 else [
             s.name for s in catalogue.applicable_bounds(probe) if s.kind is BoundKind.UPPER]
     for name in names:
         kind = (composed_kind(name) if rounds > 1 else catalogue.get_bound(name).kind)
@@ -60,7 +90,7 @@ def calibrate(randomizer_name: str, params: dict, target_epsilon: float, delta: 
     def factory(e):
         return build_randomizer(randomizer_name, e, params)
 
-    records = []
+    records = [recipe_004(params, n, target_epsilon, delta)] if recipe else []
     report = progress or silent("calibrating", "bounds")
     with report, report.heartbeat():
         for name in report.steps(names):

@@ -26,7 +26,8 @@ def _composed_names(randomizer, names: list[str] | None) -> list[tuple[str, str 
     every composed method and every applicable catalogue bound that does not compose."""
     rows: list[tuple[str, str | None, str]] = []
     if names is None:
-        rows += [(m, m, "") for m in compose.composed_method_names()]
+        rows += [(m, m, "") for m in compose.composed_method_names()
+                 if compose.get_composed_method(m).applies(randomizer)]
         for spec in catalogue.applicable_bounds(randomizer):
             method, why = compose.composition_support(spec.name)
             if method is None:
@@ -86,9 +87,11 @@ def composed_kind(name: str) -> BoundKind:
     return catalogue.get_bound(name).kind
 
 
-def upper_composed_methods() -> list[str]:
+def upper_composed_methods(randomizer=None) -> list[str]:
+    """The composed upper methods (those that apply to ``randomizer`` when given)."""
     return [m for m in compose.composed_method_names()
-            if compose.get_composed_method(m).kind is BoundKind.UPPER]
+            if compose.get_composed_method(m).kind is BoundKind.UPPER
+            and (randomizer is None or compose.get_composed_method(m).applies(randomizer))]
 
 
 def calibrate_rounds(name: str, factory, n: int, target_epsilon: float, delta: float,

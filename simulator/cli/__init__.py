@@ -1,6 +1,6 @@
 """The ``shufflesim`` command line: app (the click group), commands/ (one module per command),
 options (shared options), lazy (modules loaded on first use)."""
 
-from shufflesim.simulator.cli.app import main
+from shufflesim.simulator.cli.app import entry, main
 
-__all__ = ["main"]
+__all__ = ["entry", "main"]

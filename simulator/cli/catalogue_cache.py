@@ -4,7 +4,8 @@ does not import the engine (scipy, pandas, dp_accounting, the audit) to answer.
 Building the catalogue reads every registry, which imports every plug-in (over a second of
 CPU). Its printed forms (text and ``--json``) depend only on the installed code, so they are
 kept in a cache file named by a fingerprint of that code: the path, size and modification time
-of every ``.py`` file of the shufflesim packages, the package and Python versions. Any edit to
+of every ``.py`` file of the shufflesim packages (the plug-in declarations included), the
+package and Python versions. Any edit to
 the code gives another fingerprint and the catalogue is built again; when a third-party
 plug-in is installed (entry-point group ``shufflesim.plugins``) it is always built (its files
 are not fingerprinted). The cache folder is ``$SHUFFLESIM_CACHE_DIR``, else

@@ -47,7 +47,8 @@ def call_timeout_option(function):
 
     def apply(ctx, param, value):  # noqa: ARG001 (click callback signature)
         try:  # every invocation sets it (tests run many commands in one process)
-            usercode.set_time_limit(usercode.DEFAULT_TIME_LIMIT if value is None else value)
+            usercode.set_time_limit(usercode.DEFAULT_TIME_LIMIT if value is None else value,
+                                    explicit=value is not None)
         except ParameterError as error:
             raise click.BadParameter(str(error.requirement), ctx, param) from None
         return value
@@ -67,13 +68,15 @@ def limit_options(function):
         if value is not None and not 0 <= value < float("inf"):
             raise click.BadParameter("must be a number of seconds >= 0 (0: no limit)", ctx,
                                      param)
-        cost.configure(max_seconds=cost.DEFAULT_MAX_SECONDS if value is None else value)
+        cost.configure(max_seconds=cost.DEFAULT_MAX_SECONDS if value is None else value,
+                       explicit=value is not None)
         return value
 
     def memory(ctx, param, value):  # noqa: ARG001 (click callback signature)
         try:
             size = None if value is None else cost.parse_size(value)
-            cost.configure(max_bytes=float("inf") if size == 0 else size)
+            cost.configure(max_bytes=float("inf") if size == 0 else size,
+                           explicit=value is not None)
         except UserError:
             raise click.BadParameter(f"{value!r}: expected a size such as 4G, 512M or 800 "
                                      "(MiB); 0: no limit", ctx, param) from None
@@ -117,7 +120,7 @@ def parse_params(domain_size: int | None, params: tuple[str, ...]) -> dict:
         if key in ("epsilon0", "name"):
             flag = _RANDOMIZER_FLAGS[key]
             raise UserError(f"--param = {item!r}: {key} is set with {flag}, not --param")
-        value = _parse_value(text.strip())
+        value = parse_value(text.strip())
         if key in given and out[key] != value:
             raise UserError(f"--param = {item!r}: {key} is already given as "
                             f"{given[key]}; give it once")
@@ -126,7 +129,8 @@ def parse_params(domain_size: int | None, params: tuple[str, ...]) -> dict:
     return out
 
 
-def _parse_value(text: str):
+def parse_value(text: str):
+    """A --param value: int, float, true/false, none/null, else the text."""
     for convert in (int, float):
         try:
             return convert(text)

@@ -170,3 +170,21 @@ def certify_single(candidate: Candidate, n: int, rounds: int, target: float, del
                            seconds=time.perf_counter() - started)
     method, value, epsilon, note = best
     return Certificate(True, value, None, method, epsilon, note, seconds=seconds)
+
+
+#: The non-proven bound of the separate column (001's variation-ratio bound, which rests on the
+#: stronger-clone reduction that 000 Sec. 3.3 shows to be flawed).
+NOT_PROVEN = "variation-ratio"
+
+
+def not_proven(candidate: Candidate, n: int, rounds: int, target: float, delta: float,
+               eps0_min: float, eps0_max: float) -> tuple[float | None, str]:
+    """(eps0, label) that the non-proven :data:`NOT_PROVEN` bound would allow, for the
+    separate column; T = 1 only (it gives an (eps, delta) value, not a pair that composes):
+    (None, why) otherwise or when it certifies nothing."""
+    if rounds > 1:
+        return None, f"{NOT_PROVEN}: does not compose over rounds"
+    out = _calibrate(NOT_PROVEN, False, candidate, n, rounds, target, delta, eps0_min, eps0_max)
+    if isinstance(out, str):
+        return None, f"{NOT_PROVEN}: {out}"
+    return out[0], f"{NOT_PROVEN} ({out[2]})"

@@ -27,7 +27,7 @@ _TYPES = {"rank": pa.int64(), "n": pa.int64(), "randomizer": pa.string(),
           "parameters": pa.string(), "kind": pa.string(), "blanket_messages": pa.int64(),
           "bound": pa.string(), "rounds": pa.int64(), "meets_target": pa.bool_(),
           "bits": pa.int64(), "messages": pa.int64(), "validated_repetitions": pa.int64(),
-          "note": pa.string(), "reason": pa.string()}
+          "note": pa.string(), "reason": pa.string(), "bound_not_proven": pa.string(), "group": pa.string()}
 _REQUIRED = ("n", "randomizer", "parameters", "kind", "bound", "target_epsilon", "delta",
              "rounds", "meets_target", "note", "reason", "seconds")
 DESIGN_SCHEMA = table_schema([(f, _TYPES.get(f, pa.float64())) for f in FIELDS],
@@ -64,24 +64,32 @@ def _cell(value, digits: int = 4) -> str:
 def table_rows(frame: pd.DataFrame, metric: str) -> tuple[tuple[str, ...], list[list[str]]]:
     """Header and rows of the terminal table."""
     validated = frame["validated_repetitions"].notna().any()
-    header = ["rank", "n", "randomizer", "parameters", "eps0", "b", "bound", "eps", "bits",
+    unproven = frame["bound_not_proven"].notna().any()
+    grouped = frame["group"].notna().any()
+    header = ["rank", *(["group"] if grouped else []), "n", "randomizer", "parameters", "eps0", "b", "bound", "eps", "bits",
               "msgs", *(f"pred_{m}" for m in METRICS)]
+    if unproven:
+        header.append("eps0 NOT PROVEN (bound)")
     if validated:
         header.append(f"empirical_{metric} [95% CI]")
     rows = []
     for r in records(frame):
         params = {k: v for k, v in r["parameters"].items() if k != "domain_size"}
-        row = [_cell(r["rank"]), _cell(r["n"]), r["randomizer"],
+        row = [_cell(r["rank"]), *([r["group"]] if grouped else []), _cell(r["n"]),
+               r["randomizer"],
                ",".join(f"{k}={v}" for k, v in params.items()) or "-",
                _cell(r["epsilon0"]), _cell(r["blanket_messages"]), r["bound"],
                _cell(r["epsilon"]), _cell(r["bits"]), _cell(r["messages"]),
                *(_cell(r[f"predicted_{m}"]) for m in METRICS)]
+        if unproven:
+            row.append(f"{_cell(r['epsilon0_not_proven'])} ({r['bound_not_proven'] or '-'})")
         if validated:
             row.append("-" if r[f"empirical_{metric}"] is None else
                        f"{_cell(r[f'empirical_{metric}'])} [{_cell(r[f'empirical_{metric}_low'])}"
                        f", {_cell(r[f'empirical_{metric}_high'])}]")
         if not r["meets_target"]:
-            row[6] = f"{r['bound']} (not met: {r['reason'][:60]})"
+            at = header.index("bound")
+            row[at] = f"{r['bound']} (not met: {r['reason'][:60]})"
         rows.append(row)
     return tuple(header), rows
 
@@ -124,9 +132,11 @@ def figure(curves: pd.DataFrame, chosen: dict, target: float, metric: str,
     key = f"predicted_{metric}"
     curves = curves.assign(label=curves.randomizer + " " + curves.parameters.str.replace(
         r'"domain_size": \d+,? ?', "", regex=True).str.replace("{}", "", regex=False))
-    for label, group in curves.groupby("label", sort=False):
+    styles = ("-", "--", "-.", ":")
+    for i, (label, group) in enumerate(curves.groupby("label", sort=False)):
         group = group.sort_values("target_epsilon")
-        ax.plot(group.target_epsilon, group[key], marker="o", markersize=3, label=label)
+        ax.plot(group.target_epsilon, group[key], marker="os^vD"[i % 5], markersize=3,
+                linestyle=styles[(i // 10) % 4], label=label)
     ax.axvline(target, color="grey", linestyle="--", linewidth=1, label=f"target eps = {target:g}")
     ax.scatter([target], [chosen[key]], s=120, facecolors="none", edgecolors="black",
                linewidths=2, zorder=5, label=f"choice: {chosen['randomizer']}")

@@ -34,12 +34,12 @@ from shufflesim.simulator.design.scenario import scenario_text, simulate
 EPSILON0_MIN = 1e-3
 EPSILON0_MAX = 20.0
 #: The fields of a design record, in order (docs/design.md).
-FIELDS = ("rank", "n", "randomizer", "parameters", "kind", "epsilon0", "blanket_messages",
+FIELDS = ("rank", "group", "n", "randomizer", "parameters", "kind", "epsilon0", "blanket_messages",
           "bound", "epsilon", "target_epsilon", "delta", "rounds", "meets_target", "bits",
           "messages", "server_operations", *(f"predicted_{m}" for m in METRICS),
           "validated_repetitions",
           *(f"empirical_{m}{end}" for m in METRICS for end in ("", "_low", "_high")),
-          "note", "reason", "seconds")
+          "epsilon0_not_proven", "bound_not_proven", "note", "reason", "seconds")
 #: How many of the best candidates ``validate`` simulates (per n).
 VALIDATE_TOP = 3
 
@@ -132,7 +132,8 @@ def design(task: str, n, target_epsilon: float, delta: float, rounds: int = 1, *
            metric: str = "l2", max_bits: int | None = None, max_messages: int | None = None,
            min_epsilon0: float | None = None, max_epsilon0: float | None = None,
            bound: str | None = None, data: dict | None = None, binary: bool = False,
-           only: Sequence[str] | None = None, thorough: bool = False, validate: int = 0,
+           only: Sequence[str] | None = None, thorough: bool = False, unproven: bool = False,
+           validate: int = 0,
            validate_top: int = VALIDATE_TOP, seed: int = 30) -> pd.DataFrame:
     """The design table (module docstring) as a DataFrame with the columns :data:`FIELDS`.
 
@@ -140,7 +141,9 @@ def design(task: str, n, target_epsilon: float, delta: float, rounds: int = 1, *
     {"distribution": "zipf", "exponent": s} for frequencies); ``binary``: the mean/sum inputs
     take only the interval's two ends (adds balcer for the sum); ``only``: restrict to these
     randomizer names; ``thorough``: try the specific single-round bound for every candidate
-    (simulator.design.certify.single_methods; slow); ``validate``: simulate that many
+    (simulator.design.certify.single_methods; slow); ``unproven``: fill the separate,
+    labelled columns ``epsilon0_not_proven`` / ``bound_not_proven`` (never used for the rank or
+    the scenario; simulator.design.certify.not_proven); ``validate``: simulate that many
     repetitions of the ``validate_top`` best candidates per n (simulator.design.scenario) and
     fill the ``empirical_*`` columns (95% intervals). Raises ParameterError (one line) for a bad input, for limits no candidate
     can satisfy, and when no candidate meets the target (naming the closest).
@@ -174,6 +177,9 @@ def design(task: str, n, target_epsilon: float, delta: float, rounds: int = 1, *
                                               low, high, bound, thorough)
             row = _row(candidate, cert, size, task, target_epsilon, delta, rounds,
                        domain_size, interval, data)
+            if unproven and candidate.kind == "single":
+                row["epsilon0_not_proven"], row["bound_not_proven"] = certify.not_proven(
+                    candidate, size, rounds, target_epsilon, delta, low, high)
             if cert.ok:
                 why = _within_limits(row, max_bits, max_messages)
                 if why:

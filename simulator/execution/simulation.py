@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from shufflesim.simulator.batch.run import BatchSetup, run_unit
 from shufflesim.simulator.pipeline.unit import PipelineSetup, has_pipeline
-from shufflesim.simulator.results.tables import UTILITY_SCHEMA
+from shufflesim.simulator.results.tables import UtilityRow
 from shufflesim.simulator.scenario.model import SweepPoint
 
 
@@ -101,4 +101,4 @@ def utility_rows(
         "reference": pa.array([k[1] for k in keys] * repetitions, type=pa.string()),
         "value": values.ravel(),
     }
-    return pa.table(columns, schema=UTILITY_SCHEMA)
+    return UtilityRow.from_columns(columns)

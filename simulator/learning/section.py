@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from shufflesim.protocols.learning.randomizers import GaussianGradient
 from shufflesim.simulator.errors import ScenarioError, UserError
 from shufflesim.simulator.learning.data import Dataset, Split, load_dataset, prepare
 from shufflesim.simulator.learning.files import expand_variables
-from shufflesim.simulator.learning.train import LearningConfig, train_on_split
+from shufflesim.simulator.learning.train import LearningConfig, LearningOptions, train_on_split
 from shufflesim.simulator.results.tables import (
     POINT_COLUMNS,
     TABLE_SCHEMAS,
@@ -50,7 +50,7 @@ LEARNING_KEY = 0x6C726E
 
 
 @dataclass(frozen=True)
-class LearningSection:
+class LearningSection(LearningOptions):
     """The parsed ``[learning]`` section (docs/learning.md describes every key).
 
     ``clients_per_step``: clients sampled *without replacement* per step (002 Sec. 5.2; each
@@ -62,24 +62,7 @@ class LearningSection:
     the input, e.g. MNIST pixels in [0, 1] through the PCA, as 003). ``delta``: the
     central delta of every bound of the accounting."""
 
-    data: str = "digits"
-    label_column: str = "label"
-    test_fraction: float = 0.25
-    pca_components: int = 60
     scale_features: bool = True
-    model: str = "softmax"
-    hidden: int = 64
-    randomizer: str = "gaussian"
-    delta0: float = 1e-5
-    clip: float = 1.0
-    calibration: str = "analytic"
-    privacy_unit: str = "client"
-    examples_per_client: int = 1
-    clients_per_step: int = 1
-    epochs: int = 10
-    learning_rate: float = 0.05
-    schedule: str = "constant"
-    l2: float = 0.0
     repetitions: int = 1
     delta: float = 1e-4
 
@@ -99,14 +82,9 @@ class LearningSection:
                              self.privacy_unit)
 
     def config(self, epsilon0) -> LearningConfig:
-        return LearningConfig(
-            data=self.data, label_column=self.label_column, test_fraction=self.test_fraction,
-            pca_components=self.pca_components or None, model=self.model, hidden=self.hidden,
-            randomizer=self.randomizer, epsilon0=epsilon0, delta0=self.delta0, clip=self.clip,
-            calibration=self.calibration, privacy_unit=self.privacy_unit,
-            examples_per_client=self.examples_per_client,
-            clients_per_step=self.clients_per_step, epochs=self.epochs,
-            learning_rate=self.learning_rate, schedule=self.schedule, l2=self.l2)
+        options = {f.name: getattr(self, f.name) for f in fields(LearningOptions)}
+        return LearningConfig(**{**options, "pca_components": self.pca_components or None,
+                                 "epsilon0": epsilon0})
 
 
 LEARNING_SCHEMA = table_schema([

@@ -45,22 +45,20 @@ SCHEDULES = ("constant", "inverse_sqrt", "cosine")
 
 
 @dataclass(frozen=True)
-class LearningConfig:
-    """Options of one training run (the future ``[learning]`` section's keys).
-
-    ``epsilon0`` and ``delta0`` are a scalar or one value per client (length ``n_clients``,
-    in the order of the clients; personalized budgets of 003)."""
+class LearningOptions:
+    """The training options of the ``[learning]`` section, declared once (docs/learning.md
+    describes every key): the section (simulator/learning/section.py, ``LearningSection``) adds
+    its own keys to them, and one training run (:class:`LearningConfig`) widens a few."""
 
     data: str = "digits"
     label_column: str = "label"
     test_fraction: float = 0.25
-    pca_components: int | None = 60
+    pca_components: int = 60
     model: str = "softmax"
     hidden: int = 64
     randomizer: str = "gaussian"
-    epsilon0: float | tuple = 1.0
-    delta0: float | tuple = 1e-5
-    clip: float | None = 1.0
+    delta0: float = 1e-5
+    clip: float = 1.0
     calibration: str = "analytic"
     privacy_unit: str = "client"
     examples_per_client: int = 1
@@ -69,6 +67,19 @@ class LearningConfig:
     learning_rate: float = 0.05
     schedule: str = "constant"
     l2: float = 0.0
+
+
+@dataclass(frozen=True)
+class LearningConfig(LearningOptions):
+    """Options of one training run: the section's options, with ``epsilon0`` and ``delta0`` a
+    scalar or one value per client (length ``n_clients``, in the order of the clients;
+    personalized budgets of 003), ``pca_components`` None for no PCA and ``clip`` None
+    without a randomizer."""
+
+    pca_components: int | None = 60
+    delta0: float | tuple = 1e-5
+    clip: float | None = 1.0
+    epsilon0: float | tuple = 1.0
 
     def __post_init__(self):
         def bad(key, requirement):

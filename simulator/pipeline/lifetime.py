@@ -39,6 +39,9 @@ per-batch epsilon: bounds are non-decreasing in every user's budget).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Annotated
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,23 +49,29 @@ import pyarrow.compute as pc
 from shufflesim.protocols.accounting import compose as accounting
 from shufflesim.protocols.accounting.pairs import SUPPORTED
 from shufflesim.protocols.errors import ParameterError
-from shufflesim.simulator.results.tables import POINT_COLUMNS, table_schema
+from shufflesim.simulator.results.records import Record
 
 TABLE = "users"
 
 #: users.parquet: one row per user of every repetition of every point run with rounds > 1.
-USERS_SCHEMA = table_schema([
-    *POINT_COLUMNS,
-    ("repetition", pa.int32()),
-    ("user", pa.int64()),
-    ("colluding", pa.bool_()),
-    ("rounds", pa.int32()),
-    ("smallest_batch", pa.int64()),
-    ("epsilon", pa.float64()),
-    ("delta", pa.float64()),
-    ("method", pa.string()),
-    ("note", pa.string()),
-], nullable=("epsilon",))
+@dataclass(frozen=True)
+class UserRow(Record):
+    """One row of users.parquet: one user of one repetition of one point (docs/results.md)."""
+
+    point: Annotated[int, pa.int32()]
+    overrides: str
+    repetition: Annotated[int, pa.int32()]
+    user: int
+    colluding: bool
+    rounds: Annotated[int, pa.int32()]
+    smallest_batch: int
+    epsilon: float | None
+    delta: float
+    method: str
+    note: str
+
+
+USERS_SCHEMA = UserRow.schema()
 
 #: Above this many distinct signatures in one repetition the size grid is coarsened.
 MAX_SIGNATURES = 400
@@ -219,7 +228,7 @@ def users_table(point: int, overrides: str, repetition: int, columns: dict) -> p
     head = {"point": np.full(users, point, dtype=np.int32),
             "overrides": _strings(np.zeros(users, dtype=np.int32), [overrides]),
             "repetition": np.full(users, repetition, dtype=np.int32)}
-    return pa.table({**head, **columns}, schema=USERS_SCHEMA)
+    return UserRow.from_columns({**head, **columns})
 
 
 def summary(epsilon) -> dict[str, float]:

@@ -17,7 +17,9 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,6 +27,7 @@ import pyarrow.parquet as pq
 from shufflesim.protocols.registry import Registry
 from shufflesim.simulator import __version__
 from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.results.records import Record
 
 Columns = Iterable[tuple[str, pa.DataType]]
 
@@ -43,18 +46,24 @@ def table_schema(columns: Columns, nullable: Collection[str] = ()) -> pa.Schema:
                       for name, dtype in columns])
 
 
-UTILITY_SCHEMA = table_schema([
-    *POINT_COLUMNS,
-    ("randomizer", pa.string()),
-    ("estimator", pa.string()),
-    ("n", pa.int64()),
-    ("epsilon0", pa.float64()),
-    ("path", pa.string()),
-    ("repetition", pa.int32()),
-    ("metric", pa.string()),
-    ("reference", pa.string()),
-    ("value", pa.float64()),
-])
+@dataclass(frozen=True)
+class UtilityRow(Record):
+    """One row of the ``utility`` table (docs/results.md): one metric of one repetition."""
+
+    point: Annotated[int, pa.int32()]
+    overrides: str
+    randomizer: str
+    estimator: str
+    n: int
+    epsilon0: float
+    path: str
+    repetition: Annotated[int, pa.int32()]
+    metric: str
+    reference: str
+    value: float
+
+
+UTILITY_SCHEMA = UtilityRow.schema()
 
 #: Result tables' schemas by table name.
 TABLE_SCHEMAS: Registry[pa.Schema] = Registry(

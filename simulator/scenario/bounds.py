@@ -41,12 +41,10 @@ within a process: sweep points that differ only in, e.g., the estimator share th
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-import numpy as np
 import pyarrow as pa
 
 from shufflesim.protocols.accounting import baselines as accounting_baselines
@@ -57,12 +55,8 @@ from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.registry import closest
 from shufflesim.simulator.errors import ScenarioError
 from shufflesim.simulator.population.budgets import budget_profile
-from shufflesim.simulator.results.tables import (
-    POINT_COLUMNS,
-    TABLE_SCHEMAS,
-    register_table_schema,
-    table_schema,
-)
+from shufflesim.simulator.results.records import Record
+from shufflesim.simulator.results.tables import TABLE_SCHEMAS, register_table_schema
 from shufflesim.simulator.scenario.convert import ParseContext, parse_dataclass
 from shufflesim.simulator.scenario.model import Scenario
 from shufflesim.simulator.scenario.producers import register_table_producer
@@ -72,26 +66,35 @@ SECTION = "bounds"
 TABLE = "bounds"
 HOMOGENEOUS = "shuffled randomizer (one eps0)"
 
-BOUNDS_SCHEMA = table_schema([
-    *POINT_COLUMNS,
-    ("randomizer", pa.string()),
-    ("n", pa.int64()),
-    ("epsilon0", pa.float64()),
-    ("budget", pa.string()),
-    ("delta", pa.float64()),
-    ("rounds", pa.int64()),
-    ("method", pa.string()),
-    ("kind", pa.string()),
-    ("mechanism", pa.string()),
-    ("epsilon", pa.float64()),
-    ("epsilon_error", pa.float64()),
-    ("naive_epsilon", pa.float64()),
-    ("status", pa.string()),
-    ("statuses", pa.string()),
-    ("reference", pa.string()),
-    ("note", pa.string()),
-    ("error", pa.string()),
-], nullable=("epsilon", "epsilon_error", "naive_epsilon"))
+@dataclass(frozen=True)
+class BoundRow(Record):
+    """One row of the ``bounds`` table (docs/results.md): its columns, in order."""
+
+    point: Annotated[int, pa.int32()]
+    overrides: str
+    randomizer: str
+    n: int
+    epsilon0: float
+    budget: str
+    delta: float
+    rounds: int
+    method: str
+    kind: str
+    mechanism: str
+    epsilon: float | None
+    epsilon_error: float | None
+    naive_epsilon: float | None
+    status: str
+    statuses: str
+    reference: str
+    note: str
+    error: str
+
+
+BOUNDS_SCHEMA = BoundRow.schema()
+#: The columns a catalogue evaluation's record (BoundEvaluation.record) fills as they are.
+_EVALUATION_COLUMNS = ("method", "kind", "epsilon", "epsilon_error", "status", "reference",
+                       "note", "error")
 
 
 @dataclass(frozen=True)
@@ -195,13 +198,10 @@ def _records(settings, delta: float, methods) -> list[dict]:
         for ev in evaluations:
             record = ev.record()
             rows.append({
+                **{column: record[column] for column in _EVALUATION_COLUMNS},
                 "budget": _profile_label(profile),
-                "method": record["method"], "kind": record["kind"],
                 "mechanism": mechanisms.get(record["method"], HOMOGENEOUS),
-                "epsilon": record["epsilon"], "epsilon_error": record["epsilon_error"],
-                "status": record["status"], "statuses": ", ".join(record["statuses"]),
-                "reference": record["reference"], "note": record["note"],
-                "error": record["error"],
+                "statuses": ", ".join(record["statuses"]),
             })
         _CACHE[key] = rows
     return _CACHE[key]
@@ -329,20 +329,14 @@ def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
         for delta in section.delta:
             for rounds in section.round_counts:
                 for record in _round_records(settings, delta, rounds, section):
-                    rows.append({
-                        "point": point.index, "overrides": point.overrides_json(),
-                        "randomizer": settings.randomizer_name, "n": settings.population.n,
-                        "epsilon0": float(settings.epsilon0), "delta": float(delta),
-                        **record,
-                    })
+                    rows.append(BoundRow(
+                        point=point.index, overrides=point.overrides_json(),
+                        randomizer=settings.randomizer_name, n=settings.population.n,
+                        epsilon0=float(settings.epsilon0), delta=float(delta), **record))
     if not rows:
         return {}
-    columns = {field.name: [row[field.name] for row in rows] for field in BOUNDS_SCHEMA}
-    # inf (no certified eps) stays inf; NaN -> null
-    for name in ("epsilon", "epsilon_error", "naive_epsilon"):
-        columns[name] = [None if v is None or math.isnan(v) else float(v) for v in columns[name]]
-    columns["point"] = np.asarray(columns["point"], dtype=np.int32)
-    return {TABLE: pa.table(columns, schema=BOUNDS_SCHEMA)}
+    # inf (no certified eps) stays inf; NaN -> null (Record.table)
+    return {TABLE: BoundRow.table(rows)}
 
 
 register_section(SECTION, parse_section)

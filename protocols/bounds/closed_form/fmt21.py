@@ -33,8 +33,21 @@ from shufflesim.protocols.errors import ParameterError, require
 
 # -- closed forms ----------------------------------------------------------------------------------
 def fmt21_max_epsilon0(n: int, delta: float) -> float:
-    """Largest eps0 allowed by 002 Thm 3.1: log(n / (16 log(2/delta)))."""
-    return math.log(n / (16.0 * math.log(2.0 / delta)))
+    """Largest eps0 for which 002 Thm 3.1 / 3.8 is proven: log(n / (16 log(4/delta))).
+
+    002 prints log(2/delta) in the regime condition of Thm 3.1, Lemma 3.5, Thm 3.8 and
+    Prop. 5.3 (all inherit it from Lemma A.1). Re-derived from the proof of Lemma A.1 (002
+    App. A): with p = e^-eps0 and probability >= 1 - delta, a Chernoff bound and Hoeffding's
+    inequality at log(4/delta) (delta/2 each side, split over the two deviations) give
+    |C - pn| <= sqrt(3 pn log(4/delta)) and |A - C/2| <= sqrt(C/2 log(4/delta)); the proof then
+    needs sqrt(3 pn log(4/delta)) <= pn/2 (pn >= 12 log(4/delta)) and
+    sqrt(C/2 log(4/delta)) <= C/4 with C >= pn/2 (pn >= 16 log(4/delta)), and writes that
+    condition itself as "p >= 16 ln(4/delta)/n". So the statement's log(2/delta) does not
+    follow from its proof; the authors' reference code uses log(4/delta) and a comment on their
+    repository calls the 2 a typo. We use the conservative log(4/delta) (issue 31): it refuses
+    a thin band of eps0 (width log(log(4/delta)/log(2/delta)), 0.048 at delta = 1e-6) that the
+    printed condition would accept."""
+    return math.log(n / (16.0 * math.log(4.0 / delta)))
 
 
 def _fmt21_closed_value(epsilon0: float, n: int, delta: float) -> float:
@@ -51,14 +64,15 @@ def _check_fmt21_regime(epsilon0: float, n: int, delta: float, theorem: str) -> 
     if not epsilon0 <= limit:
         raise ParameterError(
             "epsilon0", epsilon0,
-            f"{theorem} holds only for eps0 <= log(n / (16 log(2/delta))) = {limit:.6g} "
+            f"{theorem} holds only for eps0 <= log(n / (16 log(4/delta))) = {limit:.6g} "
             f"(n = {n}, delta = {delta:g})",
         )
 
 
 def fmt21_closed_form(epsilon0: float, n: int, delta: float) -> BoundResult:
     """002 Thm 3.1, eq. (1): eps = log(1 + (e^eps0 - 1)/(e^eps0 + 1) * (8 sqrt(e^eps0 log(4/delta))
-    / sqrt(n) + 8 e^eps0 / n)), for eps0 <= log(n / (16 log(2/delta))).
+    / sqrt(n) + 8 e^eps0 / n)), for eps0 <= log(n / (16 log(4/delta))) (the proof's condition;
+    002 prints log(2/delta): :func:`fmt21_max_epsilon0`).
 
     Applies to adaptive eps0-DP randomizers. The value is reported as printed (it may exceed eps0
     near the edge of the regime, where eps0 itself is the better bound)."""
@@ -78,7 +92,8 @@ def fmt21_closed_form(epsilon0: float, n: int, delta: float) -> BoundResult:
 
 def fmt21_approx_dp(epsilon0: float, n: int, delta: float, delta0: float) -> BoundResult:
     """002 Thm 3.8, (eps0, delta0)-DP randomizers: for delta_in with eps0 <= log(n / (16
-    log(2/delta_in))), the shuffle is (eps, delta_in + (e^eps + 1)(1 + e^-eps0 / 2) n delta0)-DP
+    log(4/delta_in))) (the condition its proof needs; 002 prints log(2/delta_in), see
+    :func:`fmt21_max_epsilon0`), the shuffle is (eps, delta_in + (e^eps + 1)(1 + e^-eps0 / 2) n delta0)-DP
     with eps = eq. (1) at delta_in.
 
     Here ``delta`` is the *total* target: we search the eps for which delta_in = delta - (e^eps +
@@ -219,11 +234,12 @@ def fmt21_krr_closed_form(randomizer, n: int, delta: float) -> BoundResult:
 # ------------------------------------------------------------------------------------------
 register(BoundSpec(
     "fmt21_closed", BoundKind.UPPER, "002 (Feldman, McMillan, Talwar 2021) Thm 3.1",
-    BoundStatus.PROVEN, "eps0 <= log(n / (16 log(2/delta)))", any_ldp,
+    BoundStatus.PROVEN, "eps0 <= log(n / (16 log(4/delta))) (the proof's constant; 002 prints "
+    "log(2/delta))", any_ldp,
     generic(fmt21_closed_form)))
 register(BoundSpec(
     "fmt21_approx_dp", BoundKind.UPPER, "002 Thm 3.8 ((eps0, delta0)-LDP randomizers)",
-    BoundStatus.PROVEN, "eps0 <= log(n / (16 log(2/delta_in))) with delta_in = delta - (e^eps "
+    BoundStatus.PROVEN, "eps0 <= log(n / (16 log(4/delta_in))) with delta_in = delta - (e^eps "
     "+ 1)(1 + e^-eps0/2) n delta0 > 0", any_ldp, fmt21_approx_dp_bound, accepts_delta0=True))
 register(BoundSpec(
     "fmt21_krr_closed", BoundKind.UPPER, "002 Thm 4.1 (k-RR specific)", BoundStatus.PROVEN,

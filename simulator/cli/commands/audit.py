@@ -32,27 +32,20 @@ import shlex
 import click
 
 from shufflesim.simulator.audit.levels import Level
+from shufflesim.simulator.calls import audit as audit_call
 from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
-    build_randomizer,
     call_timeout_option,
-    check_setting,
     delta0_option,
     flag_errors,
     limit_options,
     parse_params,
     render_table,
-    resolve_methods,
-    with_delta0,
 )
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import ProgressReport
 
-np = lazy_module("numpy")
-audit_run = lazy_module("shufflesim.simulator.audit.run")
-audit_claim = lazy_module("shufflesim.simulator.audit.claim")
 audit_tables = lazy_module("shufflesim.simulator.audit.tables")
-cost = lazy_module("shufflesim.simulator.cost")
 audit_grading = lazy_module("shufflesim.simulator.audit.grading")
 audit_report = lazy_module("shufflesim.simulator.audit.report")
 
@@ -208,63 +201,30 @@ def _claim_options(function):
 @limit_options
 def command(randomizer_name, domain_size, params, epsilon0, delta0, implementation, claim_epsilon0,
             claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
-            two_stage, shuffler, fresh_devices, support, n, deltas, trials, level, confidence, holdout_fraction,
-            shortlist, attacks, x0, x1, x2, others, bounds, no_verdicts, no_permute, seed,
-            as_json, fail_on, report_path, quiet):
+            two_stage, shuffler, fresh_devices, support, n, deltas, trials, level, confidence,
+            holdout_fraction, shortlist, attacks, x0, x1, x2, others, bounds, no_verdicts,
+            no_permute, seed, as_json, fail_on, report_path, quiet):
     """Empirical lower bounds on eps (attacks with Clopper-Pearson confidence) beside the exact
     lower bound and a verdict on every registered bound; with --implementation, of your own
     randomizer code against what it claims."""
-    _check_level_options(level, n)
-    check_setting(n, None)
     gate = _gate_confidence(fail_on, confidence)
     if report_path is not None:
         audit_report.check_path(report_path)
-    claim = None
-    randomizer = None
-    if claim_epsilon0 is not None:
-        if implementation is None or randomizer_name is not None or epsilon0 is not None \
-                or delta0 is not None:
-            raise UserError("--claim-epsilon0 names a black box: give it with --implementation "
-                            "and without --randomizer / --epsilon0")
-        bounds_interval = _interval(interval)
-        claim = audit_claim.Claim(
-            epsilon0=claim_epsilon0, delta0=claim_delta0,
-            domain_size=None if bounds_interval else domain_size, interval=bounds_interval,
-            output=output_kind, input_offset=input_offset, output_offset=output_offset)
-    else:
-        if randomizer_name is None:
-            raise UserError("--randomizer is required (or --implementation with "
-                            "--claim-epsilon0 for a black box)")
-        if epsilon0 is None:
-            raise UserError("--epsilon0 is required with --randomizer")
-        if interval is not None:
-            raise UserError("--interval describes a black box (with --claim-epsilon0)")
-        randomizer = build_randomizer(randomizer_name, epsilon0, with_delta0(
-            randomizer_name, parse_params(domain_size, params), delta0))
-    names = () if no_verdicts else resolve_methods(bounds)
-    settings = audit_run.AuditSettings(
-        trials=trials, level=level, delta=tuple(deltas), confidence=confidence,
-        holdout_fraction=holdout_fraction, shortlist=shortlist, attacks=attacks or None,
-        x0=x0, x1=x1, x2=x2, others=_probabilities(others),
-        bounds=None if names is None else tuple(names), permute=not no_permute,
-        implementation=implementation, input_offset=input_offset, output_offset=output_offset,
+    prepared = audit_call.prepare(
+        trials=trials, randomizer_name=randomizer_name, epsilon0=epsilon0,
+        params=parse_params(None, params), delta0=delta0, implementation=implementation,
+        claim_epsilon0=claim_epsilon0, claim_delta0=claim_delta0,
+        interval=_interval(interval), domain_size=domain_size, output=output_kind,
+        input_offset=input_offset, output_offset=output_offset,
         vectorized=False if not_vectorized else None, two_stage=two_stage, shuffler=shuffler,
-        claim_delta0=claim_delta0, support=support, fresh_devices=fresh_devices)
-    if implementation is None:
-        for flag, value in (("--shuffler", shuffler), ("--two-stage", two_stage or None),
-                            ("--not-vectorized", not_vectorized or None)):
-            if value is not None:
-                raise UserError(f"{flag} applies to an audit of --implementation")
-    outputs = getattr(randomizer, "output_size", None) if randomizer is not None else None
-    estimate = cost.check(cost.audit_cost(level, trials, n, outputs, implementation is not None))
-    seq = (np.random.SeedSequence(seed) if implementation is None
-           else audit_run.implementation_seed(seed))
-    report = ProgressReport(f"auditing ({estimate.describe()})", enabled=not quiet,
+        support=support, n=n, deltas=deltas, level=level, confidence=confidence,
+        holdout_fraction=holdout_fraction, shortlist=shortlist, attacks=attacks, x0=x0, x1=x1,
+        x2=x2, others=_probabilities(others), bounds=bounds, verdicts=not no_verdicts,
+        permute=not no_permute, fresh_devices=fresh_devices, seed=seed)
+    randomizer, claim, settings = prepared.randomizer, prepared.claim, prepared.settings
+    report = ProgressReport(f"auditing ({prepared.estimate.describe()})", enabled=not quiet,
                             unit="steps")
-    # the user's code prints to stderr (simulator/usercode.py): --json always parses
-    with report, report.heartbeat():
-        records = audit_run.run_audit(settings, randomizer, n, seq, progress=report,
-                                      claim=claim)
+    records = audit_call.run_prepared(prepared, report)
     what = randomizer if claim is None else claim.describe()
     if implementation is not None:
         what = f"{implementation} claiming {what!r}" if claim is None else \
@@ -338,18 +298,6 @@ def _interval(text: str | None) -> tuple[float, float] | None:
     except ValueError:
         raise UserError(f"--interval = {text!r}: expected LOW,HIGH") from None
     return low, high
-
-
-def _check_level_options(level: str, n: int | None) -> None:
-    """--n belongs to the shuffle and pipeline levels, where it is required; the randomizer
-    level audits one user's randomizer and refuses it rather than ignore it."""
-    if level == Level.RANDOMIZER.value:
-        if n is not None:
-            raise UserError(f"--n = {n}: the randomizer level audits one user's randomizer; "
-                            "--n and --delta apply to the shuffle and pipeline levels")
-    elif n is None:
-        raise UserError(f"--n is required at the {level} level (the number of users shuffled "
-                        "together)")
 
 
 def _probabilities(text: str | None) -> tuple[float, ...] | None:

@@ -22,6 +22,7 @@ from shufflesim.simulator.cli.options import (
     randomizer_options,
     render_table,
 )
+from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import ProgressReport
 
 #: The default table (within 100 columns); --wide adds delta, the full statuses and references.
@@ -34,6 +35,23 @@ STATUS_LEGEND = ("status: approx = approximate (asymptotic constant dropped); cl
                  "relies-on-stronger-clone-reduction (000 Sec. 3.3)")
 BELOW = "BELOW-LB"
 NOT_COMPOSED = "does not compose over rounds:"
+
+
+def parse_budgets(text: str | None) -> list[tuple[float, int]] | None:
+    """--budgets EPS:COUNT,... -> [(eps, count), ...]."""
+    if text is None:
+        return None
+    groups = []
+    for item in text.split(","):
+        eps, sep, count = item.partition(":")
+        try:
+            groups.append((float(eps), int(count)))
+        except ValueError:
+            raise UserError(f"--budgets = {text!r}: expected EPS:COUNT,... (e.g. "
+                            "0.5:300,2:700)") from None
+        if not sep:
+            raise UserError(f"--budgets = {text!r}: expected EPS:COUNT,...")
+    return groups
 
 
 def _number(value) -> str:
@@ -81,9 +99,14 @@ def notes(records: list[dict]) -> list[str]:
 
 @click.command("bound")
 @randomizer_options
-@click.option("--epsilon0", type=float, required=True, help="Local budget eps0.")
+@click.option("--epsilon0", type=float, default=None,
+              help="Local budget eps0 (required unless --budgets).")
 @delta0_option
-@click.option("--n", "n", type=int, required=True, help="Number of users shuffled together.")
+@click.option("--n", "n", type=int, default=None,
+              help="Number of users shuffled together (required unless --budgets).")
+@click.option("--budgets", default=None, metavar="EPS:COUNT,...",
+              help="Per-user budgets: groups of COUNT users with local budget EPS (the "
+                   "personalized bounds; n is the total count), e.g. 0.5:300,2:700.")
 @click.option("--delta", type=float, required=True, help="Central delta.")
 @click.option("--method", "methods", multiple=True,
               help="Bound name (repeatable); default: every applicable bound.")
@@ -96,8 +119,8 @@ def notes(records: list[dict]) -> list[str]:
                    "basic, advanced and Renyi composition beside them; the others say why not.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @flag_errors()
-def command(randomizer_name, domain_size, params, epsilon0, delta0, n, delta, methods, as_json,
-            wide, rounds, quiet):
+def command(randomizer_name, domain_size, params, epsilon0, delta0, n, budgets, delta, methods,
+            as_json, wide, rounds, quiet):
     """Amplification bounds (upper and lower) for one shuffled randomizer.
 
     An upper bound below the best proven lower bound is marked BELOW-LB (JSON:
@@ -107,12 +130,14 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, n, delta, me
     randomizer, records = bound_call.bounds(randomizer_name, epsilon0,
                                             parse_params(domain_size, params), n, delta,
                                             delta0=delta0, methods=methods, rounds=rounds,
-                                            progress=report)
+                                            budgets=parse_budgets(budgets), progress=report)
     if as_json:
         click.echo(json.dumps(records, indent=2))
         return
     over = f", rounds = {rounds}" if rounds > 1 else ""
-    click.echo(f"{randomizer!r}, n = {n}, delta = {delta:g}{over}")
+    setting = f"n = {n}" if budgets is None else f"per-user budgets {budgets}"
+    subject = getattr(randomizer, "randomizer", randomizer)  # PersonalizedUsers: its family
+    click.echo(f"{subject!r}, {setting}, delta = {delta:g}{over}")
     click.echo(render_table(table_rows(records, wide), WIDE_COLUMNS if wide else COLUMNS))
     if not wide:
         click.echo(STATUS_LEGEND)

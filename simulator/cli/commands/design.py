@@ -13,6 +13,7 @@ from shufflesim.simulator.cli.options import flag_errors, render_table
 from shufflesim.simulator.errors import UserError
 
 runner = lazy_module("shufflesim.simulator.design.runner")
+runner_groups = lazy_module("shufflesim.simulator.design.groups")
 output = lazy_module("shufflesim.simulator.design.output")
 
 #: Multipliers of the target for the figure's curves.
@@ -22,7 +23,7 @@ FLAGS = {"task": "--task", "n": "--n", "target_epsilon": "--target-epsilon",
          "interval": "--interval", "metric": "--metric", "max_bits": "--max-bits",
          "max_messages": "--max-messages", "min_epsilon0": "--min-epsilon0",
          "max_epsilon0": "--max-epsilon0", "bound": "--bound", "validate": "--validate",
-         "only": "--randomizer"}
+         "only": "--randomizer", "groups": "--groups"}
 
 
 def _numbers(flag: str, text: str | None, kind=float) -> list | None:
@@ -52,7 +53,8 @@ def _check_paths(write_scenario: str | None, out: str | None) -> None:
 @click.option("--interval", default=None, help="LOW,HIGH: the inputs' range (mean, sum).")
 @click.option("--n", "n_text", required=True, help="Users per round (a number or a list a,b).")
 @click.option("--rounds", type=int, default=1, show_default=True, help="Rounds T.")
-@click.option("--target-epsilon", type=float, required=True, help="Lifetime central epsilon.")
+@click.option("--target-epsilon", type=float, default=None,
+              help="Lifetime central epsilon (or --groups).")
 @click.option("--delta", type=float, required=True, help="Lifetime central delta.")
 @click.option("--metric", default="l2", show_default=True, help="Rank by mse, l2 or linf.")
 @click.option("--max-bits", type=int, default=None, help="Bits per user per round at most.")
@@ -66,6 +68,11 @@ def _check_paths(write_scenario: str | None, out: str | None) -> None:
 @click.option("--binary", is_flag=True, help="Mean/sum inputs take only LOW or HIGH.")
 @click.option("--thorough", is_flag=True,
               help="T = 1: try the specific optimal-blanket bound for every candidate (slow).")
+@click.option("--unproven", is_flag=True,
+              help="T = 1: add the eps0 of a non-proven bound in a separate, labelled column.")
+@click.option("--groups", default=None,
+              help="Budget groups, each shuffled on its own: a preset (gspa-three-groups, "
+                   "gspa-mixed), a CSV file (fraction,epsilon) or f:eps,f:eps.")
 @click.option("--validate", type=int, default=0, help="Simulate R repetitions of the best 3.")
 @click.option("--seed", type=int, default=30, show_default=True, help="Seed of --validate.")
 @click.option("--write-scenario", default=None, help="Write the best design as a scenario.")
@@ -74,12 +81,18 @@ def _check_paths(write_scenario: str | None, out: str | None) -> None:
 @flag_errors(FLAGS)
 def command(task, domain_size, interval, n_text, rounds, target_epsilon, delta, metric,
             max_bits, max_messages, min_epsilon0, max_epsilon0, bound, only, zipf, binary,
-            thorough, validate, seed, write_scenario, out, as_json):
+            thorough, unproven, groups, validate, seed, write_scenario, out, as_json):
     """Rank every applicable randomizer for a lifetime (eps, delta) target over T rounds."""
     ns = _numbers("--n", n_text, int)
     bounds = _numbers("--interval", interval)
     if bounds is not None and len(bounds) != 2:
         raise UserError(f"--interval = {interval!r}: must be LOW,HIGH")
+    if (target_epsilon is None) == (groups is None):
+        raise UserError("--target-epsilon / --groups: give exactly one (the lifetime target, or "
+                        "budget groups with their own targets)")
+    if groups is not None and (validate or write_scenario):
+        raise UserError("--groups: --validate and --write-scenario take one shuffled "
+                        "population; with groups each group is shuffled on its own")
     _check_paths(write_scenario, out)
     data = None if zipf is None else {"distribution": "zipf", "exponent": zipf}
     kwargs = dict(task=task, n=ns if len(ns) > 1 else ns[0], target_epsilon=target_epsilon,
@@ -87,18 +100,31 @@ def command(task, domain_size, interval, n_text, rounds, target_epsilon, delta, 
                   interval=None if bounds is None else tuple(bounds), metric=metric,
                   max_bits=max_bits, max_messages=max_messages, min_epsilon0=min_epsilon0,
                   max_epsilon0=max_epsilon0, bound=bound, data=data, binary=binary,
-                  only=list(only) or None, thorough=thorough)
-    frame = runner.design(**kwargs, validate=validate, seed=seed)
+                  only=list(only) or None, thorough=thorough, unproven=unproven)
+    if groups is not None:
+        if ":" in groups and not Path(groups).exists():
+            try:
+                groups = [tuple(float(v) for v in part.split(":")) for part in groups.split(",")]
+            except ValueError:
+                raise UserError(f"--groups = {groups!r}: must be f:eps,f:eps, a preset or a "
+                                "file") from None
+        kwargs.pop("target_epsilon")
+        frame = runner_groups.design_groups(groups=groups, **kwargs)
+        target_epsilon = float(frame.target_epsilon.max())
+    else:
+        frame = runner.design(**kwargs, validate=validate, seed=seed)
     best = frame.iloc[0].to_dict()
     scenario = None
     if write_scenario is not None:
         scenario, _ = runner.row_scenario(best, task, domain_size=domain_size,
                                           interval=kwargs["interval"], data=data, seed=seed)
-    curves = runner.curves(kwargs, CURVE_FACTORS) if out is not None else None
+    curves = (runner.curves(kwargs, CURVE_FACTORS)
+              if out is not None and groups is None else None)
     if out is not None:
         output.write_parquet(out, frame, {k: v for k, v in kwargs.items()})
         try:
-            output.figure(curves, best, target_epsilon, metric, Path(out) / "design.png")
+            if curves is not None:
+                output.figure(curves, best, target_epsilon, metric, Path(out) / "design.png")
         except ImportError:
             click.echo("note: no figure (matplotlib missing: pip install 'shufflesim[plot]')",
                        err=True)
@@ -107,8 +133,10 @@ def command(task, domain_size, interval, n_text, rounds, target_epsilon, delta, 
     if as_json:
         click.echo(json.dumps(output.records(frame), indent=2))
         return
-    click.echo(f"{task}, n = {n_text}, T = {rounds}, lifetime target eps = {target_epsilon:g}, "
-               f"delta = {delta:g}; ranked by predicted {metric}")
+    goal = (f"lifetime target eps = {target_epsilon:g}" if groups is None
+            else "budget groups (each shuffled on its own)")
+    click.echo(f"{task}, n = {n_text}, T = {rounds}, {goal}, delta = {delta:g}; ranked by "
+               f"predicted {metric}")
     header, rows = output.table_rows(frame, metric)
     click.echo(render_table(rows, header))
     click.echo(f"choice: {best['randomizer']} {best['parameters']} at eps0 = "

@@ -13,10 +13,8 @@ import json
 
 import click
 
+from shufflesim.simulator.calls.catalogue import catalogue
 from shufflesim.simulator.cli import catalogue_cache
-from shufflesim.simulator.lazy import lazy_module
-
-calls_catalogue = lazy_module("shufflesim.simulator.calls.catalogue")
 
 
 def _format_parameters(parameters: list[dict]) -> str:
@@ -33,7 +31,7 @@ def command(as_json: bool) -> None:
     """List randomizers, estimators, distributions, bounds and audit attacks."""
     printed = catalogue_cache.load()
     if printed is None:
-        info = calls_catalogue.catalogue()
+        info = catalogue()
         printed = {"json": json.dumps(info, indent=2, default=str), "text": render(info)}
         catalogue_cache.store(printed)
     click.echo(printed["json"] if as_json else printed["text"])

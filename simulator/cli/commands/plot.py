@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import click
 
-from shufflesim.simulator.cli.lazy import lazy_module
-
-plotting = lazy_module("shufflesim.simulator.plotting")
-#: The modules that register the result tables' schemas (plot checks tables against them).
-SCHEMA_MODULES = ("shufflesim.simulator.plugins", "shufflesim.simulator.pipeline.unit")
+from shufflesim.simulator.calls import plot as plot_call
 
 
 @click.command("plot")
@@ -26,18 +21,10 @@ def command(results_dir: Path, out_dir: Path | None, quiet: bool) -> None:
     directory of runs such as results/): utility versus eps0, the mae versus every numeric
     swept key, eps versus n per bound (other protocols marked), audit sandwiches, per-batch eps
     of pipeline runs. Needs matplotlib (the `plot` extra)."""
-    plotting.require_matplotlib()
-    for name in SCHEMA_MODULES:
-        importlib.import_module(name)
-    runs = plotting.find_runs(results_dir)
-    written = []
-    for run in runs:
-        out = (run / "plots") if out_dir is None else out_dir
-        prefix = f"{run.name}_" if out_dir is not None and len(runs) > 1 else ""
-        files = plotting.plot_run(run, out, prefix=prefix)
-        if not files and not quiet:
+    written, empty = plot_call.plot(results_dir, out_dir)
+    if not quiet:
+        for run in empty:
             click.echo(f"{run}: nothing to plot", err=True)
-        written += files
     if not quiet:
         for path in written:
             click.echo(f"wrote {path}")

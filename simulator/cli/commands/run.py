@@ -27,23 +27,14 @@ from pathlib import Path
 
 import click
 
+from shufflesim.simulator.calls import run as run_call
 from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import call_timeout_option, limit_options
 from shufflesim.simulator.errors import UserError
-from shufflesim.simulator.execution.executors import (
-    DASK,
-    EXECUTORS,
-    LOCAL,
-    default_workers,
-    make_executor,
-)
+from shufflesim.simulator.execution.executors import EXECUTORS
 from shufflesim.simulator.execution.progress import ProgressReport
 
-results = lazy_module("shufflesim.simulator.results.tables")
 resume = lazy_module("shufflesim.simulator.execution.resume")
-runner = lazy_module("shufflesim.simulator.execution.runner")
-cost = lazy_module("shufflesim.simulator.cost")
-scenario_module = lazy_module("shufflesim.simulator.scenario.loader")
 units = lazy_module("shufflesim.simulator.execution.units")
 
 INTERRUPTED = "interrupted; run the same command again to resume"
@@ -143,20 +134,15 @@ def command(scenario: Path, out_dir: Path, seed: int | None, workers: int | None
 
 def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
          executor: str | None, scheduler: str | None, quiet: bool, signals: _Signals) -> None:
-    loaded = scenario_module.load_scenario(scenario)
-    if seed is not None:
-        loaded = loaded.with_seed(seed)
-    kind = executor or (DASK if scheduler is not None else LOCAL)
+    loaded = run_call.load(scenario, seed)
     run_dir = out_dir / loaded.name
-    estimate = cost.check(cost.run_cost(loaded), workers or default_workers())
+    estimate = run_call.plan(loaded, workers)
     try:
-        with make_executor(kind, workers, scheduler) as pool, \
-                ProgressReport(f"running {loaded.name} ({estimate.describe()})",
-                               enabled=not quiet) as progress:
-            tables = runner.run_scenario(loaded, progress=progress, executor=pool,
-                                         run_dir=run_dir,
-                                         memory_per_worker=cost.memory_per_worker(
-                                             min(pool.workers, loaded.total_repetitions)))
+        with ProgressReport(f"running {loaded.name} ({estimate.describe()})",
+                            enabled=not quiet) as progress:
+            tables, run_dir = run_call.execute(loaded, out_dir, workers=workers,
+                                               executor=executor, scheduler=scheduler,
+                                               progress=progress)
     except BrokenProcessPool:
         if signals.received is not None:  # the signal reached the workers first
             raise Interrupted(signals.received) from None
@@ -172,9 +158,7 @@ def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
         raise UserError(f"out of memory ({detail}): run again with fewer --workers or a "
                         f"smaller batch.memory_mb{_kept_parts(run_dir)}") from None
     with signals.held():  # the tables go in place whole; a signal now waits for them
-        metadata = results.run_metadata(loaded.text, loaded.seed)
-        written = results.write_tables(run_dir, tables, metadata)
-        resume.finish(run_dir, written)
+        written = run_call.write(loaded, run_dir, tables)
     if not quiet:
         for path in written:
             click.echo(f"wrote {path} ({tables[path.stem].num_rows} rows)")

@@ -1,0 +1,144 @@
+"""Dominating (or dominated) pairs of a symmetric count pair in O(blocks x D) work (issue 32).
+
+For a symmetric pair (enumeration.is_symmetric: two informative groups of equal weight w with
+a1 - b1 = -(a2 - b2) = g, hence a1 + a2 = b1 + b2 = 2 sbar) write S = h1 + h2, D = h1 - h2 and
+m = sbar S + r h3. Under the reference multinomial M, h1 | (S, h3) ~ Bin(S, 1/2), and
+
+    A = m + alpha D,  B = m + beta D,   alpha = (a1 - a2) / 2,  beta = (b1 - b2) / 2.
+
+Summing over h3 given S (h3 | S ~ Bin(n - S, rho), rho = w_neutral / (w_neutral + w_null)):
+
+    P0(S, D) = P(S) Bin_S(D) (mu(S) + alpha D) / n,   mu(S) = E[m | S] = sbar S + r rho (n - S),
+
+and P1 likewise with beta: the pair is exactly the pi-mixture (pi(S) = P(S) mu(S) / n, the same
+under P0 and P1) of the pairs
+
+    pair(S, mu):  P0(D) = Bin_S(D) (mu + alpha D) / mu,  P1(D) = Bin_S(D) (mu + beta D) / mu,
+
+Bin_S the law of 2 Bin(S, 1/2) - S (revealing S to the adversary gives a dominating pair, as
+the former enumeration did). Two post-processings order these pairs:
+
+* m' >= m: pair(S, m') = (m / m') pair(S, m) + (1 - m / m') (Bin_S, Bin_S), a coin flip
+  between the pair and an output that does not depend on the data;
+* adding an independent fair +-1 to D maps pair(S, m) to pair(S + 1, m (S + 1) / S)
+  (E[step | D'] = D' / (S + 1) under Bin_{S+1}).
+
+The pair that reveals h3 is a mixture of pair(S, m(S, h3)) with h3 revealed, and it is *not*
+dominated by the h3-marginal (a mixture of PLDs is not the PLD of the mixed pair): dropping h3
+is a post-processing of the round's pair. So the marginal serves lower bounds always, and
+upper bounds only when there is no neutral group (r = 0 or w_neutral = 0: h3 carries no
+information, e.g. the clone pair); :func:`block_pairs_apply` says which.
+
+Hence pair(S, m) is a post-processing of pair(Sa, ma) whenever S >= Sa and m / S >= ma / Sa.
+mu(S) / S decreases in S, so for a block of S values [Sa, Sb] every pair(S, mu(S)) in it is a
+post-processing of pair(Sa, Sa mu(Sb) / Sb) (upper bounds: a dominating pair, for every
+divergence with data processing, hence under composition: Zhu-Dong-Wang 2022 Thm 10), and
+pair(Sb, Sb mu(Sa) / Sa) is a post-processing of each of them (lower bounds: a dominated pair).
+Each block costs one binomial pmf over D: the work is O(blocks x D), with at most
+``MAX_ENTRIES`` entries, instead of O(S x D x h3 bins) = O(n). Single-S blocks are exact.
+Tightness: a block changes the loss scale by about its relative width in S (~1e-5 at n = 1e6).
+
+The outcomes (block, D) are returned as enumeration.Aggregates with lo = hi = ell (the exact
+losses of the chosen pair) and their pi-weighted masses, so pld.py discretises them as before.
+Mass not enumerated: S outside its window (P0-mass <= max a times the M-mass) and D outside
+each block pair's window (P0-mass <= (1 + |alpha| / sbar) times the binomial tail, since
+|D| <= S and mu >= sbar S; P1 likewise with beta).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from shufflesim.protocols.accounting.enumeration import (
+    Aggregates,
+    _half_binomial_log_pmf,
+    interval_mass,
+    is_symmetric,
+    window,
+)
+from shufflesim.protocols.accounting.pairs import CountModel
+from shufflesim.protocols.distributions import binom
+from shufflesim.protocols.errors import require
+
+
+def block_pairs_apply(model: CountModel, side: str) -> bool:
+    """True when :func:`block_aggregates` gives a valid pair for ``side`` (module docstring):
+    symmetric pairs, for upper bounds only without a neutral group."""
+    if not is_symmetric(model):
+        return False
+    return side == "lower" or model.r == 0.0 or model.w_neutral == 0.0
+
+
+#: Largest number of (block, D) entries (sets the block width).
+MAX_ENTRIES = 1 << 21
+
+
+def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
+                     max_entries: int = MAX_ENTRIES) -> Aggregates:
+    """Outcomes of the dominating (``side`` "upper") or dominated ("lower") block pairs of a
+    symmetric ``model`` with n users (module docstring)."""
+    require(side in ("upper", "lower"), "side", side, "must be 'upper' or 'lower'")
+    require(block_pairs_apply(model, side), "model", model.label,
+            f"block pairs do not give a valid {side} pair for it")
+    (a1, a2), (b1, b2) = model.a, model.b
+    w, r = model.w[0], model.r
+    sbar = 0.25 * (a1 + a2 + b1 + b2)
+    alpha, beta = 0.5 * (a1 - a2), 0.5 * (b1 - b2)
+    wsum = model.w_neutral + model.w_null
+    rho = 0.0 if model.w_neutral <= 0 or wsum <= 0 else min(1.0, model.w_neutral / wsum)
+    s_lo, s_hi = (int(v[0]) for v in window(np.array([n]), min(1.0, 2 * w), tail))
+    tail_s = float(interval_mass(0, s_lo - 1, n, 2 * w) + interval_mass(s_hi + 1, n, n, 2 * w))
+    S_all = np.arange(max(s_lo, 1), max(s_hi, 1) + 1, dtype=float)
+    mu = sbar * S_all + r * rho * (n - S_all)
+    pi = binom.pmf(S_all, n, min(1.0, 2 * w)) * mu / n
+    # S = 0 (in the window when s_lo = 0): D = 0, the same outcome under P0 and P1 (loss 0)
+    zero = float(binom.pmf(0, n, min(1.0, 2 * w)) * r * rho * n / n) if s_lo == 0 else 0.0
+    width_t = float(8.5 * np.sqrt(max(s_hi, 1)) + 40)   # t per block (+-8 sd of Bin(S, 1/2))
+    blocks = max(1, min(S_all.size, int(max_entries // width_t)))
+    step = int(math.ceil(S_all.size / blocks))
+    starts = np.arange(0, S_all.size, step)
+    weight = np.add.reduceat(pi, starts)
+    first, last = S_all[starts], S_all[np.minimum(starts + step, S_all.size) - 1]
+    mu_first, mu_last = mu[starts], mu[np.minimum(starts + step, S_all.size) - 1]
+    if side == "upper":
+        s_pair, m = first, first * mu_last / last
+    else:
+        s_pair, m = last, last * mu_first / first
+    keep = (weight > 0) & (m > 0)
+    s_pair, m, weight = s_pair[keep], m[keep], weight[keep]
+    h_lo, h_hi = window(s_pair, 0.5, tail)
+    c = np.floor(s_pair / 2.0)
+    t = np.arange(int((h_lo - c).min()), int((h_hi - c).max()) + 1, dtype=float)
+    tail_d = float(np.max(interval_mass(0, h_lo - 1, s_pair, 0.5)
+                          + interval_mass(h_hi + 1, s_pair, s_pair, 0.5)))
+    pmf = np.exp(_half_binomial_log_pmf(s_pair, t))           # (t, blocks)
+    D = 2.0 * (c[None, :] + t[:, None]) - s_pair[None, :]
+    base = pmf * weight[None, :]
+    p0 = base * (m[None, :] + alpha * D) / m[None, :]
+    p1 = base * (m[None, :] + beta * D) / m[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        den = m[None, :] + beta * D
+        ell = np.where(den > 0, np.log1p((alpha - beta) * D / np.where(den > 0, den, 1.0)),
+                       0.0)
+    nz = (pmf > 0) & ((p0 > 0) | (p1 > 0))
+    p0, p1, ell = p0[nz], p1[nz], ell[nz]
+    if zero > 0:
+        p0, p1, ell = np.append(p0, zero), np.append(p1, zero), np.append(ell, 0.0)
+    factor0 = 1.0 + abs(alpha) / sbar
+    factor1 = 1.0 + abs(beta) / sbar
+    return Aggregates(p0, p1, ell, ell, ell,        # lo is hi: exact losses (pld.py)
+                      max(model.a) * tail_s + factor0 * tail_d,
+                      max(model.b) * tail_s + factor1 * tail_d,
+                      int(p0.size), min(1.0, tail_s + tail_d))
+
+
+@functools.lru_cache(maxsize=8)
+def cached_block_aggregates(model: CountModel, n: int, side: str, tail: float) -> Aggregates:
+    """:func:`block_aggregates`, cached (a pure function of its arguments; arrays read-only)."""
+    agg = block_aggregates(model, int(n), side, tail=float(tail))
+    for array in (agg.p0, agg.p1, agg.ell, agg.lo, agg.hi):
+        array.flags.writeable = False
+    return agg
