@@ -48,11 +48,11 @@ def test_records_have_the_contract_fields_and_ranks():
 
 
 def test_rounds_use_the_composed_proven_bound_krr():
-    frame = design("frequency", 1000, 1.0, 1e-6, rounds=3, domain_size=4, only=["krr"])
+    frame = design("frequency", 10000, 1.0, 1e-6, rounds=3, domain_size=4, only=["krr"])
     row = frame.iloc[0]
     assert row["bound"] == "optimal-blanket" and row["rounds"] == 3
     r = make_randomizer("krr", epsilon0=row["epsilon0"], domain_size=4)
-    assert compose_rounds([Round(r, 1000, 3)], 1e-6, "optimal-blanket").epsilon <= 1.0
+    assert compose_rounds([Round(r, 10000, 3)], 1e-6, "optimal-blanket").epsilon <= 1.0
     assert row["epsilon0"] > 1.0 / 3  # amplification beats splitting the budget
 
 
