@@ -125,9 +125,19 @@ def _rounds_search(method, candidate, n, rounds, target, delta, eps0_min, eps0_m
     raise AssertionError("unreachable: the last start is eps0_min")
 
 
-def _epsilon_at(method: str, candidate: Candidate, n: int, rounds: int, delta: float,
-                eps0: float) -> float | None:
-    """The method's lifetime eps at eps0 (for the closest candidate), None without one."""
+def _epsilon_at(method: str, generic: bool, candidate: Candidate, n: int, rounds: int,
+                delta: float, eps0: float) -> float | None:
+    """The method's lifetime eps at eps0 (for the closest candidate), None without one;
+    cached like the calibrations."""
+    key = ("at", method, candidate.generic_key if generic else candidate.family_key, n, rounds,
+           delta, eps0)
+    if key not in _CACHE:
+        _CACHE[key] = _evaluate_at(method, candidate, n, rounds, delta, eps0)
+    return _CACHE[key]
+
+
+def _evaluate_at(method: str, candidate: Candidate, n: int, rounds: int, delta: float,
+                 eps0: float) -> float | None:
     try:
         r = candidate.build(eps0)
         if rounds == 1:
@@ -163,8 +173,8 @@ def certify_single(candidate: Candidate, n: int, rounds: int, target: float, del
             best = (method, value, epsilon, note)
     seconds = time.perf_counter() - started
     if best is None:
-        closest = [e for m, _ in methods
-                   if (e := _epsilon_at(m, candidate, n, rounds, delta, eps0_min)) is not None]
+        closest = [e for m, g in methods
+                   if (e := _epsilon_at(m, g, candidate, n, rounds, delta, eps0_min)) is not None]
         return Certificate(False, None, None, methods[0][0] if methods else "",
                            min(closest, default=None), reason="; ".join(reasons),
                            seconds=time.perf_counter() - started)

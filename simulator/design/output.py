@@ -70,7 +70,9 @@ def table_rows(frame: pd.DataFrame, metric: str) -> tuple[tuple[str, ...], list[
         row = [_cell(r["rank"]), *([r["group"]] if grouped else []), _cell(r["n"]),
                r["randomizer"],
                ",".join(f"{k}={v}" for k, v in params.items()) or "-",
-               _cell(r["epsilon0"]), _cell(r["blanket_messages"]), r["bound"],
+               _cell(r["epsilon0"]),
+               _cell(None if r["blanket_messages"] is None else int(r["blanket_messages"])),
+               r["bound"],
                _cell(r["epsilon"]), _cell(r["bits"]), _cell(r["messages"]),
                *(_cell(r[f"predicted_{m}"]) for m in METRICS)]
         if unproven:
@@ -81,7 +83,7 @@ def table_rows(frame: pd.DataFrame, metric: str) -> tuple[tuple[str, ...], list[
                        f", {_cell(r[f'empirical_{metric}_high'])}]")
         if not r["meets_target"]:
             at = header.index("bound")
-            row[at] = f"{r['bound']} (not met: {r['reason'][:60]})"
+            row[at] = f"{r['bound']} (not met: {r['reason'][:90]})"
         rows.append(row)
     return tuple(header), rows
 
