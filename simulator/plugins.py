@@ -4,8 +4,8 @@ modules that register into it (docs/architecture.md, "Registries and plug-ins").
 Nothing here is imported until a registry is first read: the registry
 (:class:`~shufflesim.protocols.registry.Registry`, ``declared="...:NAME"``) then imports the
 modules of its tuple, in order, and sorts its items by it. The order is meaningful: the
-audit's rows follow ``ATTACKS``, scenario sections are parsed in ``SECTIONS`` order and table
-producers' units run in ``PRODUCERS`` order (the audit's before the bounds'). A new plug-in
+audit's rows follow ``ATTACKS``, scenario sections are parsed, and table producers' units run, in
+``SECTIONS`` order (the audit's before the bounds'). A new plug-in
 module adds one line to each tuple it registers into; a third party uses the entry-point
 group ``shufflesim.plugins`` instead.
 """
@@ -22,7 +22,9 @@ ATTACKS: tuple[str, ...] = tuple(_S + m for m in (
     "audit.approximate",
 ))
 
-#: Scenario sections and their JSON Schemas (simulator/scenario/sections.py).
+#: Scenario sections and their JSON Schemas (simulator/scenario/sections.py), and the table
+#: producers a section module adds (simulator/scenario/producers.py, ``PRODUCERS``: their
+#: units run in this order, the audit's before the bounds').
 SECTIONS: tuple[str, ...] = tuple(_S + m for m in (
     "audit.section",
     "learning.section",
@@ -47,16 +49,6 @@ TABLES: tuple[str, ...] = tuple(_S + m for m in (
     "design.output",
 ))
 
-#: Table producers (simulator/scenario/producers.py, ``PRODUCERS``): their units' order.
-PRODUCERS: tuple[str, ...] = tuple(_S + m for m in (
-    "audit.section",
-    "learning.section",
-    "scenario.bounds",
-    "calls.calibrate_section",
-    "calls.compose_section",
-    "calls.rdp_section",
-))
-
 #: Estimator targets (simulator/batch/targets.py, ``TARGETS``).
 TARGETS: tuple[str, ...] = tuple(_S + m for m in (
     "batch.metrics",
@@ -76,5 +68,5 @@ BUDGET_DISTRIBUTIONS: tuple[str, ...] = tuple(_S + m for m in (
     "population.files",
 ))
 
-__all__ = ["ATTACKS", "BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "PRODUCERS", "SECTIONS",
+__all__ = ["ATTACKS", "BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "SECTIONS",
            "TABLES", "TARGETS"]

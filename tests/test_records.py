@@ -73,3 +73,13 @@ def test_a_table_from_whole_columns():
     assert table.schema == Row.schema() and table.num_rows == 2
     with pytest.raises(KeyError, match="flag"):
         Row.from_columns({"point": [0], "name": ["a"], "count": [1], "value": [None]})
+
+
+def test_the_batches_table_is_its_record():
+    from shufflesim.simulator.pipeline.analyzer import BATCHES_SCHEMA, BatchRow
+    from shufflesim.simulator.pipeline.unit import BATCHES_TABLE_SCHEMA, BatchesRow
+
+    assert BATCHES_SCHEMA == BatchRow.schema()
+    assert BATCHES_TABLE_SCHEMA == BatchesRow.schema() == TABLE_SCHEMAS.get("batches")
+    assert BATCHES_TABLE_SCHEMA.names[:4] == ["point", "overrides", "repetition", "round"]
+    assert BATCHES_TABLE_SCHEMA.names[-1] == "epsilon_reason"

@@ -105,3 +105,40 @@ def test_a_broken_plug_in_is_one_error_line(site, tmp_path):
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ")
     assert "broken = broken_plugin" in done.stderr, done.stderr
+
+
+SCENARIO = '''
+import sys
+from shufflesim.simulator.execution.executors import InlineExecutor
+from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.scenario.loader import parse_scenario
+
+tables = run_scenario(parse_scenario("""
+name = "third-party"
+seed = 2
+repetitions = 2
+[population]
+n = 1000
+data = { distribution = "uniform", domain_size = 3 }
+budget = { distribution = "constant", epsilon0 = 0.5 }
+[randomizer]
+name = "toy_krr"
+[estimator]
+name = "frequency"
+[bounds]
+delta = 1e-3
+methods = ["toy-bound"]
+"""), executor=InlineExecutor())
+assert set(tables["utility"].column("randomizer").to_pylist()) == {"toy_krr"}
+assert tables["bounds"].column("method").to_pylist() == ["toy-bound"]
+print("scenario ok")
+'''
+
+
+def test_a_scenario_sees_them(site):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    done = subprocess.run([sys.executable, "-c", SCENARIO], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "scenario ok" in done.stdout

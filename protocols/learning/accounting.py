@@ -60,8 +60,8 @@ from shufflesim.protocols.accounting.compose import compose_rounds
 from shufflesim.protocols.accounting.rounds import Round
 from shufflesim.protocols.bounds.closed_form.fmt21 import fmt21_approx_dp, fmt21_closed_form
 from shufflesim.protocols.bounds.closed_form.gdp import gdp_epsilon, gdp_mu
-from shufflesim.protocols.learning.gdp_vector import gdp_epsilons
 from shufflesim.protocols.errors import ParameterError, require, require_int_at_least
+from shufflesim.protocols.learning.gdp_vector import gdp_epsilons
 
 #: Budgets are rounded *up* to this grid before composing (so that runs share compositions; a
 #: larger eps0 only weakens the bound, the conservative side).

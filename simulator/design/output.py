@@ -14,24 +14,16 @@ import pandas as pd
 import pyarrow as pa
 
 from shufflesim.simulator.design.predict import METRICS
+from shufflesim.simulator.design.records import DesignRow
 from shufflesim.simulator.design.runner import FIELDS
 from shufflesim.simulator.results.tables import (
     TABLE_FILE_MODE,
     register_table_schema,
     run_metadata,
-    table_schema,
     write_tables,
 )
 
-_TYPES = {"rank": pa.int64(), "n": pa.int64(), "randomizer": pa.string(),
-          "parameters": pa.string(), "kind": pa.string(), "blanket_messages": pa.int64(),
-          "bound": pa.string(), "rounds": pa.int64(), "meets_target": pa.bool_(),
-          "bits": pa.int64(), "messages": pa.int64(), "validated_repetitions": pa.int64(),
-          "note": pa.string(), "reason": pa.string(), "bound_not_proven": pa.string(), "group": pa.string()}
-_REQUIRED = ("n", "randomizer", "parameters", "kind", "bound", "target_epsilon", "delta",
-             "rounds", "meets_target", "note", "reason", "seconds")
-DESIGN_SCHEMA = table_schema([(f, _TYPES.get(f, pa.float64())) for f in FIELDS],
-                             nullable=[f for f in FIELDS if f not in _REQUIRED])
+DESIGN_SCHEMA = DesignRow.schema()
 register_table_schema("design", DESIGN_SCHEMA)
 
 
@@ -66,8 +58,8 @@ def table_rows(frame: pd.DataFrame, metric: str) -> tuple[tuple[str, ...], list[
     validated = frame["validated_repetitions"].notna().any()
     unproven = frame["bound_not_proven"].notna().any()
     grouped = frame["group"].notna().any()
-    header = ["rank", *(["group"] if grouped else []), "n", "randomizer", "parameters", "eps0", "b", "bound", "eps", "bits",
-              "msgs", *(f"pred_{m}" for m in METRICS)]
+    header = ["rank", *(["group"] if grouped else []), "n", "randomizer", "parameters", "eps0",
+              "b", "bound", "eps", "bits", "msgs", *(f"pred_{m}" for m in METRICS)]
     if unproven:
         header.append("eps0 NOT PROVEN (bound)")
     if validated:
@@ -78,7 +70,9 @@ def table_rows(frame: pd.DataFrame, metric: str) -> tuple[tuple[str, ...], list[
         row = [_cell(r["rank"]), *([r["group"]] if grouped else []), _cell(r["n"]),
                r["randomizer"],
                ",".join(f"{k}={v}" for k, v in params.items()) or "-",
-               _cell(r["epsilon0"]), _cell(r["blanket_messages"]), r["bound"],
+               _cell(r["epsilon0"]),
+               _cell(None if r["blanket_messages"] is None else int(r["blanket_messages"])),
+               r["bound"],
                _cell(r["epsilon"]), _cell(r["bits"]), _cell(r["messages"]),
                *(_cell(r[f"predicted_{m}"]) for m in METRICS)]
         if unproven:
@@ -89,15 +83,24 @@ def table_rows(frame: pd.DataFrame, metric: str) -> tuple[tuple[str, ...], list[
                        f", {_cell(r[f'empirical_{metric}_high'])}]")
         if not r["meets_target"]:
             at = header.index("bound")
-            row[at] = f"{r['bound']} (not met: {r['reason'][:60]})"
+            row[at] = f"{r['bound']} (not met: {r['reason'][:90]})"
         rows.append(row)
     return tuple(header), rows
 
 
+def rows(frame: pd.DataFrame) -> list[DesignRow]:
+    """The frame's rows as :class:`DesignRow` records (parameters as sorted JSON)."""
+    out = []
+    for r in records(frame):
+        r["parameters"] = json.dumps(r["parameters"], sort_keys=True)
+        for name in ("rank", "blanket_messages", "bits", "messages", "validated_repetitions"):
+            r[name] = None if r[name] is None else int(r[name])
+        out.append(DesignRow(**{f: r[f] for f in FIELDS}))
+    return out
+
+
 def arrow_table(frame: pd.DataFrame) -> pa.Table:
-    data = {f: [r[f] for r in records(frame)] for f in FIELDS}
-    data["parameters"] = [json.dumps(p, sort_keys=True) for p in data["parameters"]]
-    return pa.table(data, schema=DESIGN_SCHEMA)
+    return DesignRow.table(rows(frame))
 
 
 def write_parquet(directory: str | Path, frame: pd.DataFrame, inputs: dict) -> list[Path]:
@@ -128,7 +131,7 @@ def figure(curves: pd.DataFrame, chosen: dict, target: float, metric: str,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = plt.subplots(figsize=(10.0, 4.8))
     key = f"predicted_{metric}"
     curves = curves.assign(label=curves.randomizer + " " + curves.parameters.str.replace(
         r'"domain_size": \d+,? ?', "", regex=True).str.replace("{}", "", regex=False))
@@ -146,7 +149,7 @@ def figure(curves: pd.DataFrame, chosen: dict, target: float, metric: str,
                   f"delta = {chosen['delta']:g}")
     ax.set_ylabel(f"predicted {metric} per round")
     ax.set_title(f"design: n = {int(chosen['n'])}")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)

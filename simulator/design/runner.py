@@ -29,17 +29,13 @@ from shufflesim.simulator.design.candidates import (
     messages_per_user,
 )
 from shufflesim.simulator.design.predict import METRICS, predict, scale_of
+from shufflesim.simulator.design.records import DesignRow
 from shufflesim.simulator.design.scenario import scenario_text, simulate
 
 EPSILON0_MIN = 1e-3
 EPSILON0_MAX = 20.0
-#: The fields of a design record, in order (docs/design.md).
-FIELDS = ("rank", "group", "n", "randomizer", "parameters", "kind", "epsilon0", "blanket_messages",
-          "bound", "epsilon", "target_epsilon", "delta", "rounds", "meets_target", "bits",
-          "messages", "server_operations", *(f"predicted_{m}" for m in METRICS),
-          "validated_repetitions",
-          *(f"empirical_{m}{end}" for m in METRICS for end in ("", "_low", "_high")),
-          "epsilon0_not_proven", "bound_not_proven", "note", "reason", "seconds")
+#: The fields of a design record, in order (simulator.design.records.DesignRow).
+FIELDS = DesignRow.columns()
 #: How many of the best candidates ``validate`` simulates (per n).
 VALIDATE_TOP = 3
 
@@ -145,8 +141,9 @@ def design(task: str, n, target_epsilon: float, delta: float, rounds: int = 1, *
     labelled columns ``epsilon0_not_proven`` / ``bound_not_proven`` (never used for the rank or
     the scenario; simulator.design.certify.not_proven); ``validate``: simulate that many
     repetitions of the ``validate_top`` best candidates per n (simulator.design.scenario) and
-    fill the ``empirical_*`` columns (95% intervals). Raises ParameterError (one line) for a bad input, for limits no candidate
-    can satisfy, and when no candidate meets the target (naming the closest).
+    fill the ``empirical_*`` columns (95% intervals). Raises ParameterError (one line) for a
+    bad input, for limits no candidate can satisfy, and when no candidate meets the target
+    (naming the closest).
     """
     ns, low, high = _check_inputs(task, n, target_epsilon, delta, rounds, domain_size,
                                   interval, metric, max_bits, max_messages, min_epsilon0,

@@ -21,30 +21,35 @@ and dropped-out clients are simply absent from the data the analyzer sees).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from shufflesim.simulator.pipeline.clients import messages_per_client
 from shufflesim.simulator.pipeline.shuffler import Batch
-from shufflesim.simulator.results.tables import table_schema
+from shufflesim.simulator.results.records import Record
 
 BatchEpsilon = Callable[[int], "float | None"]
 
 #: Columns of the batches table (one row per released or dropped batch).
-BATCHES_SCHEMA = table_schema([
-    ("round", pa.int64()),
-    ("batch", pa.int64()),
-    ("open_time", pa.float64()),
-    ("release_time", pa.float64()),
-    ("size", pa.int64()),
-    ("honest_size", pa.int64()),
-    ("honest_blanket", pa.int64()),
-    ("dropped", pa.bool_()),
-    ("reason", pa.string()),
-    ("epsilon", pa.float64()),
-], nullable=("epsilon",))
+@dataclass(frozen=True)
+class BatchRow(Record):
+    """One released or dropped batch (the analyzer's columns of batches.parquet)."""
+
+    round: int
+    batch: int
+    open_time: float
+    release_time: float
+    size: int
+    honest_size: int
+    honest_blanket: int
+    dropped: bool
+    reason: str
+    epsilon: float | None
+
+
+BATCHES_SCHEMA = BatchRow.schema()
 
 
 def aggregate_messages(randomizer, reports: np.ndarray) -> np.ndarray:

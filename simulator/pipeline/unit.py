@@ -41,7 +41,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,7 +52,7 @@ from shufflesim.protocols.errors import ParameterError
 from shufflesim.simulator.batch.run import sorted_values
 from shufflesim.simulator.batch.targets import DataStats, Target, target_for
 from shufflesim.simulator.errors import ScenarioError
-from shufflesim.simulator.pipeline.analyzer import BATCHES_SCHEMA
+from shufflesim.simulator.pipeline.analyzer import BATCHES_SCHEMA, BatchRow
 from shufflesim.simulator.pipeline.clients import messages_per_client
 from shufflesim.simulator.pipeline.config import SECTION, PipelineConfig
 from shufflesim.simulator.pipeline.lifetime import TABLE as USERS_TABLE
@@ -65,6 +65,7 @@ from shufflesim.simulator.pipeline.lifetime import (
 from shufflesim.simulator.pipeline.run import run_pipeline
 from shufflesim.simulator.pipeline.section import PipelineSection
 from shufflesim.simulator.population.base import CATEGORICAL
+from shufflesim.simulator.results.records import Record
 from shufflesim.simulator.results.tables import register_table_schema
 from shufflesim.simulator.scenario.model import SweepPoint
 
@@ -73,21 +74,28 @@ PATH_LABEL = "pipeline"
 #: Most repetitions in one unit of work.
 MAX_UNIT_REPETITIONS = 64
 
-#: batches.parquet: one row per released or dropped batch of every repetition of every point.
-BATCHES_TABLE_SCHEMA = pa.schema(
-    [
-        pa.field("point", pa.int32(), nullable=False),
-        pa.field("overrides", pa.string(), nullable=False),
-        pa.field("repetition", pa.int32(), nullable=False),
-    ]
-    + list(BATCHES_SCHEMA)
-    + [
-        pa.field("epsilon_source", pa.string(), nullable=True),
-        pa.field("bound", pa.string(), nullable=True),
-        pa.field("delta", pa.float64(), nullable=True),
-        pa.field("epsilon_reason", pa.string(), nullable=False),
-    ]
-)
+@dataclass(frozen=True)
+class _RepetitionColumns(Record):
+    point: Annotated[int, pa.int32()]
+    overrides: str
+    repetition: Annotated[int, pa.int32()]
+
+
+@dataclass(frozen=True)
+class _EpsilonColumns(Record):
+    epsilon_source: str | None
+    bound: str | None
+    delta: float | None
+    epsilon_reason: str
+
+
+@dataclass(frozen=True)
+class BatchesRow(_EpsilonColumns, BatchRow, _RepetitionColumns):
+    """batches.parquet: one row per released or dropped batch of every repetition of every
+    point (columns in order: the repetition's, the analyzer's BatchRow, the epsilon's)."""
+
+
+BATCHES_TABLE_SCHEMA = BatchesRow.schema()
 register_table_schema(TABLE, BATCHES_TABLE_SCHEMA)
 register_table_schema(USERS_TABLE, USERS_SCHEMA)
 
@@ -249,7 +257,7 @@ class PipelineSetup:
         columns["epsilon_reason"] = pa.array(
             [DROPPED_REASON if d else epsilon.reason(h) + users.format(h, m - 1)
              for d, h in pairs], type=pa.string())
-        return pa.table(columns, schema=BATCHES_TABLE_SCHEMA)
+        return BatchesRow.from_columns(columns)
 
     def _metrics(self, estimates: list, stats: DataStats) -> dict[tuple[str, str], np.ndarray]:
         repetitions = len(estimates)

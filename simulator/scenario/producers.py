@@ -35,7 +35,7 @@ class ProducerSpec:
 
 #: Table producers by name, in registration order (the order of their units).
 PRODUCERS: Registry[ProducerSpec] = Registry(
-    "table producer", field="producer", declared="shufflesim.simulator.plugins:PRODUCERS")
+    "table producer", field="producer", declared="shufflesim.simulator.plugins:SECTIONS")
 
 
 def register_table_producer(name: str, producer: TableProducer, per_point: bool = False) -> None:

@@ -139,5 +139,8 @@ def command(task, domain_size, interval, n_text, rounds, target_epsilon, delta, 
                f"predicted {metric}")
     header, rows = output.table_rows(frame, metric)
     click.echo(render_table(rows, header))
-    click.echo(f"choice: {best['randomizer']} {best['parameters']} at eps0 = "
-               f"{best['epsilon0']:.4g}, certified by {best['bound']}")
+    chosen = frame[frame["rank"] == 1]
+    settings = ", ".join(f"{v:.4g}" for v in chosen.epsilon0)
+    click.echo(f"choice: {best['randomizer']} {best['parameters']} at eps0 = {settings}"
+               + (" (per group)" if groups is not None else "")
+               + f", certified by {', '.join(dict.fromkeys(chosen.bound))}")
