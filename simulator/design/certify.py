@@ -23,8 +23,6 @@ Multi-message protocols: simulator.design.multi.
 
 from __future__ import annotations
 
-import inspect
-import math
 import time
 
 from shufflesim.protocols.accounting import calibrate as rounds_calibration
@@ -86,43 +84,16 @@ def _calibrate(method: str, generic: bool, candidate: Candidate, n: int, rounds:
     return _CACHE[key]
 
 
-#: Whether protocols.accounting.calibrate.largest_epsilon0 takes a ``start`` (issue 32).
-_TAKES_START = "start" in inspect.signature(rounds_calibration.largest_epsilon0).parameters
-
-
 def _rounds_search(method, candidate, n, rounds, target, delta, eps0_min, eps0_max,
                    hint=None):
-    """protocols.accounting.calibrate.largest_epsilon0, started near the answer: a composed
-    PLD costs most at small eps0 (its grid follows the loss scale), so the search never walks up
-    from eps0_min. With a ``start`` argument (issue 32) the calibration is given ``hint`` (a
-    value another method certified) or eps0_max / 4. Without it, windows [s, 4 s] are searched
-    for s = hint, then eps0_max / 4, / 16, ... (finally eps0_min): the first whose s is certified
-    holds the answer unless its top is certified too (then the next window up). Every value
-    returned is one the calibration certified."""
-    def run(low, high, **extra):
-        return rounds_calibration.largest_epsilon0(
-            candidate.build, target, delta, n=n, rounds=rounds, method=method, rtol=ROUNDS_RTOL,
-            eps0_min=low, eps0_max=high, **extra)
-
-    if _TAKES_START:
-        return run(eps0_min, eps0_max, start=hint if hint else eps0_max / 4.0)
-    starts = [hint] if hint and eps0_min < hint < eps0_max else []
-    s = eps0_max / 4.0
-    while s > eps0_min:
-        starts.append(s)
-        s /= 4.0
-    starts.append(eps0_min)
-    for s in starts:
-        try:
-            found = run(s, min(4.0 * s, eps0_max))
-        except ParameterError as error:
-            if error.field != "target_epsilon" or s <= eps0_min:
-                raise
-            continue
-        while found.bracket[1] is None and found.value < eps0_max:
-            found = run(found.value, min(4.0 * found.value, eps0_max))
-        return found
-    raise AssertionError("unreachable: the last start is eps0_min")
+    """protocols.accounting.calibrate.largest_epsilon0 started near the answer (issue 32's
+    ``start``): at ``hint`` (the value the generic method certified, which the specific
+    optimal-blanket pair can only improve) or else eps0_max / 4. A composed PLD costs most at
+    small eps0 (its grid follows the loss scale), so the search comes from above rather than
+    walking up from eps0_min; the value returned is one the calibration certified."""
+    return rounds_calibration.largest_epsilon0(
+        candidate.build, target, delta, n=n, rounds=rounds, method=method, rtol=ROUNDS_RTOL,
+        eps0_min=eps0_min, eps0_max=eps0_max, start=hint if hint else eps0_max / 4.0)
 
 
 def _epsilon_at(method: str, generic: bool, candidate: Candidate, n: int, rounds: int,

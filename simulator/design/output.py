@@ -58,8 +58,8 @@ def table_rows(frame: pd.DataFrame, metric: str) -> tuple[tuple[str, ...], list[
     validated = frame["validated_repetitions"].notna().any()
     unproven = frame["bound_not_proven"].notna().any()
     grouped = frame["group"].notna().any()
-    header = ["rank", *(["group"] if grouped else []), "n", "randomizer", "parameters", "eps0", "b", "bound", "eps", "bits",
-              "msgs", *(f"pred_{m}" for m in METRICS)]
+    header = ["rank", *(["group"] if grouped else []), "n", "randomizer", "parameters", "eps0",
+              "b", "bound", "eps", "bits", "msgs", *(f"pred_{m}" for m in METRICS)]
     if unproven:
         header.append("eps0 NOT PROVEN (bound)")
     if validated:

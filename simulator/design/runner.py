@@ -141,8 +141,9 @@ def design(task: str, n, target_epsilon: float, delta: float, rounds: int = 1, *
     labelled columns ``epsilon0_not_proven`` / ``bound_not_proven`` (never used for the rank or
     the scenario; simulator.design.certify.not_proven); ``validate``: simulate that many
     repetitions of the ``validate_top`` best candidates per n (simulator.design.scenario) and
-    fill the ``empirical_*`` columns (95% intervals). Raises ParameterError (one line) for a bad input, for limits no candidate
-    can satisfy, and when no candidate meets the target (naming the closest).
+    fill the ``empirical_*`` columns (95% intervals). Raises ParameterError (one line) for a
+    bad input, for limits no candidate can satisfy, and when no candidate meets the target
+    (naming the closest).
     """
     ns, low, high = _check_inputs(task, n, target_epsilon, delta, rounds, domain_size,
                                   interval, metric, max_bits, max_messages, min_epsilon0,
