@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from shufflesim.protocols.errors import ParameterError
+
 try:
     from scipy.special._ufuncs import (
         _binom_cdf,
@@ -119,7 +121,13 @@ class binom:  # noqa: N801 - read as scipy.stats.binom at the call sites
 
     @staticmethod
     def ppf(q, n, p):
-        """The smallest k with cdf(k) >= q; -1 at q = 0 and n at q = 1, as scipy.stats."""
+        """The smallest k with cdf(k) >= q; -1 at q = 0 and n at q = 1, as scipy.stats. An n
+        beyond :data:`PPF_MAX_N` is a ParameterError on ``n`` (the special function's search
+        does not end there: issue 26, n = 1e29 ran for minutes)."""
+        if np.any(np.asarray(n, dtype=float) > PPF_MAX_N):
+            raise ParameterError("n", _plain_max(n), f"beyond {PPF_MAX_N:.0e} users, which the "
+                                 "numerical bounds' binomial windows do not reach; use a "
+                                 "closed-form bound")
         q, n, p, valid = binom._args(q, n, p)
         inside = valid & (q > 0) & (q < 1)
         with np.errstate(all="ignore"):
@@ -128,6 +136,15 @@ class binom:  # noqa: N801 - read as scipy.stats.binom at the call sites
         out = np.where(inside, value, np.where(valid & (q == 0), -1.0,
                                                np.where(valid & (q == 1), n, np.nan)))
         return _scalar_or_array(out)
+
+
+#: Largest n binom.ppf accepts (beyond it the search of the special function does not end).
+PPF_MAX_N = 1e18
+
+
+def _plain_max(n):
+    largest = np.max(np.asarray(n, dtype=float))
+    return int(largest) if largest < 2**63 else float(largest)
 
 
 class hypergeom:  # noqa: N801 - read as scipy.stats.hypergeom at the call sites

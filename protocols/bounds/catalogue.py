@@ -85,6 +85,11 @@ def evaluate(name: str, randomizer, n: int, delta: float) -> BoundEvaluation:
     except ParameterError as error:
         return BoundEvaluation(spec, n, delta, error=str(error),
                                seconds=time.perf_counter() - started)
+    except MemoryError as error:  # one bound's arrays beyond memory: the others still run
+        detail = f" ({error})" if str(error) else ""
+        return BoundEvaluation(spec, n, delta, error=f"n = {n}: this bound's computation "
+                               f"does not fit in memory{detail}",
+                               seconds=time.perf_counter() - started)
     seconds = time.perf_counter() - started
     result = _with_seconds(result, seconds)
     return BoundEvaluation(spec, n, delta, result=result, seconds=seconds)

@@ -6,6 +6,7 @@ the multi style.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -17,8 +18,12 @@ from shufflesim.protocols.bounds.engine.common import (
     binom_interval,
 )
 from shufflesim.protocols.distributions import binom
+from shufflesim.protocols.errors import ParameterError
 
 T_TAIL = 1e-22        # mass of T left outside its window on each side (bounded, not dropped)
+#: Largest standard deviation of T the window may cover: its ~20 sd of float64 arrays (several
+#: per evaluation) must fit in memory (issue 26: n = 1e29 ran for minutes towards petabytes).
+T_SD_MAX = 1e6
 K_MULTI_OUTER = 9.0   # multi style: blocks beyond this many sd get the monotone bound
 K_MULTI_INNER = 5.0   # multi style: fine blocks span +-5 sd
 
@@ -38,6 +43,11 @@ class TPlan:
 def t_plan(n: int, w_pair: float) -> TPlan:
     if w_pair >= 1.0:
         return TPlan(np.array([float(n)]), np.array([1.0]), 0.0, 0.0)
+    sd = math.sqrt(n * w_pair * (1.0 - w_pair))
+    if sd > T_SD_MAX:
+        raise ParameterError("n", n, f"beyond the numerical engine's reach (its window over "
+                             f"the pool count would hold about {20 * sd:.1g} values); use a "
+                             "closed-form bound for this many users")
     lo = max(int(binom.ppf(T_TAIL, n, w_pair)), 0)
     # (binom.isf loses tiny upper tails to 1 - q rounding: use the complement count n - T.)
     hi = min(n - int(binom.ppf(T_TAIL, n, 1.0 - w_pair)), n)
