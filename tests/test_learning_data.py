@@ -67,6 +67,12 @@ def test_idx_folder_loads_with_its_own_split(tmp_path, gz):
     assert 0.0 <= data.x.min() and data.x.max() <= 1.0
 
 
+def test_one_idx_file_names_its_folder(tmp_path):
+    write_idx_folder(tmp_path / "fashion", _arrays(6))
+    data = load_dataset(str(tmp_path / "fashion" / "t10k-images-idx3-ubyte.gz"))
+    assert data.name == "fashion" and data.n_train == N_TRAIN
+
+
 @pytest.mark.parametrize("layout", ["raw", "MNIST/raw", "FashionMNIST/raw"])
 def test_torchvision_layouts_are_found(tmp_path, layout):
     write_idx_folder(tmp_path / "root" / layout, _arrays(1), gz=False)
