@@ -168,3 +168,15 @@ def test_public_api_returns_the_json_records():
     assert isinstance(table.parameters[0], dict) and table.attrs["call"] == "design"
     balcer = table[table.randomizer == "balcer"].iloc[0]
     assert balcer.blanket_messages >= 1 and balcer.messages == balcer.blanket_messages + 1
+
+
+def test_non_proven_bound_only_in_its_labelled_column_and_ranks_per_n():
+    plain = design("frequency", [1000, 4000], 0.5, 1e-6, domain_size=10, only=["krr", "oue"])
+    marked = design("frequency", [1000, 4000], 0.5, 1e-6, domain_size=10, only=["krr", "oue"],
+                    unproven=True)
+    assert list(marked.epsilon0) == list(plain.epsilon0)
+    assert plain.epsilon0_not_proven.isna().all()
+    assert marked.bound_not_proven.str.contains("relies-on-stronger-clone-reduction").all()
+    assert not marked.bound.str.contains("variation").any()
+    for _, group in marked.groupby("n"):
+        assert sorted(group["rank"]) == [1, 2]

@@ -286,3 +286,14 @@ def test_thinned_lower_below_dense_thinned_divergence(eps):
     assert fast <= dense.upper + ABS
     assert fast >= 0.9 * dense.lower - 1e-9
     assert eps > 0.5 or dense.lower > 0  # the ratio check above bites here
+
+
+def test_exact_upper_does_not_saturate_at_tiny_n():
+    """Issue 31: balcer, 3 blanket messages, coin 0.25, n = 2, delta = 0.2 gave inf (the
+    kernel's upper estimate doubles at eps >= ~29, so delta(eps_max) looked above delta); the
+    truth is 0.62929 (the concrete pair's exact lower bound reaches it)."""
+    r = randomizer_class("balcer")(epsilon0=1.0, blanket_messages=3, coin_probability=0.25)
+    upper = mm.exact_upper_bound(r, 2, 0.2).epsilon
+    lower = mm.exact_lower_bound(r, 2, 0.2).epsilon
+    assert lower <= upper <= 0.6294
+    assert lower >= 0.6292

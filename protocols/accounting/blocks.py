@@ -73,7 +73,9 @@ def block_pairs_apply(model: CountModel, side: str) -> bool:
 
 
 #: Largest number of (block, D) entries (sets the block width).
-MAX_ENTRIES = 1 << 21
+MAX_ENTRIES = 1 << 20
+#: (block, D) entries computed at once.
+CHUNK = 1 << 18
 
 
 def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
@@ -114,17 +116,23 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
     t = np.arange(int((h_lo - c).min()), int((h_hi - c).max()) + 1, dtype=float)
     tail_d = float(np.max(interval_mass(0, h_lo - 1, s_pair, 0.5)
                           + interval_mass(h_hi + 1, s_pair, s_pair, 0.5)))
-    pmf = np.exp(_half_binomial_log_pmf(s_pair, t))           # (t, blocks)
-    D = 2.0 * (c[None, :] + t[:, None]) - s_pair[None, :]
-    base = pmf * weight[None, :]
-    p0 = base * (m[None, :] + alpha * D) / m[None, :]
-    p1 = base * (m[None, :] + beta * D) / m[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        den = m[None, :] + beta * D
-        ell = np.where(den > 0, np.log1p((alpha - beta) * D / np.where(den > 0, den, 1.0)),
-                       0.0)
-    nz = (pmf > 0) & ((p0 > 0) | (p1 > 0))
-    p0, p1, ell = p0[nz], p1[nz], ell[nz]
+    cols = max(1, CHUNK // t.size)
+    parts = []
+    for first in range(0, s_pair.size, cols):        # chunks of blocks: bounded memory
+        sl = slice(first, first + cols)
+        pmf = np.exp(_half_binomial_log_pmf(s_pair[sl], t))           # (t, blocks)
+        D = 2.0 * (c[sl][None, :] + t[:, None]) - s_pair[sl][None, :]
+        mm = m[sl][None, :]
+        base = pmf * weight[sl][None, :]
+        p0 = base * (mm + alpha * D) / mm
+        p1 = base * (mm + beta * D) / mm
+        with np.errstate(divide="ignore", invalid="ignore"):
+            den = mm + beta * D
+            ell = np.where(den > 0, np.log1p((alpha - beta) * D / np.where(den > 0, den, 1.0)),
+                           0.0)
+        nz = (pmf > 0) & ((p0 > 0) | (p1 > 0))
+        parts.append((p0[nz], p1[nz], ell[nz]))
+    p0, p1, ell = (np.concatenate([part[i] for part in parts]) for i in range(3))
     if zero > 0:
         p0, p1, ell = np.append(p0, zero), np.append(p1, zero), np.append(ell, 0.0)
     factor0 = 1.0 + abs(alpha) / sbar

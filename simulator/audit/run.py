@@ -31,6 +31,7 @@ from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Catego
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.atoms import atom_rows
+from shufflesim.simulator.audit.binned import binned_pair, continuous_triple, is_binnable
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
 from shufflesim.simulator.audit.grading import attach_p_values, grade
@@ -391,8 +392,12 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
             "a claimed randomizer")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
     multi = is_multi_message(declared) and settings.level is Level.SHUFFLE
+    binned = settings.level is Level.SHUFFLE and is_binnable(declared) and not multi
     shuffler = None
-    if not multi:
+    if binned:  # a continuous scalar claim: its reports binned (binned.py)
+        x0, x1, x2 = continuous_triple(declared, n, settings.delta[0], settings)
+        tested, _ = binned_pair(tested, x0, x1, seed)
+    elif not multi:
         require_finite_groups(declared)
         x0, x1, x2 = _triple(settings, declared, n)
     if multi:
@@ -409,7 +414,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
               and declared.output_size <= MAX_ENUMERABLE_OUTPUTS):
             d = declared.input_domain.size
             others = np.full(d, 1.0 / d)
-        if (isinstance(others, np.ndarray) and settings.others is None
+        if (isinstance(others, np.ndarray) and settings.others is None and not binned
                 and settings.x0 is None and settings.x1 is None):
             # no inputs named: search the worst case (input_search.py)
             audit = search_shuffle(tested, n, settings.delta, options, seed,

@@ -13,6 +13,7 @@ n'(m - 1) = n b: that is the N used by every bound here.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -146,6 +147,30 @@ def lower_delta(randomizer, n: int, epsilon: float, models=None) -> kernels.Esti
     return best
 
 
+#: above this eps the two-count kernel's upper estimate can be loose (its bracket doubled at
+#: eps >= ~29 for balcer at n = 2, issue 31); delta(eps) is non-increasing, so the estimate at
+#: MONOTONE_CAP is also an upper estimate at every larger eps
+MONOTONE_CAP = 20.0
+
+
+def _monotone_upper(randomizer, n: int):
+    """upper_delta with, for eps > MONOTONE_CAP, the upper end replaced by the smaller of its own
+    and the one at MONOTONE_CAP (valid: the true delta(eps) is non-increasing in eps; the
+    lower end stays the one at eps). Without it the search saw delta(eps_max) > delta and
+    reported inf where the crossing lay at eps = 0.63 (issue 31)."""
+    at_cap: list = []
+
+    def estimate(eps: float) -> kernels.Estimate:
+        est = upper_delta(randomizer, n, eps)
+        if eps <= MONOTONE_CAP:
+            return est
+        if not at_cap:
+            at_cap.append(upper_delta(randomizer, n, MONOTONE_CAP))
+        upper = min(est.upper, at_cap[0].upper)
+        return dataclasses.replace(est, value=upper, upper=max(upper, est.lower))
+    return estimate
+
+
 def exact_upper_bound(randomizer, n: int, delta: float) -> BoundResult:
     """The smallest eps with the blanket-only model's delta(eps) <= delta, rounded up."""
     started = time.perf_counter()
@@ -154,7 +179,7 @@ def exact_upper_bound(randomizer, n: int, delta: float) -> BoundResult:
     require(exhaustive, "randomizer", randomizer.name,
             "declares no exhaustive neighbour pairs: the maximum over pairs is not proven")
     eps_max = _eps_max(randomizer)
-    found = epsilon_of_delta(lambda e: upper_delta(randomizer, n, e), delta, "upper",
+    found = epsilon_of_delta(_monotone_upper(randomizer, n), delta, "upper",
                              eps_max=eps_max, rtol=RTOL)
     value, error = found.value, found.error
     if found.saturated and not math.isinf(float(randomizer.variation_ratio_parameters().p)):

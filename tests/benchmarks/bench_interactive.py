@@ -1,0 +1,110 @@
+"""Benchmark: the rows of issue 32 ("every command in interactive time"), before and after.
+
+Run with:  python -m pytest tests/benchmarks/bench_interactive.py -m benchmark -s
+
+Every row runs in a fresh process; it prints wall seconds, CPU seconds (user + sys of that
+process, from os.wait4) and its peak RSS, with the 1-minute load average at its start (the
+machine is shared: CPU seconds are the comparable figure). With BENCH_BEFORE=<dir> every row
+is also run with PYTHONPATH=<dir>, a directory whose ``shufflesim`` folder holds the
+``protocols`` and ``simulator`` folders of the tree to compare with (e.g. symlinks into a
+``git worktree`` of an older commit); the two runs of a row alternate (before, after), so they
+see about the same load. BENCH_ROWS=name,name selects rows; BENCH_TIMEOUT (default 900 s)
+bounds each run. Rows of other issues' lanes (learning: 33, ``list``: 27) are left to them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+CLI = "import sys; from shufflesim.simulator.cli import main; sys.argv[0] = 'shufflesim'; main()"
+KRR = ["--randomizer", "krr", "--domain-size", "10", "--delta", "1e-6", "-q"]
+
+#: name -> (argv after "python -c CODE", target)
+ROWS = {
+    "calibrate-rounds": (["calibrate", *KRR, "--target-epsilon", "1", "--n", "100000",
+                          "--rounds", "100"], "< 3 s, < 300 MB"),
+    "bound-1e6-T1000": (["bound", *KRR, "--epsilon0", "1", "--n", "1000000", "--rounds",
+                         "1000"], "< 1 s"),
+    "bound-1e5-T100": (["bound", *KRR, "--epsilon0", "1", "--n", "100000", "--rounds", "100"],
+                       "< 0.5 s"),
+    "optimal-blanket-1e5-eps4": (["bound", *KRR, "--epsilon0", "4", "--n", "100000",
+                                  "--method", "optimal-blanket"], "< 0.05 s (bound itself)"),
+    "exact-lower-1e9": (["bound", *KRR, "--epsilon0", "1", "--n", "1000000000", "--method",
+                         "exact-lower"], "< 1 s"),
+    "laplace-metric-eps2": (["bound", "--randomizer", "laplace_metric", "--param", "pair_x0=0.4",
+                             "--param", "pair_x1=0.6", "--epsilon0", "2", "--n", "10000",
+                             "--delta", "1e-6", "--method", "optimal-blanket", "--method",
+                             "exact-lower", "-q"], "< 2 s each"),
+    "cheu-exact-lower-d16": (["bound", "--randomizer", "cheu", "--domain-size", "16",
+                              "--param", "flip_probability=0.2", "--epsilon0", "1", "--n",
+                              "10000", "--delta", "1e-6", "--method",
+                              "multi-message-exact-lower", "-q"], "< 0.5 s"),
+}
+
+#: Python snippets (run with python -c), name -> (code, target)
+SNIPPETS = {
+    "round-pld-1e6": (
+        "from shufflesim.protocols.randomizers import make_randomizer\n"
+        "from shufflesim.protocols.accounting.compose import Round, compose_rounds\n"
+        "r = make_randomizer('krr', epsilon0=1.0, domain_size=10)\n"
+        "for m in ('optimal-blanket', 'exact-lower', 'fmt21-clone'):\n"
+        "    compose_rounds([Round(r, 1000000, 1)], 1e-6, m)\n",
+        "< 0.1 s per PLD (three PLDs here, T = 1)"),
+    "blanket-hoeffding-cold": (
+        "from shufflesim.protocols.randomizers import make_randomizer\n"
+        "from shufflesim.protocols.bounds import catalogue\n"
+        "for k in range(200):\n"
+        "    r = make_randomizer('krr', epsilon0=0.3 + 1e-4 * k, domain_size=10)\n"
+        "    catalogue.evaluate('blanket_hoeffding', r, 100000, 1e-6)\n",
+        "<= Balle's closed form per call (200 uncached calls here)"),
+}
+
+
+def _run(argv: list[str], pythonpath: str | None, timeout: float) -> tuple[float, float, float,
+                                                                           float, int]:
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, *argv], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = start + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.02)
+    proc.returncode = os.waitstatus_to_exitcode(status)   # reaped here, not by Popen
+    wall = time.perf_counter() - start
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, load, \
+        proc.returncode
+
+
+def _selected(names):
+    chosen = os.environ.get("BENCH_ROWS")
+    return [n for n in names if not chosen or n in chosen.split(",")]
+
+
+@pytest.mark.benchmark
+def test_issue_32_rows():
+    before = os.environ.get("BENCH_BEFORE")
+    timeout = float(os.environ.get("BENCH_TIMEOUT", "900"))
+    jobs = [(n, ["-c", CLI, *ROWS[n][0]], ROWS[n][1]) for n in _selected(ROWS)]
+    jobs += [(n, ["-c", SNIPPETS[n][0]], SNIPPETS[n][1]) for n in _selected(SNIPPETS)]
+    print("\nrow | tree | wall s | CPU s | peak RSS MB | load | exit | target")
+    for name, argv, target in jobs:
+        trees = ([("before", before)] if before else []) + [("after", None)]
+        for label, path in trees:
+            wall, cpu, rss, load, status = _run(argv, path, timeout)
+            print(f"{name} | {label} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {load:.1f} | "
+                  f"{status} | {target}", flush=True)
