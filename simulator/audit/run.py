@@ -29,14 +29,14 @@ import numpy as np
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
-from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.atoms import atom_rows
+from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.binned import binned_pair, continuous_triple, is_binnable
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
 from shufflesim.simulator.audit.grading import attach_p_values, grade
-from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
 from shufflesim.simulator.audit.input_search import search_pipeline, search_shuffle
+from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import MessageShuffler
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
