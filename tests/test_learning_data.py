@@ -67,6 +67,12 @@ def test_idx_folder_loads_with_its_own_split(tmp_path, gz):
     assert 0.0 <= data.x.min() and data.x.max() <= 1.0
 
 
+def test_one_idx_file_names_its_folder(tmp_path):
+    write_idx_folder(tmp_path / "fashion", _arrays(6))
+    data = load_dataset(str(tmp_path / "fashion" / "t10k-images-idx3-ubyte.gz"))
+    assert data.name == "fashion" and data.n_train == N_TRAIN
+
+
 @pytest.mark.parametrize("layout", ["raw", "MNIST/raw", "FashionMNIST/raw"])
 def test_torchvision_layouts_are_found(tmp_path, layout):
     write_idx_folder(tmp_path / "root" / layout, _arrays(1), gz=False)
@@ -276,3 +282,17 @@ def test_the_mnist_scenario_without_its_variable_is_one_line(tmp_path, monkeypat
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: learning.data = '$SHUFFLESIM_MNIST'")
     assert "SHUFFLESIM_MNIST is not set" in lines[0]
+
+
+def test_a_scenario_naming_missing_mnist_files_says_where_to_get_them(tmp_path, monkeypatch):
+    from shufflesim.simulator.scenario.loader import load_scenario
+
+    path = _shrunk_scenario(tmp_path, monkeypatch)
+    path.write_text(path.read_text().replace('data = "$SHUFFLESIM_MNIST"',
+                                             'data = "elsewhere/mnist.npz"'))
+    with pytest.raises(UserError) as info:
+        load_scenario(path)
+    message = str(info.value)
+    assert "\n" not in message and "learning.data = 'elsewhere/mnist.npz'" in message
+    assert "no such file or folder" in message and "not downloaded" in message
+    assert "train-images-idx3-ubyte" in message

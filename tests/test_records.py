@@ -83,3 +83,11 @@ def test_the_batches_table_is_its_record():
     assert BATCHES_TABLE_SCHEMA == BatchesRow.schema() == TABLE_SCHEMAS.get("batches")
     assert BATCHES_TABLE_SCHEMA.names[:4] == ["point", "overrides", "repetition", "round"]
     assert BATCHES_TABLE_SCHEMA.names[-1] == "epsilon_reason"
+
+
+def test_the_audit_table_is_its_record():
+    from shufflesim.simulator.audit.tables import AUDIT_SCHEMA, COLUMNS, AuditRow
+
+    assert AUDIT_SCHEMA == AuditRow.schema() == TABLE_SCHEMAS.get("audit")
+    assert COLUMNS == AuditRow.columns()
+    assert not AUDIT_SCHEMA.field("row_type").nullable and AUDIT_SCHEMA.field("n").nullable

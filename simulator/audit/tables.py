@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Annotated
 
 import pyarrow as pa
 
@@ -50,51 +52,59 @@ from shufflesim.simulator.audit.verdicts import (
     ldp_verdict,
     verdict_subject,
 )
+from shufflesim.simulator.results.records import Record
 
-AUDIT_SCHEMA = pa.schema([
-    pa.field("point", pa.int32(), nullable=False),
-    pa.field("overrides", pa.string(), nullable=False),
-    pa.field("randomizer", pa.string(), nullable=False),
-    pa.field("n", pa.int64()),
-    pa.field("epsilon0", pa.float64(), nullable=False),
-    pa.field("delta", pa.float64()),
-    pa.field("level", pa.string(), nullable=False),
-    pa.field("row_type", pa.string(), nullable=False),
-    pa.field("pair", pa.string()),
-    pa.field("attack", pa.string()),
-    pa.field("direction", pa.string()),
-    pa.field("event", pa.string()),
-    pa.field("trials", pa.int64()),
-    pa.field("selection_trials", pa.int64()),
-    pa.field("count0", pa.int64()),
-    pa.field("count1", pa.int64()),
-    pa.field("p0", pa.float64()),
-    pa.field("p1", pa.float64()),
-    pa.field("p0_limit", pa.float64()),
-    pa.field("p1_limit", pa.float64()),
-    pa.field("epsilon_lb", pa.float64()),
-    pa.field("confidence", pa.float64()),
-    pa.field("exact_lower", pa.float64()),
-    pa.field("ratio", pa.float64()),
-    pa.field("statistic", pa.float64()),
-    pa.field("p_value", pa.float64()),
-    pa.field("bound", pa.string()),
-    pa.field("bound_kind", pa.string()),
-    pa.field("bound_status", pa.string()),
-    pa.field("bound_epsilon", pa.float64()),
-    pa.field("bound_error", pa.float64()),
-    pa.field("verdict", pa.string()),
-    pa.field("reason", pa.string()),
-    pa.field("tightness", pa.float64()),
-    pa.field("seconds", pa.float64()),
-    pa.field("note", pa.string()),
-    pa.field("subject", pa.string()),
-    pa.field("implementation", pa.string()),
-    pa.field("adjusted_p_value", pa.float64()),
-    pa.field("strength", pa.string()),
-])
 
-COLUMNS = tuple(AUDIT_SCHEMA.names)
+@dataclass(frozen=True)
+class AuditRow(Record):
+    """One row of the ``audit`` table (docs/results.md): the columns of every row type
+    (attack, verdict, fit, randomizer, implementation), null where a type has no value."""
+
+    point: Annotated[int, pa.int32()]
+    overrides: str
+    randomizer: str
+    n: int | None
+    epsilon0: float
+    delta: float | None
+    level: str
+    row_type: str
+    pair: str | None
+    attack: str | None
+    direction: str | None
+    event: str | None
+    trials: int | None
+    selection_trials: int | None
+    count0: int | None
+    count1: int | None
+    p0: float | None
+    p1: float | None
+    p0_limit: float | None
+    p1_limit: float | None
+    epsilon_lb: float | None
+    confidence: float | None
+    exact_lower: float | None
+    ratio: float | None
+    statistic: float | None
+    p_value: float | None
+    bound: str | None
+    bound_kind: str | None
+    bound_status: str | None
+    bound_epsilon: float | None
+    bound_error: float | None
+    verdict: str | None
+    reason: str | None
+    tightness: float | None
+    seconds: float | None
+    note: str | None
+    subject: str | None
+    implementation: str | None
+    adjusted_p_value: float | None
+    strength: str | None
+
+
+AUDIT_SCHEMA = AuditRow.schema()
+
+COLUMNS = AuditRow.columns()
 
 
 def _row(context: Mapping, **values) -> dict:
@@ -234,8 +244,7 @@ def _clean(value):
 
 
 def to_table(records: list[dict]) -> pa.Table:
-    columns = {name: [r[name] for r in records] for name in COLUMNS}
-    return pa.table(columns, schema=AUDIT_SCHEMA)
+    return AuditRow.from_columns({name: [r[name] for r in records] for name in COLUMNS})
 
 
 def to_json_records(records: list[dict]) -> list[dict]:

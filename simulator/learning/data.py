@@ -131,6 +131,8 @@ def load_mnist_format(path: str | pathlib.Path) -> Dataset:
     """MNIST or Fashion-MNIST from a folder of IDX files or a Keras-style ``.npz``
     (simulator.learning.files), with its own train/test split."""
     path = pathlib.Path(path)
+    if path.is_file() and path.name.removesuffix(".gz") in files.IDX_FILES.values():
+        path = path.parent  # one of the four IDX files names its folder
     if path.is_dir():
         x, y, n_train = files.load_idx_folder(path)
     elif path.is_file():

@@ -30,7 +30,7 @@ from shufflesim.protocols.learning.accounting import BOUND_COLUMNS, RunPrivacy, 
 from shufflesim.protocols.learning.randomizers import GaussianGradient
 from shufflesim.simulator.errors import ScenarioError, UserError
 from shufflesim.simulator.learning.data import Dataset, Split, load_dataset, prepare
-from shufflesim.simulator.learning.files import expand_variables
+from shufflesim.simulator.learning.files import WHERE, expand_variables
 from shufflesim.simulator.learning.train import LearningConfig, LearningOptions, train_on_split
 from shufflesim.simulator.results.tables import (
     POINT_COLUMNS,
@@ -124,8 +124,10 @@ def parse_section(table: Mapping[str, Any], context: ParseContext) -> LearningSe
         if not path.is_absolute():
             path = context.base_dir / path
         if not path.exists():  # refused before the run, not when its unit starts
+            where = ("" if path.suffix.lower() in (".csv", ".parquet", ".pq")
+                     else f"; {WHERE}")  # MNIST-format data: where to get it, where to put it
             raise ScenarioError(f"{SECTION}.data", section.data,
-                                f"no such file or folder ({path})")
+                                f"no such file or folder ({path}){where}")
         section = _replace(section, data=str(path))
     return section
 

@@ -73,6 +73,8 @@ REFERENCE = ("exact over every dataset (count sufficient statistic; blocks of da
              "dominated by revealing reports), derived in protocols/bounds/numerical/brr_exact.py")
 #: relative slack of a block's upper estimate over the best single pair before it is accepted
 ETA = 2e-2
+#: relative eps bracket above which the search is redone with ETA / 10
+FINE_GAP = 2e-3
 #: blocks narrower than this fraction of n are not split further
 MIN_WIDTH_FRACTION = 2e-5
 #: single k evaluated at each end before any block
@@ -201,7 +203,7 @@ def _block_upper(epsilon: float, epsilon0: float, n: int, first: int, last: int,
 
 
 def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
-                    threshold: float = 0.0) -> Estimate:
+                    threshold: float = 0.0, eta: float = ETA) -> Estimate:
     """delta(eps) of shuffled binary RR over every dataset, bracketed (module docstring).
 
     ``threshold`` (optional): blocks whose upper estimate is below ETA * threshold are not
@@ -217,7 +219,7 @@ def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
         upper = max(upper, est.upper)
     first, last = END_SINGLES, n - 1 - END_SINGLES
     heap: list[tuple[float, int, int]] = []
-    floor = ETA * threshold
+    floor = eta * threshold
     # tail mass of "too few uniform reporters" a block may add: negligible against the
     # threshold (or against the largest single pair when there is none)
     tail = max(TAIL_FRACTION * floor, 1e-300) if threshold > 0 else 1e-30
@@ -241,7 +243,7 @@ def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
     while heap:
         neg, a, b = heapq.heappop(heap)
         up = -neg
-        if up <= max(lower * (1 + ETA), floor) or b - a + 1 <= min_width:
+        if up <= max(lower * (1 + eta), floor) or b - a + 1 <= min_width:
             upper = max(upper, up)
             continue
         mid = (a + b) // 2
@@ -260,10 +262,22 @@ def _check(randomizer, n: int, delta: float) -> float:
 
 
 def _search(randomizer, n: int, delta: float, side: str):
+    """The certified eps search; where the blocks' slack ETA leaves a bracket wider than
+    FINE_GAP (relative), once more with ETA / 10 from that bracket (a flat delta(eps), e.g. at
+    delta = 1e-4 and small eps0, turns a small delta slack into a large eps slack)."""
     epsilon0 = _check(randomizer, n, delta)
-    return epsilon_of_delta(lambda eps: brr_exact_delta(eps, epsilon0, n, threshold=delta),
-                            delta, side, eps_max=epsilon0, rtol=1e-7, xtol=1e-12,
-                            max_evaluations=80)
+
+    def run(eta: float, bracket=None):
+        return epsilon_of_delta(
+            lambda eps: brr_exact_delta(eps, epsilon0, n, threshold=delta, eta=eta), delta,
+            side, eps_max=epsilon0, rtol=1e-7, xtol=1e-12, max_evaluations=80,
+            bracket=bracket)
+
+    found = run(ETA)
+    if (math.isfinite(found.upper) and found.lower > 0
+            and found.upper > found.lower * (1 + FINE_GAP)):
+        found = run(ETA / 10, bracket=(found.lower, found.upper))
+    return found
 
 
 def brr_exact_epsilon(randomizer, n: int, delta: float) -> BoundResult:
