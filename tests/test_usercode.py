@@ -204,3 +204,25 @@ def test_user_code_error_is_a_user_error_and_a_parameter_error():
     assert isinstance(error, UserError) and isinstance(error, ParameterError)
     assert error.field == "shuffler"
     assert sys.modules[type(error).__module__]
+
+
+def test_the_input_offset_hint_only_for_one_past_the_top():
+    """A report one past the top suggests a client numbering from 1; any other report outside
+    the encoding (here 7 for 4 categories) does not carry that hint (issue 26)."""
+    from shufflesim.simulator.audit.implementation import Claim, implementation_randomizer
+
+    claim = Claim.registered("krr", epsilon0=1.0, domain_size=4)
+
+    def far(values, rng):
+        return np.full(np.shape(values), 7)
+
+    def one_past(values, rng):
+        return np.asarray(values) + 1
+
+    with pytest.raises(ParameterError) as caught:
+        implementation_randomizer(far, claim).randomize(np.arange(4), np.random.default_rng(0))
+    assert "outside the claimed encoding" in str(caught.value)
+    assert "needs input_offset" not in str(caught.value)
+    with pytest.raises(ParameterError, match="input_offset = 1"):
+        implementation_randomizer(one_past, claim).randomize(np.arange(4).repeat(20),
+                                                             np.random.default_rng(0))

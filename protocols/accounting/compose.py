@@ -113,7 +113,7 @@ def _pmf_size(pld) -> int:
     return max(sizes)
 
 
-@functools.lru_cache(maxsize=128)
+@functools.lru_cache(maxsize=64)
 def _round_dp(model, n: int, interval: float, side: str, tail: float, weak_rtol: float):
     """(RoundPLDs, dp_accounting PLD) of one round; cached: a pure function of its arguments
     (``model`` is a frozen CountModel), so a cached value is the value a new call computes.
@@ -122,7 +122,7 @@ def _round_dp(model, n: int, interval: float, side: str, tail: float, weak_rtol:
     return plds, _to_dp(plds, model.is_swap_symmetric())
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=32)
 def _round_power(model, n: int, interval: float, side: str, tail: float, weak_rtol: float,
                  repeat: int):
     """(RoundPLDs, the round's PLD composed ``repeat`` times); cached like :func:`_round_dp`
