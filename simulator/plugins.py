@@ -56,6 +56,18 @@ TABLES: tuple[str, ...] = tuple(_S + m for m in (
     "design.output",
 ))
 
+#: Plot kinds (simulator/plotting/kinds.py, ``PLOTS``): ``shufflesim plot`` draws them in
+#: this order.
+PLOTS: tuple[str, ...] = tuple(_S + m for m in (
+    "plotting.utility",
+    "plotting.bounds",
+    "plotting.lifetime",
+    "plotting.audit",
+    "plotting.batches",
+    "plotting.learning",
+    "plotting.multi_message",
+))
+
 #: Estimator targets (simulator/batch/targets.py, ``TARGETS``).
 TARGETS: tuple[str, ...] = tuple(_S + m for m in (
     "batch.metrics",
@@ -75,5 +87,5 @@ BUDGET_DISTRIBUTIONS: tuple[str, ...] = tuple(_S + m for m in (
     "population.files",
 ))
 
-__all__ = ["ATTACKS", "BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "LEVELS", "SECTIONS",
+__all__ = ["ATTACKS", "BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "LEVELS", "PLOTS", "SECTIONS",
            "TABLES", "TARGETS"]

@@ -336,3 +336,24 @@ def test_no_utility_line_is_a_single_point_when_n_is_swept():
             for line in ax.get_lines():
                 if line.get_linestyle() in ("-", "--") and ax.get_xlabel() in ("n", "domain_size"):
                     assert len(line.get_xdata()) == 2, (name, ax.get_title(), line.get_label())
+
+
+def test_figures_draws_every_registered_plot_kind_in_declared_order():
+    """Issue 27: plot kinds are a declared registry (plotting/kinds.py, simulator/plugins.py
+    PLOTS); ``figures`` draws each, a kind registered later included."""
+    from shufflesim.simulator.plotting import PLOTS, figures, register_plot
+
+    assert list(PLOTS)[:2] == ["utility", "utility_vs_keys"] and "audit_sandwich" in PLOTS
+    assert {kind.table for kind in PLOTS.values()} >= {"utility", "bounds", "audit"}
+
+    @register_plot("toy_plot", table="utility")
+    def toy(tables, figure_module):
+        return [("toy", figure_module)]
+
+    marker = object()
+    try:
+        drawn = figures({}, figure_module=marker)  # no table: only the toy kind draws
+    finally:
+        PLOTS.remove("toy_plot")
+    assert drawn == [("toy", marker)]
+    assert "toy_plot" not in PLOTS

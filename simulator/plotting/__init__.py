@@ -43,7 +43,6 @@ state, no display). Which figures a run gets depends on its tables (docs/results
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from shufflesim.simulator.errors import UserError
@@ -52,24 +51,18 @@ from .audit import plot_audit_sandwich
 from .batches import plot_batches
 from .bounds import bound_curves, plot_bounds_vs_n
 from .common import DPI, MAX_PANELS, find_runs, load_tables, require_matplotlib, short_overrides
+from .kinds import PLOTS, PlotKind, register_plot
 from .learning import plot_learning
 from .lifetime import plot_bounds_vs_rounds, plot_lifetime_users
 from .multi_message import plot_extra_amplification
 from .utility import _utility_axis, plot_utility, plot_utility_vs_keys
 
 __all__ = [
-    "DPI", "MAX_PANELS", "bound_curves", "find_runs", "load_tables", "plot_audit_sandwich",
+    "DPI", "MAX_PANELS", "PLOTS", "PlotKind", "bound_curves", "find_runs", "load_tables",
+    "plot_audit_sandwich",
     "plot_batches", "plot_bounds_vs_n", "plot_bounds_vs_rounds", "plot_extra_amplification",
     "plot_learning", "plot_lifetime_users", "plot_run", "plot_utility", "plot_utility_vs_keys",
-    "require_matplotlib", "short_overrides", "_utility_axis",
-]
-
-#: Every figure function: ``(tables, matplotlib.figure) -> [(name, Figure), ...]``.
-PLOTTERS: list[tuple[str, Callable]] = [
-    ("utility", plot_utility), ("utility", plot_utility_vs_keys),
-    ("bounds", plot_bounds_vs_n), ("bounds", plot_bounds_vs_rounds),
-    ("audit", plot_audit_sandwich), ("batches", plot_batches), ("users", plot_lifetime_users),
-    ("learning", plot_learning), ("bounds", plot_extra_amplification),
+    "register_plot", "require_matplotlib", "short_overrides", "_utility_axis",
 ]
 
 
@@ -77,8 +70,8 @@ def figures(tables, figure_module=None) -> list[tuple[str, object]]:
     """Every figure the tables allow, as (name, matplotlib Figure) pairs (not written)."""
     figure_module = figure_module or require_matplotlib()
     out = []
-    for _, plotter in PLOTTERS:
-        out += plotter(tables, figure_module)
+    for kind in PLOTS.values():  # every registered plot kind (kinds.py), declared order
+        out += kind.plot(tables, figure_module)
     return out
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from . import common as c
+from .kinds import register_plot
 
 
+@register_plot("audit_sandwich", table="audit")
 def plot_audit_sandwich(tables, figure_module):
     audit = tables.get("audit")
     if audit is None or audit.empty:

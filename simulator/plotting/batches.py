@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import common as c
+from .kinds import register_plot
 
 
 def _source(released) -> str:
@@ -25,6 +26,7 @@ def _source(released) -> str:
     return f"{', '.join(bounds)}{at}" if bounds else ""
 
 
+@register_plot("batches", table="batches")
 def plot_batches(tables, figure_module):
     from matplotlib.lines import Line2D
 

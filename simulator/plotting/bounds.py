@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from . import common as c
+from .kinds import register_plot
 
 #: Setting columns carried along with bound values (for panel keys, labels and the x axis).
 CONTEXT = ("point", "overrides", "randomizer", "epsilon0", "budget", "delta", "mechanism",
@@ -170,6 +171,7 @@ def line_style(bound: str, kind: str, status: str, row_role: str, color) -> dict
     return dict(color=color, marker="o", linestyle="--" if _is_caveated(status) else "-")
 
 
+@register_plot("bounds_vs_n", table="bounds")
 def plot_bounds_vs_n(tables, figure_module):
     curves = bound_curves(tables)
     if curves is None or curves.empty:

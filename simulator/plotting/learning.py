@@ -17,6 +17,7 @@ import numpy as np
 from scipy import stats
 
 from . import common as c
+from .kinds import register_plot
 
 BOUND_STYLES = {
     "epsilon_fmt21_pass": ("002 Thm 3.8/3.1, one pass", "-"),
@@ -53,6 +54,7 @@ def _curves(rows, column: str):
     return epochs, out[:, 0], out[:, 1]
 
 
+@register_plot("learning", table="learning")
 def plot_learning(tables, figure_module):
     table = tables.get("learning")
     if table is None or table.empty:

@@ -22,6 +22,7 @@ import numpy as np
 
 from . import bounds as b
 from . import common as c
+from .kinds import register_plot
 
 PANEL = ("randomizer", "epsilon0", "n", "budget", "delta")
 
@@ -31,6 +32,7 @@ def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x, np.arange(1, x.size + 1) / x.size
 
 
+@register_plot("lifetime_users", table="users")
 def plot_lifetime_users(tables, figure_module):
     users = tables.get("users")
     if users is None or users.empty:
@@ -83,6 +85,7 @@ def _panel_label(row) -> str:
     return ", ".join(parts)
 
 
+@register_plot("bounds_vs_rounds", table="bounds")
 def plot_bounds_vs_rounds(tables, figure_module):
     bounds = tables.get("bounds")
     if bounds is None or bounds.empty or "rounds" not in bounds or bounds.rounds.nunique() < 2:

@@ -15,6 +15,7 @@ import numpy as np
 from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
 
 from . import common as c
+from .kinds import register_plot
 
 
 def _is_multi_message(name) -> bool:
@@ -23,6 +24,7 @@ def _is_multi_message(name) -> bool:
     return bool(getattr(randomizer_class(name), "multi_message", False))
 
 
+@register_plot("extra_amplification", table="bounds")
 def plot_extra_amplification(tables, figure_module):
     bounds = tables.get("bounds")
     if bounds is None or bounds.empty or not {"randomizer", "epsilon0", "epsilon",

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from . import common as c
+from .kinds import register_plot
 
 #: The metric of the utility-versus-swept-key figures: defined for every estimator (the mean
 #: absolute error over the estimated coordinates; docs/results.md), 003's utility measure.
@@ -65,6 +66,7 @@ def _stats(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # every metric versus eps0 (or the swept number), one figure per estimator
 # ---------------------------------------------------------------------------------------------
+@register_plot("utility", table="utility")
 def plot_utility(tables, figure_module):
     frame = tables.get("utility")
     if frame is None or frame.empty:
@@ -121,6 +123,7 @@ def _utility_axis(rows: pd.DataFrame) -> tuple[str | None, str, dict]:
 # ---------------------------------------------------------------------------------------------
 # one metric versus every numeric swept key
 # ---------------------------------------------------------------------------------------------
+@register_plot("utility_vs_keys", table="utility")
 def plot_utility_vs_keys(tables, figure_module):
     """``utility_mae_vs_<key>``: the mean ``mae`` versus each numeric swept key, one panel per
     value of the other numeric swept keys, one line per remaining setting (estimator,
