@@ -315,8 +315,8 @@ def test_sigkill_mid_run_then_restart_gives_the_uninterrupted_tables(tmp_path):
     counting = Counting()
     original = runner.run_scenario
 
-    def counted(scenario, progress=None, *, executor=None, run_dir=None):
-        return original(scenario, progress, executor=counting, run_dir=run_dir)
+    def counted(scenario, progress=None, *, executor=None, run_dir=None, **options):
+        return original(scenario, progress, executor=counting, run_dir=run_dir, **options)
 
     monkey = pytest.MonkeyPatch()
     monkey.setattr(runner, "run_scenario", counted)
