@@ -22,6 +22,13 @@ ATTACKS: tuple[str, ...] = tuple(_S + m for m in (
     "audit.approximate",
 ))
 
+#: Audit levels (simulator/audit/levels.py, ``LEVELS``): ``--level``'s choices, in this order.
+LEVELS: tuple[str, ...] = tuple(_S + m for m in (
+    "audit.randomizer_level",
+    "audit.shuffle_level",
+    "audit.pipeline_level",
+))
+
 #: Scenario sections and their JSON Schemas (simulator/scenario/sections.py), and the table
 #: producers a section module adds (simulator/scenario/producers.py, ``PRODUCERS``: their
 #: units run in this order, the audit's before the bounds').
@@ -68,5 +75,5 @@ BUDGET_DISTRIBUTIONS: tuple[str, ...] = tuple(_S + m for m in (
     "population.files",
 ))
 
-__all__ = ["ATTACKS", "BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "SECTIONS",
+__all__ = ["ATTACKS", "BUDGET_DISTRIBUTIONS", "DATA_DISTRIBUTIONS", "LEVELS", "SECTIONS",
            "TABLES", "TARGETS"]

@@ -131,8 +131,9 @@ def test_list_plain_and_json():
     assert set(data["bounds"]) == set(bound_names())
     exact = data["bounds"]["exact-lower"]
     assert exact["kind"] == "lower" and exact["status"] == "proven" and exact["regime"]
-    assert set(data["audit"]["levels"]) == {"randomizer", "shuffle", "pipeline"}
-    from shufflesim.simulator.audit.levels import ATTACKS
+    from shufflesim.simulator.audit.levels import ATTACKS, LEVELS
+    assert list(data["audit"]["levels"]) == list(LEVELS)  # every level, declared order
+    assert {"randomizer", "shuffle", "pipeline"} <= set(data["audit"]["levels"])
     assert list(data["audit"]["attacks"]) == list(ATTACKS)  # every attack, declared order
     assert data["randomizers"]["krr"]["aggregate_sampler"] is True
     assert {"frequency", "mean", "sum"} <= set(data["estimators"])

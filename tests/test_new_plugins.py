@@ -1,9 +1,9 @@
-"""Issue 27, acceptance: a new randomizer with its estimator, a bound and an attack, each one
-module plus one line in its package's declaration, are seen by every consumer: ``list``, a
-scenario (utility, bounds and audit tables), ``bound``, ``audit --attack``, the JSON Schema of
-scenarios, and the randomizer and estimator conformance suites.
+"""Issue 27, acceptance: a new randomizer with its estimator, a bound, an attack and an audit
+level, each one module plus one line in its package's declaration, are seen by every consumer:
+``list``, a scenario (utility, bounds and audit tables), ``bound``, ``audit --attack`` and
+``--level``, the JSON Schema of scenarios, and the randomizer and estimator conformance suites.
 
-The four modules are written to a temporary folder; ``toy_declare.py`` there is the four
+The modules are written to a temporary folder; ``toy_declare.py`` there is the five
 declaration lines (appended to the tuples of protocols/plugins.py and simulator/plugins.py
 before any registry is read, as the edited files would hold them). Everything runs in fresh
 interpreters, so the project's own registries are untouched.
@@ -68,14 +68,32 @@ from shufflesim.simulator.audit.attacks import CountAttack
 from shufflesim.simulator.audit.levels import Level, register_attack
 
 
-@register_attack("toy_count", levels=(Level.SHUFFLE,), description="the count of group 0")
+@register_attack("toy_count", levels=(Level.SHUFFLE, "toy_level"),
+                 description="the count of group 0")
 class ToyCount(CountAttack):
     @classmethod
     def build(cls, setting):
         return [cls(setting.model, 0, name="toy_count[g0]")]
 ''',
+    "toy_level.py": '''
+"""A new audit level: the shuffle level's audit, reported under its own name."""
+import dataclasses
+
+from shufflesim.simulator.audit.levels import register_level
+
+
+def run(settings, randomizer, n, seed, context, pipeline, progress):
+    from shufflesim.simulator.audit.run import run_audit
+
+    shuffled = dataclasses.replace(settings, level="shuffle")
+    rows = run_audit(shuffled, randomizer, n, seed, context, pipeline, progress)
+    return [{**row, "level": "toy_level"} for row in rows]
+
+
+register_level("toy_level", "the shuffle level again, under its own name", run)
+''',
     "toy_declare.py": '''
-"""The four declaration lines (one per plug-in module)."""
+"""The five declaration lines (one per plug-in module)."""
 from shufflesim.protocols import plugins as p
 from shufflesim.simulator import plugins as s
 
@@ -83,6 +101,7 @@ p.RANDOMIZERS += ("toy_randomizer",)
 p.ESTIMATORS += ("toy_estimator",)
 p.BOUNDS += ("toy_bound",)
 s.ATTACKS += ("toy_attack",)
+s.LEVELS += ("toy_level",)
 ''',
 }
 
@@ -111,6 +130,7 @@ assert "toy_rr" in info["randomizers"], "list: randomizer"
 assert "toy_frequency" in info["estimators"], "list: estimator"
 assert "toy-bound" in info["bounds"], "list: bound"
 assert list(info["audit"]["attacks"])[-1] == "toy_count", "list: attack"
+assert list(info["audit"]["levels"])[-1] == "toy_level", "list: level"
 
 rows = json.loads(cli("bound", "--randomizer", "toy_rr", "--domain-size", "3", "--epsilon0",
                       "0.5", "--n", "2000", "--delta", "1e-3", "--method", "toy-bound",
@@ -120,6 +140,12 @@ assert [r["method"] for r in rows] == ["toy-bound"] and rows[0]["epsilon"] > 0, 
 records = json.loads(cli("audit", "--randomizer", "toy_rr", "--domain-size", "2",
                          "--epsilon0", "2", "--n", "20", "--delta", "1e-3", "--trials",
                          "2000", "--attack", "toy_count", "--no-verdicts", "--json"))
+assert {r["attack"] for r in records if r["row_type"] == "attack"} == {"toy_count[g0]"}
+records = json.loads(cli("audit", "--randomizer", "toy_rr", "--domain-size", "2",
+                         "--epsilon0", "2", "--n", "20", "--delta", "1e-3", "--trials",
+                         "2000", "--level", "toy_level", "--attack", "toy_count", "--no-verdicts",
+                         "--json"))
+assert records and {r["level"] for r in records} == {"toy_level"}, records
 assert {r["attack"] for r in records if r["row_type"] == "attack"} == {"toy_count[g0]"}
 
 scenario = parse_scenario("""
@@ -152,7 +178,7 @@ audit = tables["audit"].to_pandas()
 assert set(audit.loc[audit["row_type"] == "attack", "attack"]) == {"toy_count[g0]"}
 
 schema = json.dumps(scenario_schema())
-for name in ("toy_rr", "toy_frequency", "toy-bound", "toy_count"):
+for name in ("toy_rr", "toy_frequency", "toy-bound", "toy_count", "toy_level"):
     assert f'"{name}"' in schema, f"schema: {name}"
 print("every consumer sees the four plug-ins")
 '''

@@ -27,6 +27,7 @@ REGISTRIES = (
     "shufflesim.protocols.bounds.spec:BOUNDS",
     "shufflesim.protocols.accounting.compose:COMPOSED_METHODS",
     "shufflesim.simulator.audit.levels:ATTACKS",
+    "shufflesim.simulator.audit.levels:LEVELS",
     "shufflesim.simulator.scenario.sections:SECTIONS",
     "shufflesim.simulator.scenario.sections:SECTION_SCHEMAS",
     "shufflesim.simulator.scenario.producers:PRODUCERS",
@@ -89,6 +90,8 @@ def test_registries_read_first_hold_every_built_in(fresh):
     assert fresh["shufflesim.simulator.scenario.producers:PRODUCERS"][:3] == [
         "audit", "learning", "bounds"]
     assert "krr" in fresh["shufflesim.protocols.randomizers.registry:RANDOMIZERS"]
+    assert fresh["shufflesim.simulator.audit.levels:LEVELS"] == [
+        "randomizer", "shuffle", "pipeline"]
 
 
 def test_registries_do_not_depend_on_the_import_order(fresh):
@@ -157,7 +160,7 @@ def test_a_registry_sorts_by_its_declaration_not_by_registration():
 
 REGISTERING = {"register", "register_attack", "register_estimator", "register_section",
                "register_table_schema", "register_table_producer", "register_target",
-               "register_data_distribution", "register_budget_distribution"}
+               "register_data_distribution", "register_budget_distribution", "register_level"}
 
 
 def _registers_at_import(tree: ast.Module) -> bool:

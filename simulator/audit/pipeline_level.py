@@ -56,7 +56,7 @@ from shufflesim.simulator.audit.attacks import (
     build_attacks,
 )
 from shufflesim.simulator.audit.groups import OutputGroups, output_groups
-from shufflesim.simulator.audit.levels import Level, register_attack
+from shufflesim.simulator.audit.levels import Level, register_attack, register_level
 from shufflesim.simulator.audit.message_shuffler import MessageShuffler
 from shufflesim.simulator.audit.randomizer_level import FitResult, chi_square_fit
 from shufflesim.simulator.audit.sampling import child, chunk_sizes
@@ -273,3 +273,6 @@ def shuffled_size(n: int, config: PipelineConfig | None) -> int:
     if config is None or config.batch_size is None:
         return n
     return min(n, config.batch_size)
+
+
+register_level(Level.PIPELINE, "the whole SimPy pipeline (clients, shuffler, analyzer)")

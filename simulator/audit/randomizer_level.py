@@ -56,6 +56,7 @@ from shufflesim.simulator.audit.events import (
     evaluate_events,
     select_events,
 )
+from shufflesim.simulator.audit.levels import Level, register_level
 from shufflesim.simulator.audit.output_events import ObservedOutputs, default_events
 from shufflesim.simulator.audit.sampling import child, chunk_sizes
 
@@ -426,3 +427,6 @@ def _pair_result(randomizer, inputs, i, j, sel, ev, dense, options, budget, delt
     event = f"{label} ranked {'>=' if bound.event.side == 'upper' else '<='} " \
             f"{bound.event.threshold} by the x/x' ratio"
     return PairBound(x, xp, event, bound, budget.row_confidence)
+
+
+register_level(Level.RANDOMIZER, "one user's randomizer: goodness of fit and an eps0 lower bound")

@@ -29,14 +29,14 @@ import numpy as np
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
-from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.atoms import atom_rows
+from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.binned import binned_pair, continuous_triple, is_binnable
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
 from shufflesim.simulator.audit.grading import attach_p_values, grade
-from shufflesim.simulator.audit.levels import ATTACKS, Level, attack_names
 from shufflesim.simulator.audit.input_search import search_pipeline, search_shuffle
+from shufflesim.simulator.audit.levels import ATTACKS, LEVELS, Level, as_level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import MessageShuffler
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
@@ -94,7 +94,7 @@ class AuditSettings:
     """
 
     trials: int
-    level: Level = Level.SHUFFLE
+    level: str = Level.SHUFFLE  # a registered level (levels.LEVELS); Level after checks
     delta: tuple[float, ...] = ()
     confidence: float = 0.95
     holdout_fraction: float | None = None
@@ -119,11 +119,7 @@ class AuditSettings:
     fresh_devices: int | None = None
 
     def __post_init__(self) -> None:
-        try:
-            level = Level(self.level)
-        except ValueError:
-            raise ParameterError("level", self.level,
-                                 f"must be one of {[m.value for m in Level]}") from None
+        level = as_level(self.level)  # every registered level (levels.LEVELS)
         object.__setattr__(self, "level", level)
         delta = (self.delta,) if isinstance(self.delta, (int, float)) else tuple(self.delta)
         object.__setattr__(self, "delta", delta)
@@ -141,7 +137,7 @@ class AuditSettings:
         allowed = (attack_names(level) if level is not Level.RANDOMIZER
                    else attack_names(Level.SHUFFLE) + attack_names(Level.RANDOMIZER))
         for a in self.attacks or ():
-            require(a in allowed, "attacks", a, f"unknown attack at the {level.value} level; "
+            require(a in allowed, "attacks", a, f"unknown attack at the {level} level; "
                     f"choose from {list(allowed)}")
         require(self.others is None or self.x2 is None, "others", self.others,
                 "give either x2 or others, not both")
@@ -268,6 +264,11 @@ def _audit_rows(settings: AuditSettings, randomizer, n: int | None,
                 pipeline: PipelineConfig | None = None,
                 progress: Callable[[int, int], None] | None = None, *,
                 claim: Claim | None = None, events=None, implementation=None) -> list[dict]:
+    spec = LEVELS.get(str(settings.level))
+    if spec.run is not None:  # a level that runs itself (levels.LevelSpec)
+        require(implementation is None and settings.implementation is None, "level",
+                spec.name, "audits the project's sampler only (no implementation under test)")
+        return spec.run(settings, randomizer, n, seed, context, pipeline, progress)
     tested = None
     if implementation is not None:
         claim = claim or Claim(randomizer, delta0=settings.claim_delta0,
@@ -353,7 +354,7 @@ def _bound_rows(settings: AuditSettings, randomizer, audit, bound_n: int, option
                                   confidence=options.confidence,
                                   names=None if settings.bounds is None else list(settings.bounds))
         records += verdict_records(verdicts, {**context, "pair": audit.pair},
-                                   settings.level.value)
+                                   str(settings.level))
     return records
 
 
@@ -443,7 +444,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
         bound_n = shuffled_size(n, pipeline)
     records = attack_records(audit, context)
     claimed = f"{declared.name}(eps0 = {float(declared.epsilon0):g})"
-    level = settings.level.value
+    level = str(settings.level)
     own = [fit_verdict(audit.fit_p_value, options.confidence, claimed, len(audit.fits),
                        "pooled reports")]
     if shuffler is not None:  # the user's shuffler: permutation and order checks

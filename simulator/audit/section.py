@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from shufflesim.protocols.errors import ParameterError
-from shufflesim.simulator.audit.levels import ATTACKS
+from shufflesim.simulator.audit.levels import ATTACKS, LEVELS
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.run import AUDIT_KEY, AuditSettings, run_audit
 from shufflesim.simulator.audit.tables import AUDIT_SCHEMA, to_table
@@ -71,11 +71,12 @@ def resolve_spec(spec: str, base_dir: Path) -> str:
 
 def section_schema() -> dict[str, Any]:
     """The JSON Schema of ``[audit]``: AuditSettings' fields, ``delta`` also as one number,
-    ``attacks`` by registered name."""
+    ``attacks`` and ``level`` by registered name."""
     schema = dataclass_schema(AuditSettings)
     properties = schema["properties"]
     properties["delta"] = {"anyOf": [properties["delta"]["items"], properties["delta"]]}
     properties["attacks"]["items"] = {"enum": ATTACKS.names()}
+    properties["level"] = {"enum": [spec.name for spec in LEVELS.values()]}
     return schema
 
 

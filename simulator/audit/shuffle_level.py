@@ -70,7 +70,7 @@ from shufflesim.simulator.audit.events import (
     select_events,
 )
 from shufflesim.simulator.audit.groups import OutputGroups, RatioGroups, output_groups
-from shufflesim.simulator.audit.levels import Level, attack_names
+from shufflesim.simulator.audit.levels import Level, attack_names, register_level
 from shufflesim.simulator.audit.randomizer_level import FitResult, chi_square_fit
 from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK, HistogramSampler, child, tabulate
 
@@ -393,3 +393,6 @@ def audit_shuffle(
     return AttackAudit("shuffle", randomizer.name, float(randomizer.epsilon0), n, model.label,
                        options, tuple(rows), time.perf_counter() - start, summary, fits,
                        source, note)
+
+
+register_level(Level.SHUFFLE, "the shuffled histogram of n reports: an eps lower bound per delta")

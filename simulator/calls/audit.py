@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shufflesim.simulator.audit.levels import Level
+from shufflesim.simulator.audit.levels import Level, as_level
 from shufflesim.simulator.calls.bounds import silent
 from shufflesim.simulator.calls.setting import build_randomizer, check_setting, resolve_methods
 from shufflesim.simulator.errors import UserError
@@ -24,7 +24,9 @@ cost = lazy_module("shufflesim.simulator.cost")
 
 def check_level_options(level: str, n: int | None) -> None:
     """--n belongs to the shuffle and pipeline levels, where it is required; the randomizer
-    level audits one user's randomizer and refuses it rather than ignore it."""
+    level audits one user's randomizer and refuses it rather than ignore it. ``level``: a
+    registered level (levels.LEVELS), else a ParameterError naming them."""
+    level = str(as_level(level))
     if level == Level.RANDOMIZER.value:
         if n is not None:
             raise UserError(f"--n = {n}: the randomizer level audits one user's randomizer; "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, fields
 
-from shufflesim.simulator.audit.levels import ATTACKS, Level
+from shufflesim.simulator.audit.levels import ATTACKS, LEVELS
 from shufflesim.simulator.lazy import lazy_module
 
 catalogue_module = lazy_module("shufflesim.protocols.bounds.catalogue")
@@ -18,13 +18,6 @@ estimators = lazy_module("shufflesim.protocols.estimators")
 randomizers = lazy_module("shufflesim.protocols.randomizers")
 composed = lazy_module("shufflesim.protocols.accounting.compose")
 population = lazy_module("shufflesim.simulator.population.base")
-
-LEVEL_DESCRIPTIONS = {
-    Level.RANDOMIZER.value: "one user's randomizer: goodness of fit and an eps0 lower bound",
-    Level.SHUFFLE.value: "the shuffled histogram of n reports: an eps lower bound per delta",
-    Level.PIPELINE.value: "the whole SimPy pipeline (clients, shuffler, analyzer)",
-}
-
 
 def randomizer_parameters(cls: type) -> list[dict]:
     """Name, required, default of each parameter (epsilon0 comes from the budget)."""
@@ -71,7 +64,7 @@ def catalogue() -> dict:
             for spec in (composed.get_composed_method(m) for m in composed.composed_method_names())
         },
         "audit": {
-            "levels": dict(LEVEL_DESCRIPTIONS),
+            "levels": {spec.name: spec.description for spec in LEVELS.values()},
             "attacks": {spec.name: spec.summary for spec in ATTACKS.values()},
         },
     }

@@ -31,7 +31,6 @@ import shlex
 
 import click
 
-from shufflesim.simulator.audit.levels import Level
 from shufflesim.simulator.calls import audit as audit_call
 from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
@@ -152,8 +151,9 @@ def _claim_options(function):
               help="Central delta (repeatable; shuffle and pipeline levels).")
 @click.option("--trials", type=int, required=True,
               help="Trials per world (per input at the randomizer level), selection included.")
-@click.option("--level", type=click.Choice([m.value for m in Level]), default="shuffle",
-              show_default=True, help="What to audit.")
+@click.option("--level", default="shuffle", show_default=True,
+              help="What to audit: a registered level (randomizer, shuffle, pipeline; "
+                   "`shufflesim list`).")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the largest empirical lower bound.")
 @click.option("--holdout", "holdout_fraction", type=float, default=None,
