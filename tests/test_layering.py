@@ -1,7 +1,9 @@
 """`protocols` is pure mathematics: it must never import the runner or its dependencies.
 
-Allowed beside the standard library: numpy, scipy and dp_accounting (Google's privacy loss
-distributions, used by protocols.accounting to compose rounds).
+Allowed beside the standard library: numpy, scipy, dp_accounting (Google's privacy loss
+distributions, used by protocols.accounting to compose rounds) and mpmath (arbitrary precision,
+for the certified arithmetic of the exact binary-RR curve; a declared dependency, which
+dp_accounting needs too).
 """
 
 import ast
@@ -11,7 +13,7 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ROOT = REPO / "protocols"
 #: What protocols may import besides the standard library and itself.
-ALLOWED = {"numpy", "scipy", "dp_accounting", "shufflesim.protocols"}
+ALLOWED = {"numpy", "scipy", "dp_accounting", "mpmath", "shufflesim.protocols"}
 
 
 def _imported_roots(path: pathlib.Path) -> set[str]:
