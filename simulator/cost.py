@@ -213,6 +213,12 @@ def run_cost(scenario) -> Cost:
             per_trial = (n * MESSAGE_SECONDS if level == "pipeline"
                          else 2 * REPORT_SECONDS if level == "randomizer" else CELL_SECONDS)
             point_seconds += trials * per_trial
+        learning = settings.sections.get("learning")
+        if learning is not None and hasattr(learning, "epochs"):
+            learned = learning_cost(learning)
+            if learned.seconds > point_seconds:  # the training dominates: name its key
+                factors = {learned.parameter: float(learned.value)}
+            point_seconds += learned.seconds
         seconds += point_seconds
         if point_seconds > worst[0]:
             worst = (point_seconds, factors)
@@ -248,3 +254,72 @@ def audit_cost(level: str, trials: int, n: int | None, outputs: int | None,
         key, value = "--n", n
     return Cost(trial_seconds + engine_seconds, 0.0, key, value,
                 f"lower {key}, or raise the limit")
+
+
+# -- bounds over rounds, calibration, composition, design (issue 26, t26b) -------------------
+
+#: Grid points a composed privacy loss distribution holds per round, at least: dp_accounting's
+#: self-composition sizes its window from Chernoff bounds at a fixed set of orders, which grows
+#: linearly in the rounds (measured: 12.4 points per round for krr, d 4, eps0 1, n 1000; one
+#: is a lower estimate).
+PLD_POINTS_PER_ROUND = 1.0
+#: Bytes per grid point of a composed distribution (one float64; the FFT needs more).
+PLD_POINT_BYTES = 8.0
+#: Seconds per grid point of a composition (lower estimate: each point is touched once).
+PLD_POINT_SECONDS = 1e-9
+#: Evaluations of the composed bound a calibration makes, at least (a bisection on eps0).
+CALIBRATION_STEPS = 10
+#: Seconds per training step of [learning] (a Python-level step; lower estimate, ~1e-4 measured)
+#: and per multiply-add of its gradient.
+STEP_SECONDS = 1e-6
+FLOP_SECONDS = 1e-10
+
+
+def rounds_cost(rounds: int, parameter: str = "--rounds", evaluations: int = 1,
+                value: object = None) -> Cost:
+    """Composing one round's privacy loss distribution over ``rounds`` rounds (``bound
+    --rounds``, ``compose --round ...,repeat=``, ``design --rounds``): a window of at least
+    :data:`PLD_POINTS_PER_ROUND` grid points per round, built ``evaluations`` times."""
+    points = float(rounds) * PLD_POINTS_PER_ROUND if rounds > 1 else 0.0
+    return Cost(points * PLD_POINT_SECONDS * max(1, evaluations), points * PLD_POINT_BYTES,
+                parameter, rounds if value is None else value,
+                f"lower {parameter} (or account for the rounds with basic or advanced "
+                "composition), or raise the limit")
+
+
+def calibrate_cost(rounds: int) -> Cost:
+    """``calibrate --rounds T``: at least :data:`CALIBRATION_STEPS` evaluations of the T-round
+    composed bound."""
+    return rounds_cost(rounds, "--rounds", CALIBRATION_STEPS)
+
+
+def compose_cost(parts: list[dict]) -> Cost:
+    """``compose --round``: the rounds of all groups (``repeat`` each) composed together."""
+    total = sum(int(p.get("repeat", 1)) for p in parts
+                if isinstance(p.get("repeat", 1), int) and not isinstance(p.get("repeat"), bool))
+    estimate = rounds_cost(total, "--round", value=f"repeat={total}" if total > 1 else total)
+    return Cost(estimate.seconds, estimate.bytes, estimate.parameter, estimate.value,
+                estimate.remedy.replace("lower --round", "lower the rounds' repeat"))
+
+
+def design_cost(rounds: int, candidates: int = 1) -> Cost:
+    """``design --rounds T``: each of ``candidates`` randomizers calibrated over T rounds."""
+    return rounds_cost(rounds, "--rounds", CALIBRATION_STEPS * max(1, candidates))
+
+
+def learning_cost(section) -> Cost:
+    """``[learning]``: epochs x steps (at least one per epoch) x clients per step x examples per
+    client x model size (at least its input dimension, pca_components when set)."""
+    epochs = float(getattr(section, "epochs", 1))
+    per_step = float(getattr(section, "clients_per_step", 1)) * float(
+        getattr(section, "examples_per_client", 1))
+    size = float(getattr(section, "pca_components", None) or 1)
+    if getattr(section, "model", "softmax") == "mlp":
+        size *= float(getattr(section, "hidden", 1))
+    seconds = epochs * (STEP_SECONDS + per_step * size * FLOP_SECONDS)
+    if per_step * size * FLOP_SECONDS > STEP_SECONDS and per_step > epochs:
+        key = "learning.clients_per_step"
+        value = getattr(section, "clients_per_step", 1)
+    else:
+        key, value = "learning.epochs", getattr(section, "epochs", 1)
+    return Cost(seconds, 0.0, key, value, f"lower {key}, or raise the limit")

@@ -76,3 +76,46 @@ def test_numerical_bounds_say_n_is_beyond_their_reach(name):
     krr = make_randomizer("krr", epsilon0=1.0, domain_size=4)
     evaluation = catalogue.evaluate(name, krr, 10**29, 1e-6)
     assert evaluation.result is None and "n = " in evaluation.error
+
+
+def test_rounds_estimates_grow_with_the_rounds_and_name_the_flag():
+    one = cost.rounds_cost(1)
+    assert one.seconds == 0 and one.bytes == 0  # one round: nothing composed
+    small, big = cost.rounds_cost(10**3), cost.rounds_cost(10**12)
+    assert small.bytes < big.bytes and small.seconds < big.seconds
+    assert big.bytes >= 10**12 * cost.PLD_POINT_BYTES * cost.PLD_POINTS_PER_ROUND
+    cost.check(small)  # feasible work is not refused
+    with pytest.raises(UserError, match=r"--rounds = 1000000000000: needs at least .*basic or "
+                                        r"advanced composition"):
+        cost.check(big)
+
+
+def test_calibration_and_design_cost_several_evaluations():
+    assert cost.calibrate_cost(10**6).seconds >= cost.CALIBRATION_STEPS * \
+        cost.rounds_cost(10**6).seconds
+    assert cost.design_cost(10**6, 3).seconds > cost.calibrate_cost(10**6).seconds
+    cost.configure(max_seconds=1e-6, explicit=True)
+    with pytest.raises(UserError, match=r"--rounds = 1000000: .*--max-seconds"):
+        cost.check(cost.calibrate_cost(10**6))
+
+
+def test_compose_counts_every_groups_repeat():
+    parts = [{"repeat": 10**11}, {"repeat": 9 * 10**11}, {"randomizer": "krr"}]
+    estimate = cost.compose_cost(parts)
+    assert estimate.parameter == "--round" and estimate.value == f"repeat={10**12 + 1}"
+    assert "repeat" in estimate.remedy
+    with pytest.raises(UserError, match=r"--round = 'repeat=1000000000001'"):
+        cost.check(estimate)
+
+
+def test_learning_estimate_names_epochs():
+    from shufflesim.simulator.learning.train import LearningOptions
+
+    estimate = cost.learning_cost(LearningOptions(epochs=10**12))
+    assert estimate.parameter == "learning.epochs" and estimate.value == 10**12
+    assert estimate.seconds >= 10**12 * cost.STEP_SECONDS
+    cost.check(cost.learning_cost(LearningOptions(epochs=10)))
+    with pytest.raises(UserError, match=r"learning.epochs = 1000000000000: .* days"):
+        cost.check(estimate)
+    wide = cost.learning_cost(LearningOptions(clients_per_step=10**9, examples_per_client=10**6))
+    assert wide.parameter == "learning.clients_per_step"

@@ -91,3 +91,39 @@ def test_the_audit_table_is_its_record():
     assert AUDIT_SCHEMA == AuditRow.schema() == TABLE_SCHEMAS.get("audit")
     assert COLUMNS == AuditRow.columns()
     assert not AUDIT_SCHEMA.field("row_type").nullable and AUDIT_SCHEMA.field("n").nullable
+
+
+def test_the_learning_table_is_a_record_with_generated_bound_columns():
+    """Issue 27: LearningRow's schema is the learning table's schema before it became a
+    record (written out here as it was), its epsilon_<bound> columns generated from
+    protocols' BOUND_COLUMNS through Record.extra_columns; table and JSON rows follow."""
+    from shufflesim.protocols.learning.accounting import BOUND_COLUMNS
+    from shufflesim.simulator.learning.section import LEARNING_SCHEMA, LearningRow
+    from shufflesim.simulator.results.tables import POINT_COLUMNS, table_schema
+
+    bounds = [f"epsilon_{name}" for name in BOUND_COLUMNS]
+    before = table_schema([
+        *POINT_COLUMNS, ("repetition", pa.int32()), ("epoch", pa.int32()),
+        ("step", pa.int64()), ("data", pa.string()), ("model", pa.string()),
+        ("randomizer", pa.string()), ("budget", pa.string()), ("n_clients", pa.int64()),
+        ("clients_per_step", pa.int64()), ("examples_per_client", pa.int64()),
+        ("epsilon0_min", pa.float64()), ("epsilon0_mean", pa.float64()),
+        ("epsilon0_max", pa.float64()), ("delta0", pa.float64()), ("delta", pa.float64()),
+        ("train_loss", pa.float64()), ("train_accuracy", pa.float64()),
+        ("test_loss", pa.float64()), ("test_accuracy", pa.float64()),
+        *[(name, pa.float64()) for name in bounds], ("accounting_note", pa.string()),
+    ], nullable=("epsilon0_min", "epsilon0_mean", "epsilon0_max", *bounds))
+    assert LearningRow.schema() == before == LEARNING_SCHEMA == TABLE_SCHEMAS.get("learning")
+    assert len(bounds) >= 2 and LearningRow.columns()[-len(bounds) - 1:-1] == tuple(bounds)
+
+    row = LearningRow(0, "{}", 0, 1, 10, "digits", "logistic", "krr", "constant", 100, 10, 1,
+                      0.5, 0.5, 0.5, 0.0, 1e-5, 0.3, 0.9, 0.4, 0.8,
+                      {bounds[0]: 1.5, bounds[1]: math.nan}, "note")
+    table = LearningRow.table([row])
+    assert table.schema == before
+    assert table.column(bounds[0]).to_pylist() == [1.5]
+    assert table.column(bounds[1]).to_pylist() == [None]  # NaN -> null
+    assert table.column(bounds[-1]).to_pylist() == [None]  # missing from the mapping
+    data = row.to_json()
+    assert list(data) == list(before.names)
+    assert data[bounds[0]] == 1.5 and data[bounds[1]] is None and data["accounting_note"] == "note"

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,12 +32,8 @@ from shufflesim.simulator.errors import ScenarioError, UserError
 from shufflesim.simulator.learning.data import Dataset, Split, load_dataset, prepare
 from shufflesim.simulator.learning.files import WHERE, expand_variables
 from shufflesim.simulator.learning.train import LearningConfig, LearningOptions, train_on_split
-from shufflesim.simulator.results.tables import (
-    POINT_COLUMNS,
-    TABLE_SCHEMAS,
-    register_table_schema,
-    table_schema,
-)
+from shufflesim.simulator.results.records import EXPAND, Record
+from shufflesim.simulator.results.tables import TABLE_SCHEMAS, register_table_schema
 from shufflesim.simulator.scenario.convert import ParseContext, parse_dataclass
 from shufflesim.simulator.scenario.model import Scenario
 from shufflesim.simulator.scenario.producers import register_table_producer
@@ -93,31 +89,43 @@ class LearningSection(LearningOptions):
                                  "epsilon0": epsilon0})
 
 
-LEARNING_SCHEMA = table_schema([
-    *POINT_COLUMNS,
-    ("repetition", pa.int32()),
-    ("epoch", pa.int32()),
-    ("step", pa.int64()),
-    ("data", pa.string()),
-    ("model", pa.string()),
-    ("randomizer", pa.string()),
-    ("budget", pa.string()),
-    ("n_clients", pa.int64()),
-    ("clients_per_step", pa.int64()),
-    ("examples_per_client", pa.int64()),
-    ("epsilon0_min", pa.float64()),
-    ("epsilon0_mean", pa.float64()),
-    ("epsilon0_max", pa.float64()),
-    ("delta0", pa.float64()),
-    ("delta", pa.float64()),
-    ("train_loss", pa.float64()),
-    ("train_accuracy", pa.float64()),
-    ("test_loss", pa.float64()),
-    ("test_accuracy", pa.float64()),
-    *[(f"epsilon_{name}", pa.float64()) for name in BOUND_COLUMNS],
-    ("accounting_note", pa.string()),
-], nullable=("epsilon0_min", "epsilon0_mean", "epsilon0_max",
-             *(f"epsilon_{name}" for name in BOUND_COLUMNS)))
+@dataclass(frozen=True)
+class LearningRow(Record):
+    """One row of the ``learning`` table (docs/results.md): one epoch of one repetition; the
+    ``epsilon_<bound>`` columns, one per bound the accounting computes (protocols'
+    ``BOUND_COLUMNS``), are generated (:meth:`extra_columns`) and held in ``epsilon``."""
+
+    point: Annotated[int, pa.int32()]
+    overrides: str
+    repetition: Annotated[int, pa.int32()]
+    epoch: Annotated[int, pa.int32()]
+    step: int
+    data: str
+    model: str
+    randomizer: str
+    budget: str
+    n_clients: int
+    clients_per_step: int
+    examples_per_client: int
+    epsilon0_min: float | None
+    epsilon0_mean: float | None
+    epsilon0_max: float | None
+    delta0: float
+    delta: float
+    train_loss: float
+    train_accuracy: float
+    test_loss: float
+    test_accuracy: float
+    epsilon: Mapping[str, float | None] = field(metadata=EXPAND)
+    accounting_note: str = ""
+
+    @classmethod
+    def extra_columns(cls) -> tuple[pa.Field, ...]:
+        return tuple(pa.field(f"epsilon_{name}", pa.float64(), nullable=True)
+                     for name in BOUND_COLUMNS)
+
+
+LEARNING_SCHEMA = LearningRow.schema()
 
 
 def parse_section(table: Mapping[str, Any], context: ParseContext) -> LearningSection:
@@ -255,8 +263,8 @@ def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
                 progress(rep + 1, section.repetitions)
     if not records:
         return {}
-    columns = {name: [r.get(name) for r in records] for name in LEARNING_SCHEMA.names}
-    return {TABLE: pa.table(columns, schema=LEARNING_SCHEMA)}
+    return {TABLE: LearningRow.from_columns(
+        {name: [r.get(name) for r in records] for name in LearningRow.columns()})}
 
 
 register_section(SECTION, parse_section)

@@ -17,6 +17,11 @@ null). So the column list exists once::
                                  #            epsilon double])
     BoundRow.table(rows)         # a pa.Table of that schema (from_columns: from whole columns)
     row.to_json()                # {"point": 0, "method": ..., "epsilon": ...}
+
+Columns generated from another declaration (one per registered bound, say) come from the
+:meth:`Record.extra_columns` hook: a field marked ``field(metadata=EXPAND)`` holds a mapping
+(column -> value) and stands, in the schema, the table and the JSON rows, for the hook's
+columns at its position; a column missing from a row's mapping is null.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ from functools import cache
 from typing import Any
 
 import pyarrow as pa
+
+#: The metadata of a field that stands for :meth:`Record.extra_columns` (module docstring).
+EXPAND: Mapping[str, bool] = types.MappingProxyType({"record_extra_columns": True})
 
 #: Python types -> pyarrow types of a record's columns.
 ARROW_TYPES: dict[type, pa.DataType] = {int: pa.int64(), float: pa.float64(),
@@ -59,6 +67,11 @@ class Record:
     """Base of the record types (module docstring); subclasses are frozen dataclasses."""
 
     @classmethod
+    def extra_columns(cls) -> tuple[pa.Field, ...]:
+        """The generated columns a field marked ``EXPAND`` stands for (none by default)."""
+        return ()
+
+    @classmethod
     def schema(cls) -> pa.Schema:
         """The Parquet schema: one column per field, in order."""
         return _schema(cls)
@@ -74,8 +87,8 @@ class Record:
         schema = cls.schema()
         rows = list(rows)
         data = {}
-        for field in schema:
-            values = [getattr(row, field.name) for row in rows]
+        for field, value in zip(schema, _getters(cls), strict=True):
+            values = [value(row) for row in rows]
             if field.nullable and pa.types.is_floating(field.type):
                 values = [None if v is None or math.isnan(v) else float(v) for v in values]
             data[field.name] = values
@@ -90,13 +103,33 @@ class Record:
     def to_json(self) -> dict[str, Any]:
         """The row as a JSON-ready dict (column -> value, NaN -> None)."""
         out = {}
-        for field in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, field.name)
-            out[field.name] = None if isinstance(value, float) and math.isnan(value) else value
+        for name, get in zip(self.columns(), _getters(type(self)), strict=True):
+            value = get(self)
+            out[name] = None if isinstance(value, float) and math.isnan(value) else value
         return out
+
+
+def _expands(field: dataclasses.Field) -> bool:
+    return bool(field.metadata.get("record_extra_columns"))
 
 
 @cache
 def _schema(cls: type) -> pa.Schema:
     hints = typing.get_type_hints(cls, include_extras=True)
-    return pa.schema([_column(f.name, hints[f.name]) for f in dataclasses.fields(cls)])
+    columns: list[pa.Field] = []
+    for f in dataclasses.fields(cls):
+        columns += cls.extra_columns() if _expands(f) else [_column(f.name, hints[f.name])]
+    return pa.schema(columns)
+
+
+@cache
+def _getters(cls: type) -> tuple:
+    """One function row -> value per column of :func:`_schema`, in order."""
+    getters = []
+    for f in dataclasses.fields(cls):
+        if _expands(f):
+            getters += [(lambda row, m=f.name, c=c.name: getattr(row, m).get(c))
+                        for c in cls.extra_columns()]
+        else:
+            getters.append(lambda row, name=f.name: getattr(row, name))
+    return tuple(getters)

@@ -14,10 +14,12 @@ import json
 import click
 
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
+from shufflesim.simulator import cost
 from shufflesim.simulator.calls import bounds as bound_call
 from shufflesim.simulator.cli.options import (
     delta0_option,
     flag_errors,
+    limit_options,
     parse_params,
     randomizer_options,
     render_table,
@@ -118,6 +120,7 @@ def notes(records: list[dict]) -> list[str]:
                    "for all T rounds (privacy loss distributions, docs/composition.md), with "
                    "basic, advanced and Renyi composition beside them; the others say why not.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@limit_options
 @flag_errors()
 def command(randomizer_name, domain_size, params, epsilon0, delta0, n, budgets, delta, methods,
             as_json, wide, rounds, quiet):
@@ -126,6 +129,7 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, n, budgets, 
     An upper bound below the best proven lower bound is marked BELOW-LB (JSON:
     below_proven_lower). For an (eps0, delta0)-LDP randomizer (--delta0), bounds that need a
     pure eps0-LDP randomizer say so instead of a number."""
+    cost.check(cost.rounds_cost(rounds))
     report = ProgressReport("bounds", enabled=not quiet, unit="bounds")
     randomizer, records = bound_call.bounds(randomizer_name, epsilon0,
                                             parse_params(domain_size, params), n, delta,

@@ -7,9 +7,11 @@ import json
 
 import click
 
+from shufflesim.simulator import cost
 from shufflesim.simulator.calls import calibrate as calibrate_call
 from shufflesim.simulator.cli.options import (
     flag_errors,
+    limit_options,
     parse_params,
     randomizer_options,
     render_table,
@@ -34,11 +36,13 @@ COLUMNS = ("method", "parameter", "value", "epsilon", "status", "seconds")
               help="Rounds T: find the largest per-round eps0 whose T-round composed bound "
                    "meets the lifetime target (needs --n).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@limit_options
 @flag_errors()
 def command(randomizer_name, domain_size, params, target_epsilon, delta, n, epsilon0, methods,
             as_json, rounds, quiet):
     """Calibrate eps0 (or n) per bound for a target central (eps, delta), for one round or a
     lifetime of --rounds T."""
+    cost.check(cost.calibrate_cost(rounds))
     report = ProgressReport("calibrating", enabled=not quiet, unit="bounds")
     records = calibrate_call.calibrate(randomizer_name, parse_params(domain_size, params),
                                        target_epsilon, delta, n=n, epsilon0=epsilon0,

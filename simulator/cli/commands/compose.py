@@ -21,8 +21,14 @@ import json
 
 import click
 
+from shufflesim.simulator import cost
 from shufflesim.simulator.calls import compose as compose_call
-from shufflesim.simulator.cli.options import flag_errors, parse_value, render_table
+from shufflesim.simulator.cli.options import (
+    flag_errors,
+    limit_options,
+    parse_value,
+    render_table,
+)
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import ProgressReport
 
@@ -64,6 +70,7 @@ def _number(value) -> str:
               help="Method (repeatable); default every method of the mode.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of records.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@limit_options
 @flag_errors(aliases={"mode": "--mode", "rounds": "--round", "components": "--component"})
 def command(rounds, components, mode, delta, n, rate, methods, as_json, quiet):
     """(eps, delta) of heterogeneous rounds, or of randomizers composed within one round."""
@@ -74,6 +81,8 @@ def command(rounds, components, mode, delta, n, rate, methods, as_json, quiet):
         raise UserError(f"--round belongs to --mode rounds; mode {mode} takes --component")
     flag = "--round" if mode == "rounds" else "--component"
     parts = [parse_part(text, flag) for text in (rounds or components)]
+    if mode == "rounds":
+        cost.check(cost.compose_cost(parts))
     report = ProgressReport("composing", enabled=not quiet, unit="methods")
     records = compose_call.compose(parts, delta, mode=mode, methods=methods, n=n, rate=rate,
                                    progress=report)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
+from shufflesim.simulator import cost
 from shufflesim.simulator.cli.lazy import lazy_module
-from shufflesim.simulator.cli.options import flag_errors, render_table
+from shufflesim.simulator.cli.options import flag_errors, limit_options, render_table
 from shufflesim.simulator.errors import UserError
 
 runner = lazy_module("shufflesim.simulator.design.runner")
@@ -78,6 +79,7 @@ def _check_paths(write_scenario: str | None, out: str | None) -> None:
 @click.option("--write-scenario", default=None, help="Write the best design as a scenario.")
 @click.option("--out", default=None, help="Write design.parquet and design.png here.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON records.")
+@limit_options
 @flag_errors(FLAGS)
 def command(task, domain_size, interval, n_text, rounds, target_epsilon, delta, metric,
             max_bits, max_messages, min_epsilon0, max_epsilon0, bound, only, zipf, binary,
@@ -94,6 +96,8 @@ def command(task, domain_size, interval, n_text, rounds, target_epsilon, delta, 
         raise UserError("--groups: --validate and --write-scenario take one shuffled "
                         "population; with groups each group is shuffled on its own")
     _check_paths(write_scenario, out)
+    if rounds is not None and rounds > 1:
+        cost.check(cost.design_cost(rounds, max(1, len(only))))
     data = None if zipf is None else {"distribution": "zipf", "exponent": zipf}
     kwargs = dict(task=task, n=ns if len(ns) > 1 else ns[0], target_epsilon=target_epsilon,
                   delta=delta, rounds=rounds, domain_size=domain_size,
