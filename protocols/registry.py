@@ -25,6 +25,11 @@ position of the module whose import registered it (the innermost module being ex
 it was registered), then by registration; items from modules outside the declaration (third
 party, tests) follow in registration order. So what a registry holds, and in which order,
 does not depend on what was imported before.
+
+A registry made with ``exported="SPECS"`` also reads, after importing each declared module,
+that module's tuple ``SPECS`` (if it has one) and registers its items, in order, as that
+module's: a module then exports its plug-ins as data instead of registering them (the bound
+modules do).
 """
 
 from __future__ import annotations
@@ -114,10 +119,12 @@ class Registry(Generic[T]):
     name is reported under ("distribution", "estimator.name").
     """
 
-    def __init__(self, what: str, field: str = "name", declared: str | None = None) -> None:
+    def __init__(self, what: str, field: str = "name", declared: str | None = None,
+                 exported: str | None = None) -> None:
         self.what = what
         self.field = field
         self.declared = declared
+        self.exported = exported
         self._items: dict[str, T] = {}
         self._origins: dict[str, str | None] = {}
         self._sequence: dict[str, int] = {}
@@ -133,7 +140,9 @@ class Registry(Generic[T]):
         self._state = "loading"
         try:
             for module in declared_modules(self.declared):
-                importlib.import_module(module)
+                loaded = importlib.import_module(module)
+                for item in getattr(loaded, self.exported, ()) if self.exported else ():
+                    self._add(item.name, item, origin=module)
             load_third_party()
         except BaseException:
             self._state = "empty"
@@ -165,11 +174,11 @@ class Registry(Generic[T]):
             return self._add(name.name, name)
         return self._add(name, item)
 
-    def _add(self, name: str, item: T) -> T:
+    def _add(self, name: str, item: T, origin: str | None = None) -> T:
         if name in self._items:
             raise RuntimeError(f"{self.what} {name!r} registered twice")
         self._items[name] = item
-        self._origins[name] = _registering_module()
+        self._origins[name] = origin or _registering_module()
         self._sequence[name] = self._counter
         self._counter += 1
         return item

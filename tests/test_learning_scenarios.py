@@ -219,3 +219,14 @@ def test_a_csv_file_relative_to_the_scenario(tmp_path):
     frame = run_scenario(scenario, executor=InlineExecutor())["learning"].to_pandas()
     assert set(frame.data) == {"points.csv"} and frame.epsilon_local_max.isna().all()
     assert frame[frame.epoch == 2].test_accuracy.min() > 0.6
+
+
+def test_clip_nonprivate_false_trains_the_non_private_run_unclipped():
+    """``clip_nonprivate = false``: plain SGD for ``randomizer = "none"`` only (the
+    non-private baseline of 003 Fig. 4); the private runs keep their clip, and the default keeps
+    the old behaviour (clipped SGD without noise)."""
+    assert LearningSection(randomizer="none", clip=2.0).config(1.0).clip == 2.0
+    plain = LearningSection(randomizer="none", clip=2.0, clip_nonprivate=False)
+    assert plain.config(1.0).clip is None
+    private = LearningSection(randomizer="gaussian", clip=2.0, clip_nonprivate=False)
+    assert private.config(1.0).clip == 2.0

@@ -168,8 +168,12 @@ REGISTERING = {"register", "register_attack", "register_estimator", "register_se
 
 
 def _registers_at_import(tree: ast.Module) -> bool:
-    """Whether a module's top level (decorators included) calls a registering function."""
+    """Whether a module's top level (decorators included) calls a registering function, or
+    exports its plug-ins as data (a top-level ``SPECS``, read by the bound registry)."""
     for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(getattr(t, "id", None) == "SPECS" for t in targets):
+            return True
         calls = []
         if isinstance(node, ast.ClassDef | ast.FunctionDef):
             calls = [d for d in node.decorator_list]
@@ -200,3 +204,19 @@ def test_every_module_that_registers_at_import_is_declared():
             if _registers_at_import(ast.parse(path.read_text())):
                 strays.append(module)
     assert not strays, f"add these to protocols/plugins.py or simulator/plugins.py: {strays}"
+
+
+def test_bound_modules_export_their_specs():
+    """Issue 27: every declared bound module exports its bounds as data (``SPECS``), and the
+    bound registry holds exactly those, in the declaration's order, each from its module."""
+    from shufflesim.protocols import plugins
+    from shufflesim.protocols.bounds.spec import BOUNDS
+
+    exported = []
+    for module in plugins.BOUNDS:
+        specs = importlib.import_module(module).SPECS
+        assert specs and all(BOUNDS.origin(spec.name) == module for spec in specs), module
+        exported += [spec.name for spec in specs]
+    assert [name for name in BOUNDS if BOUNDS.origin(name) in plugins.BOUNDS] == exported
+    assert all(BOUNDS.get(name) is spec for module in plugins.BOUNDS
+               for spec in importlib.import_module(module).SPECS for name in [spec.name])

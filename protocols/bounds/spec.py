@@ -1,10 +1,15 @@
 """What a bound is (:class:`BoundSpec`), the outcome of evaluating one (:class:`BoundEvaluation`)
 and the registry every bound module adds its bounds to (:data:`BOUNDS`).
 
-A bound module defines its functions and, below them, registers each bound::
+A bound module defines its functions and, below them, exports its bounds as data, a tuple
+``SPECS`` that :data:`BOUNDS` reads when it imports the module (``exported="SPECS"``)::
 
-    register(BoundSpec("efmrtt19", BoundKind.UPPER, "reference", BoundStatus.PROVEN,
-                       "regime in words", any_ldp, generic(efmrtt19_epsilon)))
+    SPECS: tuple[BoundSpec, ...] = (
+        BoundSpec("efmrtt19", BoundKind.UPPER, "reference", BoundStatus.PROVEN,
+                  "regime in words", any_ldp, generic(efmrtt19_epsilon)),
+    )
+
+(:func:`register` remains for plug-ins registered by a call: third parties, tests.)
 
 protocols/plugins.py lists every built-in bound module (``BOUNDS``, imported on the registry's
 first read);
@@ -128,7 +133,8 @@ class BoundEvaluation:
 
 #: Every registered bound by name (an unknown name is a ParameterError on the field "method").
 BOUNDS: Registry[BoundSpec] = Registry("bound", field="method",
-                                    declared="shufflesim.protocols.plugins:BOUNDS")
+                                    declared="shufflesim.protocols.plugins:BOUNDS",
+                                    exported="SPECS")
 
 
 def register(spec: BoundSpec) -> BoundSpec:

@@ -56,9 +56,13 @@ class LearningSection(LearningOptions):
     sigma; Gaussian only). ``pca_components = 0`` keeps the raw features. ``scale_features``:
     divide the features by the training rows' root-mean-square norm (false: keep the scale of
     the input, e.g. MNIST pixels in [0, 1] through the PCA, as 003). ``delta``: the
-    central delta of every bound of the accounting."""
+    central delta of every bound of the accounting. ``clip_nonprivate``: with
+    ``randomizer = "none"``, clip per example at ``clip`` (true, the default) or train plain
+    SGD without clipping (false: the non-private baseline of 003 Fig. 4 and of Abadi et al.
+    2016, Sec. 5.2)."""
 
     scale_features: bool = True
+    clip_nonprivate: bool = True
     repetitions: int = 1
     delta: float = 1e-4
 
@@ -79,6 +83,8 @@ class LearningSection(LearningOptions):
 
     def config(self, epsilon0) -> LearningConfig:
         options = {f.name: getattr(self, f.name) for f in fields(LearningOptions)}
+        if self.randomizer == "none" and not self.clip_nonprivate:
+            options["clip"] = None  # plain SGD: the non-private baseline
         return LearningConfig(**{**options, "pca_components": self.pca_components or None,
                                  "epsilon0": epsilon0})
 

@@ -57,7 +57,7 @@ from shufflesim.protocols.bounds.numerical.clones import (
     smallest_epsilon,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, named, register
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, named
 from shufflesim.protocols.errors import ParameterError, require
 
 BBGN19 = "Balle, Bell, Gascon, Nissim, The privacy blanket of the shuffle model (004)"
@@ -418,16 +418,18 @@ def _generic_question(delta_fn):
 # ------------------------------------------------------------------------------------------
 # Catalogue entries
 # ------------------------------------------------------------------------------------------
-register(BoundSpec(
-    "blanket_krr_thm31", BoundKind.UPPER, "004 (Balle et al.) Thm 3.1, shuffled k-RR",
-    BoundStatus.PROVEN, "k-RR; resulting eps <= 1", named("krr"), blanket_krr_theorem31,
-    scope="specific"))
-register(BoundSpec(
-    "blanket_hoeffding_generic", BoundKind.UPPER, "004 Thm 5.3 (Hoeffding, generic)",
-    BoundStatus.PROVEN, "0 < eps0 <= 150", any_ldp, generic(blanket_hoeffding_generic),
-    delta_at=_generic_question(blanket_hoeffding_generic_delta)))
-register(BoundSpec(
-    "blanket_bennett_generic", BoundKind.UPPER,
-    "004 Sec. 5.3 (Bennett, generic; corrected Lemma 5.6)", BoundStatus.PROVEN,
-    "0 < eps0 <= 150", any_ldp, generic(blanket_bennett_generic),
-    delta_at=_generic_question(blanket_bennett_generic_delta)))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        "blanket_krr_thm31", BoundKind.UPPER, "004 (Balle et al.) Thm 3.1, shuffled k-RR",
+        BoundStatus.PROVEN, "k-RR; resulting eps <= 1", named("krr"), blanket_krr_theorem31,
+        scope="specific"),
+    BoundSpec(
+        "blanket_hoeffding_generic", BoundKind.UPPER, "004 Thm 5.3 (Hoeffding, generic)",
+        BoundStatus.PROVEN, "0 < eps0 <= 150", any_ldp, generic(blanket_hoeffding_generic),
+        delta_at=_generic_question(blanket_hoeffding_generic_delta)),
+    BoundSpec(
+        "blanket_bennett_generic", BoundKind.UPPER,
+        "004 Sec. 5.3 (Bennett, generic; corrected Lemma 5.6)", BoundStatus.PROVEN,
+        "0 < eps0 <= 150", any_ldp, generic(blanket_bennett_generic),
+        delta_at=_generic_question(blanket_bennett_generic_delta)),
+)

@@ -33,7 +33,7 @@ from shufflesim.protocols.bounds.numerical.clones import (
     smallest_epsilon,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, discrete_output, register
+from shufflesim.protocols.bounds.spec import BoundSpec, discrete_output
 from shufflesim.protocols.errors import ParameterError
 
 
@@ -231,15 +231,17 @@ def blanket_hoeffding_randomizer_delta(epsilon: float, randomizer, n: int,
     return hoeffding_delta(n, atoms_parv_bounds(epsilon, pairs))
 
 
-register(BoundSpec(
-    "blanket_hoeffding", BoundKind.UPPER,
-    "004 Lemmas 5.3, 5.5 with the randomizer's blanket (k-RR: Lemma 5.7)",
-    BoundStatus.PROVEN, "discrete outputs with an enumerable output space (or k-RR)",
-    discrete_output, blanket_hoeffding, scope="specific",
-    delta_at=_question(blanket_hoeffding_randomizer_delta)))
-register(BoundSpec(
-    "blanket_bennett", BoundKind.UPPER,
-    "004 Lemmas 5.3, 5.6 (corrected) with the randomizer's blanket (k-RR: Lemma 5.7)",
-    BoundStatus.PROVEN, "discrete outputs with an enumerable output space (or k-RR)",
-    discrete_output, blanket_bennett, scope="specific",
-    delta_at=_question(blanket_bennett_randomizer_delta)))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        "blanket_hoeffding", BoundKind.UPPER,
+        "004 Lemmas 5.3, 5.5 with the randomizer's blanket (k-RR: Lemma 5.7)",
+        BoundStatus.PROVEN, "discrete outputs with an enumerable output space (or k-RR)",
+        discrete_output, blanket_hoeffding, scope="specific",
+        delta_at=_question(blanket_hoeffding_randomizer_delta)),
+    BoundSpec(
+        "blanket_bennett", BoundKind.UPPER,
+        "004 Lemmas 5.3, 5.6 (corrected) with the randomizer's blanket (k-RR: Lemma 5.7)",
+        BoundStatus.PROVEN, "discrete outputs with an enumerable output space (or k-RR)",
+        discrete_output, blanket_bennett, scope="specific",
+        delta_at=_question(blanket_bennett_randomizer_delta)),
+)

@@ -25,7 +25,7 @@ from shufflesim.protocols.bounds.numerical.clones import (
     round_up,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, register
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic
 from shufflesim.protocols.errors import ParameterError
 
 EFMRTT19 = (
@@ -80,7 +80,9 @@ def efmrtt19_delta(epsilon: float, epsilon0: float, n: int) -> float:
 # ------------------------------------------------------------------------------------------
 # Catalogue entries
 # ------------------------------------------------------------------------------------------
-register(BoundSpec(
-    "efmrtt19", BoundKind.UPPER, "Erlingsson et al. SODA 2019 (cited in 001 Sec. 2, 004 "
-    "Thm 5.1): eps = 12 eps0 sqrt(log(1/delta)/n)", BoundStatus.PROVEN,
-    "eps0 <= 1/2, n >= 1000, delta <= 0.01", any_ldp, generic(efmrtt19_epsilon)))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        "efmrtt19", BoundKind.UPPER, "Erlingsson et al. SODA 2019 (cited in 001 Sec. 2, 004 "
+        "Thm 5.1): eps = 12 eps0 sqrt(log(1/delta)/n)", BoundStatus.PROVEN,
+        "eps0 <= 1/2, n >= 1000, delta <= 0.01", any_ldp, generic(efmrtt19_epsilon)),
+)

@@ -26,7 +26,6 @@ from shufflesim.protocols.bounds.spec import (
     generic,
     named,
     randomizer_delta0,
-    register,
 )
 from shufflesim.protocols.errors import ParameterError, require
 
@@ -232,16 +231,18 @@ def fmt21_krr_closed_form(randomizer, n: int, delta: float) -> BoundResult:
 # ------------------------------------------------------------------------------------------
 # Catalogue entries
 # ------------------------------------------------------------------------------------------
-register(BoundSpec(
-    "fmt21_closed", BoundKind.UPPER, "002 (Feldman, McMillan, Talwar 2021) Thm 3.1",
-    BoundStatus.PROVEN, "eps0 <= log(n / (16 log(4/delta))) (the proof's constant; 002 prints "
-    "log(2/delta))", any_ldp,
-    generic(fmt21_closed_form)))
-register(BoundSpec(
-    "fmt21_approx_dp", BoundKind.UPPER, "002 Thm 3.8 ((eps0, delta0)-LDP randomizers)",
-    BoundStatus.PROVEN, "eps0 <= log(n / (16 log(4/delta_in))) with delta_in = delta - (e^eps "
-    "+ 1)(1 + e^-eps0/2) n delta0 > 0", any_ldp, fmt21_approx_dp_bound, accepts_delta0=True))
-register(BoundSpec(
-    "fmt21_krr_closed", BoundKind.UPPER, "002 Thm 4.1 (k-RR specific)", BoundStatus.PROVEN,
-    "k-RR; Thm 4.1's conditions on n and delta", named("krr"), fmt21_krr_closed_form,
-    scope="specific"))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        "fmt21_closed", BoundKind.UPPER, "002 (Feldman, McMillan, Talwar 2021) Thm 3.1",
+        BoundStatus.PROVEN, "eps0 <= log(n / (16 log(4/delta))) (the proof's constant; 002 prints "
+        "log(2/delta))", any_ldp,
+        generic(fmt21_closed_form)),
+    BoundSpec(
+        "fmt21_approx_dp", BoundKind.UPPER, "002 Thm 3.8 ((eps0, delta0)-LDP randomizers)",
+        BoundStatus.PROVEN, "eps0 <= log(n / (16 log(4/delta_in))) with delta_in = delta - (e^eps "
+        "+ 1)(1 + e^-eps0/2) n delta0 > 0", any_ldp, fmt21_approx_dp_bound, accepts_delta0=True),
+    BoundSpec(
+        "fmt21_krr_closed", BoundKind.UPPER, "002 Thm 4.1 (k-RR specific)", BoundStatus.PROVEN,
+        "k-RR; Thm 4.1's conditions on n and delta", named("krr"), fmt21_krr_closed_form,
+        scope="specific"),
+)

@@ -26,7 +26,7 @@ import time
 from scipy import optimize
 
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, named, register
+from shufflesim.protocols.bounds.spec import BoundSpec, named
 from shufflesim.protocols.errors import require_int_at_least, require_probability_open
 from shufflesim.protocols.randomizers.gaussian import gaussian_delta, log_gaussian_delta
 
@@ -67,7 +67,9 @@ def gaussian_sum_lower(randomizer, n: int, delta: float) -> BoundResult:
              "not the exact shuffled eps")
 
 
-register(BoundSpec(
-    METHOD, BoundKind.LOWER, REFERENCE, BoundStatus.PROVEN,
-    "the gaussian randomizer, n >= 2 (any delta0: the Gaussian law is exact)",
-    named("gaussian"), gaussian_sum_lower, scope="specific", accepts_delta0=True))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        METHOD, BoundKind.LOWER, REFERENCE, BoundStatus.PROVEN,
+        "the gaussian randomizer, n >= 2 (any delta0: the Gaussian law is exact)",
+        named("gaussian"), gaussian_sum_lower, scope="specific", accepts_delta0=True),
+)

@@ -31,7 +31,7 @@ from shufflesim.protocols.bounds.engine.common import Estimate
 from shufflesim.protocols.bounds.engine.core import EpsilonEstimate
 from shufflesim.protocols.bounds.numerical.variation_ratio import invert
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, randomizer_delta0, register
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, randomizer_delta0
 from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
 
 METHOD = "gspa-gdp"
@@ -162,7 +162,9 @@ def gdp_personalized_bound(epsilons, delta: float, deltas=None) -> BoundResult:
 # ------------------------------------------------------------------------------------------
 # Catalogue entries
 # ------------------------------------------------------------------------------------------
-register(BoundSpec(
-    METHOD, BoundKind.UPPER, REFERENCE, STATUSES[0],
-    "any eps0 > 0 (and delta0 in [0, 1)), n >= 2; asymptotic in n (Berry-Esseen term "
-    "dropped)", any_ldp, gdp_bound, also=STATUSES[1:], accepts_delta0=True))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        METHOD, BoundKind.UPPER, REFERENCE, STATUSES[0],
+        "any eps0 > 0 (and delta0 in [0, 1)), n >= 2; asymptotic in n (Berry-Esseen term "
+        "dropped)", any_ldp, gdp_bound, also=STATUSES[1:], accepts_delta0=True),
+)

@@ -29,7 +29,7 @@ from shufflesim.protocols.bounds.multi_message.models import (
 )
 from shufflesim.protocols.bounds.numerical.two_count import TwoCountPair, two_count_delta
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, register
+from shufflesim.protocols.bounds.spec import BoundSpec
 from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
 
 REFERENCE_VR = "001 Thm 4.2 + Alg. 1 with Table 3 (n - 1 -> n b blanket messages, Sec. 4)"
@@ -235,17 +235,19 @@ def exact_lower_bound(randomizer, n: int, delta: float) -> BoundResult:
 # ------------------------------------------------------------------------------------------
 # Catalogue entries
 # ------------------------------------------------------------------------------------------
-register(BoundSpec(
-    "multi-message-variation-ratio", BoundKind.UPPER, REFERENCE_VR,
-    BoundStatus.STRONGER_CLONE,
-    "multi-message randomizers with a Table 3 row (p, beta, q), 2 beta p/((p-1) q) <= 1",
-    is_multi_message, variation_ratio_bound, scope="specific"))
-register(BoundSpec(
-    "multi-message-exact-upper", BoundKind.UPPER, REFERENCE_UPPER, BoundStatus.PROVEN,
-    "multi-message randomizers whose messages give a two-count sufficient statistic "
-    "(cells or independent coordinates); exhaustive neighbour pairs",
-    is_multi_message, exact_upper_bound, scope="specific"))
-register(BoundSpec(
-    "multi-message-exact-lower", BoundKind.LOWER, REFERENCE_LOWER, BoundStatus.PROVEN,
-    "multi-message randomizers whose messages give a two-count statistic",
-    is_multi_message, exact_lower_bound, scope="specific"))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        "multi-message-variation-ratio", BoundKind.UPPER, REFERENCE_VR,
+        BoundStatus.STRONGER_CLONE,
+        "multi-message randomizers with a Table 3 row (p, beta, q), 2 beta p/((p-1) q) <= 1",
+        is_multi_message, variation_ratio_bound, scope="specific"),
+    BoundSpec(
+        "multi-message-exact-upper", BoundKind.UPPER, REFERENCE_UPPER, BoundStatus.PROVEN,
+        "multi-message randomizers whose messages give a two-count sufficient statistic "
+        "(cells or independent coordinates); exhaustive neighbour pairs",
+        is_multi_message, exact_upper_bound, scope="specific"),
+    BoundSpec(
+        "multi-message-exact-lower", BoundKind.LOWER, REFERENCE_LOWER, BoundStatus.PROVEN,
+        "multi-message randomizers whose messages give a two-count statistic",
+        is_multi_message, exact_lower_bound, scope="specific"),
+)

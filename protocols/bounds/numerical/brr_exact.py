@@ -60,10 +60,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, U, Estimate
+from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, Estimate, U
 from shufflesim.protocols.bounds.engine.eps_search import epsilon_of_delta
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, named, register
+from shufflesim.protocols.bounds.spec import BoundSpec, named
 from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
 
@@ -302,16 +302,19 @@ def brr_exact_lower_epsilon(randomizer, n: int, delta: float) -> BoundResult:
                        "best dataset pair over every count of ones among the others")
 
 
-register(BoundSpec(
-    "brr-exact", BoundKind.UPPER, "exact privacy curve of shuffled binary RR over every dataset "
-    "(count statistic, 000 Thm 12 sufficiency; blocks of datasets dominated by revealing reports)",
-    BoundStatus.PROVEN, "binary RR, n >= 1, 0 < eps0 <= 700", named("brr"), brr_exact_epsilon,
-    scope="specific",
-    # the search's finer slack (ETA / 10), so that calibration certifies as far as the bound
-    delta_at=lambda randomizer, n, eps, threshold: brr_exact_delta(
-        float(eps), float(randomizer.epsilon0), n, threshold=threshold, eta=ETA / 10).upper))
-register(BoundSpec(
-    "brr-exact-lower", BoundKind.LOWER, "best dataset pair of shuffled binary RR over every count "
-    "of ones among the other users (000 Thm 14 generalized to mixed others)",
-    BoundStatus.PROVEN, "binary RR, n >= 1, 0 < eps0 <= 700", named("brr"),
-    brr_exact_lower_epsilon, scope="specific"))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        "brr-exact", BoundKind.UPPER, "exact privacy curve of shuffled binary RR over every "
+        "dataset (count statistic, 000 Thm 12 sufficiency; blocks of datasets dominated by "
+        "revealing reports)",
+        BoundStatus.PROVEN, "binary RR, n >= 1, 0 < eps0 <= 700", named("brr"),
+        brr_exact_epsilon, scope="specific",
+        # the search's finer slack (ETA / 10), so that calibration certifies as far as the bound
+        delta_at=lambda randomizer, n, eps, threshold: brr_exact_delta(
+            float(eps), float(randomizer.epsilon0), n, threshold=threshold, eta=ETA / 10).upper),
+    BoundSpec(
+        "brr-exact-lower", BoundKind.LOWER, "best dataset pair of shuffled binary RR over every "
+        "count of ones among the other users (000 Thm 14 generalized to mixed others)",
+        BoundStatus.PROVEN, "binary RR, n >= 1, 0 < eps0 <= 700", named("brr"),
+        brr_exact_lower_epsilon, scope="specific"),
+)

@@ -54,7 +54,6 @@ from shufflesim.protocols.bounds.spec import (
     any_ldp,
     generic,
     generic_delta,
-    register,
 )
 from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import ParameterError, require
@@ -353,12 +352,14 @@ def stronger_clone_numerical(
 # ------------------------------------------------------------------------------------------
 # Catalogue entries
 # ------------------------------------------------------------------------------------------
-register(BoundSpec(
-    "fmt21_numerical", BoundKind.UPPER, "002 Thm 3.2 (clone reduction, numerical)",
-    BoundStatus.PROVEN, "0 < eps0 <= 700, n >= 1", any_ldp, generic(fmt21_numerical),
-    delta_at=generic_delta(fmt21_numerical_delta)))
-register(BoundSpec(
-    "stronger_clone_numerical", BoundKind.UPPER,
-    "Feldman, McMillan, Talwar SODA 2023 stronger clone (as restated in 000 Sec. 3.3)",
-    BoundStatus.STRONGER_CLONE, "0 < eps0 <= 700, n >= 1", any_ldp,
-    generic(stronger_clone_numerical), delta_at=generic_delta(stronger_clone_delta)))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        "fmt21_numerical", BoundKind.UPPER, "002 Thm 3.2 (clone reduction, numerical)",
+        BoundStatus.PROVEN, "0 < eps0 <= 700, n >= 1", any_ldp, generic(fmt21_numerical),
+        delta_at=generic_delta(fmt21_numerical_delta)),
+    BoundSpec(
+        "stronger_clone_numerical", BoundKind.UPPER,
+        "Feldman, McMillan, Talwar SODA 2023 stronger clone (as restated in 000 Sec. 3.3)",
+        BoundStatus.STRONGER_CLONE, "0 < eps0 <= 700, n >= 1", any_ldp,
+        generic(stronger_clone_numerical), delta_at=generic_delta(stronger_clone_delta)),
+)

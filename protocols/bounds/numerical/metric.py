@@ -33,7 +33,7 @@ import time
 from shufflesim.protocols.bounds.numerical import variation_ratio as vr
 from shufflesim.protocols.bounds.numerical.two_count import TwoCountPair, two_count_delta
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, register
+from shufflesim.protocols.bounds.spec import BoundSpec
 from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
 
 REFERENCE_UPPER = "001 Thm 4.2 + Thm 4.6, Alg. 1 with Table 2 (d01, d_max)"
@@ -126,12 +126,14 @@ def metric_pair_lower_bound(randomizer, n: int, delta: float) -> BoundResult:
                        note=f"{_pair_text(randomizer)}; others at {ref:g}")
 
 
-register(BoundSpec(
-    "metric-variation-ratio", BoundKind.UPPER, REFERENCE_UPPER, BoundStatus.STRONGER_CLONE,
-    "metric-DP randomizers (laplace_metric, planar_laplace, witch_hat), for the declared pair "
-    "(--param pair_x0=.. pair_x1=..), n >= 2", is_metric, metric_variation_ratio_bound,
-    scope="specific"))
-register(BoundSpec(
-    "metric-pair-lower", BoundKind.LOWER, REFERENCE_LOWER, BoundStatus.PROVEN,
-    "metric-DP randomizers, for the declared pair, n >= 2", is_metric, metric_pair_lower_bound,
-    scope="specific"))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        "metric-variation-ratio", BoundKind.UPPER, REFERENCE_UPPER, BoundStatus.STRONGER_CLONE,
+        "metric-DP randomizers (laplace_metric, planar_laplace, witch_hat), for the declared pair "
+        "(--param pair_x0=.. pair_x1=..), n >= 2", is_metric, metric_variation_ratio_bound,
+        scope="specific"),
+    BoundSpec(
+        "metric-pair-lower", BoundKind.LOWER, REFERENCE_LOWER, BoundStatus.PROVEN,
+        "metric-DP randomizers, for the declared pair, n >= 2", is_metric, metric_pair_lower_bound,
+        scope="specific"),
+)

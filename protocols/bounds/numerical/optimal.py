@@ -60,7 +60,7 @@ from shufflesim.protocols.bounds.numerical.decompositions import (
     neighbour_candidates,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, register
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp
 from shufflesim.protocols.errors import require, require_int_at_least
 
 #: relative precision of delta that a calibration question asks of the engine where its answer
@@ -458,15 +458,17 @@ def exact_lower_epsilon_subsampled(
 # ------------------------------------------------------------------------------------------
 # Catalogue entries
 # ------------------------------------------------------------------------------------------
-register(BoundSpec(
-    "optimal-blanket", BoundKind.UPPER, REFERENCE_UPPER + " (optimal decomposition)",
-    BoundStatus.PROVEN,
-    "every registered randomizer, eps0 <= 150 (continuous: 50); proven when the candidate "
-    "neighbour pairs are exhaustive (the result states otherwise)", any_ldp,
-    optimal_blanket_epsilon, scope="specific",
-    delta_at=lambda randomizer, n, eps, threshold: optimal_blanket_delta(
-        randomizer, n, eps, threshold=threshold).delta))
-register(BoundSpec(
-    "exact-lower", BoundKind.LOWER, REFERENCE_LOWER + " (exact for one neighbour pair)",
-    BoundStatus.PROVEN, "every registered randomizer, eps0 <= 150 (continuous: 50)", any_ldp,
-    exact_lower_epsilon, scope="specific"))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        "optimal-blanket", BoundKind.UPPER, REFERENCE_UPPER + " (optimal decomposition)",
+        BoundStatus.PROVEN,
+        "every registered randomizer, eps0 <= 150 (continuous: 50); proven when the candidate "
+        "neighbour pairs are exhaustive (the result states otherwise)", any_ldp,
+        optimal_blanket_epsilon, scope="specific",
+        delta_at=lambda randomizer, n, eps, threshold: optimal_blanket_delta(
+            randomizer, n, eps, threshold=threshold).delta),
+    BoundSpec(
+        "exact-lower", BoundKind.LOWER, REFERENCE_LOWER + " (exact for one neighbour pair)",
+        BoundStatus.PROVEN, "every registered randomizer, eps0 <= 150 (continuous: 50)", any_ldp,
+        exact_lower_epsilon, scope="specific"),
+)

@@ -44,7 +44,7 @@ from shufflesim.protocols.bounds.numerical.two_count import (
     two_count_delta,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, discrete_output, register
+from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, discrete_output
 from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
 from shufflesim.protocols.randomizers.base import Randomizer
 from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
@@ -464,29 +464,31 @@ def lower_bound(randomizer, n: int, delta: float) -> BoundResult:
 # ------------------------------------------------------------------------------------------
 # Catalogue entries
 # ------------------------------------------------------------------------------------------
-register(BoundSpec(
-    "variation-ratio", BoundKind.UPPER,
-    REFERENCE_NUMERICAL + " with the randomizer's (p, beta, q) (Tables 1, 5)",
-    BoundStatus.STRONGER_CLONE,
-    "any eps0 > 0, n >= 2; randomizers without a table row use the generic row",
-    any_ldp, numerical_bound, scope="specific",
-    delta_at=lambda r, n, eps, _: numerical_delta(parameters_for(r), n, eps)))
-register(BoundSpec(
-    "variation-ratio-generic", BoundKind.UPPER,
-    REFERENCE_NUMERICAL + " with the generic row p = q = e^eps0, beta = tanh(eps0/2)",
-    BoundStatus.STRONGER_CLONE, "any eps0 > 0, n >= 2", any_ldp,
-    lambda r, n, delta: numerical_bound(r, n, delta, generic=True),
-    delta_at=lambda r, n, eps, _: numerical_delta(generic_parameters(r.epsilon0), n,
-                                                   eps)))
-register(BoundSpec(
-    "variation-ratio-thm4.7", BoundKind.UPPER, REFERENCE_THM47 + " (analytic)",
-    BoundStatus.STRONGER_CLONE,
-    "(p+1) alpha/2 >= (1-alpha-alpha p) r/(1-2r) and Omega beyond the turning point of F "
-    "(large enough n)", any_ldp, analytic_bound, scope="specific"))
-register(BoundSpec(
-    "variation-ratio-thm4.8", BoundKind.UPPER, REFERENCE_THM48 + " (asymptotic)",
-    BoundStatus.STRONGER_CLONE, "n >= 8 log(2/delta) / r, r = p beta / ((p - 1) q)", any_ldp,
-    asymptotic_bound, scope="specific"))
-register(BoundSpec(
-    "variation-ratio-lower", BoundKind.LOWER, REFERENCE_LOWER, BoundStatus.PROVEN,
-    "finite output domain", discrete_output, lower_bound, scope="specific"))
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        "variation-ratio", BoundKind.UPPER,
+        REFERENCE_NUMERICAL + " with the randomizer's (p, beta, q) (Tables 1, 5)",
+        BoundStatus.STRONGER_CLONE,
+        "any eps0 > 0, n >= 2; randomizers without a table row use the generic row",
+        any_ldp, numerical_bound, scope="specific",
+        delta_at=lambda r, n, eps, _: numerical_delta(parameters_for(r), n, eps)),
+    BoundSpec(
+        "variation-ratio-generic", BoundKind.UPPER,
+        REFERENCE_NUMERICAL + " with the generic row p = q = e^eps0, beta = tanh(eps0/2)",
+        BoundStatus.STRONGER_CLONE, "any eps0 > 0, n >= 2", any_ldp,
+        lambda r, n, delta: numerical_bound(r, n, delta, generic=True),
+        delta_at=lambda r, n, eps, _: numerical_delta(generic_parameters(r.epsilon0), n,
+                                                       eps)),
+    BoundSpec(
+        "variation-ratio-thm4.7", BoundKind.UPPER, REFERENCE_THM47 + " (analytic)",
+        BoundStatus.STRONGER_CLONE,
+        "(p+1) alpha/2 >= (1-alpha-alpha p) r/(1-2r) and Omega beyond the turning point of F "
+        "(large enough n)", any_ldp, analytic_bound, scope="specific"),
+    BoundSpec(
+        "variation-ratio-thm4.8", BoundKind.UPPER, REFERENCE_THM48 + " (asymptotic)",
+        BoundStatus.STRONGER_CLONE, "n >= 8 log(2/delta) / r, r = p beta / ((p - 1) q)", any_ldp,
+        asymptotic_bound, scope="specific"),
+    BoundSpec(
+        "variation-ratio-lower", BoundKind.LOWER, REFERENCE_LOWER, BoundStatus.PROVEN,
+        "finite output domain", discrete_output, lower_bound, scope="specific"),
+)

@@ -108,7 +108,7 @@ from shufflesim.protocols.bounds.personalized.profile import (
     BudgetProfile,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
-from shufflesim.protocols.bounds.spec import BoundSpec, register
+from shufflesim.protocols.bounds.spec import BoundSpec
 from shufflesim.protocols.errors import ParameterError, require, require_probability_open
 
 #: Largest number of distinct budgets for which every budget value is tried as the target's.
@@ -478,6 +478,7 @@ def personalized_spec(name: str) -> PersonalizedSpec:
 # ------------------------------------------------------------------------------------------
 # Personalized budgets: these bounds apply to PersonalizedUsers (a randomizer and a
 # BudgetProfile), never to a plain randomizer.
-for _spec in PERSONALIZED_SPECS:
-    register(BoundSpec(_spec.name, _spec.kind, _spec.reference, _spec.status, _spec.regime,
-                       _spec.applies_to, _spec.compute, scope="personalized", also=_spec.also))
+SPECS: tuple[BoundSpec, ...] = tuple(
+    BoundSpec(s.name, s.kind, s.reference, s.status, s.regime, s.applies_to, s.compute,
+              scope="personalized", also=s.also)
+    for s in PERSONALIZED_SPECS)
