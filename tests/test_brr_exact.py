@@ -44,7 +44,7 @@ def truth_delta(epsilon: float, epsilon0: float, n: int) -> mp.mpf:
         one = _convolve(z, [1 - p, p])
         zero = _convolve(z, [p, 1 - p])
         for a, b in ((one, zero), (zero, one)):
-            best = max(best, sum(max(x - e * y, 0) for x, y in zip(a, b)))
+            best = max(best, sum(max(x - e * y, 0) for x, y in zip(a, b, strict=True)))
     return best
 
 

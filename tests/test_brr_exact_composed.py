@@ -44,7 +44,7 @@ def _pairs(epsilon0: float, n: int) -> list[tuple[list, list]]:
 
 def _hockey(pq, epsilon) -> mp.mpf:
     e = mp.e ** mp.mpf(epsilon)
-    return sum(max(a - e * b, 0) for a, b in zip(*pq))
+    return sum(max(a - e * b, 0) for a, b in zip(*pq, strict=True))
 
 
 def _product(pq1, pq2):

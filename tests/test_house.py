@@ -73,46 +73,6 @@ def _edges(name: str, path: pathlib.Path) -> set[str]:
     return out
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan, iterative)."""
-    index, low, on_stack, stack, result, counter = {}, {}, set(), [], [], [0]
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter[0]
-        counter[0] += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter[0]
-                    counter[0] += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    result.append(sorted(component))
-    return result
-
-
 def test_no_source_module_over_500_lines():
     long = {str(p.relative_to(REPO)): n for p in MODULES.values()
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
@@ -121,11 +81,11 @@ def test_no_source_module_over_500_lines():
 
 def test_no_import_circles():
     graph = {name: _edges(name, path) for name, path in MODULES.items()}
-    assert not _cycles(graph)
+    assert not house_graph.cycles(graph)
 
 
 def test_the_circle_check_finds_a_circle():
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert house_graph.cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_functions_import_only_optional_dependencies():

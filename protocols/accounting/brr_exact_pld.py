@@ -34,6 +34,7 @@ squaring (which only moves mass down), solved at delta + slack.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import time
 
@@ -42,6 +43,7 @@ import numpy as np
 from dp_accounting.pld import pld_pmf
 from dp_accounting.pld import privacy_loss_distribution as pld_module
 
+from shufflesim.protocols.accounting.pld import FFT_SLACK, TAIL_TRUNCATION, pmf_size, power
 from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
     ComposedResult,
@@ -64,10 +66,6 @@ UPPER_RESOLUTION = 100.0
 LOWER_RESOLUTION = 50.0
 #: past the first node whose upper estimate is below this, the later nodes reuse it
 FLOOR = 1e-30
-#: dp_accounting truncation of composed tails (pessimistic: to infinity)
-TAIL_TRUNCATION = 1e-15
-#: floating-point slack of dp_accounting's FFT per pmf entry (as protocols.accounting.compose)
-FFT_SLACK = 1e-14
 #: k (ones among the others) tried at each end by the composed lower bound
 LOWER_CANDIDATES = 3
 #: every loss of the lower bound's pairs is lowered by this before rounding (covers the
@@ -90,7 +88,7 @@ def _convex_minorant(x: list, y: list) -> list:
                 break
         hull.append(i)
     out = list(y)
-    for a, b in zip(hull[:-1], hull[1:]):
+    for a, b in itertools.pairwise(hull):
         for j in range(a + 1, b):
             out[j] = y[a] + (y[b] - y[a]) * (x[j] - x[a]) / (x[b] - x[a])
     return out
@@ -142,8 +140,8 @@ def _pair_pld(epsilon0: float, n: int, ones: int, step: float):
     zero = p * g[1:] + q * g[:-1]         # P0(y)
     keys = range(pmf.lo, pmf.lo + len(one))
     shift = math.log1p(-8 * pmf.rel) - LOSS_SHIFT
-    log_one = {k: math.log(a) + shift for k, a in zip(keys, one) if a > 0}
-    log_zero = {k: math.log(b) for k, b in zip(keys, zero) if b > 0}
+    log_one = {k: math.log(a) + shift for k, a in zip(keys, one, strict=False) if a > 0}
+    log_zero = {k: math.log(b) for k, b in zip(keys, zero, strict=False) if b > 0}
     return pld_module.from_two_probability_mass_functions(
         log_zero, log_one, pessimistic_estimate=False, value_discretization_interval=step)
 
@@ -172,26 +170,6 @@ def grid_steps(rounds) -> tuple[float, float]:
     return upper, max(lower, MIN_STEP / 8)
 
 
-def _power(pld, times: int, pessimistic: bool):
-    if times == 1:
-        return pld
-    if pessimistic:
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            return pld.self_compose(times, tail_mass_truncation=TAIL_TRUNCATION)
-    result, base = None, pld
-    while times:
-        if times & 1:
-            result = base if result is None else result.compose(base, TAIL_TRUNCATION)
-        times >>= 1
-        if times:
-            base = base.compose(base, TAIL_TRUNCATION)
-    return result
-
-
-def _size(pld) -> int:
-    return max(pld._pmf_remove.size, pld._pmf_add.size)  # noqa: SLF001
-
-
 def _rounds(rounds, delta):
     rounds = normalize_rounds(rounds)
     require_probability_open("delta", delta)
@@ -209,10 +187,10 @@ def brr_exact_upper_composed(rounds, delta: float, *, step: float | None = None,
     step = grid_steps(rounds)[0] if step is None else step
     composed = None
     for r in rounds:
-        piece = _power(dominating_pld(float(r.randomizer.epsilon0), int(r.n), step), r.repeat,
+        piece = power(dominating_pld(float(r.randomizer.epsilon0), int(r.n), step), r.repeat,
                        True)
         composed = piece if composed is None else composed.compose(piece, TAIL_TRUNCATION)
-    target = delta - FFT_SLACK * _size(composed)
+    target = delta - FFT_SLACK * pmf_size(composed)
     require(target > 0, "delta", delta, "too small for the composition's floating-point slack")
     eps = min(float(max(composed.get_epsilon_for_delta(target), 0.0)), pure_cap(rounds))
     return ComposedResult("brr-exact", BoundKind.UPPER, eps, float(delta), total_rounds(rounds),
@@ -237,12 +215,12 @@ def brr_exact_lower_composed(rounds, delta: float, *, step: float | None = None,
         composed = None
         for r in rounds:
             ones = end if end >= 0 else int(r.n) + end
-            piece = _power(_pair_pld(float(r.randomizer.epsilon0), int(r.n), ones, step),
+            piece = power(_pair_pld(float(r.randomizer.epsilon0), int(r.n), ones, step),
                            r.repeat, False)
             composed = piece if composed is None else composed.compose(piece, TAIL_TRUNCATION)
-        eps = composed.get_epsilon_for_delta(min(delta + FFT_SLACK * _size(composed), 1.0))
+        eps = composed.get_epsilon_for_delta(min(delta + FFT_SLACK * pmf_size(composed), 1.0))
         if eps > best:
-            best, label = float(eps), ("k = %d" % end if end >= 0 else "k = n%d" % end)
+            best, label = float(eps), (f"k = {end}" if end >= 0 else f"k = n{end}")
     return ComposedResult("brr-exact-lower", BoundKind.LOWER, best, float(delta),
                           total_rounds(rounds), BoundStatus.PROVEN,
                           "exact dataset pair composed (product of the rounds' outputs)",

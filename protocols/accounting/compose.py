@@ -41,15 +41,18 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 
-import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld_module
 
 from shufflesim.protocols.accounting import baselines, brr_exact_pld, pairs, rdp
 from shufflesim.protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
 from shufflesim.protocols.accounting.pld import (
+    FFT_SLACK,
+    TAIL_TRUNCATION,
     RoundPLD,
     cached_round_plds,
     grid_interval,
+    pmf_size,
+    power,
 )
 from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
@@ -68,10 +71,6 @@ __all__ = ["COMPOSED_METHODS", "COMPOSING_BOUNDS", "ComposedMethod", "ComposedRe
            "compose_models", "compose_rounds", "composed_method_names", "composition_support",
            "get_composed_method", "normalize_rounds", "pure_cap", "total_rounds"]
 
-#: dp_accounting truncation of composed tails (pessimistic: to infinity).
-TAIL_TRUNCATION = 1e-15
-#: Floating-point slack of dp_accounting's FFT per pmf entry.
-FFT_SLACK = 1e-14
 
 
 # ----------------------------------------------------------------------------------------------
@@ -89,30 +88,6 @@ def _to_dp(plds: Sequence[RoundPLD], symmetric: bool):
         bwd.rounded_pmf(), bwd.infinity, symmetric=False)
 
 
-def _power(pld, times: int, pessimistic: bool):
-    if times == 1:
-        return pld
-    if pessimistic:
-        # dp_accounting's Chernoff truncation bound overflows harmlessly for some orders.
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            return pld.self_compose(times, tail_mass_truncation=TAIL_TRUNCATION)
-    result, base = None, pld
-    while times:
-        if times & 1:
-            result = base if result is None else result.compose(base, TAIL_TRUNCATION)
-        times >>= 1
-        if times:
-            base = base.compose(base, TAIL_TRUNCATION)
-    return result
-
-
-def _pmf_size(pld) -> int:
-    sizes = [pld._pmf_remove.size]  # noqa: SLF001 - size of the stored pmf(s)
-    if not pld._symmetric:  # noqa: SLF001
-        sizes.append(pld._pmf_add.size)  # noqa: SLF001
-    return max(sizes)
-
-
 @functools.lru_cache(maxsize=64)
 def _round_dp(model, n: int, interval: float, side: str, tail: float, weak_rtol: float):
     """(RoundPLDs, dp_accounting PLD) of one round; cached: a pure function of its arguments
@@ -128,7 +103,7 @@ def _round_power(model, n: int, interval: float, side: str, tail: float, weak_rt
     """(RoundPLDs, the round's PLD composed ``repeat`` times); cached like :func:`_round_dp`
     (dp_accounting's compose and self_compose return new objects, never change their inputs)."""
     plds, pld = _round_dp(model, n, interval, side, tail, weak_rtol)
-    return plds, _power(pld, repeat, side == "upper")
+    return plds, power(pld, repeat, side == "upper")
 
 
 def compose_models(models: Sequence[tuple], delta: float, side: str, *, interval=None,
@@ -144,7 +119,7 @@ def compose_models(models: Sequence[tuple], delta: float, side: str, *, interval
                                    float(weak_rtol), int(repeat))
         per_round.append(plds)
         composed = piece if composed is None else composed.compose(piece, TAIL_TRUNCATION)
-    slack = FFT_SLACK * _pmf_size(composed)
+    slack = FFT_SLACK * pmf_size(composed)
     if side == "upper":
         target = delta - slack
         require(target > 0, "delta", delta, "too small for the floating-point slack of the "

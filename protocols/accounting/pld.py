@@ -63,6 +63,39 @@ UPPER_RESOLUTION = 200.0
 LOWER_RESOLUTION = 100.0
 
 
+#: dp_accounting truncation of composed tails (pessimistic: to infinity).
+TAIL_TRUNCATION = 1e-15
+#: Floating-point slack of dp_accounting's FFT per pmf entry.
+FFT_SLACK = 1e-14
+
+
+def power(pld, times: int, pessimistic: bool):
+    """``pld`` composed ``times`` times: dp_accounting's self-composition for the pessimistic
+    (upper) side, binary powers of pairwise compositions for the optimistic (lower) side."""
+    if times == 1:
+        return pld
+    if pessimistic:
+        # dp_accounting's Chernoff truncation bound overflows harmlessly for some orders.
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            return pld.self_compose(times, tail_mass_truncation=TAIL_TRUNCATION)
+    result, base = None, pld
+    while times:
+        if times & 1:
+            result = base if result is None else result.compose(base, TAIL_TRUNCATION)
+        times >>= 1
+        if times:
+            base = base.compose(base, TAIL_TRUNCATION)
+    return result
+
+
+def pmf_size(pld) -> int:
+    """The entries of a dp_accounting PLD's stored pmf(s) (FFT_SLACK is charged per entry)."""
+    sizes = [pld._pmf_remove.size]  # noqa: SLF001 - size of the stored pmf(s)
+    if not pld._symmetric:  # noqa: SLF001
+        sizes.append(pld._pmf_add.size)  # noqa: SLF001
+    return max(sizes)
+
+
 def grid_interval(models_n, side: str, t_total: int) -> float:
     """The grid step of a composition of the rounds ``models_n`` ((CountModel, n) pairs) over
     ``t_total`` rounds: a fraction of the smallest per-round loss scale (tightness only; every

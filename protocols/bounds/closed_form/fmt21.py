@@ -92,8 +92,8 @@ def fmt21_closed_form(epsilon0: float, n: int, delta: float) -> BoundResult:
 def fmt21_approx_dp(epsilon0: float, n: int, delta: float, delta0: float) -> BoundResult:
     """002 Thm 3.8, (eps0, delta0)-DP randomizers: for delta_in with eps0 <= log(n / (16
     log(4/delta_in))) (the condition its proof needs; 002 prints log(2/delta_in), see
-    :func:`fmt21_max_epsilon0`), the shuffle is (eps, delta_in + (e^eps + 1)(1 + e^-eps0 / 2) n delta0)-DP
-    with eps = eq. (1) at delta_in.
+    :func:`fmt21_max_epsilon0`), the shuffle is
+    (eps, delta_in + (e^eps + 1)(1 + e^-eps0 / 2) n delta0)-DP with eps = eq. (1) at delta_in.
 
     Here ``delta`` is the *total* target: we search the eps for which delta_in = delta - (e^eps +
     1)(1 + e^-eps0/2) n delta0 > 0 makes eq. (1) at delta_in at most eps (bisection; every

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -237,7 +238,7 @@ def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
 
     if first <= last:
         edges = np.unique(np.linspace(first, last + 1, START_BLOCKS + 1).astype(int))
-        for a, b in zip(edges[:-1], edges[1:]):
+        for a, b in itertools.pairwise(edges):
             push(int(a), int(b) - 1)
     min_width = max(1, int(MIN_WIDTH_FRACTION * n))
     while heap:
