@@ -14,8 +14,8 @@ import json
 import click
 
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
-from shufflesim.simulator import cost
 from shufflesim.simulator.calls import bounds as bound_call
+from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
     delta0_option,
     flag_errors,
@@ -26,6 +26,9 @@ from shufflesim.simulator.cli.options import (
 )
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import ProgressReport
+
+#: the cost estimates, loaded when a command runs (not for --help)
+cost = lazy_module("shufflesim.simulator.cost")
 
 #: The default table (within 100 columns); --wide adds delta, the full statuses and references.
 COLUMNS = ("method", "kind", "epsilon", "status", "seconds", "check")

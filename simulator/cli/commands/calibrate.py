@@ -7,8 +7,8 @@ import json
 
 import click
 
-from shufflesim.simulator import cost
 from shufflesim.simulator.calls import calibrate as calibrate_call
+from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
     flag_errors,
     limit_options,
@@ -17,6 +17,9 @@ from shufflesim.simulator.cli.options import (
     render_table,
 )
 from shufflesim.simulator.execution.progress import ProgressReport
+
+#: the cost estimates, loaded when a command runs (not for --help)
+cost = lazy_module("shufflesim.simulator.cost")
 
 COLUMNS = ("method", "parameter", "value", "epsilon", "status", "seconds")
 

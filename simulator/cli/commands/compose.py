@@ -21,8 +21,8 @@ import json
 
 import click
 
-from shufflesim.simulator import cost
 from shufflesim.simulator.calls import compose as compose_call
+from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import (
     flag_errors,
     limit_options,
@@ -31,6 +31,9 @@ from shufflesim.simulator.cli.options import (
 )
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import ProgressReport
+
+#: the cost estimates, loaded when a command runs (not for --help)
+cost = lazy_module("shufflesim.simulator.cost")
 
 COLUMNS = ("method", "kind", "epsilon", "rounds", "status", "seconds", "check")
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import click
 
-from shufflesim.simulator import cost
 from shufflesim.simulator.cli.lazy import lazy_module
 from shufflesim.simulator.cli.options import flag_errors, limit_options, render_table
 from shufflesim.simulator.errors import UserError
+
+#: the cost estimates, loaded when a command runs (not for --help)
+cost = lazy_module("shufflesim.simulator.cost")
 
 runner = lazy_module("shufflesim.simulator.design.runner")
 runner_groups = lazy_module("shufflesim.simulator.design.groups")
