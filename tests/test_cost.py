@@ -1,4 +1,4 @@
-"""Cost before work (simulator/cost.py, issue 26): estimates from parameters, the limits and
+"""Cost before work (simulator/calls/cost.py, issue 26): estimates from parameters, the limits and
 their sources, and the numerical bounds' reach in n (no timing assertion: only estimates)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from shufflesim.protocols.bounds import catalogue
 from shufflesim.protocols.bounds.engine.common import Categories
 from shufflesim.protocols.bounds.engine.methods import ENUMERATE_BYTES_MAX, enumeration_bytes
 from shufflesim.protocols.randomizers import make_randomizer
-from shufflesim.simulator import cost
+from shufflesim.simulator.calls import cost
 from shufflesim.simulator.errors import UserError
 
 

@@ -111,7 +111,7 @@ def test_functions_import_only_optional_dependencies():
 #: name every plug-in); the registries' types and the errors at the bottom. A new folder
 #: takes its place here.
 LAYERS = [
-    "simulator/plugins", "simulator/api", "simulator/cli", "simulator/calls", "simulator/cost",
+    "simulator/plugins", "simulator/api", "simulator/cli", "simulator/calls",
     "simulator/design", "simulator/execution", "simulator/audit",
     "simulator/learning", "simulator/pipeline", "simulator/batch", "simulator/scenario",
     "simulator/population", "simulator/plotting", "simulator/results", "simulator",

@@ -169,7 +169,8 @@ def unit_peak_bytes(setup: BatchSetup, repetitions: int | None = None) -> int:
 def check_machine(points, setups, allowed: float | None = None,
                   source: str = "this machine's memory") -> None:
     """Refuse a run one of whose units would need more than this machine's memory, or than
-    ``allowed`` bytes (the memory one worker may take: simulator/cost.py, named ``source``)."""
+    ``allowed`` bytes (the memory one worker may take: simulator/calls/cost.py, named
+    ``source``)."""
     machine = machine_bytes()
     if allowed is None and machine is None:
         return

@@ -19,7 +19,7 @@ from shufflesim.simulator.lazy import lazy_module
 np = lazy_module("numpy")
 audit_run = lazy_module("shufflesim.simulator.audit.run")
 audit_claim = lazy_module("shufflesim.simulator.audit.claim")
-cost = lazy_module("shufflesim.simulator.cost")
+cost = lazy_module("shufflesim.simulator.calls.cost")
 
 
 def check_level_options(level: str, n: int | None) -> None:
@@ -60,7 +60,7 @@ def prepare(*, trials: int, randomizer_name: str | None = None, epsilon0: float 
           bounds=None, verdicts: bool = True, permute: bool = True, fresh_devices=None,
           seed: int = 0,
           ) -> PreparedAudit:
-    """Every check of one audit, and its cost (simulator.cost: refused with a remedy when it
+    """Every check of one audit, and its cost (simulator.calls.cost: refused with a remedy when it
     cannot finish within the limits), without running it.
 
     ``implementation``: None (audit the project's sampler of the randomizer), a callable

@@ -14,7 +14,7 @@ from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.executors import DASK, LOCAL, default_workers, make_executor
 from shufflesim.simulator.lazy import lazy_module
 
-cost = lazy_module("shufflesim.simulator.cost")
+cost = lazy_module("shufflesim.simulator.calls.cost")
 
 results = lazy_module("shufflesim.simulator.results.tables")
 resume = lazy_module("shufflesim.simulator.execution.resume")
@@ -41,7 +41,7 @@ def load(scenario, seed: int | None = None):
 
 
 def plan(loaded, workers: int | None = None):
-    """Cost before work (simulator.cost): the scenario's own limits applied, its time and
+    """Cost before work (simulator.calls.cost): the scenario's own limits applied, its time and
     memory estimated and checked (a run that cannot finish within the limits is refused with
     a remedy). Returns the estimate."""
     cost.apply_scenario_limits(loaded)

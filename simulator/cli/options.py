@@ -26,7 +26,7 @@ from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.lazy import lazy_module
 
 usercode = lazy_module("shufflesim.simulator.usercode")
-cost = lazy_module("shufflesim.simulator.cost")
+cost = lazy_module("shufflesim.simulator.calls.cost")
 
 #: Randomizer parameters that have a flag of their own; the others are given with --param.
 _RANDOMIZER_FLAGS = {"name": "--randomizer", "domain_size": "--domain-size",
@@ -62,7 +62,7 @@ def call_timeout_option(function):
 
 def limit_options(function):
     """--max-seconds and --max-memory: the limits of the cost estimate made before the work
-    (simulator/cost.py), set in this process before the command runs."""
+    (simulator/calls/cost.py), set in this process before the command runs."""
 
     def seconds(ctx, param, value):  # noqa: ARG001 (click callback signature)
         if value is not None and not 0 <= value < float("inf"):

@@ -1,5 +1,5 @@
 """The scenario section ``[limits]`` (issue 26): the limits of the cost estimate made before a
-run (simulator/cost.py) and of each call to user code (simulator/usercode.py), written in the
+run (simulator/calls/cost.py) and of each call to user code (simulator/usercode.py), written in the
 scenario instead of on the command line. A flag given on the command line wins.
 
 Keys: ``max_seconds`` (work estimated to take longer is refused; default one day, 0: no

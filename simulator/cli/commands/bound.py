@@ -28,7 +28,7 @@ from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import ProgressReport
 
 #: the cost estimates, loaded when a command runs (not for --help)
-cost = lazy_module("shufflesim.simulator.cost")
+cost = lazy_module("shufflesim.simulator.calls.cost")
 
 #: The default table (within 100 columns); --wide adds delta, the full statuses and references.
 COLUMNS = ("method", "kind", "epsilon", "status", "seconds", "check")

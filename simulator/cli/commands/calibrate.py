@@ -19,7 +19,7 @@ from shufflesim.simulator.cli.options import (
 from shufflesim.simulator.execution.progress import ProgressReport
 
 #: the cost estimates, loaded when a command runs (not for --help)
-cost = lazy_module("shufflesim.simulator.cost")
+cost = lazy_module("shufflesim.simulator.calls.cost")
 
 COLUMNS = ("method", "parameter", "value", "epsilon", "status", "seconds")
 

@@ -33,7 +33,7 @@ from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import ProgressReport
 
 #: the cost estimates, loaded when a command runs (not for --help)
-cost = lazy_module("shufflesim.simulator.cost")
+cost = lazy_module("shufflesim.simulator.calls.cost")
 
 COLUMNS = ("method", "kind", "epsilon", "rounds", "status", "seconds", "check")
 

@@ -13,7 +13,7 @@ from shufflesim.simulator.cli.options import flag_errors, limit_options, render_
 from shufflesim.simulator.errors import UserError
 
 #: the cost estimates, loaded when a command runs (not for --help)
-cost = lazy_module("shufflesim.simulator.cost")
+cost = lazy_module("shufflesim.simulator.calls.cost")
 
 runner = lazy_module("shufflesim.simulator.design.runner")
 runner_groups = lazy_module("shufflesim.simulator.design.groups")
