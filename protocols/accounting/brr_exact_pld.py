@@ -40,8 +40,6 @@ import time
 
 import mpmath
 import numpy as np
-from dp_accounting.pld import pld_pmf
-from dp_accounting.pld import privacy_loss_distribution as pld_module
 
 from shufflesim.protocols.accounting.pld import FFT_SLACK, TAIL_TRUNCATION, pmf_size, power
 from shufflesim.protocols.accounting.rounds import (
@@ -122,6 +120,9 @@ def dominating_pld(epsilon0: float, n: int, step: float = STEP):
         probs.append(d[-1] / (1 / e_h - 1))
         up = np.array([max(float(p), 0.0) for p in probs]) * (1 + 4 * np.finfo(float).eps)
         up += np.where(up > 0, 1e-300, 0.0)
+    from dp_accounting.pld import pld_pmf  # imported when used (its import costs ~1 s)
+    from dp_accounting.pld import privacy_loss_distribution as pld_module
+
     pmf = pld_pmf.DensePLDPmf(step, -m, up, float(v[-1]), pessimistic_estimate=True)
     return pld_module.PrivacyLossDistribution(pmf)
 
@@ -142,6 +143,8 @@ def _pair_pld(epsilon0: float, n: int, ones: int, step: float):
     shift = math.log1p(-8 * pmf.rel) - LOSS_SHIFT
     log_one = {k: math.log(a) + shift for k, a in zip(keys, one, strict=False) if a > 0}
     log_zero = {k: math.log(b) for k, b in zip(keys, zero, strict=False) if b > 0}
+    from dp_accounting.pld import privacy_loss_distribution as pld_module  # imported when used
+
     return pld_module.from_two_probability_mass_functions(
         log_zero, log_one, pessimistic_estimate=False, value_discretization_interval=step)
 
