@@ -47,6 +47,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.pipeline_batch import Release, released_batches
 from shufflesim.simulator.audit.verdicts import CONSISTENT, VIOLATED, ImplementationVerdict
 from shufflesim.simulator.usercode import UserCodeError, contained, numeric_array
@@ -128,6 +130,10 @@ STATISTICS = (("shuffler-relative-order", relative_order, True),
 #: sample of rounds for its checks (pipeline_level.py). A function with ``batched = True`` is
 #: called once per block of equal-size batches and has no such cap.
 MAX_SHUFFLER_CALLS = 20_000
+#: Integer messages spanning fewer values than this get their ids without sorting.
+_DIRECT_IDS = 1 << 16
+#: Batches up to this size get the relative-order statistic by direct comparison (else FFT).
+_DIRECT_SHIFTS = 64
 #: One-hot cells (batches x classes x messages) per block of the relative-order statistic.
 _ONEHOT_CELLS = 1 << 22
 
@@ -137,6 +143,14 @@ def block_ids(given: np.ndarray, released: np.ndarray) -> tuple[np.ndarray, np.n
     shape and (B, s') + shape, and the number of distinct messages."""
     b, s, r = given.shape[0], given.shape[1], released.shape[1]
     both = np.concatenate([given.reshape(b * s, -1), released.reshape(b * r, -1)])
+    if both.shape[1] == 1 and both.dtype.kind in "iub" and both.size:
+        low, high = int(both.min()), int(both.max())
+        if high - low < _DIRECT_IDS:  # small integers: their offsets are ids in numpy's order
+            present = np.zeros(high - low + 1, dtype=bool)
+            flat = both[:, 0].astype(np.int64) - low
+            present[flat] = True
+            ids = np.cumsum(present)[flat] - 1
+            return ids[: b * s].reshape(b, s), ids[b * s:].reshape(b, r), int(present.sum())
     if both.shape[1] == 1:
         _, ids = np.unique(both[:, 0], return_inverse=True)
     else:
@@ -150,6 +164,14 @@ def block_difference(a: np.ndarray, b: np.ndarray, k: int
     """(dropped, duplicated, altered) per batch of id blocks a (B, s) and b (B, s') (the
     rule of :func:`multiset_difference`, row by row)."""
     rows = a.shape[0]
+    if rows * k <= _DIRECT_IDS * 64:  # few ids: count them per batch directly
+        ca = np.bincount((np.arange(rows)[:, None] * k + a).reshape(-1), minlength=rows * k)
+        cb = np.bincount((np.arange(rows)[:, None] * k + b).reshape(-1), minlength=rows * k)
+        diff = (ca - cb).reshape(rows, k)
+        missing = np.clip(diff, 0, None).sum(axis=1)
+        excess = np.clip(-diff, 0, None).sum(axis=1)
+        altered = np.minimum(missing, excess)
+        return missing - altered, excess - altered, altered
     keys_a = (np.arange(rows)[:, None] * k + a).reshape(-1)
     keys_b = (np.arange(rows)[:, None] * k + b).reshape(-1)
     keys, inverse = np.unique(np.concatenate([keys_a, keys_b]), return_inverse=True)
@@ -171,6 +193,19 @@ def relative_order_rows(arrival: np.ndarray, released: np.ndarray, k: int) -> np
         arrival, released, k = arrival % MAX_CLASSES, released % MAX_CLASSES, MAX_CLASSES
     b, s = arrival.shape
     out = np.zeros(b, dtype=np.int64)
+    if s <= _DIRECT_SHIFTS:  # short batches: compare every shift directly
+        small = np.uint8 if k <= 256 else np.int32
+        arrival, released = arrival.astype(small), released.astype(small)
+        shifts = (np.arange(s)[:, None] + np.arange(s)[None, :]) % s  # [shift, j]
+        step = max(1, _ONEHOT_CELLS // (s * s))
+        for lo in range(0, b, step):
+            r = released[lo:lo + step, None, :]
+            best = np.zeros(r.shape[0], dtype=np.int64)
+            for seq in (arrival[lo:lo + step], arrival[lo:lo + step, ::-1]):
+                agree = (seq[:, shifts] == r).sum(axis=2, dtype=np.int16)
+                best = np.maximum(best, agree.max(axis=1))
+            out[lo:lo + step] = best
+        return out
     step = max(1, _ONEHOT_CELLS // max(1, k * s))
     classes = np.arange(k)[None, :, None]
     for lo in range(0, b, step):
@@ -284,15 +319,18 @@ class MessageShuffler:
             if self.batched:
                 block = self.release_block(given, meta, rng)
                 self.check_block(given, block, reference)
-                outs = list(block)
-            else:
-                outs = [self.release(given[i], {k: v[i] for k, v in meta.items()}, rng)
-                        for i in range(len(trial))]
-                lengths = np.array([len(o) for o in outs])
-                for length in np.unique(lengths):  # checked in blocks of equal shapes
-                    pick = np.flatnonzero(lengths == length)
-                    self.check_block(given[pick], np.stack([outs[i] for i in pick]),
-                                     reference)
+                width = block.shape[1]
+                trials.append(np.repeat(trial, width))
+                batch_index.append(np.repeat(index, width))
+                slot.append(np.tile(np.arange(width), len(trial)))
+                parts.append(block.reshape((-1,) + given.shape[2:]))
+                continue
+            outs = [self.release(given[i], {k: v[i] for k, v in meta.items()}, rng)
+                    for i in range(len(trial))]
+            lengths = np.array([len(o) for o in outs])
+            for length in np.unique(lengths):  # checked in blocks of equal shapes
+                pick = np.flatnonzero(lengths == length)
+                self.check_block(given[pick], np.stack([outs[i] for i in pick]), reference)
             for i, out in enumerate(outs):
                 trials.append(np.full(len(out), trial[i]))
                 batch_index.append(np.full(len(out), index[i]))
@@ -304,7 +342,10 @@ class MessageShuffler:
             return Release(rounds.trials, empty, empty,
                            np.zeros((0,) + shape, rounds.reports.dtype))
         trial_ids, batch_ids, slots = (np.concatenate(v) for v in (trials, batch_index, slot))
-        order = np.lexsort((slots, batch_ids, trial_ids))
+        width = int(slots.max(initial=0)) + 1
+        composite = (trial_ids * (int(batch_ids.max(initial=0)) + 1) + batch_ids) * width + slots
+        order = (slice(None) if np.all(np.diff(composite) > 0)  # e.g. one batch per round
+                 else np.argsort(composite, kind="stable"))
         trial_ids = trial_ids[order]
         counts = np.bincount(trial_ids, minlength=rounds.trials)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
@@ -365,6 +406,19 @@ class MessageShuffler:
             out.append(ImplementationVerdict(name, VIOLATED if bad else CONSISTENT, sentence,
                                              confidence=confidence, p_value=p))
         return out
+
+
+def load_shuffler(spec) -> MessageShuffler | None:
+    """The user's shuffler named by ``spec`` (a callable, "path/file.py:function" or
+    "module:function"; loading.load_implementation), or None; a bad name is an error on the
+    field ``shuffler``."""
+    if spec is None:
+        return None
+    try:
+        loaded = load_implementation(spec)
+    except ParameterError as error:
+        raise ParameterError(FIELD, spec, error.requirement) from None
+    return MessageShuffler(loaded.function, loaded.source)
 
 
 def _past(kind: str) -> str:

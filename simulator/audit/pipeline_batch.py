@@ -110,22 +110,23 @@ def draw_rounds(randomizer, values: np.ndarray, config: PipelineConfig, trials: 
     send = _send_times(config, (trials, n), streams[0])
     reports = np.asarray(randomizer.randomize(np.broadcast_to(values, (trials, n)), streams[2]))
     reports = reports.reshape((trials, n * m) + reports.shape[2 + (m > 1):])
-    sent = np.repeat(send, m, axis=1)
-    times = sent + _delays(config, sent.shape, streams[0])
-    times = np.where(np.repeat(sends, m, axis=1), times, np.inf)
-    if config.delay.distribution is DelayDistribution.NONE and (
-            config.arrival is ArrivalMode.ALL_AT_ONCE or m > 1):
+    sent = np.repeat(send, m, axis=1) if m > 1 else send
+    delayed = config.delay.distribution is not DelayDistribution.NONE
+    times = sent + _delays(config, sent.shape, streams[0]) if delayed else sent
+    if config.dropout > 0:
+        times = np.where(np.repeat(sends, m, axis=1), times, np.inf)
+    if not delayed and (config.arrival is ArrivalMode.ALL_AT_ONCE or m > 1):
         order = np.lexsort((streams[0].random(times.shape), times), axis=1)  # random ties
     else:
         order = np.argsort(times, axis=1)
     times = np.take_along_axis(times, order, axis=1)
-    sent = np.take_along_axis(sent, order, axis=1)
-    client = order // m
+    sent = times if sent is times else np.take_along_axis(sent, order, axis=1)
+    client = order // m if m > 1 else order
     take = order.reshape(order.shape + (1,) * (reports.ndim - 2))
     reports = np.take_along_axis(reports, take, axis=1)
-    count = sends.sum(axis=1) * m
-    last = np.where(count > 0, times[np.arange(trials), np.maximum(count - 1, 0)], 0.0)
-    end = np.maximum(config.window, last)
+    count = sends.sum(axis=1) * m if config.dropout > 0 else np.full(trials, n * m)
+    last = times[np.arange(trials), np.maximum(count - 1, 0)]
+    end = np.maximum(config.window, np.where(count > 0, last, 0.0))
     batch, kept = schedule(times, count, end, config)
     return Rounds(times, sent, client, reports, count, end, batch, kept)
 
@@ -136,9 +137,12 @@ def schedule(times: np.ndarray, count: np.ndarray, end: np.ndarray, config: Pipe
     with sorted arrival ``times`` (T, N) (+inf after the ``count`` sent), rounds starting at 0
     and ending at ``end`` (the rules of simulator/pipeline/shuffler.py; module docstring)."""
     t, width = times.shape
+    slots = np.arange(width)
+    if config.batch_size is None and config.timeout is None:  # one batch: the round's end
+        sent = slots < count[:, None]
+        return np.where(sent, 0, -1), sent & (count >= config.min_batch)[:, None]
     batch = np.full((t, width), -1, dtype=np.int64)
     kept = np.zeros((t, width), dtype=bool)
-    slots = np.arange(width)
     lo = np.zeros(t, dtype=np.int64)
     last = np.zeros(t)
     size_cap, timeout = config.batch_size, config.timeout
@@ -206,12 +210,15 @@ def _release_by_key(rounds: Rounds, key: np.ndarray) -> Release:
     """The messages with a finite ``key`` in increasing key order, round by round."""
     t, width = key.shape
     order = np.argsort(key, axis=1)
+    take = order.reshape(order.shape + (1,) * (rounds.reports.ndim - 2))
+    reports = np.take_along_axis(rounds.reports, take, axis=1)
+    if rounds.kept.all():  # every round releases all its slots
+        return Release(t, np.repeat(np.arange(t), width), np.tile(np.arange(width), t),
+                       reports.reshape((t * width,) + reports.shape[2:]))
     mask = np.arange(width) < np.isfinite(key).sum(axis=1)[:, None]
     trial = np.broadcast_to(np.arange(t)[:, None], (t, width))[mask]
-    take = order.reshape(order.shape + (1,) * (rounds.reports.ndim - 2))
-    reports = np.take_along_axis(rounds.reports, take, axis=1)[mask]
     position = np.broadcast_to(np.arange(width), (t, width))[mask]
-    return Release(t, trial, position, reports)
+    return Release(t, trial, position, reports[mask])
 
 
 def released_batches(rounds: Rounds) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:

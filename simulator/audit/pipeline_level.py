@@ -146,10 +146,13 @@ def _fit_counts(rounds, randomizer, values, fit) -> None:
     """Add the reports the clients sent in released batches, and their senders' values, to
     ``fit`` = (observed, senders) count arrays."""
     observed, senders = fit
-    kept = rounds.reports[rounds.kept]
+    kept = rounds.reports if rounds.kept.all() else rounds.reports[rounds.kept]
     observed += np.bincount(np.asarray(randomizer.output_index(kept), dtype=np.int64)
                             .reshape(-1), minlength=observed.size)
-    senders += np.bincount(values[rounds.client[rounds.kept]], minlength=senders.size)
+    if rounds.kept.all():  # every client's messages released
+        senders += rounds.trials * np.bincount(values, minlength=senders.size)
+    else:
+        senders += np.bincount(values[rounds.client[rounds.kept]], minlength=senders.size)
 
 
 def audit_pipeline(
