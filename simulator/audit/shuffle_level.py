@@ -327,12 +327,14 @@ def audit_shuffle(
     randomizer, n: int, deltas, options: AuditOptions, seed: np.random.SeedSequence | int,
     *, x0=None, x1=None, others=None, with_exact: bool = True,
     progress: Callable[[int, int], None] | None = None, two_stage: bool = False,
+    sampler_type: type | None = None,
 ) -> AttackAudit:
     """Audit the shuffled ``randomizer`` with n users at each delta (module docstring).
 
     The pair defaults to the triple maximising the exact lower bound at the first delta;
     ``others`` is x2 or a probability vector over inputs (attacks.pair_model). An
-    implementation under test is run itself (``two_stage``: only user 1's report).
+    implementation under test is run itself (``two_stage``: only user 1's report;
+    ``sampler_type``: an ImplementationSampler subclass, e.g. two_stage_bulk's).
     """
     start = time.perf_counter()
     deltas = check_deltas(deltas)
@@ -355,7 +357,8 @@ def audit_shuffle(
             groups = RatioGroups.build(declared, pair_model(declared, n, x0, x1, others), x0,
                                        x1, others)
         model = groups.model
-        sampler = ImplementationSampler(randomizer, groups, x0, x1, others, n, two_stage)
+        sampler = (sampler_type or ImplementationSampler)(randomizer, groups, x0, x1, others,
+                                                          n, two_stage)
         chunk = max(1, min(chunk, IMPLEMENTATION_REPORTS // (1 if two_stage else n)))
     else:
         require(not two_stage, "two_stage", two_stage, "applies to an implementation under "
