@@ -47,6 +47,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.pipeline_batch import Release, released_batches
 from shufflesim.simulator.audit.verdicts import CONSISTENT, VIOLATED, ImplementationVerdict
 from shufflesim.simulator.usercode import UserCodeError, contained, numeric_array
@@ -404,6 +406,19 @@ class MessageShuffler:
             out.append(ImplementationVerdict(name, VIOLATED if bad else CONSISTENT, sentence,
                                              confidence=confidence, p_value=p))
         return out
+
+
+def load_shuffler(spec) -> MessageShuffler | None:
+    """The user's shuffler named by ``spec`` (a callable, "path/file.py:function" or
+    "module:function"; loading.load_implementation), or None; a bad name is an error on the
+    field ``shuffler``."""
+    if spec is None:
+        return None
+    try:
+        loaded = load_implementation(spec)
+    except ParameterError as error:
+        raise ParameterError(FIELD, spec, error.requirement) from None
+    return MessageShuffler(loaded.function, loaded.source)
 
 
 def _past(kind: str) -> str:

@@ -36,10 +36,10 @@ def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def plot_lifetime_users(tables, figure_module):
     users = tables.get("users")
     if users is None or users.empty:
-        return []
+        return
     honest = users[~users.colluding.astype(bool) & users.epsilon.notna() & (users.rounds > 0)]
     if honest.empty:
-        return []
+        return
     labels = {p: c.short_overrides(o) or f"point {p}" for p, o in
               honest.drop_duplicates("point")[["point", "overrides"]].itertuples(index=False)}
     colors = c.colors(labels.values())
@@ -73,7 +73,7 @@ def plot_lifetime_users(tables, figure_module):
     fig.suptitle(f"Users' lifetime privacy over the run's rounds ({methods}, {delta}; "
                  "dotted: medians)")
     c.legend_below(fig, handles, [h.get_label() for h in handles], columns=2)
-    return [("lifetime_users", fig)]
+    yield "lifetime_users", fig
 
 
 def _panel_label(row) -> str:
@@ -89,7 +89,7 @@ def _panel_label(row) -> str:
 def plot_bounds_vs_rounds(tables, figure_module):
     bounds = tables.get("bounds")
     if bounds is None or bounds.empty or "rounds" not in bounds or bounds.rounds.nunique() < 2:
-        return []
+        return
     keys = [k for k in PANEL if k in bounds]
     rows = bounds.drop_duplicates(keys + ["method", "rounds"]).copy()
     rows["panel"] = [_panel_label(r) for _, r in rows.iterrows()]
@@ -98,7 +98,6 @@ def plot_bounds_vs_rounds(tables, figure_module):
     finite = rows[np.isfinite(rows.epsilon.astype(float)) & (rows.epsilon > 0)]
     composed = finite.groupby("method", sort=False).rounds.nunique()
     colors = c.colors([m for m in dict.fromkeys(rows.method) if composed.get(m, 0) >= 2])
-    out = []
     groups = c.chunks(panels, c.MAX_PANELS)
     for number, group in enumerate(groups, 1):
         fig, axes = c.panels(figure_module, len(group), width=6.5, height=5.0, min_width=9.0)
@@ -142,8 +141,7 @@ def plot_bounds_vs_rounds(tables, figure_module):
                     "they do not compose; bounds.parquet says why)") if single else ""
         fig.suptitle("Lifetime eps versus rounds, per bound" + suffix + left_out)
         c.legend_below(fig, list(legend.values()), list(legend), columns=2)
-        out.append(("bounds_eps_vs_rounds" + (f"_{number}" if len(groups) > 1 else ""), fig))
-    return out
+        yield "bounds_eps_vs_rounds" + (f"_{number}" if len(groups) > 1 else ""), fig
 
 
 def _mark_users(ax, users, here, legend) -> None:

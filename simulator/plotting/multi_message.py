@@ -12,16 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
-
 from . import common as c
 from .kinds import register_plot
-
-
-def _is_multi_message(name) -> bool:
-    if name not in randomizer_names():
-        return False
-    return bool(getattr(randomizer_class(name), "multi_message", False))
 
 
 @register_plot("extra_amplification", table="bounds")
@@ -29,11 +21,11 @@ def plot_extra_amplification(tables, figure_module):
     bounds = tables.get("bounds")
     if bounds is None or bounds.empty or not {"randomizer", "epsilon0", "epsilon",
                                                "method", "n", "delta"} <= set(bounds.columns):
-        return []
-    rows = bounds[[_is_multi_message(r) for r in bounds.randomizer]]
+        return
+    rows = bounds[[c.is_multi_message(r) for r in bounds.randomizer]]
     rows = rows[np.isfinite(rows.epsilon.astype(float)) & (rows.epsilon > 0)]
     if rows.empty or rows.epsilon0.nunique() < 2:
-        return []
+        return
     rows = rows.assign(ratio=np.log2(rows.epsilon0 / rows.epsilon))
     keys = list(dict.fromkeys(zip(rows.randomizer, rows.n, rows.delta, strict=True)))
     names = list(dict.fromkeys(rows.method))
@@ -58,4 +50,4 @@ def plot_extra_amplification(tables, figure_module):
         ax.set_ylabel("log2(eps' / eps)")
         ax.grid(True, alpha=0.3)
     c.legend_below(fig, list(legend.values()), list(legend), columns=2)
-    return [("multi_message_extra_amplification", fig)]
+    yield "multi_message_extra_amplification", fig

@@ -65,6 +65,7 @@ import heapq
 import itertools
 import math
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -160,7 +161,40 @@ def _convolve(x: np.ndarray, y: np.ndarray, abs2: float, budget: float):
     return np.convolve(x, y), abs2 * float(np.sum(y)) * (1 + 1e-12)
 
 
-@functools.lru_cache(maxsize=2048)
+def _bytes_bounded_cache(max_bytes: int):
+    """An LRU cache of _PairPmf results bounded by their arrays' total size (at n = 1e8 one
+    entry holds ~1-2 MB: a count bound of 2048 entries could hold gigabytes)."""
+    def decorate(function):
+        store: OrderedDict = OrderedDict()
+        size = [0]
+
+        @functools.wraps(function)
+        def cached(*args):
+            hit = store.get(args)
+            if hit is not None:
+                store.move_to_end(args)
+                return hit
+            value = function(*args)
+            store[args] = value
+            size[0] += value.g.nbytes + value.G.nbytes
+            while size[0] > max_bytes and len(store) > 1:
+                _, old = store.popitem(last=False)
+                size[0] -= old.g.nbytes + old.G.nbytes
+            return value
+
+        def cache_clear() -> None:
+            store.clear()
+            size[0] = 0
+        cached.cache_clear = cache_clear
+        return cached
+    return decorate
+
+
+#: memory the pmf cache may hold
+PMF_CACHE_BYTES = 2**30
+
+
+@_bytes_bounded_cache(PMF_CACHE_BYTES)
 def _pair_pmf(ones: int, zeros: int, epsilon0: float, uniform: int = 0,
               budget: float = 0.0) -> _PairPmf:
     """Z = Bin(ones, p) + Bin(zeros, 1 - p) + Bin(uniform, 1/2) on windows; ``budget`` > 0
@@ -243,11 +277,16 @@ def _block_upper(epsilon: float, epsilon0: float, n: int, first: int, last: int,
 
 
 def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
-                    threshold: float = 0.0, eta: float = ETA) -> Estimate:
+                    threshold: float = 0.0, eta: float = ETA,
+                    memo: dict | None = None) -> Estimate:
     """delta(eps) of shuffled binary RR over every dataset, bracketed (module docstring).
 
     ``threshold`` (optional): blocks whose upper estimate is below ETA * threshold are not
-    refined (the answer to "is delta(eps) <= threshold?" does not depend on them)."""
+    refined (the answer to "is delta(eps) <= threshold?" does not depend on them).
+    ``memo`` (optional, one eps search): the blocks this call ends with are stored there and
+    the next call starts from them instead of START_BLOCKS blocks (any partition of the k
+    range into blocks gives a valid bracket; the search's evaluations at nearby eps need
+    nearly the same partition, and its pmfs are cached)."""
     if epsilon >= epsilon0:
         return Estimate(0.0, 0.0, 0.0, "brr-exact")
     lower = 0.0
@@ -264,6 +303,7 @@ def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
     # threshold (or against the largest single pair when there is none)
     tail = max(TAIL_FRACTION * floor, 1e-300) if threshold > 0 else 1e-30
     budget = FFT_BUDGET * floor
+    leaves: list[tuple[int, int]] = []
 
     def push(a: int, b: int) -> None:
         """Queue block [a, b] with its upper estimate; its middle k, a real pair, raises the
@@ -274,10 +314,14 @@ def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
         lower = max(lower, middle.lower)
         if a == b:
             upper = max(upper, middle.upper)
+            leaves.append((a, b))
             return
         heapq.heappush(heap, (-_block_upper(epsilon, epsilon0, n, a, b, tail, budget), a, b))
 
-    if first <= last:
+    if first <= last and memo is not None and memo.get("blocks"):
+        for a, b in memo["blocks"]:
+            push(a, b)
+    elif first <= last:
         edges = np.unique(np.linspace(first, last + 1, START_BLOCKS + 1).astype(int))
         for a, b in itertools.pairwise(edges):
             push(int(a), int(b) - 1)
@@ -287,10 +331,13 @@ def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
         up = -neg
         if up <= max(lower * (1 + eta), floor) or b - a + 1 <= min_width:
             upper = max(upper, up)
+            leaves.append((a, b))
             continue
         mid = (a + b) // 2
         push(a, mid)
         push(mid + 1, b)
+    if memo is not None:
+        memo["blocks"] = sorted(leaves)
     return Estimate(upper, lower, upper, "brr-exact")
 
 
@@ -309,9 +356,12 @@ def _search(randomizer, n: int, delta: float, side: str):
     delta = 1e-4 and small eps0, turns a small delta slack into a large eps slack)."""
     epsilon0 = _check(randomizer, n, delta)
 
+    memo: dict = {}      # the blocks, carried from one evaluation to the next
+
     def run(eta: float, bracket=None):
         return epsilon_of_delta(
-            lambda eps: brr_exact_delta(eps, epsilon0, n, threshold=delta, eta=eta), delta,
+            lambda eps: brr_exact_delta(eps, epsilon0, n, threshold=delta, eta=eta, memo=memo),
+            delta,
             side, eps_max=epsilon0, rtol=1e-7, xtol=1e-12, max_evaluations=80,
             bracket=bracket)
 
