@@ -15,7 +15,14 @@ changes a result, so the assembled tables do not depend on the executor or the w
   the rate measured so far, would take less than the pool could save (``start_seconds``, the
   cost of starting the workers, times w / (w - 1) for w workers), it runs here too, otherwise
   it goes to the pool. Short runs then never pay for the pool. ``inline_seconds = 0`` always
-  uses the pool.
+  uses the pool. With the pool, this process computes too (``driver_computes``, the default):
+  the pool has N - 1 processes and this process takes items from the other end of the same
+  queue between collecting results, and takes back items the pool has not started when it
+  runs out, so N processes compute, one fewer process is started, and this process computes
+  while the workers start. Each computing process gets (cores // N) threads, at least one,
+  for its numpy work (BLAS, and the batch path's own threads, simulator/batch/threads.py):
+  N processes of all the cores' threads each would compete for the cores. Results do not
+  depend on the number of threads.
   Workers never outlive the process that started them: on Linux the kernel kills them when it
   dies (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread in each worker ends it within
   :data:`WATCHDOG_SECONDS` once its parent is gone (a SIGKILLed run leaves no idle workers
@@ -33,8 +40,10 @@ changes a result, so the assembled tables do not depend on the executor or the w
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
+import importlib
 import logging
 import multiprocessing
 import os
@@ -52,6 +61,9 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
 from shufflesim.simulator.errors import UserError
+
+#: The batch path's thread pool (its MAX_THREADS is set in each worker).
+BATCH_THREADS = "shufflesim.simulator.batch.threads"
 
 Task = Callable[[Any, Any], Any]
 
@@ -155,13 +167,30 @@ def _initialize_worker(parent: int, death_signal: bool, stop: Any = None) -> Non
                      name="shufflesim-parent-watchdog", daemon=True).start()
 
 
-def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: bytes) -> None:
-    """The pool's initializer: :func:`_initialize_worker`, then keep the run's shared state,
-    unpickled once per worker from the pool's ``initargs``. It travels pickled so that the
-    heavy imports it needs (numpy, scipy, pyarrow: seconds on a loaded machine) happen after
-    the worker is tied to its parent, not before: a run killed while its workers start leaves
-    none behind."""
+#: Environment variables that set the threads of the numerical libraries (read when numpy
+#: and its BLAS load: a worker sets them before it unpickles the state, which imports numpy).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def threads_per_process(workers: int) -> int:
+    """Threads each of ``workers`` computing processes may use: the cores shared out, >= 1."""
+    return max(1, default_workers() // max(1, workers))
+
+
+def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: bytes,
+                            threads: int | None = None) -> None:
+    """The pool's initializer: :func:`_initialize_worker`, then ``threads`` threads for the
+    numerical libraries and the batch path (module docstring), then keep the run's shared
+    state, unpickled once per worker from the pool's ``initargs``. It travels pickled so that
+    the heavy imports it needs (numpy, scipy, pyarrow: seconds on a loaded machine) happen
+    after the worker is tied to its parent, not before: a run killed while its workers start
+    leaves none behind."""
     _initialize_worker(parent, death_signal, stop)
+    if threads is not None:
+        for name in THREAD_VARIABLES:
+            os.environ[name] = str(threads)
+        importlib.import_module(BATCH_THREADS).MAX_THREADS = threads  # after: numpy loads
     _WORKER_SHARED["state"] = pickle.loads(shared)
 
 
@@ -198,7 +227,8 @@ class ProcessExecutor(Executor):
 
     def __init__(self, workers: int | None = None, inline_seconds: float = INLINE_SECONDS,
                  start_seconds: float = START_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 driver_computes: bool = True) -> None:
         workers = default_workers() if workers is None else workers
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise UserError(f"workers = {workers!r}: must be an integer >= 1")
@@ -207,6 +237,7 @@ class ProcessExecutor(Executor):
         self.workers = workers
         self.inline_seconds = inline_seconds
         self.start_seconds = start_seconds
+        self.driver_computes = driver_computes
         self._clock = clock
         self._pool: ProcessPoolExecutor | None = None
         self._shared: Any = None  # the state the pool's workers hold
@@ -248,33 +279,58 @@ class ProcessExecutor(Executor):
             context = multiprocessing.get_context("spawn")
             self._stop = context.Event()
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context,
+                max_workers=self.pool_size, mp_context=context,
                 initializer=_initialize_pool_worker,
-                initargs=(os.getpid(), main_thread, self._stop, state))
+                initargs=(os.getpid(), main_thread, self._stop, state,
+                          threads_per_process(self.workers)))
             self._shared = shared
         return self._pool
 
+    @property
+    def pool_size(self) -> int:
+        """Worker processes of the pool: one fewer than ``workers`` when this process
+        computes too."""
+        return max(1, self.workers - 1) if self.driver_computes else self.workers
+
     def _pooled(self, function, shared, items, indices):
+        """The items of ``indices`` on the pool and, with ``driver_computes``, here too: the
+        pool takes them from the front of the queue, at most two in flight per worker, this
+        process from the back between collecting results; when the queue is empty it takes
+        back the last items the pool has not started."""
         pool = self._start_pool(shared)
+        queue = collections.deque(indices)
         futures: dict = {}
+        cap = 2 * self.pool_size
+        started = False
         try:
-            try:
-                with _sigint_ignored_while_spawning():  # submit starts the workers
-                    for i in indices:
-                        futures[pool.submit(_call_with_shared, function, items[i])] = i
-            except Exception:  # e.g. the state does not pickle: the pool is of no use
-                self.close(terminate=True)
-                raise
-            pending = set(futures)
-            while pending:
-                # a bounded wait: a signal the kernel delivers to another thread (the pool's
-                # threads) only sets Python's flag, and the main thread runs its handler when
-                # it wakes, so SIGTERM ends the run within SIGNAL_POLL_SECONDS, not at the
-                # next finished unit (issue 26: 26 s under load)
-                finished, pending = wait(pending, timeout=SIGNAL_POLL_SECONDS,
-                                         return_when=FIRST_COMPLETED)
-                for future in finished:
-                    yield futures[future], future.result()
+            while queue or futures:
+                try:
+                    with (contextlib.nullcontext() if started else
+                          _sigint_ignored_while_spawning()):  # the first submits start them
+                        while queue and len(futures) < cap:
+                            index = queue.popleft()
+                            futures[pool.submit(_call_with_shared, function,
+                                                items[index])] = index
+                    started = True
+                except Exception:  # e.g. the state does not pickle: the pool is of no use
+                    self.close(terminate=True)
+                    raise
+                ready = [future for future in futures if future.done()]
+                for future in ready:
+                    yield futures.pop(future), future.result()
+                index = self._take_back(queue, futures) if self.driver_computes else None
+                if index is not None:
+                    yield index, function(shared, items[index])
+                    self.inline_items += 1
+                elif futures and not ready:
+                    # a bounded wait: a signal the kernel delivers to another thread (the
+                    # pool's threads) only sets Python's flag, and the main thread runs its
+                    # handler when it wakes, so SIGTERM ends the run within
+                    # SIGNAL_POLL_SECONDS, not at the next finished unit (issue 26)
+                    finished, _ = wait(futures, timeout=SIGNAL_POLL_SECONDS,
+                                       return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        yield futures.pop(future), future.result()
         except Exception:
             for future in futures:
                 future.cancel()
@@ -282,6 +338,17 @@ class ProcessExecutor(Executor):
         except BaseException:  # interrupted, or the consumer stopped early
             self.close(terminate=True)
             raise
+
+    @staticmethod
+    def _take_back(queue: collections.deque, futures: dict) -> int | None:
+        """The next item for this process: the back of the queue, else the last submitted
+        item the pool has not started (cancelled there), else None."""
+        if queue:
+            return queue.pop()
+        for future in reversed(list(futures)):
+            if future.cancel():
+                return futures.pop(future)
+        return None
 
     def close(self, terminate: bool = False) -> None:
         """Stop the pool: wait for the workers to exit, or with ``terminate`` (after an
