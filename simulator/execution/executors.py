@@ -12,17 +12,18 @@ changes a result, so the assembled tables do not depend on the executor or the w
   package afresh, so they must be able to import everything ``shared`` and ``function`` refer
   to). Starting a worker costs seconds (it imports numpy, scipy, pyarrow and the package), so
   the items that finish within ``inline_seconds`` run in this process first; if the rest, at
-  the rate measured so far, would take less than the pool could save (``start_seconds``, the
-  cost of starting the workers, times w / (w - 1) for w workers), it runs here too, otherwise
-  it goes to the pool. Short runs then never pay for the pool. ``inline_seconds = 0`` always
-  uses the pool. With the pool, this process computes too (``driver_computes``, the default):
-  the pool has N - 1 processes and this process takes items from the other end of the same
-  queue between collecting results, and takes back items the pool has not started when it
-  runs out, so N processes compute, one fewer process is started, and this process computes
-  while the workers start. Each computing process gets (cores // N) threads, at least one,
-  for its numpy work (BLAS, and the batch path's own threads, simulator/batch/threads.py):
-  N processes of all the cores' threads each would compete for the cores. Results do not
-  depend on the number of threads.
+  the rate measured so far (the mean, or the last item's when slower), would take less than
+  ``start_seconds`` (the cost of starting the
+  workers; times w / (w - 1) for w workers when this process does not compute beside them)
+  it runs here too, otherwise it goes to the pool. Short runs then never pay for the pool.
+  ``inline_seconds = 0`` always uses the pool. With the pool, this process computes too
+  (``driver_computes``, the default): the pool has N - 1 processes and this process takes
+  items from the other end of the same queue between collecting results, and takes back items
+  the pool has not started when it runs out, so N processes compute, one fewer process is
+  started, and this process computes while the workers start. Each computing process gets
+  (cores // N) threads, at least one, for its numpy work (BLAS, and the batch path's own
+  threads, simulator/batch/threads.py): N processes of all the cores' threads each would
+  compete for the cores. Results do not depend on the number of threads.
   Workers never outlive the process that started them: on Linux the kernel kills them when it
   dies (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread in each worker ends it within
   :data:`WATCHDOG_SECONDS` once its parent is gone (a SIGKILLed run leaves no idle workers
@@ -252,16 +253,24 @@ class ProcessExecutor(Executor):
                 self.inline_items = index + 1
                 yield index, result
             return
-        start = self._clock()
-        next_index = 0
+        start = now = self._clock()
+        next_index, last = 0, 0.0
         if self._pool is None or self._shared is not shared:  # a running pool costs nothing
-            while next_index < len(items) and self._clock() - start < self.inline_seconds:
+            while next_index < len(items) and now - start < self.inline_seconds:
                 yield next_index, function(shared, items[next_index])
                 next_index += 1
                 self.inline_items = next_index
+                before, now = now, self._clock()
+                last = now - before
         if next_index and next_index < len(items):
-            serial = (self._clock() - start) / next_index * (len(items) - next_index)
-            if serial <= self.start_seconds * self.workers / (self.workers - 1):
+            # at the mean rate, or the last item's when slower: a run's units differ (its
+            # audit units, after the quick simulation units, take seconds each)
+            rate = max((now - start) / next_index, last)
+            serial = rate * (len(items) - next_index)
+            # the pool saves (rest - start) / 2 or more when this process computes meanwhile,
+            # rest - start x w / (w - 1) when it waits for the workers
+            saving = 1 if self.driver_computes else self.workers / (self.workers - 1)
+            if serial <= self.start_seconds * saving:
                 for index in range(next_index, len(items)):
                     yield index, function(shared, items[index])
                     self.inline_items = index + 1
