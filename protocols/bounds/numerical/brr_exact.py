@@ -153,9 +153,9 @@ def _convolve(x: np.ndarray, y: np.ndarray, abs2: float, budget: float):
     """(x * y, its 2-norm error bound): through the FFT where it is long and its error, with
     the error carried in, keeps sqrt(len) * error within ``budget``; directly otherwise."""
     if budget > 0 and len(x) * len(y) > FFT_MIN_WORK:
-        total = abs2 + fft_error_bound(x, y)
-        if math.sqrt(len(x) + len(y)) * total <= budget:
-            z, err = fft_convolve(x, y)
+        err = fft_error_bound(x, y)
+        if math.sqrt(len(x) + len(y)) * (abs2 + err) <= budget:
+            z, err = fft_convolve(x, y, err)
             return z, abs2 + err
     # direct sum: a carried error e of x becomes e * y, ||e * y||_2 <= ||e||_2 ||y||_1
     return np.convolve(x, y), abs2 * float(np.sum(y)) * (1 + 1e-12)
