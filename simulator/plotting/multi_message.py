@@ -48,6 +48,7 @@ def plot_extra_amplification(tables, figure_module):
             caveat = "" if status == "proven" else ", " + status.split(",")[0].replace(
                 "relies-on-stronger-clone-reduction", "stronger-clone reduction")
             label = f"{method.removeprefix('multi-message-')} ({kind}{caveat})"
+            handle.set_label(label)
             legend.setdefault(label, handle)
         ax.set_title(f"{randomizer}, n = {n:g}, delta = {delta:g}", fontsize="small")
         ax.set_xlabel(c.epsilon0_label(True))
