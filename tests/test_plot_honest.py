@@ -277,3 +277,33 @@ def test_plot_says_which_figures_it_left_out(tmp_path):
     assert result.exit_code == 0
     assert "utility_frequency.png left out: one repetition per point" in result.output
     assert "nothing to plot" in result.output
+
+
+def test_multi_message_figures_say_target_eps_and_keep_equal_curves_apart(figure):
+    from shufflesim.simulator.plotting import plot_bounds_vs_n, plot_extra_amplification
+
+    rows = []
+    for eps in (0.5, 1.0, 1.5):
+        for method, kind, status, factor in (
+                ("multi-message-exact-upper", "upper", "proven", 0.3),
+                ("multi-message-variation-ratio", "upper",
+                 "relies-on-stronger-clone-reduction", 0.3),
+                ("multi-message-exact-lower", "lower", "proven", 0.25)):
+            rows.append(dict(method=method, kind=kind, status=status, statuses=status,
+                             n=10000, delta=1e-6, epsilon0=eps, epsilon=factor * eps,
+                             randomizer="cheu",
+                             overrides=json.dumps({"population.budget.epsilon0": eps})))
+    tables = {"bounds": pd.DataFrame(rows)}
+    (_, fig), = list(plot_extra_amplification(tables, figure))
+    assert "001 Figs. 3-4" in fig._suptitle.get_text()
+    (ax,) = _visible(fig)
+    assert ax.get_xlabel() == "target central eps' (epsilon0)"
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    upper, caveated = (lines["exact-upper (upper)"],
+                       lines["variation-ratio (upper, stronger-clone reduction)"])
+    assert upper.get_marker() != caveated.get_marker()  # equal values, both visible
+    assert caveated.get_zorder() > upper.get_zorder()
+    (name, fig), = list(plot_bounds_vs_n(tables, figure))
+    assert name == "bounds_eps_vs_epsilon0"
+    assert "versus target central eps'" in fig._suptitle.get_text()
+    assert _visible(fig)[0].get_xlabel() == "target central eps' (epsilon0)"

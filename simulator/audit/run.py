@@ -461,7 +461,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
                                   confidence=options.confidence, names=names)
         where = f"{audit.pair}, attack {best.attack} {best.direction}, event {best.event}"
         own.append(shuffled_verdict(empirical, options.confidence, verdicts, claimed,
-                                    bound_n, delta, where))
+                                    bound_n, delta, where, audit.claim_pair.get(delta)))
         bound_rows += verdict_records(verdicts, {**context, "pair": audit.pair}, level,
                                       source)
     return attach_p_values(

@@ -186,13 +186,21 @@ def legend_label(bound: str, kind: str, status: str, row_role: str) -> str:
     return f"{bound} ({what}{caveat})"
 
 
-def line_style(bound: str, kind: str, status: str, row_role: str, color) -> dict:
+def line_style(bound: str, kind: str, status: str, row_role: str, color,
+               marker: str = "o") -> dict:
+    """Solid proven upper bounds, dashed caveated ones (each with its own hollow ``marker``, so
+    coinciding curves stay apart), dotted lower bounds (black: the exact lower bound),
+    grey dash-dotted another protocol."""
     if row_role == OTHER_PROTOCOL:
         return dict(color="0.55", linestyle="-.", marker="x", linewidth=1.4)
     if kind == "lower":
-        return dict(color="black" if bound.startswith("exact-lower") else "grey",
+        return dict(color="black" if is_exact_lower(bound, kind) else "grey",
                     linestyle=":", marker="d")
-    return dict(color=color, marker="o", linestyle="--" if _is_caveated(status) else "-")
+    if _is_caveated(status):  # over the proven curves: its dashes show on one it equals
+        return dict(color=color, marker=marker, markerfacecolor="none", markeredgewidth=1.1,
+                    linestyle="--", markersize=6.5, zorder=2.5)
+    return dict(color=color, marker=marker, markerfacecolor="none", markeredgewidth=1.1,
+                linestyle="-")
 
 
 #: Most upper bounds drawn in one bounds figure; with more, only those that come within
@@ -204,7 +212,8 @@ COINCIDE = 0.01
 
 
 def is_exact_lower(bound: str, kind: str) -> bool:
-    return kind == "lower" and bound.startswith("exact-lower")
+    """The exact lower bound (000 Thm 14, or 001's for multi-message protocols)."""
+    return kind == "lower" and "exact-lower" in bound
 
 
 def competitive_bounds(curves: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -270,18 +279,19 @@ def plot_bounds_vs_n(tables, figure_module):
     drawn, left_out = competitive_bounds(curves[curves.epsilon > 0])
     curves = curves[~curves.bound.isin(left_out)]
     keys = list(dict.fromkeys(curves.panel_key))
-    colors = c.colors(b for b, k, r in zip(curves.bound, curves.kind, curves.role, strict=True)
-                      if k == "upper" and r != OTHER_PROTOCOL)
+    uppers = [b for b, k, r in zip(curves.bound, curves.kind, curves.role, strict=True)
+              if k == "upper" and r != OTHER_PROTOCOL]
+    colors, shapes = c.colors(uppers), c.markers(uppers)
     groups = c.chunks(keys, c.MAX_PANELS)
     axis_name = "n" if key is None else c.short_key(key)
     for number, group in enumerate(groups, 1):
         fig, axes = c.panels(figure_module, len(group), min_width=13.0)
         legend: dict[str, object] = {}
         for ax, panel_key in zip(axes, group, strict=True):
-            _draw_panel(ax, curves[curves.panel_key == panel_key], key, x_label, colors,
-                        legend)
+            _draw_panel(ax, curves[curves.panel_key == panel_key], key, x_label,
+                        (colors, shapes), legend)
         suffix = f" ({number}/{len(groups)})" if len(groups) > 1 else ""
-        title = f"Central eps versus {axis_name}, per bound" + suffix
+        title = f"Central eps versus {x_label.split(' (')[0]}, per bound" + suffix
         if left_out:
             title += "\n" + textwrap.fill(
                 f"not drawn ({len(left_out)} upper bounds never within "
@@ -292,8 +302,21 @@ def plot_bounds_vs_n(tables, figure_module):
         yield f"bounds_eps_vs_{axis_name}" + (f"_{number}" if len(groups) > 1 else ""), fig
 
 
-def _draw_panel(ax, rows: pd.DataFrame, key, x_label: str, colors: dict, legend: dict) -> None:
-    """One panel of :func:`plot_bounds_vs_n`."""
+def draw_bound(ax, x, y, style: dict, bound: str, kind: str):
+    """One bound's curve (:func:`line_style`); the exact lower bound over a grey band and
+    under the upper bounds, so that an upper bound equal to it is drawn on it and shows."""
+    if is_exact_lower(bound, kind):
+        ax.plot(x, y, color="0.35", linewidth=7, alpha=0.3, solid_capstyle="round", zorder=1,
+                label=f"_band of {bound}")
+    (handle,) = ax.plot(x, y, **{"markersize": 4.5, "linewidth": 1.2,
+                                 "zorder": 1.5 if kind == "lower" else 2, **style})
+    return handle
+
+
+def _draw_panel(ax, rows: pd.DataFrame, key, x_label: str, looks: tuple[dict, dict],
+                legend: dict) -> None:
+    """One panel of :func:`plot_bounds_vs_n`; ``looks``: (colour, marker) per upper bound."""
+    colors, shapes = looks
     zero = rows[(rows.bound == "empirical") & (rows.epsilon <= 0)]
     rows = rows[rows.epsilon > 0]
     for bound, line in rows.groupby("bound", sort=False):
@@ -305,14 +328,9 @@ def _draw_panel(ax, rows: pd.DataFrame, key, x_label: str, colors: dict, legend:
             (handle,) = ax.plot(line.x, line.epsilon, "^", color="black", markersize=6,
                                 zorder=5)
         else:
-            style = line_style(bound, kind, status, row_role, colors.get(bound))
-            if is_exact_lower(bound, kind):  # a band: an upper bound lying on it stays visible
-                ax.plot(line.x, line.epsilon, color="0.35", linewidth=7, alpha=0.3,
-                        solid_capstyle="round", zorder=1, label=f"_band of {bound}")
-            # lower bounds under the upper bounds: an upper bound equal to one is drawn on it
-            (handle,) = ax.plot(line.x, line.epsilon, markersize=3.5,
-                                **{"linewidth": 1.2, "zorder": 1.5 if kind == "lower" else 2,
-                                   **style})
+            handle = draw_bound(ax, line.x, line.epsilon, line_style(
+                bound, kind, status, row_role, colors.get(bound), shapes.get(bound, "o")),
+                bound, kind)
         handle.set_label(label)
         legend.setdefault(label, handle)
     if not zero.empty:

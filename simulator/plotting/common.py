@@ -146,6 +146,16 @@ def colors(names: Iterable[str]) -> dict[str, tuple]:
             for i, name in enumerate(names)}
 
 
+#: Marker shapes of upper bounds, one per bound (hollow): curves that coincide still show each
+#: bound's marker on the other's.
+MARKERS = "osD^vP*X<>ph"
+
+
+def markers(names: Iterable[str]) -> dict[str, str]:
+    """A hollow marker shape per name (:data:`MARKERS`, cycled)."""
+    return {name: MARKERS[i % len(MARKERS)] for i, name in enumerate(dict.fromkeys(names))}
+
+
 def grid(count: int) -> tuple[int, int]:
     columns = 2 if count == 4 else min(count, 4)
     return math.ceil(count / columns), columns

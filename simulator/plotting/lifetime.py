@@ -97,7 +97,9 @@ def plot_bounds_vs_rounds(tables, figure_module):
     panels = list(dict.fromkeys(rows.panel))
     finite = rows[np.isfinite(rows.epsilon.astype(float)) & (rows.epsilon > 0)]
     composed = finite.groupby("method", sort=False).rounds.nunique()
-    colors = c.colors([m for m in dict.fromkeys(rows.method) if composed.get(m, 0) >= 2])
+    drawn = [m for m in dict.fromkeys(rows.method) if composed.get(m, 0) >= 2]
+    colors = c.colors(m for m in drawn if set(rows[rows.method == m].kind) == {"upper"})
+    shapes = c.markers(colors)
     groups = c.chunks(panels, c.MAX_PANELS)
     for number, group in enumerate(groups, 1):
         fig, axes = c.panels(figure_module, len(group), width=6.5, height=5.0, min_width=9.0)
@@ -115,9 +117,8 @@ def plot_bounds_vs_rounds(tables, figure_module):
                 status = str(line.statuses.iloc[0] if "statuses" in line else "")
                 kind = str(line.kind.iloc[0])
                 style = b.line_style(method, kind, status, b.role(line.mechanism.iloc[0]),
-                                     colors[method])
-                (handle,) = ax.plot(line.rounds, line.epsilon, markersize=3.5,
-                                    **{"linewidth": 1.2, **style})
+                                     colors.get(method), shapes.get(method, "o"))
+                handle = b.draw_bound(ax, line.rounds, line.epsilon, style, method, kind)
                 label = b.legend_label(method, kind, status, b.role(line.mechanism.iloc[0]))
                 legend.setdefault(label, handle)
             naive = here.drop_duplicates("rounds").sort_values("rounds")
@@ -134,7 +135,8 @@ def plot_bounds_vs_rounds(tables, figure_module):
             c.plain_log_ticks(ax, "y")
             ax.set_xlabel("rounds T (identical rounds of n users)")
             ax.set_ylabel("lifetime central eps")
-            ax.set_title(panel, fontsize="small")
+            meets = b.meeting_text(_as_curves(here))
+            ax.set_title(panel + (f"\n{meets}" if meets else ""), fontsize="small")
             ax.grid(True, which="major", alpha=0.3)
         suffix = f" ({number}/{len(groups)})" if len(groups) > 1 else ""
         left_out = (f"\n(not drawn: {len(single)} bounds with a single-round value only, "
@@ -142,6 +144,16 @@ def plot_bounds_vs_rounds(tables, figure_module):
         fig.suptitle("Lifetime eps versus rounds, per bound" + suffix + left_out)
         c.legend_below(fig, list(legend.values()), list(legend), columns=2)
         yield "bounds_eps_vs_rounds" + (f"_{number}" if len(groups) > 1 else ""), fig
+
+
+def _as_curves(rows):
+    """The bounds rows of one panel in bound_curves' columns (x = rounds), for
+    :func:`bounds.meeting_text`."""
+    rows = rows[np.isfinite(rows.epsilon.astype(float)) & (rows.epsilon > 0)]
+    return rows.assign(
+        bound=rows.method, x=rows.rounds,
+        status=rows.statuses.fillna("") if "statuses" in rows else "proven",
+        role=[b.role(m) for m in rows.mechanism] if "mechanism" in rows else "main")
 
 
 def _mark_users(ax, users, here, legend) -> None:
