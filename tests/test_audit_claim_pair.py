@@ -5,6 +5,7 @@ the comparison that exists when no proven shuffled bound does ((eps0, delta0) cl
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from shufflesim.protocols.randomizers import make_randomizer
 from shufflesim.simulator.audit.attacks import pair_model
@@ -64,3 +65,16 @@ def test_a_gaussian_client_with_sigma_20_percent_too_small_is_caught_after_shuff
     rows, good = verdicts(gauss.sigma)
     assert good["implementation-shuffled"]["verdict"] == "consistent"
     assert not failing(rows, 0.95)
+
+
+@pytest.mark.slow
+def test_correct_gaussian_clients_pass_the_shuffle_level_over_50_seeds():
+    """False-violation rate within alpha = 0.05 over 50 seeds (n = 2, delta = 0.01, 2 x 10^4
+    trials; Holm over each run's rows): at most 6 of 50 (P[Binomial(50, 0.05) >= 7] < 0.012)."""
+    gauss = make_randomizer("gaussian", epsilon0=1.0, delta0=1e-6)
+    claim = Claim(gauss, delta0=1e-6)
+    client = _gaussian_client(gauss.sigma)
+    false = sum(bool(failing(audit_implementation(client, claim, trials=20_000, level="shuffle",
+                                                  n=2, delta=(1e-2,), seed=s), 0.95))
+                for s in range(50))
+    assert false <= 6
