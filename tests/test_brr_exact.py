@@ -79,6 +79,20 @@ def test_bracket_at_n_40_covers_mid_k_maximum():
         assert est.upper <= float(truth) * (1 + 2 * be.ETA) + 1e-30
 
 
+def test_carried_partition_keeps_the_bracket():
+    """One eps search's memo: every evaluation starts from the previous one's blocks (a finer
+    partition from another eps); each bracket still holds the truth (n = 40, blocks split)."""
+    for epsilon0 in (4.0, 0.5):
+        memo: dict = {}
+        for eps in (0.05 * epsilon0, 0.9 * epsilon0, 0.2 * epsilon0, 0.4 * epsilon0):
+            truth = truth_delta(eps, epsilon0, 40)
+            est = be.brr_exact_delta(eps, epsilon0, 40, threshold=1e-6, memo=memo)
+            assert est.lower <= truth <= est.upper, (epsilon0, eps, est, truth)
+            blocks = memo["blocks"]
+            covered = sorted(k for a, b in blocks for k in range(a, b + 1))
+            assert covered == list(range(be.END_SINGLES, 40 - be.END_SINGLES))
+
+
 @pytest.mark.parametrize("epsilon0,n,delta", [(1.0, 10, 0.05), (4.0, 12, 0.01),
                                                (0.5, 8, 0.2)])
 def test_epsilon_is_on_the_right_side_and_tight(epsilon0, n, delta):

@@ -7,11 +7,13 @@ the largest of the two directions of
 
     D_alpha(P || Q) = 1 / (alpha - 1) log E_P[e^{(alpha - 1) L}]
 
-over the round's aggregates (enumeration.py), each split into its two extreme losses (a
-dominating pair, as in pld.py), with masses raised by their relative error and the mass outside
-the enumerated region at the largest possible loss (loss_max). Renyi DP composes additively under
-adaptive composition (Mironov 2017, Prop. 1); the composed curve rho(alpha) is converted with
-Canonne, Kamath, Steinke 2020, Prop. 12:
+over the aggregates of the round's pessimistic PLD (a dominating pair: the block pairs of
+blocks.py / neutral_blocks.py for the blanket and clone pairs, else the pair itself), each split
+into its two extreme losses (a dominating pair, as in pld.py), with masses raised by their
+relative error and the outcomes not enumerated charged by :func:`outside_log_moment` (or, where
+that limits the result, a wide enumeration with the outside mass at loss_max). Renyi DP
+composes additively under adaptive composition (Mironov 2017, Prop. 1); the composed curve
+rho(alpha) is converted with Canonne, Kamath, Steinke 2020, Prop. 12:
 
     eps = rho(alpha) + (log(1/delta) + (alpha - 1) log(1 - 1/alpha) - log(alpha)) / (alpha - 1),
 
@@ -26,7 +28,8 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
-from shufflesim.protocols.accounting import pairs
+from shufflesim.protocols.accounting import neutral_blocks, pairs
+from shufflesim.protocols.accounting.blocks import block_pairs_apply, cached_block_aggregates
 from shufflesim.protocols.accounting.enumeration import (
     DEFAULT_TAIL,
     DEFAULT_WEAK_RTOL,
@@ -64,7 +67,8 @@ def _log_sums(log_w: np.ndarray, losses: np.ndarray, orders: np.ndarray) -> np.n
     return out
 
 
-def outside_log_moment(model, n: int, mass: float, orders: np.ndarray) -> np.ndarray:
+def outside_log_moment(model, n: int, mass: float, orders: np.ndarray,
+                       shrink: float = 1.0) -> np.ndarray:
     """log of an upper bound on E_P[e^{(alpha - 1) L}; O] for either direction of a symmetric
     pair (enumeration.is_symmetric: A - B = g D, D = h1 - h2), O the outcomes not enumerated,
     of M-mass at most ``mass``. P = M A / n (or M B / n) with A / n, B / n <= a_max. With
@@ -75,7 +79,13 @@ def outside_log_moment(model, n: int, mass: float, orders: np.ndarray) -> np.nda
     w2 (e^-s - 1))^n. On {Y < y0} (Chernoff bound, minimised over a grid of exponents, each
     valid) L <= loss_max. Minimised over grids of q and y0 = kappa E[Y] (every choice is a
     valid bound), and over the plain charge mass * e^{(alpha - 1) loss_max}; ``mass`` is raised
-    by 1 % for the error of its binomial tails."""
+    by 1 % for the error of its binomial tails.
+
+    Block pairs (blocks.py, neutral_blocks.py; ``shrink`` = the smallest Sa / S): their
+    outcomes have D' ~ Bin(Sa, 1/2) given S with Sa <= S, P' <= a_max M' (M' = M with D'
+    for D; |D'| <= Sa), and denominators >= (Sa / S) Y >= shrink Y, so L' <= |g| |D'| /
+    (shrink y0) on {Y >= y0}; and E e^{s D'} = E[cosh(s)^Sa] <= E[cosh(s)^S] = E_M e^{sD}. The
+    bound above with y0 replaced by shrink y0 therefore holds for them."""
     (a1, a2), (b1, b2), (w1, w2) = model.a, model.b, model.w
     g = abs(a1 - b1)
     c = min(a1, a2, b1, b2)
@@ -97,7 +107,7 @@ def outside_log_moment(model, n: int, mass: float, orders: np.ndarray) -> np.nda
         per_user = np.log((w1 + w2) * np.exp(-theta * c) + wn * np.exp(-theta * r) + wnull)
         log_low = np.nanmin(theta[None, :] * y0[:, 0] + n * per_user[None, :], axis=1)
         log_low = np.minimum(log_low, 0.0)[:, None, None]
-        s = q * a_1 * g / y0
+        s = q * a_1 * g / (shrink * y0)
         log_mgf = np.logaddexp(n * np.log1p(w1 * np.expm1(s) + w2 * np.expm1(-s)),
                                n * np.log1p(w1 * np.expm1(-s) + w2 * np.expm1(s)))
         near = (1.0 - 1.0 / q) * math.log(mass) + log_mgf / q
@@ -132,13 +142,25 @@ def _split_curves(agg, model, n: int, orders: np.ndarray, outside) -> np.ndarray
     return np.max(curves, axis=0)
 
 
+def _dominating_aggregates(model, n: int, weak_rtol: float):
+    """The aggregates of the round's pessimistic PLD (pld.py, cached): a dominating pair of the
+    round, the block pairs of blocks.py (no neutral group) or neutral_blocks.py (with one),
+    else the pair itself (enumeration.py)."""
+    if neutral_blocks.applies(model):
+        return neutral_blocks.cached_neutral_block_aggregates(model, int(n), DEFAULT_TAIL,
+                                                              float(weak_rtol))
+    if block_pairs_apply(model, "upper"):
+        return cached_block_aggregates(model, int(n), "upper", DEFAULT_TAIL)
+    return cached_aggregates(model, int(n), DEFAULT_TAIL, float(weak_rtol))
+
+
 def _pld_curve(model, n: int, weak_rtol: float, orders: np.ndarray):
     """Renyi curve from the round's enumeration at the PLD's tail (enumeration.cached_
     aggregates, shared with the PLD composition), the outcomes not enumerated charged by
     :func:`outside_log_moment`. Also returns the curve without that charge (not valid; only to
     tell whether the charge limits the result)."""
-    agg = cached_aggregates(model, int(n), DEFAULT_TAIL, float(weak_rtol))
-    outside = outside_log_moment(model, n, agg.outside_mass, orders)
+    agg = _dominating_aggregates(model, int(n), float(weak_rtol))
+    outside = outside_log_moment(model, n, agg.outside_mass, orders, agg.shrink)
     none = np.full(orders.size, -np.inf)
     return (_split_curves(agg, model, n, orders, lambda d: outside),
             _split_curves(agg, model, n, orders, lambda d: none))
