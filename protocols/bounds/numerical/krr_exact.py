@@ -49,8 +49,8 @@ from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStat
 from shufflesim.protocols.bounds.spec import BoundSpec, named
 from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
 
-__all__ = ["config_delta", "config_pmf", "krr_exact_epsilon", "krr_exact_lower_epsilon",
-           "krr_pair_curve"]
+__all__ = ["PairCurve", "config_delta", "config_pmf", "krr_exact_epsilon",
+           "krr_exact_lower_epsilon", "krr_pair_curve"]
 
 REFERENCE = ("exact over every dataset pair of shuffled k-RR by the counts of x0 and x1 "
              "(000 Thm 12 sufficiency), derived in protocols/bounds/numerical/krr_exact.py")
@@ -130,7 +130,7 @@ def _curve_terms(z: np.ndarray, epsilon0: float, k: int):
     return p0.ravel(), p1.ravel()
 
 
-class _Curve:
+class PairCurve:
     """One configuration's D(eps) = sum (P0 - e^eps P1)_+ with certified ends (outputs sorted
     by their likelihood ratio, so each evaluation is a suffix sum)."""
 
@@ -188,11 +188,11 @@ class _Curve:
         return certified_lower, hi_ok
 
 
-def krr_pair_curve(epsilon0: float, k: int, n0: int, n1: int, nr: int) -> _Curve:
+def krr_pair_curve(epsilon0: float, k: int, n0: int, n1: int, nr: int) -> PairCurve:
     """The certified curve of configuration (n0, n1, nr), direction P0 || P1."""
     z, rel = config_pmf(epsilon0, k, n0, n1, nr)
     p0, p1 = _curve_terms(z, epsilon0, k)
-    return _Curve(p0, p1, rel + 4 * U)
+    return PairCurve(p0, p1, rel + 4 * U)
 
 
 def config_delta(epsilon: float, epsilon0: float, k: int, n0: int, n1: int,
