@@ -57,18 +57,7 @@ def merged_matrix(randomizer) -> np.ndarray:
             "the small-n truth needs a categorical input")
     require(not getattr(randomizer, "multi_message", False), "randomizer", randomizer.name,
             "the small-n truth covers single-message randomizers")
-    matrix = np.asarray(randomizer.output_pmf(), dtype=float)
-    totals = matrix.sum(axis=0)
-    keep = totals > 0
-    matrix, totals = matrix[:, keep], totals[keep]
-    shape = matrix / totals
-    keys = np.round(np.log(np.maximum(shape, 1e-300)), 12)
-    _, inverse = np.unique(keys, axis=1, return_inverse=True)
-    inverse = np.asarray(inverse).ravel()
-    merged = np.zeros((matrix.shape[0], int(inverse.max()) + 1))
-    for col, group in enumerate(inverse):
-        merged[:, group] += matrix[:, col]
-    return merged
+    return _merge_columns(np.asarray(randomizer.output_pmf(), dtype=float))
 
 
 def _histograms(total: int, cells: int) -> list[tuple[int, ...]]:
@@ -114,10 +103,92 @@ def _pairs(randomizer, inputs: int) -> list[tuple[int, int]]:
     return list(itertools.combinations(range(inputs), 2))
 
 
+def _merge_columns(rows: np.ndarray) -> np.ndarray:
+    """``rows`` with output columns proportional over these rows merged (module docstring)."""
+    totals = rows.sum(axis=0)
+    keep = totals > 0
+    rows, totals = rows[:, keep], totals[keep]
+    keys = np.round(np.log(np.maximum(rows / totals, 1e-300)), 12)
+    _, inverse = np.unique(keys, axis=1, return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    merged = np.zeros((rows.shape[0], int(inverse.max()) + 1))
+    np.add.at(merged.T, inverse, rows.T)
+    return merged
+
+
+def _partitions(total: int, parts: int, largest: int | None = None):
+    """Non-increasing tuples of at most ``parts`` positive integers summing to ``total``."""
+    if total == 0:
+        yield ()
+        return
+    if parts == 0:
+        return
+    for first in range(min(total, largest or total), 0, -1):
+        for tail in _partitions(total - first, parts - 1, first):
+            yield (first, *tail)
+
+
+def _symmetric_datasets(n: int, inputs: int):
+    """The others' multisets up to relabelling the values other than x0 = 0 and x1 = 1 (enough
+    for a randomizer symmetric under permutations of its inputs): n0 zeros, n1 ones and a
+    partition of the rest over the values 2, 3, ..."""
+    for n0 in range(n):
+        for n1 in range(n - n0):
+            for part in _partitions(n - 1 - n0 - n1, inputs - 2):
+                rest = tuple(2 + i for i, size in enumerate(part) for _ in range(size))
+                yield (0,) * n0 + (1,) * n1 + rest
+
+
+def _symmetric_curves(randomizer, n: int) -> Iterable[PairCurve]:
+    """Permutation-symmetric randomizers: pair (0, 1), the datasets of
+    :func:`_symmetric_datasets`, and per dataset the output columns merged over the inputs
+    present (lossless for that pair: the users present report the merged outputs in the same
+    proportions), which keeps k-RR with a large k at a few cells."""
+    full = np.asarray(randomizer.output_pmf(), dtype=float)
+    inputs = full.shape[0]
+    work = 0
+    jobs = []
+    for others in _symmetric_datasets(n, inputs):
+        present = sorted({0, 1, *others})
+        rows = _merge_columns(full[present])
+        work += math.comb(n + rows.shape[1] - 1, rows.shape[1] - 1)
+        if work > MAX_WORK:
+            raise ParameterError("n", n, f"the small-n truth of {randomizer.name} would "
+                                 f"evaluate more than {MAX_WORK:.0e} histogram terms")
+        where = {x: i for i, x in enumerate(present)}
+        jobs.append((tuple(where[x] for x in others), rows))
+    for others, rows in jobs:
+        yield from _dataset_curves(rows, others, 0, 1, n)
+
+
+def _dataset_curves(matrix: np.ndarray, others: tuple[int, ...], x0: int, x1: int,
+                    n: int) -> Iterable[PairCurve]:
+    """Both directions' curves of one dataset pair (rows of ``matrix`` indexed by input)."""
+    cells = matrix.shape[1]
+    z = _Laws(matrix).law(others)
+    outputs = _histograms(n, cells)
+    index = {h: i for i, h in enumerate(outputs)}
+    rel = REL_PMF * (n + 1) + 4 * U * (n + 1) * (cells + 2)
+    p0 = np.zeros(len(outputs))
+    p1 = np.zeros(len(outputs))
+    for h, pr in z.items():
+        for y in range(cells):
+            g = list(h)
+            g[y] += 1
+            i = index[tuple(g)]
+            p0[i] += pr * matrix[x0, y]
+            p1[i] += pr * matrix[x1, y]
+    yield PairCurve(p0, p1, rel)
+    yield PairCurve(p1, p0, rel)
+
+
 def _curves(randomizer, n: int) -> Iterable[PairCurve]:
     """Every (pair, multiset of the others, direction)'s certified curve."""
     require_int_at_least("n", n, 2)
     matrix = merged_matrix(randomizer)
+    if getattr(randomizer, "input_symmetry", None) == "permutation":
+        yield from _symmetric_curves(randomizer, n)
+        return
     inputs, cells = matrix.shape
     multisets = math.comb(n - 1 + inputs - 1, inputs - 1)
     histograms = math.comb(n + cells - 1, cells - 1)
@@ -125,25 +196,9 @@ def _curves(randomizer, n: int) -> Iterable[PairCurve]:
     if work > MAX_WORK:
         raise ParameterError("n", n, f"the small-n truth of {randomizer.name} would evaluate "
                              f"{work:.3g} (multiset, histogram) terms (limit {MAX_WORK:.0e})")
-    laws = _Laws(matrix)
-    outputs = _histograms(n, cells)
-    index = {h: i for i, h in enumerate(outputs)}
-    # relative error: the pmf entries, and one product + one sum per user and per output
-    rel = REL_PMF * (n + 1) + 4 * U * (n + 1) * (cells + 2)
     for x0, x1 in _pairs(randomizer, inputs):
         for others in itertools.combinations_with_replacement(range(inputs), n - 1):
-            z = laws.law(others)
-            p0 = np.zeros(len(outputs))
-            p1 = np.zeros(len(outputs))
-            for h, pr in z.items():
-                for y in range(cells):
-                    g = list(h)
-                    g[y] += 1
-                    i = index[tuple(g)]
-                    p0[i] += pr * matrix[x0, y]
-                    p1[i] += pr * matrix[x1, y]
-            yield PairCurve(p0, p1, rel)
-            yield PairCurve(p1, p0, rel)
+            yield from _dataset_curves(matrix, others, x0, x1, n)
 
 
 def small_n_truth_delta(randomizer, n: int, epsilon: float) -> tuple[float, float]:
