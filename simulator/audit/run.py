@@ -35,7 +35,11 @@ from shufflesim.simulator.audit.binned import binned_pair, continuous_triple, is
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
 from shufflesim.simulator.audit.grading import attach_p_values, grade
-from shufflesim.simulator.audit.input_search import search_pipeline, search_shuffle
+from shufflesim.simulator.audit.input_search import (
+    final_shuffle,
+    search_pipeline,
+    search_shuffle,
+)
 from shufflesim.simulator.audit.levels import ATTACKS, LEVELS, Level, as_level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import load_shuffler
@@ -46,6 +50,7 @@ from shufflesim.simulator.audit.pipeline_level import (
     shuffled_size,
 )
 from shufflesim.simulator.audit.pipeline_multi import audit_pipeline_multi
+from shufflesim.simulator.audit.profile import profile_rows
 from shufflesim.simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
 from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK, child
 from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle, default_triple
@@ -393,6 +398,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
         audit = audit_randomizer(tested, options, seed, events=events, delta0=claim.delta0)
         return attach_p_values(randomizer_records(audit, context), audit, options) + \
             atom_rows(tested, seed, options.confidence, context, "randomizer") + \
+            profile_rows(tested, options, seed, context, events) + \
             _randomizer_attacks(settings, tested, audit.epsilon0, claim.delta0, seed, context,
                                 source)
     require(declared is not None, "implementation", source, "a black box is audited at the "
@@ -429,9 +435,8 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
             audit = search_shuffle(tested, n, settings.delta, options, seed,
                                    progress=progress, two_stage=settings.two_stage)
         else:
-            audit = audit_shuffle(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
-                                  others=others, progress=progress,
-                                  two_stage=settings.two_stage)
+            audit = final_shuffle(tested, n, settings.delta, options, seed, x0, x1, others,
+                                  progress, settings.two_stage)  # full + two-stage in bulk
         bound_n = n
     else:
         permutation = uniform_permutation if settings.permute else identity_permutation
