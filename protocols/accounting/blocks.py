@@ -145,7 +145,7 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
                       int(p0.size), min(1.0, tail_s + tail_d), shrink)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def cached_block_aggregates(model: CountModel, n: int, side: str, tail: float) -> Aggregates:
     """:func:`block_aggregates`, cached (a pure function of its arguments; arrays read-only)."""
     agg = block_aggregates(model, int(n), side, tail=float(tail))

@@ -17,19 +17,23 @@ dominating pair. Its loss scale exceeds the true one by at most sqrt(Sb / Sa) pe
 (relative (Sb - Sa) / (2 Sa), about 1e-4 at n = 1e6 with the default budget); single-S blocks
 are exact.
 
-Step 2, aggregates (second order, as enumeration.py): outcomes of that pair with the same D and
-with (S, h3) in one cell (an S-bin of blocks x an h3-bin of enumeration.neutral_bins) are
-merged into an aggregate with exact masses
+Step 2, aggregates (second order, as enumeration.py): the cells (block b, h3-bin k of
+enumeration.neutral_bins) are put into bins j of m' of relative width weak_rtol (by the middle
+of the cell's m' range; the loss depends on the outcome only through D and m'). Outcomes of the
+pair with the same D and with their cell in bin j are merged into an aggregate with exact
+masses
 
-    p0 = sum_b Bin_Sa_b(D) (W_bk + alpha D V_bk),   p1 = sum_b Bin_Sa_b(D) (W_bk + beta D V_bk),
+    p0 = sum_b Bin_Sa_b(D) (W_bj + alpha D V_bj),   p1 = sum_b Bin_Sa_b(D) (W_bj + beta D V_bj),
     W_bk = sum_{S in b} P(S) (sbar S P_k(S) + r E[h3; k | S]) / n = sum pi,
-    V_bk = sum_{S in b} P(S) P_k(S) S / (n Sa_b)              = sum pi / m',
+    V_bk = sum_{S in b} P(S) P_k(S) S / (n Sa_b)              = sum pi / m'
 
-and a loss interval [lo, hi] holding ln((m' + alpha D) / (m' + beta D)) for every m' of the cell
-(monotone in m' for fixed D: the ends at the cell's smallest and largest m'). pld.py splits each
-aggregate into two outcomes at lo and hi keeping (p0, p1): a dominating pair of the aggregate
-(pld.py), with the error second order in the width. The work is one matrix product of the
-block pmfs (t x blocks, at most ``MAX_ENTRIES`` entries) per S-bin and parity.
+(W_bj, V_bj: sums over the cells of bin j; cells wider than two bins, the h3 tail bins, form
+bins of their own by their smallest m'), and a loss interval [lo, hi] holding
+ln((m' + alpha D) / (m' + beta D)) for every m' of those cells (monotone in m' for fixed D: the
+ends at the bin's smallest and largest m'). pld.py splits each aggregate into two outcomes at
+lo and hi keeping (p0, p1): a dominating pair of the aggregate (pld.py), with the error second
+order in the width. The work is one matrix product of the block pmfs (t x blocks, at most
+``MAX_ENTRIES`` entries) per parity of Sa, and there are 2 x t x (bins of m') aggregates.
 
 Mass not enumerated: S outside its window (P0-mass <= max a times its M-mass, the original
 pair's outcomes) and D outside each block's window (P0-mass <= (1 + |alpha| / sbar) times the
@@ -47,7 +51,6 @@ import numpy as np
 from shufflesim.protocols.accounting.enumeration import (
     Aggregates,
     _half_binomial_log_pmf,
-    _typical_b,
     interval_mass,
     is_symmetric,
     neutral_bins,
@@ -59,6 +62,8 @@ from shufflesim.protocols.errors import require
 
 #: Largest number of (block, D) entries (sets the block width).
 MAX_ENTRIES = 1 << 20
+#: (block, D) entries computed at once.
+CHUNK = 1 << 18
 
 
 def applies(model: CountModel) -> bool:
@@ -66,13 +71,16 @@ def applies(model: CountModel) -> bool:
     return is_symmetric(model) and model.r > 0.0 and model.w_neutral > 0.0
 
 
-def _loss(g: float, beta: float, d: np.ndarray, m: np.ndarray, loss_max: float) -> np.ndarray:
-    """ln((m + alpha D) / (m + beta D)) = ln(1 + g D / (m + beta D)), g = alpha - beta, within
-    [-loss_max, loss_max] (every loss of the pair lies there)."""
-    den = m + beta * d
+def _loss(alpha: float, beta: float, d: np.ndarray, m: np.ndarray,
+          loss_max: float) -> np.ndarray:
+    """ln((m + alpha D) / (m + beta D)) within [-loss_max, loss_max] (every loss of the pair
+    lies there): -loss_max where m + alpha D <= 0 and +loss_max where m + beta D <= 0 (an end
+    m of a bin at which D is not a possible outcome: the limits of the monotone function)."""
+    num, den = m + alpha * d, m + beta * d
+    ok = (num > 0) & (den > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(den > 0, np.log1p(g * d / np.where(den > 0, den, 1.0)),
-                       np.sign(g * d) * loss_max)
+        out = np.log(np.where(ok, num, 1.0) / np.where(ok, den, 1.0))
+    out = np.where(ok, out, np.where(num <= 0, -loss_max, loss_max))
     return np.clip(out, -loss_max, loss_max)
 
 
@@ -85,7 +93,6 @@ def neutral_block_aggregates(model: CountModel, n: int, *, tail: float, weak_rto
     w, r = model.w[0], model.r
     sbar = 0.25 * (a1 + a2 + b1 + b2)
     alpha, beta = 0.5 * (a1 - a2), 0.5 * (b1 - b2)
-    g = alpha - beta
     p2 = min(1.0, 2 * w)
     s_lo, s_hi = (int(v[0]) for v in window(np.array([n]), p2, tail))
     tail_s = float(interval_mass(0, s_lo - 1, n, p2) + interval_mass(s_hi + 1, n, n, p2))
@@ -119,30 +126,55 @@ def neutral_block_aggregates(model: CountModel, n: int, *, tail: float, weak_rto
     t = np.arange(int((h_lo - c).min()), int((h_hi - c).max()) + 1, dtype=float)
     tail_d = float(np.max(interval_mass(0, h_lo - 1, sa, 0.5)
                           + interval_mass(h_hi + 1, sa, sa, 0.5)))
-    s_step = max(1, int(math.floor(weak_rtol * _typical_b(model, n) / max(sbar, 1e-300))))
-    group = ((sa - sa[0]) // s_step).astype(np.int64)
-    for gid in np.unique(group):
-        in_group = np.nonzero(group == gid)[0]
-        for parity in (0, 1):
-            sel = in_group[(sa[in_group] % 2) == parity]
-            if sel.size == 0:
-                continue
-            X = np.exp(_half_binomial_log_pmf(sa[sel], t))          # (t, blocks)
-            y_w, y_v = X @ W[sel], X @ V[sel]                        # (t, k)
-            D = (2.0 * t - parity)[:, None]
-            p0 = y_w + alpha * D * y_v
-            p1 = y_w + beta * D * y_v
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ell = np.where((p1 > 0) & (p0 > 0), np.log(p0 / np.where(p1 > 0, p1, 1.0)),
-                               0.0)
-            lo_m = m_lo[sel].min(axis=0)[None, :]
-            hi_m = m_hi[sel].max(axis=0)[None, :]
-            l1 = _loss(g, beta, D, lo_m, model.loss_max)
-            l2 = _loss(g, beta, D, hi_m, model.loss_max)
-            l1, l2 = np.broadcast_arrays(l1, l2)
-            keep = (p0 > 0) | (p1 > 0)
-            parts.append((p0[keep], p1[keep], ell[keep], np.minimum(l1, l2)[keep],
-                          np.maximum(l1, l2)[keep]))
+    # cells (block, h3-bin) go to bins of m' of relative width weak_rtol (by their middle)
+    live = (W > 0) | (V > 0)
+    mid = 0.5 * (m_lo + m_hi)
+    ref = float(mid[live].min())
+    lstep = math.log1p(weak_rtol)
+    j = np.floor(np.log(np.maximum(mid, ref) / ref) / lstep).astype(np.int64)
+    # a cell wider than two bins (the h3 tail bins) is merged only with such cells, by the bin
+    # of its smallest m' (its mass is at most the tail; it must not widen the others)
+    wide = np.log(m_hi / m_lo) > 2 * lstep
+    j_wide = np.floor(np.log(np.maximum(m_lo, ref) / ref) / lstep).astype(np.int64)
+    top = int(j[live].max()) + 1
+    j = np.where(wide, top + j_wide, j)
+    used, j_live = np.unique(j[live], return_inverse=True)      # only the bins in use
+    j = np.zeros(j.shape, dtype=np.int64)
+    j[live] = j_live.ravel()
+    bins_m = int(used.size)
+    bin_lo = np.full(bins_m, np.inf)
+    bin_hi = np.zeros(bins_m)
+    np.minimum.at(bin_lo, j[live], m_lo[live])
+    np.maximum.at(bin_hi, j[live], m_hi[live])
+    filled = np.isfinite(bin_lo)
+    bin_lo, bin_hi = np.where(filled, bin_lo, 1.0), np.where(filled, bin_hi, 1.0)
+    cols = max(1, CHUNK // t.size)
+    for parity in (0, 1):
+        sel = np.nonzero((sa % 2) == parity)[0]
+        if sel.size == 0:
+            continue
+        flat = (np.arange(sel.size)[:, None] * bins_m + j[sel]).ravel()
+        w_j = np.bincount(flat, weights=np.where(live[sel], W[sel], 0.0).ravel(),
+                          minlength=sel.size * bins_m).reshape(sel.size, bins_m)
+        v_j = np.bincount(flat, weights=np.where(live[sel], V[sel], 0.0).ravel(),
+                          minlength=sel.size * bins_m).reshape(sel.size, bins_m)
+        y_w = np.zeros((t.size, bins_m))
+        y_v = np.zeros((t.size, bins_m))
+        for first in range(0, sel.size, cols):        # chunks of blocks: bounded memory
+            part = sel[first:first + cols]
+            X = np.exp(_half_binomial_log_pmf(sa[part], t))        # (t, blocks)
+            y_w += X @ w_j[first:first + cols]
+            y_v += X @ v_j[first:first + cols]
+        D = (2.0 * t - parity)[:, None]
+        p0 = y_w + alpha * D * y_v
+        p1 = y_w + beta * D * y_v
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ell = np.where((p1 > 0) & (p0 > 0), np.log(p0 / np.where(p1 > 0, p1, 1.0)), 0.0)
+        l1 = _loss(alpha, beta, D, bin_lo[None, :], model.loss_max)
+        l2 = _loss(alpha, beta, D, bin_hi[None, :], model.loss_max)
+        keep = ((p0 > 0) | (p1 > 0)) & filled[None, :]
+        parts.append((p0[keep], p1[keep], ell[keep], np.minimum(l1, l2)[keep],
+                      np.maximum(l1, l2)[keep]))
     arrays = [np.concatenate([p[i] for p in parts]) for i in range(5)]
     p0, p1, ell, lo, hi = arrays
     ell = np.clip(ell, lo, hi)
@@ -154,7 +186,7 @@ def neutral_block_aggregates(model: CountModel, n: int, *, tail: float, weak_rto
                       min(1.0, tail_s + tail_d), shrink)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=2)
 def cached_neutral_block_aggregates(model: CountModel, n: int, tail: float,
                                     weak_rtol: float) -> Aggregates:
     """:func:`neutral_block_aggregates`, cached (a pure function of its arguments; arrays

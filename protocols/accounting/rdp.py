@@ -29,7 +29,11 @@ import numpy as np
 from scipy.special import logsumexp
 
 from shufflesim.protocols.accounting import neutral_blocks, pairs
-from shufflesim.protocols.accounting.blocks import block_pairs_apply, cached_block_aggregates
+from shufflesim.protocols.accounting.blocks import (
+    block_aggregates,
+    block_pairs_apply,
+    cached_block_aggregates,
+)
 from shufflesim.protocols.accounting.enumeration import (
     DEFAULT_TAIL,
     DEFAULT_WEAK_RTOL,
@@ -37,7 +41,13 @@ from shufflesim.protocols.accounting.enumeration import (
     cached_aggregates,
     is_symmetric,
 )
-from shufflesim.protocols.accounting.pld import _Accumulator, _upper_direction, mass_relative_error
+from shufflesim.protocols.accounting.pld import (
+    _Accumulator,
+    _split_to_grid,
+    _upper_direction,
+    _widen,
+    mass_relative_error,
+)
 from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
     ComposedResult,
@@ -117,35 +127,49 @@ def outside_log_moment(model, n: int, mass: float, orders: np.ndarray,
     return log_top + np.minimum(split, plain)
 
 
-def _split_curves(agg, model, n: int, orders: np.ndarray, outside) -> np.ndarray:
-    """Renyi curves of both directions (one if swap-symmetric): each aggregate split into its
-    two extreme losses keeping P- and Q-mass (a dominating pair, pld.py) on the grid, masses
-    raised by their relative error; ``outside(d)``: the log of the charge for the outcomes not
-    enumerated, per order, or (extra loss, extra mass) arrays to append."""
+def _log_moments(agg, model, n: int, orders: np.ndarray) -> list[np.ndarray]:
+    """Per direction (one if swap-symmetric), log E_P[e^{(alpha - 1) L}] over the enumerated
+    outcomes: each aggregate split into its two extreme losses keeping P- and Q-mass (a
+    dominating pair, pld.py) on the grid, masses raised by their relative error."""
     eta = mass_relative_error(n)
     interval = max(model.loss_scale(n) / 200.0, model.loss_max * 2e-7)
-    curves = []
+    sums = []
     for d in (0, 1):
         if d == 0:
             mass, ell, lo, hi = agg.p0, agg.ell, agg.lo, agg.hi
         else:
             mass, ell, lo, hi = agg.p1, -agg.ell, -agg.hi, -agg.lo
         acc = _Accumulator()
-        _upper_direction(acc, mass * (1 + eta), ell, lo, hi, interval)
+        if agg.lo is agg.hi:      # exact losses (block pairs): each mass at its widened loss
+            _split_to_grid(acc, _widen(ell, True), mass * (1 + eta), interval)
+        else:
+            _upper_direction(acc, mass * (1 + eta), ell, lo, hi, interval)
         losses = (np.arange(acc.values.size) + acc.low) * interval
         weights = acc.values
         keep = weights > 0
-        log_sum = _log_sums(np.log(weights[keep]), losses[keep], orders)
-        curves.append(np.logaddexp(log_sum, outside(d)) / (orders - 1.0))
+        sums.append(_log_sums(np.log(weights[keep]), losses[keep], orders))
         if model.is_swap_symmetric():
             break
-    return np.max(curves, axis=0)
+    return sums
 
 
-def _dominating_aggregates(model, n: int, weak_rtol: float):
-    """The aggregates of the round's pessimistic PLD (pld.py, cached): a dominating pair of the
-    round, the block pairs of blocks.py (no neutral group) or neutral_blocks.py (with one),
-    else the pair itself (enumeration.py)."""
+def _curve(sums: list[np.ndarray], orders: np.ndarray, outside) -> np.ndarray:
+    """max over directions d of (log moment + charge ``outside(d)``) / (alpha - 1)."""
+    return np.max([np.logaddexp(s, outside(d)) / (orders - 1.0) for d, s in enumerate(sums)],
+                  axis=0)
+
+
+def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAULT_TAIL):
+    """Aggregates of a dominating pair of the round: the block pairs of blocks.py (symmetric, no
+    neutral group) or neutral_blocks.py (symmetric, with one), else the pair itself
+    (enumeration.py); at the PLD's tail they are the cached ones of its pessimistic PLD."""
+    if tail != DEFAULT_TAIL:
+        if neutral_blocks.applies(model):
+            return neutral_blocks.neutral_block_aggregates(model, int(n), tail=tail,
+                                                           weak_rtol=weak_rtol)
+        if block_pairs_apply(model, "upper"):
+            return block_aggregates(model, int(n), "upper", tail=tail)
+        return aggregates(model, int(n), tail=tail, weak_rtol=weak_rtol)
     if neutral_blocks.applies(model):
         return neutral_blocks.cached_neutral_block_aggregates(model, int(n), DEFAULT_TAIL,
                                                               float(weak_rtol))
@@ -155,32 +179,32 @@ def _dominating_aggregates(model, n: int, weak_rtol: float):
 
 
 def _pld_curve(model, n: int, weak_rtol: float, orders: np.ndarray):
-    """Renyi curve from the round's enumeration at the PLD's tail (enumeration.cached_
-    aggregates, shared with the PLD composition), the outcomes not enumerated charged by
-    :func:`outside_log_moment`. Also returns the curve without that charge (not valid; only to
-    tell whether the charge limits the result)."""
+    """Renyi curve of the round's pessimistic PLD's dominating pair (tail DEFAULT_TAIL), the
+    outcomes not enumerated charged by :func:`outside_log_moment`. Also returns the curve
+    without that charge (not valid; only to tell whether the charge limits the result)."""
     agg = _dominating_aggregates(model, int(n), float(weak_rtol))
     outside = outside_log_moment(model, n, agg.outside_mass, orders, agg.shrink)
-    none = np.full(orders.size, -np.inf)
-    return (_split_curves(agg, model, n, orders, lambda d: outside),
-            _split_curves(agg, model, n, orders, lambda d: none))
+    sums = _log_moments(agg, model, n, orders)
+    return (_curve(sums, orders, lambda d: outside),
+            _curve(sums, orders, lambda d: np.full(orders.size, -np.inf)))
 
 
 def renyi_curve(model, n: int, *, tail: float | None = None, weak_rtol: float = DEFAULT_WEAK_RTOL,
                 orders=ORDERS) -> np.ndarray:
-    """max over both directions of D_alpha of the round's pair, rounded up: each aggregate
-    (enumeration.py) is split into its two extreme losses keeping P- and Q-mass (a dominating
-    pair, pld.py), masses are raised by their relative error, and the mass outside the region
-    is put at the largest possible loss."""
+    """max over both directions of D_alpha of a dominating pair of the round, rounded up:
+    each aggregate (:func:`_dominating_aggregates`) is split into its two extreme losses keeping
+    P- and Q-mass (a dominating pair, pld.py), masses are raised by their relative error; the
+    outcomes not enumerated are charged by :func:`outside_log_moment` (symmetric pairs, no
+    ``tail``) or put at the largest possible loss (windows of tail ``tail``)."""
     orders = np.asarray(orders, dtype=float)
     if tail is None and is_symmetric(model):
         curve, _ = _pld_curve(model, int(n), weak_rtol, orders)
         return _round_up(curve)
     tail = RDP_TAIL if tail is None else tail
-    agg = aggregates(model, int(n), tail=tail, weak_rtol=weak_rtol)
+    agg = _dominating_aggregates(model, int(n), float(weak_rtol), float(tail))
     eta = mass_relative_error(n)
     # the mass outside the region at the largest possible loss
-    return _round_up(_split_curves(agg, model, n, orders, lambda d: np.log(
+    return _round_up(_curve(_log_moments(agg, model, n, orders), orders, lambda d: np.log(
         (agg.outside0 if d == 0 else agg.outside1) * (1 + eta)) + (orders - 1.0) * model.loss_max))
 
 
@@ -191,33 +215,34 @@ def _round_up(curve: np.ndarray) -> np.ndarray:
 def composed_curve(models, delta: float, weak_rtol: float = DEFAULT_WEAK_RTOL,
                    orders=ORDERS) -> np.ndarray:
     """sum over rounds of repeat x the round's Renyi curve. Symmetric pairs first use the
-    shared pessimistic PLD with the outside bound (:func:`_pld_curve`); where that bound limits
-    the converted eps by more than 0.1 % (small n, where the 1e-15 windows are too narrow for
-    the best order), each round's curve becomes the order-wise minimum with the wide
-    enumeration (tail RDP_TAIL, outside mass at loss_max): both are valid at every order."""
+    pessimistic PLD's dominating pair with the outside bound (:func:`_pld_curve`); where that
+    bound limits the converted eps by more than 0.1 % (small n, where the 1e-15 windows are too
+    narrow for the best order), each round's curve becomes the order-wise minimum with the
+    wide enumeration (tail RDP_TAIL, outside mass at loss_max): both are valid at every
+    order."""
     orders = np.asarray(orders, dtype=float)
-    fast, bare, plain = np.zeros(orders.size), np.zeros(orders.size), []
-    for model, n, repeat in models:
+    fast, bare, plain, own = np.zeros(orders.size), np.zeros(orders.size), [], {}
+    for i, (model, n, repeat) in enumerate(models):
         if is_symmetric(model):
             curve, without = _pld_curve(model, int(n), weak_rtol, orders)
-            fast += repeat * _round_up(curve)
+            own[i] = _round_up(curve)
+            fast += repeat * own[i]
             bare += repeat * _round_up(without)
         else:
             plain.append((model, n, repeat))
     rest = np.zeros(orders.size)
     for model, n, repeat in plain:
         rest += repeat * renyi_curve(model, n, tail=RDP_TAIL, weak_rtol=weak_rtol, orders=orders)
-    if len(plain) < len(models):
+    if own:
         eps_fast, _ = epsilon_from_rdp(fast + rest, delta, orders)
         eps_bare, _ = epsilon_from_rdp(bare + rest, delta, orders)
         if eps_fast > eps_bare * (1 + 1e-3) + 1e-12:
             fast = np.zeros(orders.size)
-            for model, n, repeat in models:
-                if is_symmetric(model):
-                    curve, _ = _pld_curve(model, int(n), weak_rtol, orders)
-                    wide = renyi_curve(model, n, tail=RDP_TAIL, weak_rtol=weak_rtol,
-                                       orders=orders)
-                    fast += repeat * np.minimum(_round_up(curve), wide)
+            for i, curve in own.items():
+                model, n, repeat = models[i]
+                wide = renyi_curve(model, n, tail=RDP_TAIL, weak_rtol=weak_rtol,
+                                   orders=orders)
+                fast += repeat * np.minimum(curve, wide)
     return fast + rest
 
 

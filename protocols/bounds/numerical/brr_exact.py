@@ -102,6 +102,14 @@ TAIL_FRACTION = 1e-2
 FFT_MIN_WORK = 2_000_000
 #: the FFT's absolute slack on a suffix sum may reach this fraction of ETA * threshold
 FFT_BUDGET = 1e-3
+#: randomizers whose shuffled curve is this one: binary RR, and Duchi et al.'s 1-D mechanism
+#: (reports +-B with P[+B | x] = 1/2 + x tanh(eps0/2)/2: each report is a mixture of the two
+#: extreme inputs' Bernoulli(p), Bernoulli(1 - p), i.e. of binary RR's. The others' mixtures are
+#: a common mixture of both hypotheses and user 1's pair (lambda, lambda') gives
+#: D(lambda M1 + (1 - lambda) M0 || lambda' M1 + (1 - lambda') M0) <= |lambda - lambda'|
+#: max(D(M1 || M0), D(M0 || M1)) by joint convexity, so the worst pair is binary RR's; the
+#: extreme inputs x = +-1 are binary RR exactly, so the curve is attained.)
+BINARY_NAMES = ("brr", "duchi")
 #: largest n accepted (the eps search's blocks cost ~n^(1/2) each; cost grows beyond)
 MAX_N = 10**9
 
@@ -153,9 +161,9 @@ def _convolve(x: np.ndarray, y: np.ndarray, abs2: float, budget: float):
     """(x * y, its 2-norm error bound): through the FFT where it is long and its error, with
     the error carried in, keeps sqrt(len) * error within ``budget``; directly otherwise."""
     if budget > 0 and len(x) * len(y) > FFT_MIN_WORK:
-        total = abs2 + fft_error_bound(x, y)
-        if math.sqrt(len(x) + len(y)) * total <= budget:
-            z, err = fft_convolve(x, y)
+        err = fft_error_bound(x, y)
+        if math.sqrt(len(x) + len(y)) * (abs2 + err) <= budget:
+            z, err = fft_convolve(x, y, err)
             return z, abs2 + err
     # direct sum: a carried error e of x becomes e * y, ||e * y||_2 <= ||e||_2 ||y||_1
     return np.convolve(x, y), abs2 * float(np.sum(y)) * (1 + 1e-12)
@@ -399,14 +407,14 @@ SPECS: tuple[BoundSpec, ...] = (
         "brr-exact", BoundKind.UPPER, "exact privacy curve of shuffled binary RR over every "
         "dataset (count statistic, 000 Thm 12 sufficiency; blocks of datasets dominated by "
         "revealing reports)",
-        BoundStatus.PROVEN, "binary RR, n >= 1, 0 < eps0 <= 700", named("brr"),
-        brr_exact_epsilon, scope="specific",
+        BoundStatus.PROVEN, "binary RR or Duchi's 1-D mechanism, n >= 1, 0 < eps0 <= 700",
+        named(*BINARY_NAMES), brr_exact_epsilon, scope="specific",
         # the search's finer slack (ETA / 10), so that calibration certifies as far as the bound
         delta_at=lambda randomizer, n, eps, threshold: brr_exact_delta(
             float(eps), float(randomizer.epsilon0), n, threshold=threshold, eta=ETA / 10).upper),
     BoundSpec(
         "brr-exact-lower", BoundKind.LOWER, "best dataset pair of shuffled binary RR over every "
         "count of ones among the other users (000 Thm 14 generalized to mixed others)",
-        BoundStatus.PROVEN, "binary RR, n >= 1, 0 < eps0 <= 700", named("brr"),
-        brr_exact_lower_epsilon, scope="specific"),
+        BoundStatus.PROVEN, "binary RR or Duchi's 1-D mechanism, n >= 1, 0 < eps0 <= 700",
+        named(*BINARY_NAMES), brr_exact_lower_epsilon, scope="specific"),
 )
