@@ -47,6 +47,7 @@ from scipy import optimize, special
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
 from shufflesim.protocols.bounds.engine import fft as engine_fft
+from shufflesim.protocols.bounds.engine import levels
 from shufflesim.protocols.bounds.engine.common import (
     Categories,
     Estimate,
@@ -120,6 +121,15 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
     if triv is not None:
         lo, hi = triv
         return Estimate(hi if side == "upper" else lo, lo, hi, "trivial")
+    if (method == "auto" and len(groups) == 1 and fft_step is None
+            and (side == "lower" or decide_only) and levels.applies(*groups[0], epsilon)):
+        # many likelihood-ratio levels (engine/levels.py): the merged variable's exact lower
+        # side, Chernoff's bound on the unmerged one as the upper side
+        lo = max(hockey_stick([(merged, groups[0][1])], epsilon, "lower", rtol=rtol,
+                              atol=atol, threshold=threshold).lower
+                 for merged in levels.candidates(groups[0][0]))
+        hi = chernoff_upper(cats) + input_slack(cats)
+        return Estimate(hi if side == "upper" else lo, lo, max(lo, hi), "levels")
     # Groups whose G is a constant only shift the sum; fold them into one deterministic shift.
     active = [cat for cat in cats if cat.c.size > 1]
     const = sum(cat.count * float(cat.c[0]) for cat in cats if cat.c.size == 1)
@@ -310,6 +320,23 @@ def _search_rtol(atoms: RatioAtoms, n: int, top: float, method: str, side: str) 
     return EXACT_SEARCH_RTOL
 
 
+def _merged_lower(atoms: RatioAtoms, n: int, delta: float, top: float, rtol: float | None,
+                  delta_rtol: float) -> EpsilonEstimate:
+    """eps(delta) of many-level atoms on the lower side (engine/levels.py): the merge with the
+    larger delta at the normal approximation's crossing, searched exactly; its lower end is a
+    lower bound for the unmerged atoms, Chernoff's crossing of the unmerged atoms an upper end
+    (the bracket states the merge's error)."""
+    guess = gaussian_guess(atoms, n, delta, top) or 0.5 * top
+    merged = max(levels.candidates(atoms), key=lambda m: delta_of_epsilon(
+        [(m, n)], n, guess, "lower", rtol=delta_rtol).lower)
+    inner = epsilon_bound([merged], n, delta, "lower", eps_max=top, rtol=rtol,
+                          delta_rtol=delta_rtol)
+    upper = levels.chernoff_crossing(atoms, n, delta, top, inner.lower)
+    upper = max(upper, inner.lower)
+    return EpsilonEstimate(inner.lower, inner.lower, upper, upper - inner.lower,
+                           inner.saturated, inner.evaluations)
+
+
 def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: float,
                   side: str = "upper", *, eps_max: float | None = None,
                   rtol: float | None = None, delta_rtol: float = 5e-3, method: str = "auto",
@@ -346,6 +373,11 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
             continue
         seen.append(key)
         top = default_eps_max(atoms) if eps_max is None else eps_max
+        if (side == "lower" and method == "auto" and fft_step is None
+                and levels.applies(atoms, n, 0.5 * top)):
+            # many likelihood-ratio levels: merged into a few (engine/levels.py)
+            results.append(_merged_lower(atoms, n, delta, top, rtol, delta_rtol))
+            continue
         tol = _search_rtol(atoms, n, top, method, side) if rtol is None else rtol
 
         def fn(eps, atoms=atoms):
