@@ -51,10 +51,10 @@ def test_levels_path_bracket_and_sides():
     assert est.error == pytest.approx(est.upper - est.lower)
     # delta at the lower end: certified above delta by the merged variable
     d = core.delta_of_epsilon([(at, n)], n, est.lower * (1 - 1e-9), "lower")
-    assert d.method == "levels" and d.lower > 1e-6 * (1 - 1e-3)
+    assert "levels" in d.method and d.lower > 1e-6 * (1 - 1e-3)
     # the upper side never takes the merged path
     up = core.delta_of_epsilon([(at, n)], n, 0.2, "upper", rtol=0.05)
-    assert up.method != "levels"
+    assert "levels" not in up.method
     # below MIN_USERS, or with few levels, the former methods run
     assert not levels.applies(at, levels.MIN_USERS - 1, 0.3)
     few = RatioAtoms(at.a[:3], at.b[:3], at.weight[:3])

@@ -121,15 +121,10 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
     if triv is not None:
         lo, hi = triv
         return Estimate(hi if side == "upper" else lo, lo, hi, "trivial")
-    if (method == "auto" and len(groups) == 1 and fft_step is None
-            and (side == "lower" or decide_only) and levels.applies(*groups[0], epsilon)):
-        # many likelihood-ratio levels (engine/levels.py): the merged variable's exact lower
-        # side, Chernoff's bound on the unmerged one as the upper side
-        lo = max(hockey_stick([(merged, groups[0][1])], epsilon, "lower", rtol=rtol,
-                              atol=atol, threshold=threshold).lower
-                 for merged in levels.candidates(groups[0][0]))
-        hi = chernoff_upper(cats) + input_slack(cats)
-        return Estimate(hi if side == "upper" else lo, lo, max(lo, hi), "levels")
+    # many likelihood-ratio levels (engine/levels.py): where the FFT would be next, the merged
+    # variable's exact lower side takes its place on the lower side (and in a screening)
+    merge_levels = (method == "auto" and len(groups) == 1 and fft_step is None
+                    and (side == "lower" or decide_only))
     # Groups whose G is a constant only shift the sum; fold them into one deterministic shift.
     active = [cat for cat in cats if cat.c.size > 1]
     const = sum(cat.count * float(cat.c[0]) for cat in cats if cat.c.size == 1)
@@ -160,14 +155,32 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
         if (method == "auto" and undecided and hi - lo > max(rtol * hi, atol)
                 and reachable < 0.5 * (hi - lo) / hi):
             # Both brackets are valid: keep their intersection.
-            f_lo, f_hi = engine_fft.fft_bounds(active, max(rtol, reachable))
-            lo, hi = max(lo, f_lo), min(hi, f_hi)
-            chosen = "conditioning+fft"
+            merged = _levels_lower(groups, epsilon, rtol, atol, threshold, merge_levels)
+            if merged is not None:
+                lo, chosen = max(lo, merged), "conditioning+levels"
+            else:
+                f_lo, f_hi = engine_fft.fft_bounds(active, max(rtol, reachable))
+                lo, hi = max(lo, f_lo), min(hi, f_hi)
+                chosen = "conditioning+fft"
     else:
-        lo, hi = engine_fft.fft_bounds(active, rtol, fft_step)
+        merged = _levels_lower(groups, epsilon, rtol, atol, threshold, merge_levels)
+        if merged is not None:
+            lo, hi, chosen = merged, chern, "levels"
+        else:
+            lo, hi = engine_fft.fft_bounds(active, rtol, fft_step)
     hi = min(hi, chern)
     lo, hi = max(lo - slack, 0.0), hi + slack
     return Estimate(hi if side == "upper" else lo, lo, hi, chosen)
+
+
+def _levels_lower(groups, epsilon, rtol, atol, threshold, allowed) -> float | None:
+    """The merged variables' best exact lower side (engine/levels.py) where the merge
+    applies, else None. Valid for the lower side of the unmerged group at any eps."""
+    if not (allowed and levels.applies(*groups[0], epsilon)):
+        return None
+    atoms, count = groups[0]
+    return max(hockey_stick([(merged, count)], epsilon, "lower", rtol=rtol, atol=atol,
+                            threshold=threshold).lower for merged in levels.candidates(atoms))
 
 
 def delta_of_epsilon(groups: Sequence[Group], n: int, epsilon: float, side: str = "upper",
@@ -320,6 +333,15 @@ def _search_rtol(atoms: RatioAtoms, n: int, top: float, method: str, side: str) 
     return EXACT_SEARCH_RTOL
 
 
+def _needs_fft(atoms: RatioAtoms, n: int, delta: float, top: float) -> bool:
+    """Whether the former methods would call the FFT near the crossing (the normal
+    approximation's): the conditioning method does not apply, or its bracket there is wider
+    than the eps search's precision. Only then is the merge worth its loss of tightness."""
+    guess = gaussian_guess(atoms, n, delta, top) or 0.5 * top
+    est = hockey_stick([(atoms, n)], guess, "lower", rtol=5e-3, method="auto")
+    return est.method in ("fft", "levels", "conditioning+fft", "conditioning+levels")
+
+
 def _merged_lower(atoms: RatioAtoms, n: int, delta: float, top: float, rtol: float | None,
                   delta_rtol: float) -> EpsilonEstimate:
     """eps(delta) of many-level atoms on the lower side (engine/levels.py): the merge with the
@@ -374,7 +396,7 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
         seen.append(key)
         top = default_eps_max(atoms) if eps_max is None else eps_max
         if (side == "lower" and method == "auto" and fft_step is None
-                and levels.applies(atoms, n, 0.5 * top)):
+                and levels.applies(atoms, n, 0.5 * top) and _needs_fft(atoms, n, delta, top)):
             # many likelihood-ratio levels: merged into a few (engine/levels.py)
             results.append(_merged_lower(atoms, n, delta, top, rtol, delta_rtol))
             continue
