@@ -55,6 +55,7 @@ BOUNDS: tuple[str, ...] = tuple(_B + m for m in (
     "numerical.brr_exact",
     "closed_form.blanket",
     "closed_form.blanket_randomizer",
+    "closed_form.blanket_laplace",
     "closed_form.efmrtt",
     "closed_form.fmt21",
     "closed_form.gaussian_sum",

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from scipy import stats
 
 from shufflesim.simulator.audit.confidence import clopper_pearson_lower, clopper_pearson_upper
 from shufflesim.simulator.audit.grading import Evidence, failing, grade, holm, strength
@@ -60,6 +61,39 @@ def test_holm_adjusted_p_values():
     assert np.allclose(adjusted, [0.03, 0.06, 0.06, 0.02])
     assert holm([]).size == 0
     assert np.all(holm([0.9, 0.8]) <= 1.0)
+
+
+def test_holm_over_test_groups():
+    """Rows of one group (nested thresholds of one confidence bound) count once: with every
+    row its own group the procedure is Holm's; a group of k rows scales by the number of
+    groups left, not of rows."""
+    p = [0.01, 0.04, 0.03, 0.005]
+    assert np.allclose(holm(p, [None] * 4), holm(p))
+    assert np.allclose(holm(p, ["a", "b", "c", "d"]), holm(p))
+    # rows 0, 1, 2 share a group: two groups (g, and row 3 alone)
+    assert np.allclose(holm(p, ["g", "g", "g", None]), [0.01, 0.04, 0.03, 0.01])
+    # one group of 11 catalogue rows + the implementation row, beside a fit row
+    nested = [0.02] * 12 + [0.5]
+    assert np.allclose(holm(nested, ["e"] * 12 + [None]), [0.04] * 12 + [0.5])
+    assert np.all(holm(nested)[:12] == pytest.approx(0.26))
+
+
+def test_grouped_holm_keeps_the_family_wise_error():
+    """Monte Carlo of the validity argument (grading.py): k nested thresholds U_1 < ... < U_k
+    of one statistic, the true value at U_3 (rows 3.. are true nulls), beside two independent
+    true-null rows; a true null is rejected in at most alpha of the runs."""
+    rng = np.random.default_rng(5)
+    runs, alpha, false = 20_000, 0.05, 0
+    thresholds = np.array([-2.0, -1.0, 0.0, 0.5, 1.0, 2.0])  # statistic ~ N(0, 1) + truth
+    for _ in range(runs):
+        z = rng.standard_normal()
+        p_group = 1 - stats.norm.cdf(z - thresholds)  # p of "mean > U_j" from one z
+        p_alone = rng.random(2)
+        p = np.concatenate([p_group, p_alone])
+        adjusted = holm(p, ["g"] * 6 + [None, None])
+        true_null = np.array([False, False, True, True, True, True, True, True])
+        false += bool(np.any(adjusted[true_null] < alpha))
+    assert false / runs <= alpha + 3 * np.sqrt(alpha * (1 - alpha) / runs)
 
 
 def test_strength_words():

@@ -55,12 +55,17 @@ def test_a_correct_client_passes_the_search():
 
 
 @pytest.mark.slow
-def test_a_client_at_1_1x_its_eps0_at_ten_million_trials():
-    """1.1 x (true 2.2 against the claim's 2.0 at n = 20): eps_lb 1.985 at 10^6 trials, below
-    the proven 1.999; 2.024 at 3 x 10^6 (Holm-adjusted p 0.086: not yet family-wise); 2.100
-    at 10^7 (adjusted p 8e-10; about 23 s of CPU)."""
-    found = _shuffled(krr(2.2), 10_000_000)["implementation-shuffled"]
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_a_client_at_1_1x_its_eps0_is_caught_with_default_flags(seed):
+    """1.1 x (true 2.2 against the claim's 2.0 at n = 20, proven bound 1.999): the full audit
+    alone gave eps_lb 1.985 at 10^6 trials; with the two-stage run in bulk beside it (2 x 10^7
+    trials per world for the same calls of the code), the pilots' two-stage scores and the
+    catalogue's nested thresholds counted once (grading.py), eps_lb 2.09-2.15 at 10^6 trials,
+    Holm-adjusted p < 1e-5 on seeds 0-6 (about 4 s of CPU each). Seeds 1 and 3 chose a sampled
+    triple before the pilots' margin (input_search.MARGIN)."""
+    found = _shuffled(krr(2.2), 1_000_000, seed)["implementation-shuffled"]
     assert found["verdict"] == "violated", found["reason"]
+    assert found["adjusted_p_value"] < 0.05 and "two-stage" in found["note"]
 
 
 @pytest.mark.slow

@@ -9,11 +9,16 @@ import pytest
 
 from shufflesim.simulator.audit.grading import failing
 from shufflesim.simulator.audit.implementation import Claim
+from shufflesim.simulator.audit import pipeline_level
 from shufflesim.simulator.audit.message_shuffler import (
     MessageShuffler,
+    block_difference,
+    block_ids,
     content_order,
+    content_order_rows,
     multiset_difference,
     relative_order,
+    relative_order_rows,
 )
 from shufflesim.simulator.audit.run import audit_implementation
 from shufflesim.simulator.usercode import UserCodeError
@@ -131,3 +136,56 @@ def test_a_uniform_shuffler_passes():
 def test_a_uniform_shuffler_passes_over_50_seeds():
     false = sum(bool(_violated(_pipeline(uniform, seed=s, trials=200))) for s in range(50))
     assert false <= 6
+
+
+def test_block_statistics_are_the_batch_statistics_row_by_row():
+    rng = np.random.default_rng(0)
+    for s in (5, 20, 64, 65, 130):  # direct comparison up to 64, FFT beyond
+        a = rng.integers(0, 4, (30, s))
+        r = np.array([np.roll(x, 3) if i % 3 == 0 else x[rng.permutation(s)]
+                      for i, x in enumerate(a)])
+        assert relative_order_rows(a, r, 4).tolist() == [relative_order(x, y)
+                                                         for x, y in zip(a, r, strict=True)]
+        assert np.allclose(content_order_rows(r), [content_order(y) for y in r])
+    given = rng.integers(0, 6, (50, 10))
+    altered = given.copy()
+    altered[0, 0] = 7
+    for released in (altered, np.concatenate([given, given[:, :1]], 1), given[:, :-1],
+                     given[:, ::-1] * 10**6):  # the last: ids by sorting
+        ids_a, ids_b, k = block_ids(given, released)
+        rows = [tuple(int(v) for v in t) for t in zip(*block_difference(ids_a, ids_b, k),
+                                                      strict=True)]
+        assert rows == [multiset_difference(g, q) for g, q in zip(given, released, strict=True)]
+
+
+def _batched(function):
+    def block(messages, rng, arrivals):
+        assert messages.ndim == 2 and arrivals["time"].shape == messages.shape
+        return np.stack([function(m, rng, {k: v[i] for k, v in arrivals.items()})
+                         for i, m in enumerate(messages)])
+    block.batched = True
+    return block
+
+
+@pytest.mark.parametrize("shuffler, expected", [
+    (_batched(lambda m, rng, a: rotate(m, rng, a)), "shuffler-relative-order"),
+    (_batched(lambda m, rng, a: sort_by_value(m, rng)), "shuffler-content-order"),
+    (_batched(lambda m, rng, a: alter_one(m, rng)), "shuffler-alterations"),
+])
+def test_a_batched_shuffler_is_called_per_block_and_checked(shuffler, expected):
+    assert expected in _violated(_pipeline(shuffler))
+
+
+def test_a_batched_uniform_shuffler_passes():
+    assert not _violated(_pipeline(_batched(lambda m, rng, a: uniform(m, rng))))
+
+
+def test_beyond_the_call_cap_a_sample_of_rounds_is_checked(monkeypatch):
+    """A shuffler called once per batch, with more batches than the cap: the attack rows run
+    the audit's uniform shuffler, the user's is checked on a sample, and the reason says so."""
+    monkeypatch.setattr(pipeline_level, "MAX_SHUFFLER_CALLS", 200)
+    rows = _pipeline(rotate, trials=600)
+    assert "shuffler-relative-order" in _violated(rows)
+    row = next(r for r in rows if r["bound"] == "implementation-shuffler-relative-order")
+    assert "sample of 100 rounds per world" in row["reason"]
+    assert "uniform shuffler on all" in row["reason"]

@@ -137,8 +137,7 @@ def test_command_line_and_refusals():
     assert result.exit_code == 0, result.output
     records = json.loads(result.output)
     assert any(x["row_type"] == "attack" and x["attack"] == "lr" for x in records)
-    for extra, needle in ((["--level", "pipeline"], "multi-message"),
-                          (["--others", "0.5,0.5"], "others")):
+    for extra, needle in ((["--others", "0.5,0.5"], "others"),):
         result = CliRunner().invoke(main, base + ["--n", "20", "--delta", "1e-3", "--trials",
                                                   "200", *extra])
         lines = [x for x in result.output.splitlines() if x.strip()]

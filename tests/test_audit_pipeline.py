@@ -10,17 +10,18 @@ from scipy import stats
 
 from shufflesim.protocols.randomizers import make_randomizer
 from shufflesim.simulator.audit.attacks import LikelihoodRatioAttack
+from shufflesim.simulator.audit.pipeline_batch import audit_shuffle_release, draw_rounds
 from shufflesim.simulator.audit.pipeline_level import (
-    _round_statistics,
     audit_pipeline,
     identity_permutation,
     output_groups,
+    release_statistics,
     shuffled_size,
 )
 from shufflesim.simulator.audit.run import AuditSettings, run_audit
 from shufflesim.simulator.audit.sampling import HistogramSampler, tabulate
 from shufflesim.simulator.audit.shuffle_level import AuditOptions
-from shufflesim.simulator.pipeline import PipelineConfig, run_pipeline
+from shufflesim.simulator.pipeline import PipelineConfig
 
 BINARY = make_randomizer("krr", epsilon0=2.0, domain_size=2)
 
@@ -75,9 +76,9 @@ def test_pipeline_histogram_has_the_law_of_the_shuffle_sampler():
     attack = LikelihoodRatioAttack(groups.model, resolution=64)
     values = np.full(n, 2)
     values[0] = 0
-    result = run_pipeline(r, values, PipelineConfig(rounds=rounds), np.random.default_rng(3),
-                          keep_outputs=True)
-    hist, order = _round_statistics(result, groups, r, rounds)
+    drawn = draw_rounds(r, values, PipelineConfig(), rounds, np.random.default_rng(3))
+    hist, order = release_statistics(audit_shuffle_release(drawn, np.random.default_rng(4)),
+                                     drawn.user_rank(0), groups, r)
     assert (hist.sum(axis=1) == n).all() and order.shape == (rounds,)
     from shufflesim.simulator.audit.attacks import HistogramChunk
 

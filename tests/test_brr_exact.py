@@ -79,6 +79,20 @@ def test_bracket_at_n_40_covers_mid_k_maximum():
         assert est.upper <= float(truth) * (1 + 2 * be.ETA) + 1e-30
 
 
+def test_carried_partition_keeps_the_bracket():
+    """One eps search's memo: every evaluation starts from the previous one's blocks (a finer
+    partition from another eps); each bracket still holds the truth (n = 40, blocks split)."""
+    for epsilon0 in (4.0, 0.5):
+        memo: dict = {}
+        for eps in (0.05 * epsilon0, 0.9 * epsilon0, 0.2 * epsilon0, 0.4 * epsilon0):
+            truth = truth_delta(eps, epsilon0, 40)
+            est = be.brr_exact_delta(eps, epsilon0, 40, threshold=1e-6, memo=memo)
+            assert est.lower <= truth <= est.upper, (epsilon0, eps, est, truth)
+            blocks = memo["blocks"]
+            covered = sorted(k for a, b in blocks for k in range(a, b + 1))
+            assert covered == list(range(be.END_SINGLES, 40 - be.END_SINGLES))
+
+
 @pytest.mark.parametrize("epsilon0,n,delta", [(1.0, 10, 0.05), (4.0, 12, 0.01),
                                                (0.5, 8, 0.2)])
 def test_epsilon_is_on_the_right_side_and_tight(epsilon0, n, delta):
@@ -126,3 +140,33 @@ def test_large_eps0_and_tiny_n():
     res = cat.evaluate("brr-exact", r, 1, 1e-6).result
     assert res.epsilon == pytest.approx(30.0)  # one user: no amplification
     assert math.isfinite(cat.evaluate("brr-exact", r, 1000, 1e-6).result.epsilon)
+
+
+def test_duchi_is_dominated_by_binary_rr_and_shares_the_bound():
+    """Duchi's 1-D mechanism: every input's report is a mixture of binary RR's two; over random
+    intermediate inputs (others and user 1's pair) the count's divergence stays below binary
+    RR's truth (joint convexity), and the catalogue gives both randomizers the same bound."""
+    import random
+    rng = random.Random(3)
+    epsilon0, n = 1.5, 4
+    p = mp.e ** mp.mpf(epsilon0) / (1 + mp.e ** mp.mpf(epsilon0))
+    for eps in (0.1, 0.5, 1.0):
+        truth = truth_delta(eps, epsilon0, n)
+        e = mp.e ** mp.mpf(eps)
+        for _ in range(20):
+            pis = [1 - p + (2 * p - 1) * mp.mpf(rng.random()) for _ in range(n + 1)]
+            z = [mp.mpf(1)]
+            for pi in pis[2:]:
+                z = _convolve(z, [1 - pi, pi])
+            one = _convolve(z, [1 - pis[0], pis[0]])
+            two = _convolve(z, [1 - pis[1], pis[1]])
+            d = sum(max(x - e * y, 0) for x, y in zip(one, two, strict=True))
+            assert d <= truth * (1 + mp.mpf(1e-30)), (eps, d, truth)
+    duchi = cat.evaluate("brr-exact", cat_randomizer("duchi", 1.5), 1000, 1e-6)
+    brr = cat.evaluate("brr-exact", BinaryRR(1.5), 1000, 1e-6)
+    assert duchi.ok and duchi.result.epsilon == brr.result.epsilon
+
+
+def cat_randomizer(name: str, epsilon0: float):
+    from shufflesim.protocols.randomizers import make_randomizer
+    return make_randomizer(name, epsilon0=epsilon0)

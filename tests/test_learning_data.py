@@ -224,7 +224,7 @@ def _learnable(rng, n):
     return x, y
 
 
-def _shrunk_scenario(tmp_path, monkeypatch):
+def _shrunk_scenario(tmp_path, monkeypatch, name="fig4_mnist"):
     from pathlib import Path
 
     rng = np.random.default_rng(33)
@@ -234,14 +234,14 @@ def _shrunk_scenario(tmp_path, monkeypatch):
                                           "x_test": x_test, "y_test": y_test})
     monkeypatch.setenv("SHUFFLESIM_MNIST", str(tmp_path / "mnist"))
     root = Path(__file__).resolve().parents[1]
-    text = (root / "scenarios" / "learning" / "fig4_mnist.toml").read_text()
+    text = (root / "scenarios" / "learning" / f"{name}.toml").read_text()
     for old, new in (("examples_per_client = 600", "examples_per_client = 20"),
                      ("epochs = 50", "epochs = 3"), ("hidden = 100", "hidden = 8"),
                      ("pca_components = 60", "pca_components = 10"),
                      ("learning_rate = 0.05", "learning_rate = 0.5")):
         assert old in text
         text = text.replace(old, new)
-    path = tmp_path / "fig4_mnist_small.toml"
+    path = tmp_path / f"{name}_small.toml"
     path.write_text(text)
     return path
 
@@ -267,6 +267,28 @@ def test_the_mnist_scenario_shrunk_to_generated_idx_files(tmp_path, monkeypatch)
     assert private.epsilon_clone_steps.isna().all()
     assert private.accounting_note.str.contains("fmt21_pass").all()
     assert plain[plain.epoch == 3].test_accuracy.min() > 0.5  # learnable: the pipeline learns
+
+
+def test_the_alg3_sibling_shrunk_clips_the_mean_and_says_what_holds(tmp_path, monkeypatch):
+    """fig4_mnist_alg3.toml (003 Alg. 3 as printed: the client's mean clipped) shrunk to the
+    same files: it runs, and every private row's accounting is at the sensitivity that holds."""
+    from shufflesim.simulator.execution.executors import InlineExecutor
+    from shufflesim.simulator.execution.runner import run_scenario
+    from shufflesim.simulator.scenario.loader import load_scenario
+
+    scenario = load_scenario(_shrunk_scenario(tmp_path, monkeypatch, "fig4_mnist_alg3"))
+    sections = [point.settings.sections["learning"] for point in scenario.points]
+    assert {s.clip_point for s in sections} == {"client-mean"} and len(sections) == 8
+    frame = run_scenario(scenario, executor=InlineExecutor())["learning"].to_pandas()
+    private = frame[(frame.randomizer == "gaussian") & (frame.epoch == 3)]
+    assert len(private) == 4
+    assert private.accounting_note.str.startswith(
+        "unit sensitivity: clip_point = 'client-mean'").all()
+    # the local bound at 2C, not 2C/m: far above the nominal budgets (at most 2 per report)
+    assert (private.epsilon_local_max > 3 * 2.0).all()
+    plain = frame[frame.randomizer == "none"]
+    assert set(plain.accounting_note) == {"no randomizer: no privacy"}
+    assert plain[plain.epoch == 3].test_accuracy.min() > 0.5
 
 
 def test_the_mnist_scenario_without_its_variable_is_one_line(tmp_path, monkeypatch):

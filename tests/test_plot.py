@@ -215,7 +215,7 @@ def test_personalized_sweep_over_n_gives_curves_not_single_point_panels(sweep):
 
     bounds = _personalized_bounds(sweep)
     assert bounds.budget.nunique() >= 3  # the budget multiset changes with n
-    figures = plot_bounds_vs_n({"bounds": bounds}, figure)
+    figures = list(plot_bounds_vs_n({"bounds": bounds}, figure))
     assert [name for name, _ in figures] == ["bounds_eps_vs_n"]
     axes = _visible_axes(figures[0][1])
     assert len(axes) == max(1, bounds.overrides.map(
@@ -224,7 +224,8 @@ def test_personalized_sweep_over_n_gives_curves_not_single_point_panels(sweep):
         assert ax.get_xlabel().startswith("n")
         assert not re.search(r"\bn=", ax.get_title()) and not re.search(r"\d x ", ax.get_title())
         assert "%" in ax.get_title()  # the budget multiset as shares, free of n
-        lines = [line for line in ax.get_lines() if len(line.get_xdata())]
+        lines = [line for line in ax.get_lines() if len(line.get_xdata())
+                 and not line.get_label().startswith("_")]  # not the lower bound's band
         assert len(lines) == 3  # one curve per bound
         for line in lines:
             assert sorted(line.get_xdata()) == [500, 1000, 2000]
@@ -237,7 +238,7 @@ def test_baseline_of_another_protocol_is_marked_and_never_an_upper_bound():
 
     bounds = _personalized_bounds('"population.n" = [500, 2000]\n')
     assert set(bounds[bounds.method == "baseline-min-budget"].kind) == {"upper"}
-    (_, fig), = plot_bounds_vs_n({"bounds": bounds}, figure)
+    (_, fig), = list(plot_bounds_vs_n({"bounds": bounds}, figure))
     (ax,) = _visible_axes(fig)
     by_label = {line.get_label(): line for line in ax.get_lines()}
     (baseline,) = [label for label in by_label if label.startswith("baseline-min-budget")]
@@ -288,7 +289,7 @@ def test_utility_versus_every_numeric_swept_key():
         for line in lines:
             assert list(line.get_xdata()) == [0.01, 0.2, 0.5]
     # a run that sweeps eps0 alone has its one figure already (utility_<estimator>)
-    assert plot_utility_vs_keys({"utility": utility_table().to_pandas()}, figure) == []
+    assert list(plot_utility_vs_keys({"utility": utility_table().to_pandas()}, figure)) == []
 
 
 def test_every_figure_of_a_run_with_one_sweep_key(run_dir):
@@ -324,12 +325,13 @@ def test_no_utility_line_is_a_single_point_when_n_is_swept():
         overrides = json.dumps({"population.data.domain_size": d, "population.n": n})
         for metric in ("l2", "mae"):
             for reference in ("empirical", "population"):
-                rows.append(dict(point=point, overrides=overrides, randomizer="krr",
-                                 estimator="frequency", n=n, epsilon0=1.0, path="reports",
-                                 repetition=0, metric=metric, reference=reference,
-                                 value=d / n))
+                for repetition in range(2):
+                    rows.append(dict(point=point, overrides=overrides, randomizer="krr",
+                                     estimator="frequency", n=n, epsilon0=1.0, path="reports",
+                                     repetition=repetition, metric=metric,
+                                     reference=reference, value=d / n + repetition))
     tables = {"utility": pa.Table.from_pylist(rows, schema=UTILITY_SCHEMA).to_pandas()}
-    figures = plot_utility(tables, figure) + plot_utility_vs_keys(tables, figure)
+    figures = [*plot_utility(tables, figure), *plot_utility_vs_keys(tables, figure)]
     assert {name for name, _ in figures} >= {"utility_mae_vs_n", "utility_mae_vs_domain_size"}
     for name, fig in figures:
         for ax in _visible_axes(fig):
@@ -348,7 +350,7 @@ def test_figures_draws_every_registered_plot_kind_in_declared_order():
 
     @register_plot("toy_plot", table="utility")
     def toy(tables, figure_module):
-        return [("toy", figure_module)]
+        return [("toy", figure_module)]  # a kind may return a list or yield
 
     marker = object()
     try:

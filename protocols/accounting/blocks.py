@@ -104,6 +104,7 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
     starts = np.arange(0, S_all.size, step)
     weight = np.add.reduceat(pi, starts)
     first, last = S_all[starts], S_all[np.minimum(starts + step, S_all.size) - 1]
+    first_s = first.copy()
     mu_first, mu_last = mu[starts], mu[np.minimum(starts + step, S_all.size) - 1]
     if side == "upper":
         s_pair, m = first, first * mu_last / last
@@ -137,13 +138,14 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
         p0, p1, ell = np.append(p0, zero), np.append(p1, zero), np.append(ell, 0.0)
     factor0 = 1.0 + abs(alpha) / sbar
     factor1 = 1.0 + abs(beta) / sbar
+    shrink = float(np.min(first_s / last)) if side == "upper" else 1.0
     return Aggregates(p0, p1, ell, ell, ell,        # lo is hi: exact losses (pld.py)
                       max(model.a) * tail_s + factor0 * tail_d,
                       max(model.b) * tail_s + factor1 * tail_d,
-                      int(p0.size), min(1.0, tail_s + tail_d))
+                      int(p0.size), min(1.0, tail_s + tail_d), shrink)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def cached_block_aggregates(model: CountModel, n: int, side: str, tail: float) -> Aggregates:
     """:func:`block_aggregates`, cached (a pure function of its arguments; arrays read-only)."""
     agg = block_aggregates(model, int(n), side, tail=float(tail))

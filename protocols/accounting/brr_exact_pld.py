@@ -34,14 +34,13 @@ squaring (which only moves mass down), solved at delta + slack.
 from __future__ import annotations
 
 import functools
+import importlib
 import itertools
 import math
 import time
 
 import mpmath
 import numpy as np
-from dp_accounting.pld import pld_pmf
-from dp_accounting.pld import privacy_loss_distribution as pld_module
 
 from shufflesim.protocols.accounting.pld import FFT_SLACK, TAIL_TRUNCATION, pmf_size, power
 from shufflesim.protocols.accounting.rounds import (
@@ -56,6 +55,14 @@ from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
 from shufflesim.protocols.errors import require, require_probability_open
 
 __all__ = ["METHODS", "brr_exact_lower_composed", "brr_exact_upper_composed", "dominating_pld"]
+
+def _dp_accounting():
+    """dp_accounting's (pld_pmf, privacy_loss_distribution) modules, imported on first use:
+    importing them imports scipy.signal and scipy.stats (about 1.2 s of CPU), which every other
+    composed method no longer needs (issue 32)."""
+    return (importlib.import_module("dp_accounting.pld.pld_pmf"),
+            importlib.import_module("dp_accounting.pld.privacy_loss_distribution"))
+
 
 #: grid step of the dominating PLD (and of the lower bound's optimistic PLD)
 STEP = 0.004
@@ -122,6 +129,7 @@ def dominating_pld(epsilon0: float, n: int, step: float = STEP):
         probs.append(d[-1] / (1 / e_h - 1))
         up = np.array([max(float(p), 0.0) for p in probs]) * (1 + 4 * np.finfo(float).eps)
         up += np.where(up > 0, 1e-300, 0.0)
+    pld_pmf, pld_module = _dp_accounting()
     pmf = pld_pmf.DensePLDPmf(step, -m, up, float(v[-1]), pessimistic_estimate=True)
     return pld_module.PrivacyLossDistribution(pmf)
 
@@ -142,6 +150,7 @@ def _pair_pld(epsilon0: float, n: int, ones: int, step: float):
     shift = math.log1p(-8 * pmf.rel) - LOSS_SHIFT
     log_one = {k: math.log(a) + shift for k, a in zip(keys, one, strict=False) if a > 0}
     log_zero = {k: math.log(b) for k, b in zip(keys, zero, strict=False) if b > 0}
+    _, pld_module = _dp_accounting()
     return pld_module.from_two_probability_mass_functions(
         log_zero, log_one, pessimistic_estimate=False, value_discretization_interval=step)
 

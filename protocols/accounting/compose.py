@@ -7,8 +7,8 @@ sequence for one user. :func:`compose_rounds` answers it with one of the methods
 
 * ``optimal-blanket`` (upper, proven): per round the 000 Thm 13 blanket pair, which dominates
   the shuffled mechanism for every divergence with data processing, whatever the other users
-  hold (and however they choose it adaptively); its PLD (pld.py, pessimistic) is composed with
-  ``dp_accounting`` (``compose`` / ``self_compose``, pessimistic truncation). Dominating pairs
+  hold (and however they choose it adaptively); its PLD (pld.py, pessimistic) is composed by
+  one FFT (convolution.py, pessimistic truncation). Dominating pairs
   compose under adaptive composition (Zhu, Dong, Wang 2022, Thm 10), so the result is an upper
   bound for T adaptively chosen rounds as long as each round's randomizer is the one given.
 * ``fmt21-clone`` (upper, proven): the same with the 002 Thm 3.2 clone pair (generic: uses only
@@ -28,32 +28,22 @@ For the supported randomizers (pairs.SUPPORTED, input-symmetric) the two directi
 have the same PLD, so a round dominates every ordered neighbouring pair, whichever way the
 user's data differ in each round.
 
-Numerics: dp_accounting composes by FFT; its floating-point noise (~1e-17 per entry) is covered
-by solving for eps at delta - slack (upper) or delta + slack (lower), slack = 1e-14 per pmf
-entry. dp_accounting's ``self_compose`` adds its truncated mass to infinity, which is only
-conservative for pessimistic PLDs; optimistic ones are composed by repeated squaring with
-``compose`` (which drops the left tail and moves the right tail down).
+Numerics (convolution.py): all rounds of one direction are composed by one FFT on a range
+holding all but 1e-15 of the composed law on each side (Chernoff bound); the mass above it is
+charged as if at +inf (upper side), the mass folded into it is subtracted (lower side), and the
+FFT's floating-point noise is charged as 1e-14 per entry of the FFT, on the conservative side.
+dp_accounting is not imported (its import alone costs about 1.2 s of CPU; issue 32).
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Sequence
 
-from dp_accounting.pld import privacy_loss_distribution as pld_module
-
-from shufflesim.protocols.accounting import baselines, brr_exact_pld, pairs, rdp
+from shufflesim.protocols.accounting import baselines, brr_exact_pld, convolution, pairs, rdp
+from shufflesim.protocols.accounting.convolution import Piece
 from shufflesim.protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
-from shufflesim.protocols.accounting.pld import (
-    FFT_SLACK,
-    TAIL_TRUNCATION,
-    RoundPLD,
-    cached_round_plds,
-    grid_interval,
-    pmf_size,
-    power,
-)
+from shufflesim.protocols.accounting.pld import RoundPLD, cached_round_plds, grid_interval
 from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
     ComposedResult,
@@ -76,57 +66,41 @@ __all__ = ["COMPOSED_METHODS", "COMPOSING_BOUNDS", "ComposedMethod", "ComposedRe
 # ----------------------------------------------------------------------------------------------
 # PLD composition
 # ----------------------------------------------------------------------------------------------
-def _to_dp(plds: Sequence[RoundPLD], symmetric: bool):
+def _pieces(plds: Sequence[RoundPLD], repeat: int) -> tuple[Piece, Piece]:
+    """The (forward, backward) pieces of one kind of round (the same one twice when the pair
+    is swap-symmetric and only one direction was computed)."""
     fwd = plds[0]
-    pessimistic = fwd.side == "upper"
-    if symmetric or len(plds) == 1:
-        return pld_module.PrivacyLossDistribution.create_from_rounded_probability(
-            fwd.rounded_pmf(), fwd.infinity, fwd.interval, pessimistic)
-    bwd = plds[1]
-    return pld_module.PrivacyLossDistribution.create_from_rounded_probability(
-        fwd.rounded_pmf(), fwd.infinity, fwd.interval, pessimistic,
-        bwd.rounded_pmf(), bwd.infinity, symmetric=False)
-
-
-@functools.lru_cache(maxsize=64)
-def _round_dp(model, n: int, interval: float, side: str, tail: float, weak_rtol: float):
-    """(RoundPLDs, dp_accounting PLD) of one round; cached: a pure function of its arguments
-    (``model`` is a frozen CountModel), so a cached value is the value a new call computes.
-    Callers that compose many schedules on one grid (per-user lifetime accounting) reuse it."""
-    plds = cached_round_plds(model, n, interval, side, tail, weak_rtol)
-    return plds, _to_dp(plds, model.is_swap_symmetric())
-
-
-@functools.lru_cache(maxsize=32)
-def _round_power(model, n: int, interval: float, side: str, tail: float, weak_rtol: float,
-                 repeat: int):
-    """(RoundPLDs, the round's PLD composed ``repeat`` times); cached like :func:`_round_dp`
-    (dp_accounting's compose and self_compose return new objects, never change their inputs)."""
-    plds, pld = _round_dp(model, n, interval, side, tail, weak_rtol)
-    return plds, power(pld, repeat, side == "upper")
+    bwd = plds[1] if len(plds) > 1 else plds[0]
+    return (Piece(fwd.lower_index, fwd.probs, fwd.infinity, int(repeat)),
+            Piece(bwd.lower_index, bwd.probs, bwd.infinity, int(repeat)))
 
 
 def compose_models(models: Sequence[tuple], delta: float, side: str, *, interval=None,
                    tail: float = DEFAULT_TAIL, weak_rtol: float = DEFAULT_WEAK_RTOL):
     """Compose per-round pairs: ``models`` is a list of (CountModel, n, repeat). Returns
-    (epsilon, interval, per-round RoundPLD lists). Upper side: pessimistic; lower: optimistic."""
+    (epsilon, interval, per-round RoundPLD lists). Upper side: pessimistic; lower: optimistic.
+    Each direction (P0 vs P1 in every round, P1 vs P0 in every round) is composed by one FFT
+    (convolution.py) and the larger eps is reported."""
     t_total = sum(rep for _, _, rep in models)
     if interval is None:
         interval = grid_interval([(m, n) for m, n, _ in models], side, t_total)
-    composed, per_round = None, []
+    per_round, forward, backward = [], [], []
     for model, n, repeat in models:
-        plds, piece = _round_power(model, int(n), float(interval), side, float(tail),
-                                   float(weak_rtol), int(repeat))
+        plds = cached_round_plds(model, int(n), float(interval), side, float(tail),
+                                 float(weak_rtol))
         per_round.append(plds)
-        composed = piece if composed is None else composed.compose(piece, TAIL_TRUNCATION)
-    slack = FFT_SLACK * pmf_size(composed)
-    if side == "upper":
-        target = delta - slack
-        require(target > 0, "delta", delta, "too small for the floating-point slack of the "
-                f"composition ({slack:.2g})")
-        eps = composed.get_epsilon_for_delta(target)
-    else:
-        eps = composed.get_epsilon_for_delta(min(delta + slack, 1.0))
+        fwd, bwd = _pieces(plds, repeat)
+        forward.append(fwd)
+        backward.append(bwd)
+    directions = [forward] if all(len(p) == 1 for p in per_round) else [forward, backward]
+    eps = 0.0
+    for pieces in directions:
+        composed = convolution.compose(pieces, float(interval), side)
+        if side == "upper":
+            require(delta > composed.slack + composed.above, "delta", delta,
+                    "too small for the floating-point slack of the composition "
+                    f"({composed.slack + composed.above:.2g})")
+        eps = max(eps, convolution.epsilon_for_delta(composed, float(delta)))
     return float(max(eps, 0.0)), float(interval), per_round
 
 

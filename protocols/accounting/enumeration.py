@@ -63,6 +63,9 @@ class Aggregates:
     outcomes: int
     #: bound on the M-mass (reference multinomial) of the outcomes not enumerated
     outside_mass: float = 1.0
+    #: smallest Sa / S of a block pair (blocks.py, neutral_blocks.py; 1: the pair itself):
+    #: the block pairs' denominators are at least this times the pair's (rdp.py)
+    shrink: float = 1.0
 
 
 def window(trials, p: float, tail: float) -> tuple[np.ndarray, np.ndarray]:

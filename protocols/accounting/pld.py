@@ -28,7 +28,9 @@ a dominating pair (hockey-stick larger for every eps in R, Q-side mass still <= 
 Where blocks.block_pairs_apply (symmetric pairs: lower bounds, and upper bounds of pairs
 without a neutral group such as the clone pair) the outcomes come from blocks.py instead: a
 dominating (upper) or dominated (lower) pair with exact losses (lo = hi), O(blocks x D) work;
-the upper side then puts each mass at its widened loss (a first-order increase).
+the upper side then puts each mass at its widened loss (a first-order increase). Upper bounds
+of symmetric pairs with a neutral group (the k-RR blanket pair) take the aggregates of
+neutral_blocks.py: a dominating pair (blocks in S, h3 kept) aggregated as here, O(blocks x D).
 
 Lower bounds (optimistic). An aggregate is merged into one outcome at ell (a post-processing),
 ell is lowered by 1e-13 |ell| + 1e-14 and rounded *down* to the grid, masses are shaved, and
@@ -45,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shufflesim.protocols.accounting import neutral_blocks
 from shufflesim.protocols.accounting.blocks import block_pairs_apply, cached_block_aggregates
 from shufflesim.protocols.accounting.enumeration import (
     DEFAULT_TAIL,
@@ -231,6 +234,9 @@ def round_plds(model: CountModel, n: int, interval: float, side: str, *,
     eta = mass_relative_error(n)
     if block_pairs_apply(model, side):   # O(blocks x D) block pairs (blocks.py)
         agg = cached_block_aggregates(model, int(n), side, float(tail))
+    elif side == "upper" and neutral_blocks.applies(model):   # the same with h3 (k-RR)
+        agg = neutral_blocks.cached_neutral_block_aggregates(model, int(n), float(tail),
+                                                             float(weak_rtol))
     else:
         agg = cached_aggregates(model, int(n), float(tail), float(weak_rtol))
     upper = side == "upper"

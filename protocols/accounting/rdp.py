@@ -7,11 +7,13 @@ the largest of the two directions of
 
     D_alpha(P || Q) = 1 / (alpha - 1) log E_P[e^{(alpha - 1) L}]
 
-over the round's aggregates (enumeration.py), each split into its two extreme losses (a
-dominating pair, as in pld.py), with masses raised by their relative error and the mass outside
-the enumerated region at the largest possible loss (loss_max). Renyi DP composes additively under
-adaptive composition (Mironov 2017, Prop. 1); the composed curve rho(alpha) is converted with
-Canonne, Kamath, Steinke 2020, Prop. 12:
+over the aggregates of the round's pessimistic PLD (a dominating pair: the block pairs of
+blocks.py / neutral_blocks.py for the blanket and clone pairs, else the pair itself), each split
+into its two extreme losses (a dominating pair, as in pld.py), with masses raised by their
+relative error and the outcomes not enumerated charged by :func:`outside_log_moment` (or, where
+that limits the result, a wide enumeration with the outside mass at loss_max). Renyi DP
+composes additively under adaptive composition (Mironov 2017, Prop. 1); the composed curve
+rho(alpha) is converted with Canonne, Kamath, Steinke 2020, Prop. 12:
 
     eps = rho(alpha) + (log(1/delta) + (alpha - 1) log(1 - 1/alpha) - log(alpha)) / (alpha - 1),
 
@@ -26,7 +28,12 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
-from shufflesim.protocols.accounting import pairs
+from shufflesim.protocols.accounting import neutral_blocks, pairs
+from shufflesim.protocols.accounting.blocks import (
+    block_aggregates,
+    block_pairs_apply,
+    cached_block_aggregates,
+)
 from shufflesim.protocols.accounting.enumeration import (
     DEFAULT_TAIL,
     DEFAULT_WEAK_RTOL,
@@ -64,7 +71,8 @@ def _log_sums(log_w: np.ndarray, losses: np.ndarray, orders: np.ndarray) -> np.n
     return out
 
 
-def outside_log_moment(model, n: int, mass: float, orders: np.ndarray) -> np.ndarray:
+def outside_log_moment(model, n: int, mass: float, orders: np.ndarray,
+                       shrink: float = 1.0) -> np.ndarray:
     """log of an upper bound on E_P[e^{(alpha - 1) L}; O] for either direction of a symmetric
     pair (enumeration.is_symmetric: A - B = g D, D = h1 - h2), O the outcomes not enumerated,
     of M-mass at most ``mass``. P = M A / n (or M B / n) with A / n, B / n <= a_max. With
@@ -75,7 +83,13 @@ def outside_log_moment(model, n: int, mass: float, orders: np.ndarray) -> np.nda
     w2 (e^-s - 1))^n. On {Y < y0} (Chernoff bound, minimised over a grid of exponents, each
     valid) L <= loss_max. Minimised over grids of q and y0 = kappa E[Y] (every choice is a
     valid bound), and over the plain charge mass * e^{(alpha - 1) loss_max}; ``mass`` is raised
-    by 1 % for the error of its binomial tails."""
+    by 1 % for the error of its binomial tails.
+
+    Block pairs (blocks.py, neutral_blocks.py; ``shrink`` = the smallest Sa / S): their
+    outcomes have D' ~ Bin(Sa, 1/2) given S with Sa <= S, P' <= a_max M' (M' = M with D'
+    for D; |D'| <= Sa), and denominators >= (Sa / S) Y >= shrink Y, so L' <= |g| |D'| /
+    (shrink y0) on {Y >= y0}; and E e^{s D'} = E[cosh(s)^Sa] <= E[cosh(s)^S] = E_M e^{sD}. The
+    bound above with y0 replaced by shrink y0 therefore holds for them."""
     (a1, a2), (b1, b2), (w1, w2) = model.a, model.b, model.w
     g = abs(a1 - b1)
     c = min(a1, a2, b1, b2)
@@ -97,7 +111,7 @@ def outside_log_moment(model, n: int, mass: float, orders: np.ndarray) -> np.nda
         per_user = np.log((w1 + w2) * np.exp(-theta * c) + wn * np.exp(-theta * r) + wnull)
         log_low = np.nanmin(theta[None, :] * y0[:, 0] + n * per_user[None, :], axis=1)
         log_low = np.minimum(log_low, 0.0)[:, None, None]
-        s = q * a_1 * g / y0
+        s = q * a_1 * g / (shrink * y0)
         log_mgf = np.logaddexp(n * np.log1p(w1 * np.expm1(s) + w2 * np.expm1(-s)),
                                n * np.log1p(w1 * np.expm1(-s) + w2 * np.expm1(s)))
         near = (1.0 - 1.0 / q) * math.log(mass) + log_mgf / q
@@ -107,14 +121,13 @@ def outside_log_moment(model, n: int, mass: float, orders: np.ndarray) -> np.nda
     return log_top + np.minimum(split, plain)
 
 
-def _split_curves(agg, model, n: int, orders: np.ndarray, outside) -> np.ndarray:
-    """Renyi curves of both directions (one if swap-symmetric): each aggregate split into its
-    two extreme losses keeping P- and Q-mass (a dominating pair, pld.py) on the grid, masses
-    raised by their relative error; ``outside(d)``: the log of the charge for the outcomes not
-    enumerated, per order, or (extra loss, extra mass) arrays to append."""
+def _log_moments(agg, model, n: int, orders: np.ndarray) -> list[np.ndarray]:
+    """Per direction (one if swap-symmetric), log E_P[e^{(alpha - 1) L}] over the enumerated
+    outcomes: each aggregate split into its two extreme losses keeping P- and Q-mass (a
+    dominating pair, pld.py) on the grid, masses raised by their relative error."""
     eta = mass_relative_error(n)
     interval = max(model.loss_scale(n) / 200.0, model.loss_max * 2e-7)
-    curves = []
+    sums = []
     for d in (0, 1):
         if d == 0:
             mass, ell, lo, hi = agg.p0, agg.ell, agg.lo, agg.hi
@@ -125,40 +138,64 @@ def _split_curves(agg, model, n: int, orders: np.ndarray, outside) -> np.ndarray
         losses = (np.arange(acc.values.size) + acc.low) * interval
         weights = acc.values
         keep = weights > 0
-        log_sum = _log_sums(np.log(weights[keep]), losses[keep], orders)
-        curves.append(np.logaddexp(log_sum, outside(d)) / (orders - 1.0))
+        sums.append(_log_sums(np.log(weights[keep]), losses[keep], orders))
         if model.is_swap_symmetric():
             break
-    return np.max(curves, axis=0)
+    return sums
+
+
+def _curve(sums: list[np.ndarray], orders: np.ndarray, outside) -> np.ndarray:
+    """max over directions d of (log moment + charge ``outside(d)``) / (alpha - 1)."""
+    return np.max([np.logaddexp(s, outside(d)) / (orders - 1.0) for d, s in enumerate(sums)],
+                  axis=0)
+
+
+def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAULT_TAIL):
+    """Aggregates of a dominating pair of the round: the block pairs of blocks.py (symmetric, no
+    neutral group) or neutral_blocks.py (symmetric, with one), else the pair itself
+    (enumeration.py); at the PLD's tail they are the cached ones of its pessimistic PLD."""
+    if tail != DEFAULT_TAIL:
+        if neutral_blocks.applies(model):
+            return neutral_blocks.neutral_block_aggregates(model, int(n), tail=tail,
+                                                           weak_rtol=weak_rtol)
+        if block_pairs_apply(model, "upper"):
+            return block_aggregates(model, int(n), "upper", tail=tail)
+        return aggregates(model, int(n), tail=tail, weak_rtol=weak_rtol)
+    if neutral_blocks.applies(model):
+        return neutral_blocks.cached_neutral_block_aggregates(model, int(n), DEFAULT_TAIL,
+                                                              float(weak_rtol))
+    if block_pairs_apply(model, "upper"):
+        return cached_block_aggregates(model, int(n), "upper", DEFAULT_TAIL)
+    return cached_aggregates(model, int(n), DEFAULT_TAIL, float(weak_rtol))
 
 
 def _pld_curve(model, n: int, weak_rtol: float, orders: np.ndarray):
-    """Renyi curve from the round's enumeration at the PLD's tail (enumeration.cached_
-    aggregates, shared with the PLD composition), the outcomes not enumerated charged by
-    :func:`outside_log_moment`. Also returns the curve without that charge (not valid; only to
-    tell whether the charge limits the result)."""
-    agg = cached_aggregates(model, int(n), DEFAULT_TAIL, float(weak_rtol))
-    outside = outside_log_moment(model, n, agg.outside_mass, orders)
-    none = np.full(orders.size, -np.inf)
-    return (_split_curves(agg, model, n, orders, lambda d: outside),
-            _split_curves(agg, model, n, orders, lambda d: none))
+    """Renyi curve of the round's pessimistic PLD's dominating pair (tail DEFAULT_TAIL), the
+    outcomes not enumerated charged by :func:`outside_log_moment`. Also returns the curve
+    without that charge (not valid; only to tell whether the charge limits the result)."""
+    agg = _dominating_aggregates(model, int(n), float(weak_rtol))
+    outside = outside_log_moment(model, n, agg.outside_mass, orders, agg.shrink)
+    sums = _log_moments(agg, model, n, orders)
+    return (_curve(sums, orders, lambda d: outside),
+            _curve(sums, orders, lambda d: np.full(orders.size, -np.inf)))
 
 
 def renyi_curve(model, n: int, *, tail: float | None = None, weak_rtol: float = DEFAULT_WEAK_RTOL,
                 orders=ORDERS) -> np.ndarray:
-    """max over both directions of D_alpha of the round's pair, rounded up: each aggregate
-    (enumeration.py) is split into its two extreme losses keeping P- and Q-mass (a dominating
-    pair, pld.py), masses are raised by their relative error, and the mass outside the region
-    is put at the largest possible loss."""
+    """max over both directions of D_alpha of a dominating pair of the round, rounded up:
+    each aggregate (:func:`_dominating_aggregates`) is split into its two extreme losses keeping
+    P- and Q-mass (a dominating pair, pld.py), masses are raised by their relative error; the
+    outcomes not enumerated are charged by :func:`outside_log_moment` (symmetric pairs, no
+    ``tail``) or put at the largest possible loss (windows of tail ``tail``)."""
     orders = np.asarray(orders, dtype=float)
     if tail is None and is_symmetric(model):
         curve, _ = _pld_curve(model, int(n), weak_rtol, orders)
         return _round_up(curve)
     tail = RDP_TAIL if tail is None else tail
-    agg = aggregates(model, int(n), tail=tail, weak_rtol=weak_rtol)
+    agg = _dominating_aggregates(model, int(n), float(weak_rtol), float(tail))
     eta = mass_relative_error(n)
     # the mass outside the region at the largest possible loss
-    return _round_up(_split_curves(agg, model, n, orders, lambda d: np.log(
+    return _round_up(_curve(_log_moments(agg, model, n, orders), orders, lambda d: np.log(
         (agg.outside0 if d == 0 else agg.outside1) * (1 + eta)) + (orders - 1.0) * model.loss_max))
 
 
@@ -169,33 +206,34 @@ def _round_up(curve: np.ndarray) -> np.ndarray:
 def composed_curve(models, delta: float, weak_rtol: float = DEFAULT_WEAK_RTOL,
                    orders=ORDERS) -> np.ndarray:
     """sum over rounds of repeat x the round's Renyi curve. Symmetric pairs first use the
-    shared pessimistic PLD with the outside bound (:func:`_pld_curve`); where that bound limits
-    the converted eps by more than 0.1 % (small n, where the 1e-15 windows are too narrow for
-    the best order), each round's curve becomes the order-wise minimum with the wide
-    enumeration (tail RDP_TAIL, outside mass at loss_max): both are valid at every order."""
+    pessimistic PLD's dominating pair with the outside bound (:func:`_pld_curve`); where that
+    bound limits the converted eps by more than 0.1 % (small n, where the 1e-15 windows are too
+    narrow for the best order), each round's curve becomes the order-wise minimum with the
+    wide enumeration (tail RDP_TAIL, outside mass at loss_max): both are valid at every
+    order."""
     orders = np.asarray(orders, dtype=float)
-    fast, bare, plain = np.zeros(orders.size), np.zeros(orders.size), []
-    for model, n, repeat in models:
+    fast, bare, plain, own = np.zeros(orders.size), np.zeros(orders.size), [], {}
+    for i, (model, n, repeat) in enumerate(models):
         if is_symmetric(model):
             curve, without = _pld_curve(model, int(n), weak_rtol, orders)
-            fast += repeat * _round_up(curve)
+            own[i] = _round_up(curve)
+            fast += repeat * own[i]
             bare += repeat * _round_up(without)
         else:
             plain.append((model, n, repeat))
     rest = np.zeros(orders.size)
     for model, n, repeat in plain:
         rest += repeat * renyi_curve(model, n, tail=RDP_TAIL, weak_rtol=weak_rtol, orders=orders)
-    if len(plain) < len(models):
+    if own:
         eps_fast, _ = epsilon_from_rdp(fast + rest, delta, orders)
         eps_bare, _ = epsilon_from_rdp(bare + rest, delta, orders)
         if eps_fast > eps_bare * (1 + 1e-3) + 1e-12:
             fast = np.zeros(orders.size)
-            for model, n, repeat in models:
-                if is_symmetric(model):
-                    curve, _ = _pld_curve(model, int(n), weak_rtol, orders)
-                    wide = renyi_curve(model, n, tail=RDP_TAIL, weak_rtol=weak_rtol,
-                                       orders=orders)
-                    fast += repeat * np.minimum(_round_up(curve), wide)
+            for i, curve in own.items():
+                model, n, repeat = models[i]
+                wide = renyi_curve(model, n, tail=RDP_TAIL, weak_rtol=weak_rtol,
+                                   orders=orders)
+                fast += repeat * np.minimum(curve, wide)
     return fast + rest
 
 

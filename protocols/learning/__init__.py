@@ -4,7 +4,12 @@ Pure numpy/scipy (see docs/architecture.md, layers); the training loop is in
 ``shufflesim.simulator.learning``.
 """
 
-from shufflesim.protocols.learning.clipping import clip_rows, clipped_client_means
+from shufflesim.protocols.learning.clipping import (
+    CLIP_POINTS,
+    clip_client_means,
+    clip_rows,
+    clipped_client_means,
+)
 from shufflesim.protocols.learning.models import MLP, MODELS, Model, SoftmaxRegression, make_model
 from shufflesim.protocols.learning.pca import PCA
 from shufflesim.protocols.learning.randomizers import (
@@ -19,8 +24,8 @@ from shufflesim.protocols.learning.randomizers import (
 )
 
 __all__ = [
-    "MLP", "MODELS", "PCA", "RANDOMIZERS", "DuchiL2", "GaussianGradient", "Model",
-    "SoftmaxRegression", "analytic_gaussian_sigma", "classical_gaussian_sigma", "clip_rows",
-    "clipped_client_means", "gaussian_delta", "log_gaussian_delta", "make_model",
-    "mean_abs_coordinate",
+    "CLIP_POINTS", "MLP", "MODELS", "PCA", "RANDOMIZERS", "DuchiL2", "GaussianGradient", "Model",
+    "SoftmaxRegression", "analytic_gaussian_sigma", "classical_gaussian_sigma",
+    "clip_client_means", "clip_rows", "clipped_client_means", "gaussian_delta",
+    "log_gaussian_delta", "make_model", "mean_abs_coordinate",
 ]

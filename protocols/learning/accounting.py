@@ -46,6 +46,14 @@ likewise), i.e. the client-level LDP parameters: the same noise at sensitivity 2
 delta0 is about m times the example-level budget. ``fmt21_pass``, ``clone_*`` and ``gspa_epochs``
 therefore use the client-level eps_i (``client_sensitivity``); a client-level guarantee covers
 the change of one example. ``local`` uses the example-level sensitivity.
+
+Client-mean clipping (003 Algorithm 3 line 12 as printed; protocols.learning.clipping): the
+client clips its mean gradient, so one example can move the report's mean by up to 2C, not 2C/m.
+The noise is still calibrated to 2C/m (003 line 7), but the sensitivity that holds for one
+example is 2C (``unit_sensitivity``): every column is computed at it (``local`` with
+mu = sqrt(epochs) 2C / sigma_i; the shuffle bounds already use 2C), so each stays a valid upper
+bound, and the note says so. They are not nulled: a true (if large) bound is more useful than
+none, and the nominal eps_i is what the run does *not* deliver.
 """
 
 from __future__ import annotations
@@ -148,6 +156,10 @@ class RunPrivacy:
     sensitivity: float = 0.0        # Gaussian: L2 sensitivity the sigma was calibrated for
     #: Gaussian: the sensitivity between two arbitrary clients' inputs (2C); 0: ``sensitivity``
     client_sensitivity: float = 0.0
+    #: Gaussian: the sensitivity that holds for the privacy unit when it exceeds the calibrated
+    #: one (example-level sigma with client-mean clipping, 003 Alg. 3 as printed: 2C); 0:
+    #: ``sensitivity``
+    unit_sensitivity: float = 0.0
 
     def __post_init__(self):
         require(0 < self.delta < 1, "delta", self.delta, "must lie in (0, 1)")
@@ -185,6 +197,13 @@ def account_epochs(run: RunPrivacy, epochs) -> list[tuple[dict[str, float | None
         client, _ = gdp_epsilons(client_sensitivity / unique, run.delta0)
         eps = np.maximum(eps, client[inverse.ravel()].reshape(eps.shape))
     eps_max = float(eps.max())
+    unit_sensitivity = run.sensitivity
+    if gaussian and run.unit_sensitivity > run.sensitivity:
+        unit_sensitivity = run.unit_sensitivity
+        common.append(f"unit sensitivity: clip_point = 'client-mean' lets one example move the "
+                      f"clipped client mean by up to {unit_sensitivity:g} (2C), not the "
+                      f"{run.sensitivity:.4g} (2C/m) the noise was calibrated to: every bound "
+                      f"at {unit_sensitivity:g}")
 
     # 002 Prop. 5.3 / Thm 3.8 (Thm 3.1 for pure randomizers): one pass.
     fmt21 = None
@@ -217,7 +236,7 @@ def account_epochs(run: RunPrivacy, epochs) -> list[tuple[dict[str, float | None
 
     # No amplification: each client's own reports, every epoch in one search.
     if gaussian:
-        local_all = gaussian_local_epsilon(run.sensitivity, run.sigma, positive, delta)
+        local_all = gaussian_local_epsilon(unit_sensitivity, run.sigma, positive, delta)
     else:
         local_all = np.asarray(positive, float)[:, None] * eps[None, :]
     local_of = dict(zip(positive, local_all, strict=True))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.protocols.errors import require, require_int_at_least, require_positive_finite
-from shufflesim.protocols.learning.clipping import clipped_client_means
+from shufflesim.protocols.learning.clipping import CLIP_POINTS, clip_rows, clipped_client_means
 
 
 def log_softmax(z: np.ndarray) -> np.ndarray:
@@ -71,6 +71,19 @@ class Model:
         gradients; the models below compute it without materializing them."""
         grads = self.per_example_gradients(theta, x, y)
         return clipped_client_means(grads.reshape(n_clients, -1, grads.shape[1]), clip)
+
+    def client_gradients(self, theta, x, y, n_clients: int, clip: float | None,
+                         clip_point: str = "example") -> np.ndarray:
+        """``(n_clients, n_parameters)``: what each client randomizes. ``clip_point =
+        "example"``: :meth:`clipped_means` (each example clipped, then averaged);
+        ``"client-mean"``: the mean of the raw gradients clipped to ``clip`` (003 Algorithm 3
+        line 12 as printed; equal to ``clip_client_means`` of the per-example gradients)."""
+        require(clip_point in CLIP_POINTS, "clip_point", clip_point,
+                f"must be one of {list(CLIP_POINTS)}")
+        if clip_point == "client-mean":
+            means = self.clipped_means(theta, x, y, n_clients, None)
+            return means if clip is None else clip_rows(means, clip)
+        return self.clipped_means(theta, x, y, n_clients, clip)
 
     def per_example_losses(self, theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Cross-entropy of each example, shape ``(batch,)``."""

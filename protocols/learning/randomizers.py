@@ -25,6 +25,7 @@ import numpy as np
 from scipy import special
 
 from shufflesim.protocols.errors import require, require_positive_finite
+from shufflesim.protocols.learning.clipping import CLIP_POINTS
 from shufflesim.protocols.randomizers.gaussian import (  # the one home of the calibration
     analytic_gaussian_sigma,
     gaussian_delta,
@@ -51,12 +52,16 @@ class GaussianGradient:
     replacement of the client's whole input). With ``privacy_unit="example"`` and ``m`` examples
     per client (per-example clipping), one example moves the mean by at most 2 clip / m (003's
     sensitivity). ``calibration``: ``"analytic"`` (Balle-Wang, exact) or ``"classical"``.
+    ``clip_point`` (protocols.learning.clipping): ``"example"`` or ``"client-mean"`` (003 Alg.
+    3 line 12 as printed); it does not change sigma (003 calibrates to 2 clip / m either way)
+    but it changes the sensitivity that holds (:attr:`unit_sensitivity`).
     Unbiased: E[y | g] = g; E||y - g||^2 = P sigma^2."""
 
     clip: float
     calibration: str = "analytic"
     examples_per_client: int = 1
     privacy_unit: str = "client"
+    clip_point: str = "example"
 
     def __post_init__(self):
         require_positive_finite("clip", float(self.clip))
@@ -64,11 +69,23 @@ class GaussianGradient:
                 "must be 'analytic' or 'classical'")
         require(self.privacy_unit in ("client", "example"), "privacy_unit", self.privacy_unit,
                 "must be 'client' or 'example'")
+        require(self.clip_point in CLIP_POINTS, "clip_point", self.clip_point,
+                f"must be one of {list(CLIP_POINTS)}")
 
     @property
     def sensitivity(self) -> float:
+        """The L2 sensitivity sigma is calibrated to: 2 clip, or 2 clip / m per example."""
         m = self.examples_per_client if self.privacy_unit == "example" else 1
         return 2.0 * self.clip / m
+
+    @property
+    def unit_sensitivity(self) -> float:
+        """The L2 sensitivity that *holds* for the privacy unit: :attr:`sensitivity`, except
+        with example-level calibration and client-mean clipping, where one example can move the
+        clipped mean anywhere in the ball of radius clip (2 clip; clipping module)."""
+        if self.clip_point == "client-mean":
+            return 2.0 * self.clip
+        return self.sensitivity
 
     def sigma(self, epsilon0, delta0) -> np.ndarray:
         if self.calibration == "classical":

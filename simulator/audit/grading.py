@@ -16,12 +16,34 @@ candidate events exceeds U at level a with probability at most 2a, so by the uni
 P[p <= x] <= x. A violation found by an exact computation (the exact lower bound of 000 Thm 14
 above a bound, a lower bound above a proven upper bound) is not statistical: p = 0.
 
-**Family-wise error (Holm 1979).** The verdict rows of one run form one family: m rows with
-p-values p_(1) <= ... <= p_(m); the adjusted p-value of the i-th is
-max_{j <= i} min(1, (m - j + 1) p_(j)), and a row is ``violated`` when its adjusted p-value
-is below 1 - confidence. This keeps the probability of any false "violated" in the run at most
-1 - confidence (Holm, "A simple sequentially rejective multiple test procedure", Scand. J.
-Statist. 6, 1979, Thm 1; the p-values may depend on each other). Rows whose p-value is not
+**Family-wise error (Holm 1979, over test groups).** The verdict rows of one run form one
+family. Rows whose p-values come from one evaluated event (``test_group``: the catalogue's upper
+bounds U_1 <= ... <= U_k and ``implementation-shuffled``, all compared with the same empirical
+lower bound) are one *test group*: they are nested thresholds of one confidence bound. Every
+other row is a group of its own. With m rows, p-values p_(1) <= ... <= p_(m), and h_i the
+number of groups that still hold a row among p_(i), ..., p_(m), the adjusted p-value of the
+i-th row is
+
+    max_{j <= i} min(1, h_j p_(j)),
+
+and a row is ``violated`` when it is below alpha = 1 - confidence. Without shared groups
+h_i = m - i + 1 and this is Holm's procedure (Holm, "A simple sequentially rejective multiple
+test procedure", Scand. J. Statist. 6, 1979, Thm 1).
+
+*Validity* (any dependence between the rows). Let G_0 be the groups holding at least one true
+null hypothesis, g_0 their number, and for a group g in G_0 let j(g) be its true null with the
+smallest p-value. (a) p_j(g) is a valid p-value: in a group of nested thresholds p_j = F a*(U_j)
+increases with U_j (eps(a) is one increasing function of a for the whole group), so j(g) is the
+true null with the smallest U; it is valid on its own (the paragraph above). A group of one row
+is its row. (b) By the union bound over G_0, the event E = {p_j(g) > alpha / g_0 for every g in
+G_0} has probability at least 1 - alpha. (c) On E no true null is rejected: the procedure
+rejects rows in increasing order of p while h_i p_(i) < alpha; at the first true null it would
+reject, say in group g, no true null has been rejected yet, so every group of G_0 still holds
+a row and h_i >= g_0; then its p-value is below alpha / h_i <= alpha / g_0, and so is that of
+j(g) (p_j(g) is the smallest of g's true nulls), contradicting E. Hence P[any false
+"violated"] <= alpha. Counting one empirical bound's k nested comparisons once instead of k
+times is what lets one confident exceedance show family-wise (issue 29: a client at 1.1 x its
+eps0 at the shuffle level). Rows whose p-value is not
 known are counted conservatively: a row violated at its own confidence c with p = 1 - c, a
 consistent one with p = 1 (a larger p-value only makes the procedure more conservative).
 ``not-evaluated`` and ``reference`` rows are not tests and stay out of the family.
@@ -48,6 +70,8 @@ from shufflesim.simulator.audit.events import EventBound
 
 #: The family-wise procedure, as stated in every graded row's note.
 METHOD = "Holm"
+#: The column naming a row's test group (rows resting on one evaluated event; module docstring).
+GROUP = "test_group"
 #: Smallest error level tried (p-values below SMALLEST times the split factor read as 0).
 SMALLEST = 1e-280
 #: Adjusted p-values below this are "strong" evidence.
@@ -110,31 +134,44 @@ def attach_p_values(records: list[dict], audit, options) -> list[dict]:
     the best of ``audit`` (a randomizer-level audit: its best pair at delta0; a shuffle or
     pipeline audit: its best row per delta) exceeding their bound. Rows are matched on delta
     and epsilon_lb, so that rows of other attacks keep their own; rows with a p-value already
-    keep it. ``options.confidence`` gives the overall error level."""
+    keep it. ``options.confidence`` gives the overall error level. The rows graded by one
+    evaluated event share a ``test_group`` (counted once by :func:`grade`)."""
     alpha = 1.0 - options.confidence
     if hasattr(audit, "pairs"):  # randomizer level
         bests = [(audit.best, audit.delta0)]
     else:
         bests = [(audit.best(d), d) for d in audit.deltas]
-    for best, delta in bests:
+    first = 1 + max((int(r[GROUP]) for r in records if r.get(GROUP) is not None), default=0)
+    for k, (best, delta) in enumerate(bests):
+        evidence = Evidence.of(best.bound, delta, alpha)
         for r in records:
             if (r.get("row_type") == "verdict" and r.get("bound_kind") != "lower"
                     and r.get("p_value") is None and r.get("bound_epsilon") is not None
                     and r.get("epsilon_lb") is not None and r.get("delta") == delta
                     and r["epsilon_lb"] == best.epsilon_lb):
-                r["p_value"] = Evidence.of(best.bound, delta, alpha).p_value(
-                    float(r["bound_epsilon"]))
+                r["p_value"] = evidence.p_value(float(r["bound_epsilon"]))
+                r[GROUP] = first + k  # one evaluated event: nested thresholds (docstring)
     return records
 
 
-def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm's step-down adjusted p-values (module docstring), in the input order."""
+def holm(p_values: Sequence[float], groups: Sequence | None = None) -> np.ndarray:
+    """Holm's step-down adjusted p-values over test groups (module docstring), in the input
+    order; ``groups``: each row's group key (None: every row its own group, plain Holm)."""
     p = np.asarray(p_values, dtype=float)
     m = p.size
     if m == 0:
         return p
     order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    if groups is None:
+        remaining = m - np.arange(m)
+    else:
+        keys = [groups[i] if groups[i] is not None else ("row", i) for i in range(m)]
+        seen: set = set()
+        remaining = np.empty(m)
+        for step in range(m - 1, -1, -1):  # groups holding a row at this step or later
+            seen.add(keys[order[step]])
+            remaining[step] = len(seen)
+    scaled = np.minimum(1.0, remaining * p[order])
     adjusted = np.maximum.accumulate(scaled)
     out = np.empty(m)
     out[order] = adjusted
@@ -173,8 +210,10 @@ def grade(records: list[dict], confidence: float) -> list[dict]:
     alpha = 1.0 - confidence
     family = [r for r in records if r.get("row_type") == "verdict" and r["verdict"] in TESTED]
     raw = [_raw_p(r) for r in family]
-    adjusted = holm(raw)
+    adjusted = holm(raw, [r.get(GROUP) for r in family])
     m = len(family)
+    tests = len({r.get(GROUP) if r.get(GROUP) is not None else ("row", i)
+                 for i, r in enumerate(family)})
     for r, p, q in zip(family, raw, adjusted, strict=True):
         was = r["verdict"]
         r["p_value"] = p
@@ -184,7 +223,7 @@ def grade(records: list[dict], confidence: float) -> list[dict]:
         # exact findings: tables.verdict_records, a shuffler's permutation check
         exact = p == 0 and (r.get("subject") == "bound" or r.get("bound_status") == "checked")
         r["strength"] = strength(float(q), alpha, violated, exact)
-        scope = f"{METHOD}-adjusted p = {q:.3g} over {m} verdict row(s)"
+        scope = f"{METHOD}-adjusted p = {q:.3g} over {m} verdict row(s) in {tests} test(s)"
         if was == VIOLATED and not violated:
             r["reason"] = (f"not significant family-wise ({scope} >= {alpha:.3g}); "
                            f"alone: {r['reason']}")

@@ -7,7 +7,11 @@ aligned with them - ``time`` (arrival at the shuffler), ``sent`` (the client's s
 ``rank`` (arrival rank in the round) - and the function returns the released sequence (an array
 with the messages' trailing shape). It runs behind the user-code adapter (simulator/usercode.py:
 every failure one line, stdout to stderr, the per-call time limit). The third argument is passed
-when the function takes three positional parameters or one named ``arrivals``.
+when the function takes three positional parameters or one named ``arrivals``. A function with
+the attribute ``batched = True`` is called once per block of equal-size batches instead:
+messages (B, s) + shape, arrivals (B, s) each, and it returns (B, s') + shape, one row per batch
+(a Python call per batch limits the pipeline level to MAX_SHUFFLER_CALLS batches per audit;
+pipeline_level.py says what happens beyond).
 
 **Is it a permutation?** The released multiset is compared with the batch's: with M messages
 missing from the release and E present in excess, min(M, E) are *alterations* (a message
@@ -43,6 +47,9 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
+from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator.audit.loading import load_implementation
+from shufflesim.simulator.audit.pipeline_batch import Release, released_batches
 from shufflesim.simulator.audit.verdicts import CONSISTENT, VIOLATED, ImplementationVerdict
 from shufflesim.simulator.usercode import UserCodeError, contained, numeric_array
 
@@ -118,6 +125,114 @@ STATISTICS = (("shuffler-relative-order", relative_order, True),
               ("shuffler-content-order", lambda arrival, released: content_order(released),
                False))
 
+#: Batches a user's shuffler called once per batch (a Python call each) is given in one audit;
+#: beyond it the attack rows run the audit's own uniform shuffler and the user's is called on a
+#: sample of rounds for its checks (pipeline_level.py). A function with ``batched = True`` is
+#: called once per block of equal-size batches and has no such cap.
+MAX_SHUFFLER_CALLS = 20_000
+#: Integer messages spanning fewer values than this get their ids without sorting.
+_DIRECT_IDS = 1 << 16
+#: Batches up to this size get the relative-order statistic by direct comparison (else FFT).
+_DIRECT_SHIFTS = 64
+#: One-hot cells (batches x classes x messages) per block of the relative-order statistic.
+_ONEHOT_CELLS = 1 << 22
+
+
+def block_ids(given: np.ndarray, released: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Integer ids (numpy's order of the distinct messages) of two blocks of batches (B, s) +
+    shape and (B, s') + shape, and the number of distinct messages."""
+    b, s, r = given.shape[0], given.shape[1], released.shape[1]
+    both = np.concatenate([given.reshape(b * s, -1), released.reshape(b * r, -1)])
+    if both.shape[1] == 1 and both.dtype.kind in "iub" and both.size:
+        low, high = int(both.min()), int(both.max())
+        if high - low < _DIRECT_IDS:  # small integers: their offsets are ids in numpy's order
+            present = np.zeros(high - low + 1, dtype=bool)
+            flat = both[:, 0].astype(np.int64) - low
+            present[flat] = True
+            ids = np.cumsum(present)[flat] - 1
+            return ids[: b * s].reshape(b, s), ids[b * s:].reshape(b, r), int(present.sum())
+    if both.shape[1] == 1:
+        _, ids = np.unique(both[:, 0], return_inverse=True)
+    else:
+        _, ids = np.unique(both, axis=0, return_inverse=True)
+    ids = np.asarray(ids).reshape(-1)
+    return ids[: b * s].reshape(b, s), ids[b * s:].reshape(b, r), int(ids.max(initial=-1)) + 1
+
+
+def block_difference(a: np.ndarray, b: np.ndarray, k: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dropped, duplicated, altered) per batch of id blocks a (B, s) and b (B, s') (the
+    rule of :func:`multiset_difference`, row by row)."""
+    rows = a.shape[0]
+    if rows * k <= _DIRECT_IDS * 64:  # few ids: count them per batch directly
+        ca = np.bincount((np.arange(rows)[:, None] * k + a).reshape(-1), minlength=rows * k)
+        cb = np.bincount((np.arange(rows)[:, None] * k + b).reshape(-1), minlength=rows * k)
+        diff = (ca - cb).reshape(rows, k)
+        missing = np.clip(diff, 0, None).sum(axis=1)
+        excess = np.clip(-diff, 0, None).sum(axis=1)
+        altered = np.minimum(missing, excess)
+        return missing - altered, excess - altered, altered
+    keys_a = (np.arange(rows)[:, None] * k + a).reshape(-1)
+    keys_b = (np.arange(rows)[:, None] * k + b).reshape(-1)
+    keys, inverse = np.unique(np.concatenate([keys_a, keys_b]), return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    ca = np.bincount(inverse[: keys_a.size], minlength=keys.size)
+    cb = np.bincount(inverse[keys_a.size:], minlength=keys.size)
+    row = keys // max(k, 1)
+    missing = np.bincount(row, weights=np.clip(ca - cb, 0, None), minlength=rows)
+    excess = np.bincount(row, weights=np.clip(cb - ca, 0, None), minlength=rows)
+    altered = np.minimum(missing, excess)
+    return ((missing - altered).astype(np.int64), (excess - altered).astype(np.int64),
+            altered.astype(np.int64))
+
+
+def relative_order_rows(arrival: np.ndarray, released: np.ndarray, k: int) -> np.ndarray:
+    """:func:`relative_order` of every row of two (B, s) id blocks; with more than MAX_CLASSES
+    ids in the block they are merged modulo MAX_CLASSES (a coarser statistic, as valid)."""
+    if k > MAX_CLASSES:
+        arrival, released, k = arrival % MAX_CLASSES, released % MAX_CLASSES, MAX_CLASSES
+    b, s = arrival.shape
+    out = np.zeros(b, dtype=np.int64)
+    if s <= _DIRECT_SHIFTS:  # short batches: compare every shift directly
+        small = np.uint8 if k <= 256 else np.int32
+        arrival, released = arrival.astype(small), released.astype(small)
+        shifts = (np.arange(s)[:, None] + np.arange(s)[None, :]) % s  # [shift, j]
+        step = max(1, _ONEHOT_CELLS // (s * s))
+        for lo in range(0, b, step):
+            r = released[lo:lo + step, None, :]
+            best = np.zeros(r.shape[0], dtype=np.int64)
+            for seq in (arrival[lo:lo + step], arrival[lo:lo + step, ::-1]):
+                agree = (seq[:, shifts] == r).sum(axis=2, dtype=np.int16)
+                best = np.maximum(best, agree.max(axis=1))
+            out[lo:lo + step] = best
+        return out
+    step = max(1, _ONEHOT_CELLS // max(1, k * s))
+    classes = np.arange(k)[None, :, None]
+    for lo in range(0, b, step):
+        r = released[lo:lo + step, None, :] == classes
+        f_r = np.conj(np.fft.rfft(r.astype(float), axis=2))
+        best = np.zeros(r.shape[0])
+        for seq in (arrival[lo:lo + step], arrival[lo:lo + step, ::-1]):
+            f_a = np.fft.rfft((seq[:, None, :] == classes).astype(float), axis=2)
+            corr = np.fft.irfft(f_r * f_a, n=s, axis=2).sum(axis=1)
+            best = np.maximum(best, corr.max(axis=1))
+        out[lo:lo + step] = np.rint(best).astype(np.int64)
+    return out
+
+
+def content_order_rows(released: np.ndarray) -> np.ndarray:
+    """:func:`content_order` of every row of a (B, s) id block."""
+    b, s = released.shape
+    if s < 3:
+        return np.zeros(b)
+    ranks = stats.rankdata(released, axis=1)
+    ranks = ranks - ranks.mean(axis=1, keepdims=True)
+    pos = np.arange(s) - (s - 1) / 2
+    norm = np.sqrt((ranks**2).sum(axis=1) * (pos**2).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.abs(ranks @ pos) / norm
+    return np.where(np.isfinite(r), r, 0.0)
+
 
 @dataclasses.dataclass
 class _Tally:
@@ -125,10 +240,9 @@ class _Tally:
     losses: int = 0
 
     def add(self, observed, reference) -> None:
-        if observed > reference:
-            self.wins += 1
-        elif observed < reference:
-            self.losses += 1
+        observed, reference = np.asarray(observed), np.asarray(reference)
+        self.wins += int((observed > reference).sum())
+        self.losses += int((observed < reference).sum())
 
     @property
     def p_value(self) -> float:
@@ -137,92 +251,139 @@ class _Tally:
 
 
 class MessageShuffler:
-    """A user's shuffler applied to the released batches of a pipeline run (module docstring),
-    with the permutation and order checks tallied over every batch it shuffles."""
+    """A user's shuffler applied to the released batches of pipeline rounds (module
+    docstring), with the permutation and order checks tallied over every batch it shuffles.
+
+    ``batched``: the function's attribute ``batched = True`` says it takes a block of B
+    batches of equal size, messages (B, s) + shape and arrivals of shape (B, s), and returns
+    (B, s') + shape (one call per block instead of one per batch)."""
 
     def __init__(self, function: Callable, source: str) -> None:
         self.function = function
         self.source = source
         self.arrivals = _takes_arrivals(function)
+        self.batched = bool(getattr(function, "batched", False))
         self.batches = 0
         self.messages = 0
         self.dropped = self.duplicated = self.altered = 0
         self.faulty_batches = 0
         self.tallies = {name: _Tally() for name, _, _ in STATISTICS}
+        #: set by the pipeline level when the attack rows did not run this shuffler
+        self.scope = ""
 
-    def release(self, messages: np.ndarray, arrivals: dict, rng: np.random.Generator
-                ) -> np.ndarray:
-        """The user's released sequence for one batch (checked to be an array of messages)."""
+    def _call(self, messages: np.ndarray, arrivals: dict, rng: np.random.Generator):
         args = (messages.copy(), rng) + ((arrivals,) if self.arrivals else ())
         with contained(FIELD, self.source, self.function):
             returned = self.function(*args)
-        out = numeric_array(returned, FIELD, self.source)
-        if out.ndim == 0 or out.shape[1:] != messages.shape[1:]:
-            raise UserCodeError(FIELD, self.source, f"returned shape {out.shape} for a batch "
-                                f"of shape {messages.shape}: it must return messages")
+        return numeric_array(returned, FIELD, self.source)
+
+    @staticmethod
+    def _cast(out: np.ndarray, messages: np.ndarray) -> np.ndarray:
         if out.dtype != messages.dtype:  # e.g. floats holding the integer messages
             cast = out.astype(messages.dtype)
             if np.array_equal(cast, out):
                 return cast
         return out
 
-    def shuffle_run(self, result, rng: np.random.Generator, reference: np.random.Generator):
-        """``result`` (a pipeline run released in arrival order) with every released batch
-        replaced by the user's release; the checks are tallied. Each released message is
-        attributed to a sender with an equal message (ties in random order; an altered message
-        to the arrival at its position), which only the goodness of fit uses."""
-        outputs = []
-        for batch in result.outputs:
-            stream = result.streams[batch.round]
-            position = np.zeros(int(stream.client.max(initial=-1)) + 1, dtype=np.int64)
-            position[stream.client] = np.arange(stream.client.size)  # client -> arrival rank
-            arrival = position[batch.clients]
-            meta = {"time": stream.times[arrival], "sent": stream.sent[arrival],
-                    "rank": arrival.astype(np.int64)}
-            released = self.release(batch.reports, meta, rng)
-            outputs.append(dataclasses.replace(
-                batch, reports=released, size=int(len(released)),
-                clients=self._senders(batch.reports, batch.clients, released, reference)))
-            self._check(batch.reports, released, reference)
-        return dataclasses.replace(result, outputs=outputs)
+    def release(self, messages: np.ndarray, arrivals: dict, rng: np.random.Generator
+                ) -> np.ndarray:
+        """The user's released sequence for one batch (checked to be an array of messages)."""
+        out = self._call(messages, arrivals, rng)
+        if out.ndim == 0 or out.shape[1:] != messages.shape[1:]:
+            raise UserCodeError(FIELD, self.source, f"returned shape {out.shape} for a batch "
+                                f"of shape {messages.shape}: it must return messages")
+        return self._cast(out, messages)
 
-    @staticmethod
-    def _senders(given, clients, released, rng) -> np.ndarray:
-        a, b = message_ids(given, released)
-        out = clients[np.minimum(np.arange(len(released)), len(clients) - 1)].copy()
-        order = rng.permutation(len(a))
-        pool: dict[int, list[int]] = {}
-        for i in order:
-            pool.setdefault(int(a[i]), []).append(int(clients[i]))
-        for j, v in enumerate(b):
-            stack = pool.get(int(v))
-            if stack:
-                out[j] = stack.pop()
-        return out
+    def release_block(self, messages: np.ndarray, arrivals: dict, rng: np.random.Generator
+                      ) -> np.ndarray:
+        """A batched shuffler's release of a block of batches (B, s) + shape."""
+        out = self._call(messages, arrivals, rng)
+        if out.ndim < 2 or out.shape[0] != messages.shape[0] or \
+                out.shape[2:] != messages.shape[2:]:
+            raise UserCodeError(FIELD, self.source, f"returned shape {out.shape} for a block "
+                                f"of batches of shape {messages.shape}: a batched shuffler "
+                                "returns one row of messages per batch")
+        return self._cast(out, messages)
 
-    def _check(self, given, released, rng) -> None:
-        self.batches += 1
-        self.messages += len(given)
-        dropped, duplicated, altered = multiset_difference(given, released)
-        self.dropped += dropped
-        self.duplicated += duplicated
-        self.altered += altered
-        if dropped or duplicated or altered:
-            self.faulty_batches += 1
+    def release_rounds(self, rounds, rng: np.random.Generator,
+                       reference: np.random.Generator):
+        """The user's release of every released batch of a block of rounds
+        (pipeline_batch.Rounds), as a pipeline_batch.Release; the checks are tallied."""
+        trials, batch_index, slot, parts = [], [], [], []
+        for size, (trial, index, first) in released_batches(rounds).items():
+            where = first[:, None] + np.arange(size)
+            given = rounds.reports[trial[:, None], where]
+            meta = {"time": rounds.times[trial[:, None], where],
+                    "sent": rounds.sent[trial[:, None], where],
+                    "rank": where.astype(np.int64)}
+            if self.batched:
+                block = self.release_block(given, meta, rng)
+                self.check_block(given, block, reference)
+                width = block.shape[1]
+                trials.append(np.repeat(trial, width))
+                batch_index.append(np.repeat(index, width))
+                slot.append(np.tile(np.arange(width), len(trial)))
+                parts.append(block.reshape((-1,) + given.shape[2:]))
+                continue
+            outs = [self.release(given[i], {k: v[i] for k, v in meta.items()}, rng)
+                    for i in range(len(trial))]
+            lengths = np.array([len(o) for o in outs])
+            for length in np.unique(lengths):  # checked in blocks of equal shapes
+                pick = np.flatnonzero(lengths == length)
+                self.check_block(given[pick], np.stack([outs[i] for i in pick]), reference)
+            for i, out in enumerate(outs):
+                trials.append(np.full(len(out), trial[i]))
+                batch_index.append(np.full(len(out), index[i]))
+                slot.append(np.arange(len(out)))
+                parts.append(out)
+        shape = rounds.reports.shape[2:]
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return Release(rounds.trials, empty, empty,
+                           np.zeros((0,) + shape, rounds.reports.dtype))
+        trial_ids, batch_ids, slots = (np.concatenate(v) for v in (trials, batch_index, slot))
+        width = int(slots.max(initial=0)) + 1
+        composite = (trial_ids * (int(batch_ids.max(initial=0)) + 1) + batch_ids) * width + slots
+        order = (slice(None) if np.all(np.diff(composite) > 0)  # e.g. one batch per round
+                 else np.argsort(composite, kind="stable"))
+        trial_ids = trial_ids[order]
+        counts = np.bincount(trial_ids, minlength=rounds.trials)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        position = np.arange(trial_ids.size) - starts[trial_ids]
+        return Release(rounds.trials, trial_ids, position, np.concatenate(parts)[order])
+
+    def check_block(self, given: np.ndarray, released: np.ndarray,
+                    rng: np.random.Generator) -> None:
+        """Tally the checks of a block of batches: given (B, s) + shape in arrival order and
+        the user's release (B, s') + shape (module docstring)."""
+        b, s = given.shape[:2]
+        self.batches += b
+        self.messages += b * s
+        a, r, k = block_ids(given, released)
+        dropped, duplicated, altered = block_difference(a, r, k)
+        self.dropped += int(dropped.sum())
+        self.duplicated += int(duplicated.sum())
+        self.altered += int(altered.sum())
+        faulty = (dropped + duplicated + altered) > 0
+        self.faulty_batches += int(faulty.sum())
+        if s < 2 or faulty.all():
             return
-        if len(given) < 2:
-            return
-        arrival, out = message_ids(given, released)
-        reference = arrival[rng.permutation(arrival.size)]
-        for name, statistic, _ in STATISTICS:
-            self.tallies[name].add(statistic(arrival, out), statistic(arrival, reference))
+        a, r = a[~faulty], r[~faulty]
+        reference = np.take_along_axis(a, np.argsort(rng.random(a.shape), axis=1), axis=1)
+        for name, _, relative in STATISTICS:
+            if relative:
+                observed, expected = (relative_order_rows(a, r, k),
+                                      relative_order_rows(a, reference, k))
+            else:
+                observed, expected = content_order_rows(r), content_order_rows(reference)
+            self.tallies[name].add(observed, expected)
 
     def verdicts(self, confidence: float) -> list[ImplementationVerdict]:
         """One verdict per permutation fault kind and per order statistic (module docstring),
         the latter at ``confidence`` on its own; every p-value goes into the run's family
         (grading.py), which decides the final verdict."""
         out = []
-        where = f"{self.batches} batch(es), {self.messages} message(s)"
+        where = f"{self.batches} batch(es), {self.messages} message(s){self.scope}"
         for kind, count in (("drops", self.dropped), ("duplicates", self.duplicated),
                             ("alterations", self.altered)):
             bad = count > 0
@@ -238,13 +399,26 @@ class MessageShuffler:
             what = ("keeps the arrival order up to a cyclic shift or reversal"
                     if relative else "puts messages in an order that depends on their values")
             tally = (f"larger than a uniform permutation's in {t.wins} of {t.wins + t.losses} "
-                     f"untied batches (one-sided sign test p = {p:.3g})")
+                     f"untied batches (one-sided sign test p = {p:.3g}){self.scope}")
             bad = p < 1.0 - confidence
             sentence = (f"the shuffler {what} more often than a uniform shuffler: {tally}"
                         if bad else f"no evidence that the shuffler {what}: {tally}")
             out.append(ImplementationVerdict(name, VIOLATED if bad else CONSISTENT, sentence,
                                              confidence=confidence, p_value=p))
         return out
+
+
+def load_shuffler(spec) -> MessageShuffler | None:
+    """The user's shuffler named by ``spec`` (a callable, "path/file.py:function" or
+    "module:function"; loading.load_implementation), or None; a bad name is an error on the
+    field ``shuffler``."""
+    if spec is None:
+        return None
+    try:
+        loaded = load_implementation(spec)
+    except ParameterError as error:
+        raise ParameterError(FIELD, spec, error.requirement) from None
+    return MessageShuffler(loaded.function, loaded.source)
 
 
 def _past(kind: str) -> str:

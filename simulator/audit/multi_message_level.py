@@ -176,6 +176,32 @@ class MessageStatistics:
         up, down = self._cells(la, lb)
         return {"lr": score, "count[x0>x1]": up.sum(axis=1), "count[x1>x0]": down.sum(axis=1)}
 
+    def flat_statistics(self, trial: np.ndarray, messages: np.ndarray, trials: int
+                        ) -> dict[str, np.ndarray]:
+        """The same statistics of ``trials`` trials whose messages are given flat, each with
+        its trial index (sorted): the released messages of pipeline rounds."""
+        la, lb = self.log_ratios(messages)
+        with np.errstate(invalid="ignore"):
+            score = segment_logsumexp(la, trial, trials) - segment_logsumexp(lb, trial, trials)
+        up, down = self._cells(la, lb)
+        return {"lr": np.where(np.isnan(score), 0.0, score),
+                "count[x0>x1]": np.bincount(trial, weights=up, minlength=trials).astype(np.int64),
+                "count[x1>x0]": np.bincount(trial, weights=down,
+                                            minlength=trials).astype(np.int64)}
+
+
+def segment_logsumexp(values: np.ndarray, segment: np.ndarray, segments: int) -> np.ndarray:
+    """log sum of e^values per segment (``segment`` sorted; -inf for an empty segment)."""
+    top = np.full(segments, -np.inf)
+    if values.size:
+        starts = np.flatnonzero(np.diff(segment, prepend=-1) != 0)
+        top[segment[starts]] = np.maximum.reduceat(values, starts)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        terms = np.exp(values - shift[segment])
+    with np.errstate(divide="ignore"):
+        return np.log(np.bincount(segment, weights=terms, minlength=segments)) + shift
+
 
 def _weighted_logsumexp(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """log sum_k w_k e^{v_k} per row of ``weights`` (-inf where every weighted term is 0)."""
@@ -225,11 +251,15 @@ class MultiMessageSampler:
         values = np.full((trials, s.n), s.x_star)
         values[:, 0] = s.x[world]
         reports = np.asarray(self.randomizer.randomize(values, rng))
-        if self.fit:
-            index = np.asarray(s.declared.message_index(
-                reports.reshape((-1,) + s.shape)), dtype=np.int64)
-            self.counts[world] += np.bincount(index, minlength=self.counts[world].size)
+        self.tally(world, reports)
         return s.statistics(reports)
+
+    def tally(self, world: int, messages: np.ndarray) -> None:
+        """Add messages (any leading axes, then the message shape) to the fit's counts."""
+        if self.fit:
+            index = np.asarray(self.stats.declared.message_index(
+                messages.reshape((-1,) + self.stats.shape)), dtype=np.int64)
+            self.counts[world] += np.bincount(index, minlength=self.counts[world].size)
 
     def fits(self) -> tuple[FitResult, ...]:
         if not self.fit:
@@ -255,18 +285,15 @@ def _bins(name: str, values: np.ndarray, edges: np.ndarray | None, total: int) -
     return np.asarray(values, dtype=np.int64)
 
 
-def audit_multi_message(randomizer, n: int, deltas, options: AuditOptions,
-                        seed: np.random.SeedSequence | int, *, x0=None, x1=None, x_star=None,
-                        progress: Callable[[int, int], None] | None = None) -> AttackAudit:
-    """The shuffle-level audit of a multi-message randomizer (or an implementation claiming
-    one) with n users at each delta (module docstring)."""
-    start = time.perf_counter()
+def multi_setup(randomizer, n: int, deltas, options: AuditOptions, triple):
+    """(deltas, declared randomizer, (x0, x1, x*) with the defaults filled in, the message
+    statistics, the statistics' columns) of a multi-message audit, the arguments checked."""
     deltas = check_deltas(deltas)
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
-    implementation = hasattr(randomizer, "implementation")
-    declared = randomizer.declared if implementation else randomizer
+    declared = randomizer.declared if hasattr(randomizer, "implementation") else randomizer
     require(options.selection_trials > 0, "holdout_fraction", options.holdout_fraction,
             "the multi-message audit bins its lr score on selection trials: must be > 0")
+    x0, x1, x_star = triple
     if x0 is None or x1 is None or x_star is None:
         t = default_multi_triple(declared, n, deltas[0])
         x0, x1, x_star = (t[0] if x0 is None else x0, t[1] if x1 is None else x1,
@@ -278,6 +305,18 @@ def audit_multi_message(randomizer, n: int, deltas, options: AuditOptions,
     require(bool(names), "attacks", options.attacks, "the multi-message audit runs lr and count")
     columns = (["lr"] if "lr" in names else []) + (
         ["count[x0>x1]", "count[x1>x0]"] if "count" in names else [])
+    return deltas, declared, (x0, x1, x_star), stats, columns
+
+
+def audit_multi_message(randomizer, n: int, deltas, options: AuditOptions,
+                        seed: np.random.SeedSequence | int, *, x0=None, x1=None, x_star=None,
+                        progress: Callable[[int, int], None] | None = None) -> AttackAudit:
+    """The shuffle-level audit of a multi-message randomizer (or an implementation claiming
+    one) with n users at each delta (module docstring)."""
+    start = time.perf_counter()
+    deltas, declared, (x0, x1, x_star), stats, columns = multi_setup(
+        randomizer, n, deltas, options, (x0, x1, x_star))
+    implementation = declared is not randomizer
     sampler = MultiMessageSampler(randomizer, stats, implementation)
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     per_trial = int(declared.message_alphabet_size) if sampler.aggregate else n * stats.m
@@ -296,6 +335,22 @@ def audit_multi_message(randomizer, n: int, deltas, options: AuditOptions,
                 progress(done[0], total)
         return {col: np.concatenate(v) for col, v in parts.items()}
 
+    rows, summary = multi_message_rows(columns, draw, options, deltas, seq, declared, n,
+                                       (x0, x1, x_star), total_messages)
+    label = f"(x0, x1, x2) = ({x0}, {x1}, {x_star}); {n} users x {stats.m} messages"
+    return AttackAudit("shuffle", randomizer.name, float(randomizer.epsilon0), n, label,
+                       options, tuple(rows), time.perf_counter() - start, summary,
+                       sampler.fits(), randomizer.implementation.source if implementation
+                       else "", "multi-message: attacks on the shuffled messages")
+
+
+def multi_message_rows(columns, draw, options: AuditOptions, deltas, seq, declared, n: int,
+                       triple, total_messages: int) -> tuple[list, dict]:
+    """The attack rows of the multi-message statistics ``columns`` of trials drawn by
+    ``draw(world, trials, key) -> {column: values}`` (selection on stream (w, 0), evaluation
+    on (w, 1)): the lr score binned at quantiles of the pooled selection scores, the counts
+    as they are; and the best exact value per delta (module docstring)."""
+    x0, x1, x_star = triple
     sel = [draw(w, options.selection_trials, child(seq, w, 0)) for w in (0, 1)]
     edges = None
     if "lr" in columns:
@@ -307,19 +362,16 @@ def audit_multi_message(randomizer, n: int, deltas, options: AuditOptions,
     per_bin, describe = {}, {}
     for col in columns:
         size = (edges.size + 1) if col == "lr" else total_messages + 1
-        counted = [[np.bincount(_bins(col, part[w][col], edges, total_messages),
-                                minlength=size)[:size] for w in (0, 1)] for part in (sel, ev)]
+        counted = [[np.bincount(np.clip(_bins(col, part[w][col], edges, total_messages), 0,
+                                        size - 1), minlength=size)[:size] for w in (0, 1)]
+                   for part in (sel, ev)]
         per_bin[col] = (tuple(counted[0]), tuple(counted[1]))
         describe[col] = _describer(col, edges)
     exact = {d: exact_multi_by_direction(declared, n, x0, x1, x_star, d) for d in deltas}
     rows = attack_rows(columns, per_bin, describe, options, deltas, exact)
     summary = {d: max((v[0] for v in exact[d] if v[0] is not None), default=None)
                for d in deltas}
-    label = f"(x0, x1, x2) = ({x0}, {x1}, {x_star}); {n} users x {stats.m} messages"
-    return AttackAudit("shuffle", randomizer.name, float(randomizer.epsilon0), n, label,
-                       options, tuple(rows), time.perf_counter() - start, summary,
-                       sampler.fits(), randomizer.implementation.source if implementation
-                       else "", "multi-message: attacks on the shuffled messages")
+    return rows, summary
 
 
 def _describer(column: str, edges: np.ndarray | None):

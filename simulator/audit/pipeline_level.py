@@ -1,12 +1,14 @@
 """Pipeline-level audit: the shuffle-level attacks, and an order-aware one, on outputs of the whole
-SimPy pipeline (clients -> shuffler -> analyzer; docs/architecture.md, "The auditor", level 3).
+pipeline (clients -> shuffler -> analyzer; docs/architecture.md, "The auditor", level 3).
 
-A trial is one collection round of :func:`simulator.pipeline.run_pipeline` with the clients
-holding X0 = (x0, x2, ..., x2) or X1 = (x1, x2, ..., x2) (client 0 is user 1). A pipeline run
-with ``rounds = R`` gives R independent trials (every round draws fresh arrivals, randomness
-and permutations for the same values); trials are run in chunks of rounds, each chunk from its
-own SeedSequence. The others must hold a fixed x2 here: values drawn once per run would make
-the rounds of a run dependent.
+A trial is one collection round of the pipeline (simulator/pipeline/: clients send, the
+shuffler batches and permutes, the analyzer receives) with the clients holding
+X0 = (x0, x2, ..., x2) or X1 = (x1, x2, ..., x2) (client 0 is user 1). Rounds are independent
+(fresh arrivals, randomness and permutations for the same values) and are simulated per block
+of rounds (pipeline_batch.py: the client's code called once per block on a (rounds, n) array,
+the batches of simulator/pipeline/shuffler.py's rules computed for every round at once), each
+block from its own SeedSequence child. The others must hold a fixed x2 here: values drawn once
+per run would make the rounds dependent.
 
 Statistics per round:
 
@@ -25,8 +27,8 @@ pipeline releases fixed-size batches (batch membership depends on arrival order 
 other batches carry no information about user 1). With dropouts, timeouts, thresholding or
 colluders the shuffled set is random and smaller; the comparison is then indicative only.
 
-An implementation under test (implementation.ImplementationRandomizer) runs inside the SimPy
-clients (``randomize`` of every client calls the user's code). With ``cover_domain`` (the
+An implementation under test (implementation.ImplementationRandomizer) is the clients' code
+(one call per block of rounds). With ``cover_domain`` (the
 default for implementations, categorical domains) the other users do not all hold x2: user i
 (i = 2..n) holds (x2 + i - 2) mod d, a fixed assignment that passes every value of the domain
 through the code every round (with a fixed x2 an off-by-one at a value nobody holds is never
@@ -35,13 +37,19 @@ inputs (a fixed function of the histogram: valid whatever the law), and no exact
 beside their rows (the others are not exchangeable). A goodness-of-fit row per world tests the
 pooled released reports against their declared expectation, the sum of R(value of the sender)
 over the released messages (senders are known to the auditor; the same conservative Pearson
-test as the shuffle level). A user's own shuffler is audited through ``permutation``
-(implementation.shuffler_permutation); the ``order`` attack catches one that does not permute.
+test as the shuffle level; the reports counted are those the clients sent in released batches).
+
+A user's shuffler (message_shuffler.MessageShuffler) sees every released batch: its messages in
+arrival order with their arrival metadata, and its release is what the attacks see. A function
+called once per batch costs a Python call each: when the audit needs more than
+MAX_SHUFFLER_CALLS of them, the attack rows run the audit's own uniform shuffler on every trial
+and the user's shuffler is called on a sample of rounds per world (its own streams), whose
+permutation and order checks are its verdicts; the verdicts' reasons say so. A function marked
+``batched = True`` is called once per block of equal-size batches and sees every trial.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 
@@ -57,7 +65,15 @@ from shufflesim.simulator.audit.attacks import (
 )
 from shufflesim.simulator.audit.groups import OutputGroups, output_groups
 from shufflesim.simulator.audit.levels import Level, register_attack, register_level
-from shufflesim.simulator.audit.message_shuffler import MessageShuffler
+from shufflesim.simulator.audit.message_shuffler import MAX_SHUFFLER_CALLS, MessageShuffler
+from shufflesim.simulator.audit.pipeline_batch import (
+    Release,
+    audit_shuffle_release,
+    draw_rounds,
+    permutation_release,
+    released_batches,
+    rounds_per_block,
+)
 from shufflesim.simulator.audit.randomizer_level import FitResult, chi_square_fit
 from shufflesim.simulator.audit.sampling import child, chunk_sizes
 from shufflesim.simulator.audit.shuffle_level import (
@@ -68,13 +84,11 @@ from shufflesim.simulator.audit.shuffle_level import (
     exact_by_direction,
 )
 from shufflesim.simulator.errors import UserError
-from shufflesim.simulator.pipeline import PipelineConfig, run_pipeline, uniform_permutation
+from shufflesim.simulator.pipeline import PipelineConfig, uniform_permutation
 from shufflesim.simulator.pipeline.clients import messages_per_client
 
 #: Spawn keys of a user shuffler's generator and of the audit's reference permutations.
 SHUFFLER_KEY = 0x5F1
-#: Rounds per pipeline run (bounded memory: the run keeps rounds x n reports).
-ROUNDS_PER_RUN = 500
 
 
 def identity_permutation(rng: np.random.Generator, size: int) -> np.ndarray:
@@ -115,42 +129,30 @@ class OrderAttack(Attack):
         return f"report at user 1's arrival position: ratio rank {op} {threshold}"
 
 
-def _round_statistics(result, groups: OutputGroups, randomizer, rounds: int, fit=None):
-    """(group histograms (rounds, G), order-attack bins (rounds,)) of one pipeline run;
-    ``fit`` = (observed, senders) count arrays to add the released outputs and their senders'
-    values to (goodness of fit of an implementation)."""
+def release_statistics(release: Release, rank: np.ndarray, groups: OutputGroups, randomizer
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(group histograms (rounds, G), order-attack bins (rounds,)) of a block of rounds'
+    released messages; ``rank``: user 1's arrival rank per round (-1: it did not send)."""
     g = groups.model.groups
-    released = [b for b in result.outputs if b.reports is not None]
-    if released:
-        reports = np.concatenate([b.reports for b in released])
-        idx = np.asarray(randomizer.output_index(reports), dtype=np.int64)
-        batch_round = np.repeat([b.round for b in released], [b.size for b in released])
-        if fit is not None:
-            observed, senders, values = fit
-            observed += np.bincount(idx, minlength=observed.size)
-            clients = np.concatenate([b.clients for b in released])
-            senders += np.bincount(values[clients], minlength=senders.size)
+    idx = np.asarray(randomizer.output_index(release.reports), dtype=np.int64).reshape(-1)
+    hist = np.bincount(release.trial * g + groups.group[idx], minlength=release.trials * g)
+    present, where = release.at(rank)
+    order = np.full(release.trials, groups.missing_bin)
+    order[present] = groups.order_bin[idx[where[present]]]
+    return hist.reshape(release.trials, g), order
+
+
+def _fit_counts(rounds, randomizer, values, fit) -> None:
+    """Add the reports the clients sent in released batches, and their senders' values, to
+    ``fit`` = (observed, senders) count arrays."""
+    observed, senders = fit
+    kept = rounds.reports if rounds.kept.all() else rounds.reports[rounds.kept]
+    observed += np.bincount(np.asarray(randomizer.output_index(kept), dtype=np.int64)
+                            .reshape(-1), minlength=observed.size)
+    if rounds.kept.all():  # every client's messages released
+        senders += rounds.trials * np.bincount(values, minlength=senders.size)
     else:
-        idx = np.zeros(0, dtype=np.int64)
-        batch_round = np.zeros(0, dtype=np.int64)
-    hist = np.bincount(batch_round * g + groups.group[idx], minlength=rounds * g)
-    hist = hist.reshape(rounds, g)
-    # User 1's arrival rank per round (-1 if it did not send).
-    clients = [s.client for s in result.streams]
-    lengths = np.array([c.size for c in clients])
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    flat = np.concatenate(clients) if clients else np.zeros(0, dtype=np.int64)
-    hits = np.flatnonzero(flat == 0)
-    hit_round = np.searchsorted(starts, hits, side="right") - 1
-    rank = np.full(rounds, -1)
-    rank[hit_round] = hits - starts[hit_round]
-    # Released output at that rank, per round.
-    out_count = np.bincount(batch_round, minlength=rounds)
-    out_start = np.concatenate(([0], np.cumsum(out_count)[:-1]))
-    present = (rank >= 0) & (rank < out_count)
-    order = np.full(rounds, groups.missing_bin)
-    order[present] = groups.order_bin[idx[out_start[present] + rank[present]]]
-    return hist, order
+        senders += np.bincount(values[rounds.client[rounds.kept]], minlength=senders.size)
 
 
 def audit_pipeline(
@@ -164,8 +166,8 @@ def audit_pipeline(
 
     ``permutation`` replaces the shuffler's permutation (fault injection, e.g.
     :func:`identity_permutation`); ``shuffler``: a user's shuffler that sees the messages
-    (message_shuffler.MessageShuffler: the pipeline releases in arrival order, the shuffler
-    releases each batch, and its checks are tallied on the object); ``cover_domain`` (default:
+    (message_shuffler.MessageShuffler: it releases each batch, and its checks are tallied on
+    the object); ``cover_domain`` (default:
     for an implementation under test with a categorical domain) cycles the others' inputs
     through the domain."""
     start = time.perf_counter()
@@ -202,36 +204,45 @@ def audit_pipeline(
     fit_state = None
     if implementation and categorical and domain.size <= MAX_FIT_INPUTS:
         size = int(declared.output_size)
-        fit_state = [(np.zeros(size, dtype=np.int64), np.zeros(domain.size, dtype=np.int64),
-                      values[w]) for w in (0, 1)]
+        fit_state = [(np.zeros(size, dtype=np.int64), np.zeros(domain.size, dtype=np.int64))
+                     for _ in (0, 1)]
     total = 2 * options.trials
     done = 0
     names = [a.name for a in attacks]
     counts = {(a.name, w, phase): np.zeros(a.bins, dtype=np.int64)
               for a in attacks for w in (0, 1) for phase in (0, 1)}
-    per_run = min(options.chunk, ROUNDS_PER_RUN)
+    per_block = min(options.chunk, rounds_per_block(n * messages_per_client(randomizer)))
+    sampled = shuffler is not None and _shuffler_sample(shuffler, declared, values[0], config,
+                                                       options.trials, seq)
     for phase, size in ((0, options.selection_trials), (1, options.evaluation_trials)):
         for w in (0, 1):
-            for c, rounds in enumerate(chunk_sizes(size, per_run)):
-                rng = np.random.default_rng(child(seq, w, phase, c))
-                result = run_pipeline(randomizer, values[w],
-                                      dataclasses.replace(config, rounds=rounds), rng,
-                                      keep_outputs=True, permutation=(
-                                          permutation if shuffler is None
-                                          else identity_permutation))
-                if shuffler is not None:
-                    result = shuffler.shuffle_run(
-                        result, np.random.default_rng(child(seq, w, phase, c, SHUFFLER_KEY)),
-                        np.random.default_rng(child(seq, w, phase, c, SHUFFLER_KEY + 1)))
-                hist, order = _round_statistics(result, groups, randomizer, rounds,
-                                                None if fit_state is None else fit_state[w])
+            for c, block in enumerate(chunk_sizes(size, per_block)):
+                key = child(seq, w, phase, c)
+                rounds = draw_rounds(randomizer, values[w], config, block,
+                                     np.random.default_rng(key))
+                mix = np.random.default_rng(child(key, SHUFFLER_KEY))
+                if shuffler is not None and not sampled:
+                    release = shuffler.release_rounds(
+                        rounds, mix, np.random.default_rng(child(key, SHUFFLER_KEY + 1)))
+                elif permutation is uniform_permutation or shuffler is not None:
+                    release = audit_shuffle_release(rounds, mix)
+                elif permutation is identity_permutation:
+                    release = audit_shuffle_release(rounds, mix, permute=False)
+                else:
+                    release = permutation_release(rounds, permutation, mix)
+                hist, order = release_statistics(release, rounds.user_rank(0), groups,
+                                                 randomizer)
+                if fit_state is not None:
+                    _fit_counts(rounds, randomizer, values[w], fit_state[w])
                 chunk = RoundChunk(n, hist, order)
                 for a in attacks:
                     counts[(a.name, w, phase)] += np.bincount(
                         np.clip(a.bin(chunk), 0, a.bins - 1), minlength=a.bins)
-                done += rounds
+                done += block
                 if progress is not None:
                     progress(done, total)
+    if sampled:
+        _run_shuffler_sample(shuffler, randomizer, values, config, sampled, per_block, seq)
     holdout = options.selection_trials > 0
     per_bin = {name: ((counts[(name, 0, 0)], counts[(name, 1, 0)]) if holdout else (None, None),
                       (counts[(name, 0, 1)], counts[(name, 1, 1)])) for name in names}
@@ -245,7 +256,7 @@ def audit_pipeline(
     if fit_state is not None:
         pmf = np.asarray(declared.output_pmf(np.arange(domain.size)), dtype=float)
         fits = tuple(_pooled_fit(w, observed, senders, pmf)
-                     for w, (observed, senders, _) in enumerate(fit_state))
+                     for w, (observed, senders) in enumerate(fit_state))
     label = groups.model.label
     note = ""
     if cover_domain:
@@ -257,6 +268,42 @@ def audit_pipeline(
                        source, note)
 
 
+def _shuffler_sample(shuffler: MessageShuffler, declared, values, config: PipelineConfig,
+                     trials: int, seq: np.random.SeedSequence) -> int:
+    """0 when a user's shuffler can see every trial, else the rounds per world it is called on
+    (module docstring): its batches per round are measured on a pilot of the declared
+    sampler's rounds."""
+    if shuffler.batched:
+        return 0
+    pilot = draw_rounds(declared, values, config, PILOT_ROUNDS,
+                        np.random.default_rng(child(seq, SHUFFLER_KEY + 2)))
+    per_round = max(1.0, sum(g[0].size for g in released_batches(pilot).values())
+                    / PILOT_ROUNDS)
+    if 2 * trials * per_round <= MAX_SHUFFLER_CALLS:
+        return 0
+    sample = max(1, int(MAX_SHUFFLER_CALLS / (2 * per_round)))
+    shuffler.scope = (f"; called on a sample of {sample} rounds per world: one Python call per "
+                      f"batch, at most {MAX_SHUFFLER_CALLS} per audit (a function with "
+                      f"batched = True sees every trial); the attack rows ran the audit's own "
+                      f"uniform shuffler on all {trials} trials per world")
+    return sample
+
+
+def _run_shuffler_sample(shuffler: MessageShuffler, randomizer, values, config, rounds: int,
+                         per_block: int, seq: np.random.SeedSequence) -> None:
+    """The user's shuffler on ``rounds`` rounds per world of its own streams (checks only)."""
+    for w in (0, 1):
+        for c, block in enumerate(chunk_sizes(rounds, per_block)):
+            key = child(seq, w, SAMPLE_PHASE, c)
+            drawn = draw_rounds(randomizer, values[w], config, block, np.random.default_rng(key))
+            shuffler.release_rounds(drawn, np.random.default_rng(child(key, SHUFFLER_KEY)),
+                                    np.random.default_rng(child(key, SHUFFLER_KEY + 1)))
+
+
+#: Rounds of the pilot that counts a configuration's batches per round.
+PILOT_ROUNDS = 64
+#: Stream key (in the phase's place) of the user shuffler's sample of rounds.
+SAMPLE_PHASE = 2
 #: Largest categorical domain whose pooled goodness of fit the pipeline level computes.
 MAX_FIT_INPUTS = 1 << 12
 
@@ -275,4 +322,4 @@ def shuffled_size(n: int, config: PipelineConfig | None) -> int:
     return min(n, config.batch_size)
 
 
-register_level(Level.PIPELINE, "the whole SimPy pipeline (clients, shuffler, analyzer)")
+register_level(Level.PIPELINE, "the whole pipeline (clients, batching shuffler, analyzer)")

@@ -77,7 +77,7 @@ def _figure_png(records: Sequence[dict]) -> tuple[bytes | None, str]:
         return None, "figure omitted: matplotlib is not installed (pip install 'shufflesim[plot]')"
     frame = pd.DataFrame(list(records))
     try:
-        figures = plot_audit_sandwich({"audit": frame}, figure)
+        figures = list(plot_audit_sandwich({"audit": frame}, figure))
     except Exception as error:  # a figure must never cost the report
         return None, f"figure omitted: {type(error).__name__}: {error}"
     if not figures:

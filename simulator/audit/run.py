@@ -38,13 +38,14 @@ from shufflesim.simulator.audit.grading import attach_p_values, grade
 from shufflesim.simulator.audit.input_search import search_pipeline, search_shuffle
 from shufflesim.simulator.audit.levels import ATTACKS, LEVELS, Level, as_level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation
-from shufflesim.simulator.audit.message_shuffler import MessageShuffler
+from shufflesim.simulator.audit.message_shuffler import load_shuffler
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
     identity_permutation,
     shuffled_size,
 )
+from shufflesim.simulator.audit.pipeline_multi import audit_pipeline_multi
 from shufflesim.simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
 from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK, child
 from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle, default_triple
@@ -293,8 +294,9 @@ def _audit_rows(settings: AuditSettings, randomizer, n: int | None,
         return attach_p_values(randomizer_records(audit, context), audit, options) + \
             _randomizer_attacks(settings, randomizer, audit.epsilon0, delta0, seed, context, "")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
-    if is_multi_message(randomizer) and settings.level is Level.SHUFFLE:
-        audit = _audit_multi(settings, randomizer, randomizer, n, options, seed, progress)
+    if is_multi_message(randomizer):  # the shuffle or pipeline level
+        audit = _audit_multi(settings, randomizer, randomizer, n, options, seed, progress,
+                             pipeline)
         return attach_p_values(attack_records(audit, context) + _bound_rows(
             settings, randomizer, audit, n, options, context), audit, options)
     require_finite_groups(randomizer)
@@ -359,15 +361,20 @@ def _bound_rows(settings: AuditSettings, randomizer, audit, bound_n: int, option
 
 
 def _audit_multi(settings: AuditSettings, sampled, declared, n: int, options, seed,
-                 progress):
-    """The shuffle level of a multi-message randomizer (multi_message_level.py): x0, x1 and
-    x2 (every other user's value) given or the exact lower bound's triple."""
+                 progress, pipeline=None, shuffler=None):
+    """Shuffle or pipeline level of a multi-message randomizer (multi_message_level.py,
+    pipeline_multi.py); x0, x1, x2 (all others') given or the exact lower triple."""
     require(settings.others is None, "others", settings.others, "a multi-message audit takes "
             "one x2 held by every other user (not a distribution)")
     x0, x1, x2 = (as_input(declared, x, f) for x, f in
                   ((settings.x0, "x0"), (settings.x1, "x1"), (settings.x2, "x2")))
     require(x0 is None or x0 != x1, "x1", settings.x1, "must differ from x0 (the neighbouring "
             "datasets differ in user 1's input)")
+    if settings.level is Level.PIPELINE:
+        require(settings.permute, "permute", settings.permute, "not for multi-message claims")
+        return audit_pipeline_multi(sampled, n, settings.delta, options, seed, x0=x0,
+                                    x1=x1, x_star=x2, config=pipeline, shuffler=shuffler,
+                                    progress=progress)
     return audit_multi_message(sampled, n, settings.delta, options, seed, x0=x0, x1=x1,
                                x_star=x2, progress=progress)
 
@@ -392,9 +399,9 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
             "randomizer level only (--level randomizer): the shuffle and pipeline levels need "
             "a claimed randomizer")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
-    multi = is_multi_message(declared) and settings.level is Level.SHUFFLE
+    multi = is_multi_message(declared)  # the shuffle or pipeline level
     binned = settings.level is Level.SHUFFLE and is_binnable(declared) and not multi
-    shuffler = None
+    shuffler = load_shuffler(settings.shuffler)  # None, or the user's (message_shuffler.py)
     if binned:  # a continuous scalar claim: its reports binned (binned.py)
         x0, x1, x2 = continuous_triple(declared, n, settings.delta[0], settings)
         tested, _ = binned_pair(tested, x0, x1, seed)
@@ -404,7 +411,8 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     if multi:
         require(not settings.two_stage, "two_stage", settings.two_stage, "a multi-message "
                 "implementation is audited on the messages of all n users (no two-stage)")
-        audit = _audit_multi(settings, tested, declared, n, options, seed, progress)
+        audit = _audit_multi(settings, tested, declared, n, options, seed, progress,
+                             pipeline, shuffler)
         bound_n = n
     elif settings.level is Level.SHUFFLE:
         others = x2
@@ -427,12 +435,6 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
         bound_n = n
     else:
         permutation = uniform_permutation if settings.permute else identity_permutation
-        if settings.shuffler is not None:
-            try:
-                loaded = load_implementation(settings.shuffler)
-            except ParameterError as error:
-                raise ParameterError("shuffler", settings.shuffler, error.requirement) from None
-            shuffler = MessageShuffler(loaded.function, loaded.source)
         if settings.x0 is None and settings.x1 is None and settings.x2 is None:
             audit = search_pipeline(tested, n, settings.delta, options, seed, config=pipeline,
                                     permutation=permutation, shuffler=shuffler,
@@ -459,7 +461,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
                                   confidence=options.confidence, names=names)
         where = f"{audit.pair}, attack {best.attack} {best.direction}, event {best.event}"
         own.append(shuffled_verdict(empirical, options.confidence, verdicts, claimed,
-                                    bound_n, delta, where))
+                                    bound_n, delta, where, audit.claim_pair.get(delta)))
         bound_rows += verdict_records(verdicts, {**context, "pair": audit.pair}, level,
                                       source)
     return attach_p_values(

@@ -96,7 +96,13 @@ def tabulate(sampler: HistogramSampler, attacks: Sequence[Attack], world: int, t
              seed: np.random.SeedSequence, chunk: int = DEFAULT_CHUNK,
              progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
     """Counts per bin of every attack's statistic over ``trials`` trials of ``world`` (in bulk
-    when the sampler gives the exact law of a one-count statistic: module docstring)."""
+    when the sampler gives the exact law of a one-count statistic: module docstring; a sampler
+    with its own ``tabulate`` that returns counts, e.g. two_stage_bulk's, tabulates itself)."""
+    own = getattr(sampler, "tabulate", None)
+    if own is not None:
+        totals = own(attacks, world, trials, seed, chunk, progress)
+        if totals is not None:
+            return totals
     pmf = sampler.count_pmf(world) if isinstance(sampler, HistogramSampler) else None
     if pmf is not None:
         return _tabulate_bulk(sampler.n, pmf, attacks, trials, seed, progress)

@@ -154,6 +154,9 @@ class AttackAudit:
     fits: tuple[FitResult, ...] = ()  # an implementation's goodness of fit per world
     implementation: str = ""  # the implementation under test ("": the declared sampler)
     note: str = ""
+    #: delta -> the declared mechanism's own eps at the audited pair, upper side of the engine's
+    #: numerical error, max over directions (:func:`claim_pair_epsilon`; implementations only)
+    claim_pair: dict = field(default_factory=dict)
 
     @property
     def fit_p_value(self) -> float | None:
@@ -201,6 +204,21 @@ def exact_by_direction(model: PairModel, delta: float,
         r = epsilon_from_atoms([atoms], n, delta, kind=BoundKind.LOWER, method="exact-lower")
         out.append((float(r.epsilon), float(r.epsilon_error)))
     return tuple(out)
+
+
+def claim_pair_epsilon(model: PairModel, delta: float) -> float:
+    """The declared mechanism's own eps(delta) at the audited pair (000 Thm 14 through the
+    engine on the pair's exact atoms, *upper* side of its numerical error), max over the two
+    directions. If the implementation were the claim, the shuffled output of the audited pair
+    would have exactly this eps: an empirical lower bound above it convicts the implementation
+    at the bound's confidence, whether or not a proven blanket bound exists for the claim (an
+    (eps0, delta0) claim, a binned continuous one)."""
+    out = []
+    for atoms in (model.atoms, model.atoms.swapped()):
+        r = epsilon_from_atoms([atoms], model.n, delta, kind=BoundKind.UPPER,
+                               method="claim-pair")
+        out.append(float(r.epsilon))
+    return max(out)
 
 
 def check_deltas(deltas) -> tuple[float, ...]:
@@ -327,12 +345,14 @@ def audit_shuffle(
     randomizer, n: int, deltas, options: AuditOptions, seed: np.random.SeedSequence | int,
     *, x0=None, x1=None, others=None, with_exact: bool = True,
     progress: Callable[[int, int], None] | None = None, two_stage: bool = False,
+    sampler_type: type | None = None,
 ) -> AttackAudit:
     """Audit the shuffled ``randomizer`` with n users at each delta (module docstring).
 
     The pair defaults to the triple maximising the exact lower bound at the first delta;
     ``others`` is x2 or a probability vector over inputs (attacks.pair_model). An
-    implementation under test is run itself (``two_stage``: only user 1's report).
+    implementation under test is run itself (``two_stage``: only user 1's report;
+    ``sampler_type``: an ImplementationSampler subclass, e.g. two_stage_bulk's).
     """
     start = time.perf_counter()
     deltas = check_deltas(deltas)
@@ -355,7 +375,8 @@ def audit_shuffle(
             groups = RatioGroups.build(declared, pair_model(declared, n, x0, x1, others), x0,
                                        x1, others)
         model = groups.model
-        sampler = ImplementationSampler(randomizer, groups, x0, x1, others, n, two_stage)
+        sampler = (sampler_type or ImplementationSampler)(randomizer, groups, x0, x1, others,
+                                                          n, two_stage)
         chunk = max(1, min(chunk, IMPLEMENTATION_REPORTS // (1 if two_stage else n)))
     else:
         require(not two_stage, "two_stage", two_stage, "applies to an implementation under "
@@ -390,9 +411,11 @@ def audit_shuffle(
     source = randomizer.implementation.source if implementation else ""
     note = ("two-stage: user 1's report from the implementation, the others' from the "
             "declared law" if two_stage else "")
+    pair = ({d: claim_pair_epsilon(model, d) for d in deltas} if implementation and with_exact
+            else {})
     return AttackAudit("shuffle", randomizer.name, float(randomizer.epsilon0), n, model.label,
                        options, tuple(rows), time.perf_counter() - start, summary, fits,
-                       source, note)
+                       source, note, pair)
 
 
 register_level(Level.SHUFFLE, "the shuffled histogram of n reports: an eps lower bound per delta")

@@ -100,6 +100,7 @@ class AuditRow(Record):
     implementation: str | None
     adjusted_p_value: float | None
     strength: str | None
+    test_group: int | None
 
 
 AUDIT_SCHEMA = AuditRow.schema()

@@ -207,33 +207,48 @@ def fit_verdict(p_value: float | None, confidence: float, claimed: str, tests: i
 
 
 def shuffled_verdict(epsilon_lb: float | None, confidence: float, verdicts: list[Verdict],
-                     claimed: str, n: int, delta: float, where: str) -> ImplementationVerdict:
+                     claimed: str, n: int, delta: float, where: str,
+                     claim_pair: float | None = None) -> ImplementationVerdict:
     """The shuffled output of the implementation against the smallest *proven* upper bound of
     the claimed mechanism at (n, delta) (bounds that the exact lower bound already exceeds are
     left out: they are at fault themselves): above it, the implementation's shuffled output is
     not that of the claimed mechanism (the bound is proven for the claim, so the code is at
-    fault, at the stated confidence)."""
-    proven = [v for v in verdicts if v.kind == BoundKind.UPPER.value and v.proven
+    fault, at the stated confidence). ``claim_pair``: the claimed mechanism's own eps at the
+    audited pair (shuffle_level.claim_pair_epsilon, upper side of the engine's error), compared
+    with too - the only comparison for a claim without a proven shuffled bound ((eps0, delta0)
+    claims, binned continuous ones)."""
+    proven = [(f"the proven upper bound {v.bound}", v.epsilon) for v in verdicts
+              if v.kind == BoundKind.UPPER.value and v.proven
               and v.epsilon is not None and math.isfinite(v.epsilon)
               and not _exceeds(v.exact_lower, v.epsilon)]  # a bound below exact is at fault
+    if claim_pair is not None and math.isfinite(claim_pair):
+        proven.append(("the claim's own eps at the audited pair (000 Thm 14, engine)",
+                       float(claim_pair)))
     if epsilon_lb is None or not proven:
         return ImplementationVerdict("shuffled", NOT_EVALUATED, "no empirical lower bound or "
                                      "no proven upper bound to compare", epsilon_lb,
                                      confidence, delta=delta)
-    best = min(proven, key=lambda v: v.epsilon)
+    name, value = min(proven, key=lambda v: v[1])
+    best = _Named(name, value)
     if _exceeds(epsilon_lb, best.epsilon):
         sentence = (f"the implementation's shuffled output is not that of the claimed "
                     f"{claimed} with n = {n}: central eps lower bound {epsilon_lb:.6g} at "
-                    f"confidence {confidence:g} ({where}) exceeds the proven upper bound "
-                    f"{best.bound} = {best.epsilon:.6g} at delta = {delta:g}")
+                    f"confidence {confidence:g} ({where}) exceeds {best.bound} = "
+                    f"{best.epsilon:.6g} at delta = {delta:g}")
         verdict = VIOLATED
     else:
         sentence = (f"no evidence against the claim after shuffling: central eps lower bound "
-                    f"{epsilon_lb:.6g} <= proven upper bound {best.bound} = {best.epsilon:.6g} "
+                    f"{epsilon_lb:.6g} <= {best.bound} = {best.epsilon:.6g} "
                     f"(confidence {confidence:g}, {where})")
         verdict = CONSISTENT
     return ImplementationVerdict("shuffled", verdict, sentence, epsilon_lb, confidence,
                                  best.epsilon, delta=delta)
+
+
+@dataclass(frozen=True)
+class _Named:
+    bound: str
+    epsilon: float
 
 
 def verdict_subject(v: Verdict, implementation: bool) -> str:

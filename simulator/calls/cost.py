@@ -242,8 +242,8 @@ def audit_cost(level: str, trials: int, n: int | None, outputs: int | None,
         per_trial = 2 * REPORT_SECONDS
     elif level == "pipeline":
         per_trial = n_users * MESSAGE_SECONDS
-    elif implementation:
-        per_trial = n_users * REPORT_SECONDS
+    elif implementation:  # the full audit and the two-stage one beside it (two_stage_bulk.py)
+        per_trial = 2 * n_users * REPORT_SECONDS
     else:
         per_trial = max(outputs or 1, 1) * CELL_SECONDS
     trial_seconds = trials * per_trial

@@ -51,7 +51,10 @@ class LearningSection(LearningOptions):
 
     ``clients_per_step``: clients sampled *without replacement* per step (002 Sec. 5.2; each
     client once per epoch). ``examples_per_client``: examples each client holds (003 Alg. 3's
-    m). Clipping is per example, then the client averages (protocols.learning.clipping).
+    m). ``clip_point``: ``example`` (clip every example, then the client averages: the
+    default) or ``client-mean`` (average, then clip the mean: 003 Alg. 3 line 12 as printed;
+    with ``privacy_unit = "example"`` one example is then bounded by 2 clip, not 2 clip / m, and
+    the accounting says so; protocols.learning.clipping).
     ``privacy_unit``: ``client`` (sensitivity 2 clip) or ``example`` (2 clip / m, 003's
     sigma; Gaussian only). ``pca_components = 0`` keeps the raw features. ``scale_features``:
     divide the features by the training rows' root-mean-square norm (false: keep the scale of
@@ -79,7 +82,7 @@ class LearningSection(LearningOptions):
         self.config(1.0)  # the training options' own checks
         if self.randomizer == "gaussian":  # its checks (calibration, privacy_unit) before the run
             GaussianGradient(self.clip, self.calibration, self.examples_per_client,
-                             self.privacy_unit)
+                             self.privacy_unit, self.clip_point)
 
     def config(self, epsilon0) -> LearningConfig:
         options = {f.name: getattr(self, f.name) for f in fields(LearningOptions)}
@@ -199,14 +202,17 @@ def run_repetition(section: LearningSection, budget, seed: np.random.SeedSequenc
     result = train_on_split(config, split, init_seq, train_seq)
     privacy = None
     if section.randomizer != "none":
-        sensitivity = sigma = None
+        sensitivity = sigma = unit_sensitivity = None
         if section.randomizer == "gaussian":
             gaussian = GaussianGradient(section.clip, section.calibration,
-                                        section.examples_per_client, section.privacy_unit)
+                                        section.examples_per_client, section.privacy_unit,
+                                        section.clip_point)
             sensitivity, sigma = gaussian.sensitivity, result.sigma
+            unit_sensitivity = gaussian.unit_sensitivity
         privacy = RunPrivacy(section.randomizer, eps, n_clients, section.clients_per_step,
                              section.delta, section.delta0 if sigma is not None else 0.0,
-                             sigma, sensitivity or 0.0, client_sensitivity=2.0 * section.clip)
+                             sigma, sensitivity or 0.0, client_sensitivity=2.0 * section.clip,
+                             unit_sensitivity=unit_sensitivity or 0.0)
     rows = []
     if privacy is None:
         accounts = [(dict.fromkeys(BOUND_COLUMNS), "no randomizer: no privacy")] * len(result.rows)

@@ -7,7 +7,8 @@ uses one client per step, ``clients_per_step = 1``). In a step, every chosen cli
 
 1. computes the per-example gradients of its examples at the current parameters,
 2. clips each to L2 norm ``clip`` and averages them (per-example clipping, see
-   :mod:`shufflesim.protocols.learning.clipping`),
+   :mod:`shufflesim.protocols.learning.clipping`; ``clip_point = "client-mean"`` averages first
+   and clips the mean, 003 Algorithm 3 line 12 as printed),
 3. randomizes the mean with its own budget: ``"gaussian"`` ((eps0, delta0), analytic
    calibration), ``"duchi"`` (pure eps0, Duchi et al. L2 ball) or ``"none"``;
 
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from shufflesim.protocols.learning.clipping import CLIP_POINTS
 from shufflesim.protocols.learning.models import Model, log_softmax, make_model
 from shufflesim.protocols.learning.randomizers import RANDOMIZERS, DuchiL2, GaussianGradient
 from shufflesim.simulator.errors import UserError
@@ -59,6 +61,7 @@ class LearningOptions:
     randomizer: str = "gaussian"
     delta0: float = 1e-5
     clip: float = 1.0
+    clip_point: str = "example"
     calibration: str = "analytic"
     privacy_unit: str = "client"
     examples_per_client: int = 1
@@ -89,6 +92,8 @@ class LearningConfig(LearningOptions):
             bad("randomizer", f"must be one of {list(RANDOMIZERS)}")
         if self.schedule not in SCHEDULES:
             bad("schedule", f"must be one of {list(SCHEDULES)}")
+        if self.clip_point not in CLIP_POINTS:
+            bad("clip_point", f"must be one of {list(CLIP_POINTS)}")
         if self.model not in ("softmax", "mlp"):
             bad("model", "must be 'softmax' or 'mlp'")
         for key in ("examples_per_client", "clients_per_step", "epochs", "hidden"):
@@ -188,7 +193,8 @@ def _train_on_split(config: LearningConfig, split: Split, init_seq, train_seq) -
 
     sigma = None
     if config.randomizer == "gaussian":
-        gaussian = GaussianGradient(config.clip, config.calibration, m, config.privacy_unit)
+        gaussian = GaussianGradient(config.clip, config.calibration, m, config.privacy_unit,
+                                    config.clip_point)
         sigma = gaussian.sigma(eps, delta)  # once per run: budgets are fixed per client
     elif config.randomizer == "duchi":
         duchi = DuchiL2(config.clip)
@@ -204,7 +210,8 @@ def _train_on_split(config: LearningConfig, split: Split, init_seq, train_seq) -
         order = rng.permutation(n_clients)[: steps_per_epoch * k].reshape(steps_per_epoch, k)
         for chosen in order:  # sequential by nature: each step uses the previous parameters
             idx = holding[chosen].ravel()
-            g = model.clipped_means(theta, split.x_train[idx], split.y_train[idx], k, clip)
+            g = model.client_gradients(theta, split.x_train[idx], split.y_train[idx], k, clip,
+                                       config.clip_point)
             if config.randomizer == "gaussian":
                 reports = g + sigma[chosen][:, None] * rng.standard_normal(g.shape)
             elif config.randomizer == "duchi":

@@ -43,6 +43,7 @@ state, no display). Which figures a run gets depends on its tables (docs/results
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from shufflesim.simulator.errors import UserError
@@ -50,7 +51,15 @@ from shufflesim.simulator.errors import UserError
 from .audit import plot_audit_sandwich
 from .batches import plot_batches
 from .bounds import bound_curves, plot_bounds_vs_n
-from .common import DPI, MAX_PANELS, find_runs, load_tables, require_matplotlib, short_overrides
+from .common import (
+    DPI,
+    MAX_PANELS,
+    LeftOut,
+    find_runs,
+    load_tables,
+    require_matplotlib,
+    short_overrides,
+)
 from .kinds import PLOTS, PlotKind, register_plot
 from .learning import plot_learning
 from .lifetime import plot_bounds_vs_rounds, plot_lifetime_users
@@ -58,7 +67,8 @@ from .multi_message import plot_extra_amplification
 from .utility import _utility_axis, plot_utility, plot_utility_vs_keys
 
 __all__ = [
-    "DPI", "MAX_PANELS", "PLOTS", "PlotKind", "bound_curves", "find_runs", "load_tables",
+    "DPI", "MAX_PANELS", "PLOTS", "LeftOut", "PlotKind", "bound_curves", "figures",
+    "find_runs", "iter_figures", "load_tables",
     "plot_audit_sandwich",
     "plot_batches", "plot_bounds_vs_n", "plot_bounds_vs_rounds", "plot_extra_amplification",
     "plot_learning", "plot_lifetime_users", "plot_run", "plot_utility", "plot_utility_vs_keys",
@@ -66,17 +76,28 @@ __all__ = [
 ]
 
 
-def figures(tables, figure_module=None) -> list[tuple[str, object]]:
-    """Every figure the tables allow, as (name, matplotlib Figure) pairs (not written)."""
+def iter_figures(tables, figure_module=None) -> Iterator[tuple[str, object]]:
+    """Every figure the tables allow, one at a time, as (name, matplotlib Figure) pairs, or
+    (name, :class:`LeftOut`) for a figure left out with its reason."""
     figure_module = figure_module or require_matplotlib()
-    out = []
     for kind in PLOTS.values():  # every registered plot kind (kinds.py), declared order
-        out += kind.plot(tables, figure_module)
-    return out
+        yield from kind.plot(tables, figure_module)
 
 
-def plot_run(run: str | Path, out: str | Path, prefix: str = "") -> list[Path]:
-    """Every figure the run's tables allow (module docstring); returns the written files."""
+def figures(tables, figure_module=None) -> list[tuple[str, object]]:
+    """Every figure the tables allow, as (name, matplotlib Figure) pairs (not written; the
+    figures left out are not listed)."""
+    return [(name, figure) for name, figure in iter_figures(tables, figure_module)
+            if not isinstance(figure, LeftOut)]
+
+
+def plot_run(run: str | Path, out: str | Path, prefix: str = "",
+             notes: list[str] | None = None) -> list[Path]:
+    """Every figure the run's tables allow (module docstring); returns the written files.
+
+    The tables are read once; each figure is drawn, written and dropped before the next is
+    drawn (one figure in memory at a time). ``notes`` receives one line per figure left out,
+    with the reason."""
     figure_module = require_matplotlib()
     run, out = Path(run), Path(out)
     tables = load_tables(run)
@@ -85,11 +106,16 @@ def plot_run(run: str | Path, out: str | Path, prefix: str = "") -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UserError(f"cannot create plot directory {out}: {error.strerror}") from None
-    for name, figure in figures(tables, figure_module):
+    for name, figure in iter_figures(tables, figure_module):
+        if isinstance(figure, LeftOut):
+            if notes is not None:
+                notes.append(f"{run}: {prefix}{name}.png left out: {figure.reason}")
+            continue
         path = out / f"{prefix}{name}.png"
         try:
             figure.savefig(path, dpi=DPI)
         except OSError as error:
             raise UserError(f"cannot write {path}: {error.strerror}") from None
+        figure.clear()
         written.append(path)
     return written

@@ -10,12 +10,46 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
+from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.results.tables import TABLE_SCHEMAS
 
 #: Panels per figure before a figure is split into several files.
 MAX_PANELS = 16
 DPI = 120
+#: Fewest x values a curve of single draws (one repetition per point) needs to show a trend;
+#: with fewer, the utility figures are left out (a reader would take noise for an effect).
+MIN_SINGLE_DRAW_POINTS = 4
+
+
+class LeftOut:
+    """In place of a figure: the figure was left out, and why (``shufflesim plot`` says so)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"LeftOut({self.reason!r})"
+
+
+def repetitions_text(counts) -> str:
+    """``5 repetitions`` / ``2-5 repetitions`` from the repetitions per sweep point."""
+    low, high = int(min(counts)), int(max(counts))
+    return f"{low} repetitions" if low == high else f"{low}-{high} repetitions"
+
+
+def is_multi_message(name) -> bool:
+    """Whether the registered randomizer ``name`` sends several messages per user."""
+    if name not in randomizer_names():
+        return False
+    return bool(getattr(randomizer_class(name), "multi_message", False))
+
+
+def epsilon0_label(multi_message: bool) -> str:
+    """The x label of a scenario's ``epsilon0``: the local budget of a local randomizer, the
+    central target eps' of a multi-message protocol (001 Sec. 8.2: its parameters are chosen
+    for a central eps', not a local one)."""
+    return "target central eps' (epsilon0)" if multi_message else "local budget eps0"
 
 
 def require_matplotlib():
@@ -102,9 +136,24 @@ def number(value) -> str:
 def colors(names: Iterable[str]) -> dict[str, tuple]:
     from matplotlib import colormaps
 
+    """A colour per name: tab10's ten strong colours first, then (beyond ten names) tab20's
+    lighter companions, so that the first ten names never get two similar pale colours."""
     names = list(dict.fromkeys(names))
-    cmap = colormaps["tab10" if len(names) <= 10 else "tab20"]
-    return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
+    if len(names) <= 10:
+        return {name: colormaps["tab10"](i) for i, name in enumerate(names)}
+    cmap = colormaps["tab20"]
+    return {name: cmap((2 * i if i < 10 else 2 * (i - 10) + 1) % 20)
+            for i, name in enumerate(names)}
+
+
+#: Marker shapes of upper bounds, one per bound (hollow): curves that coincide still show each
+#: bound's marker on the other's.
+MARKERS = "osD^vP*X<>ph"
+
+
+def markers(names: Iterable[str]) -> dict[str, str]:
+    """A hollow marker shape per name (:data:`MARKERS`, cycled)."""
+    return {name: MARKERS[i % len(MARKERS)] for i, name in enumerate(dict.fromkeys(names))}
 
 
 def grid(count: int) -> tuple[int, int]:

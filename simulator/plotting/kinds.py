@@ -1,6 +1,8 @@
 """The registry of plot kinds (docs/architecture.md, "Registries and plug-ins").
 
-A plot kind is a figure function ``(tables, figure_module) -> [(name, Figure), ...]``
+A plot kind is a figure function ``(tables, figure_module) -> iterable of (name, Figure)``
+(a generator, so that ``shufflesim plot`` draws, writes and drops one figure at a time; a
+``common.LeftOut`` in place of a Figure says that the figure was left out, and why)
 registered beside its definition with :func:`register_plot` (the name of the kind and the
 table it reads); ``shufflesim plot`` draws every registered kind, in the order of ``PLOTS`` in
 simulator/plugins.py (then registration within a module). A new kind is one module plus one

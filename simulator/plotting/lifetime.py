@@ -36,10 +36,10 @@ def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def plot_lifetime_users(tables, figure_module):
     users = tables.get("users")
     if users is None or users.empty:
-        return []
+        return
     honest = users[~users.colluding.astype(bool) & users.epsilon.notna() & (users.rounds > 0)]
     if honest.empty:
-        return []
+        return
     labels = {p: c.short_overrides(o) or f"point {p}" for p, o in
               honest.drop_duplicates("point")[["point", "overrides"]].itertuples(index=False)}
     colors = c.colors(labels.values())
@@ -73,7 +73,7 @@ def plot_lifetime_users(tables, figure_module):
     fig.suptitle(f"Users' lifetime privacy over the run's rounds ({methods}, {delta}; "
                  "dotted: medians)")
     c.legend_below(fig, handles, [h.get_label() for h in handles], columns=2)
-    return [("lifetime_users", fig)]
+    yield "lifetime_users", fig
 
 
 def _panel_label(row) -> str:
@@ -89,7 +89,7 @@ def _panel_label(row) -> str:
 def plot_bounds_vs_rounds(tables, figure_module):
     bounds = tables.get("bounds")
     if bounds is None or bounds.empty or "rounds" not in bounds or bounds.rounds.nunique() < 2:
-        return []
+        return
     keys = [k for k in PANEL if k in bounds]
     rows = bounds.drop_duplicates(keys + ["method", "rounds"]).copy()
     rows["panel"] = [_panel_label(r) for _, r in rows.iterrows()]
@@ -97,8 +97,9 @@ def plot_bounds_vs_rounds(tables, figure_module):
     panels = list(dict.fromkeys(rows.panel))
     finite = rows[np.isfinite(rows.epsilon.astype(float)) & (rows.epsilon > 0)]
     composed = finite.groupby("method", sort=False).rounds.nunique()
-    colors = c.colors([m for m in dict.fromkeys(rows.method) if composed.get(m, 0) >= 2])
-    out = []
+    drawn = [m for m in dict.fromkeys(rows.method) if composed.get(m, 0) >= 2]
+    colors = c.colors(m for m in drawn if set(rows[rows.method == m].kind) == {"upper"})
+    shapes = c.markers(colors)
     groups = c.chunks(panels, c.MAX_PANELS)
     for number, group in enumerate(groups, 1):
         fig, axes = c.panels(figure_module, len(group), width=6.5, height=5.0, min_width=9.0)
@@ -116,9 +117,8 @@ def plot_bounds_vs_rounds(tables, figure_module):
                 status = str(line.statuses.iloc[0] if "statuses" in line else "")
                 kind = str(line.kind.iloc[0])
                 style = b.line_style(method, kind, status, b.role(line.mechanism.iloc[0]),
-                                     colors[method])
-                (handle,) = ax.plot(line.rounds, line.epsilon, markersize=3.5,
-                                    **{"linewidth": 1.2, **style})
+                                     colors.get(method), shapes.get(method, "o"))
+                handle = b.draw_bound(ax, line.rounds, line.epsilon, style, method, kind)
                 label = b.legend_label(method, kind, status, b.role(line.mechanism.iloc[0]))
                 legend.setdefault(label, handle)
             naive = here.drop_duplicates("rounds").sort_values("rounds")
@@ -135,15 +135,25 @@ def plot_bounds_vs_rounds(tables, figure_module):
             c.plain_log_ticks(ax, "y")
             ax.set_xlabel("rounds T (identical rounds of n users)")
             ax.set_ylabel("lifetime central eps")
-            ax.set_title(panel, fontsize="small")
+            meets = b.meeting_text(_as_curves(here))
+            ax.set_title(panel + (f"\n{meets}" if meets else ""), fontsize="small")
             ax.grid(True, which="major", alpha=0.3)
         suffix = f" ({number}/{len(groups)})" if len(groups) > 1 else ""
         left_out = (f"\n(not drawn: {len(single)} bounds with a single-round value only, "
                     "they do not compose; bounds.parquet says why)") if single else ""
         fig.suptitle("Lifetime eps versus rounds, per bound" + suffix + left_out)
         c.legend_below(fig, list(legend.values()), list(legend), columns=2)
-        out.append(("bounds_eps_vs_rounds" + (f"_{number}" if len(groups) > 1 else ""), fig))
-    return out
+        yield "bounds_eps_vs_rounds" + (f"_{number}" if len(groups) > 1 else ""), fig
+
+
+def _as_curves(rows):
+    """The bounds rows of one panel in bound_curves' columns (x = rounds), for
+    :func:`bounds.meeting_text`."""
+    rows = rows[np.isfinite(rows.epsilon.astype(float)) & (rows.epsilon > 0)]
+    return rows.assign(
+        bound=rows.method, x=rows.rounds,
+        status=rows.statuses.fillna("") if "statuses" in rows else "proven",
+        role=[b.role(m) for m in rows.mechanism] if "mechanism" in rows else "main")
 
 
 def _mark_users(ax, users, here, legend) -> None:

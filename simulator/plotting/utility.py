@@ -29,11 +29,13 @@ def _setting_label(randomizer: str, overrides: str, n: int, path: str,
 
 def _draw_lines(ax, stats: pd.DataFrame, colors: dict, handles: list, labels: list,
                 signed: bool) -> None:
-    """One errorbar line per (setting, reference): solid empirical, dashed population."""
+    """One line per (setting, reference): solid empirical, dashed population; standard-error
+    bars when the points have two repetitions or more (single draws: markers only)."""
     for (setting, reference), line in stats.groupby(["setting", "reference"], sort=False):
         line = line.sort_values("x")
         style = "-" if reference == "empirical" else "--"
-        handle = ax.errorbar(line.x, line["mean"], yerr=line.se, fmt="o", linestyle=style,
+        bars = line.se if (line["count"] >= 2).any() else None
+        handle = ax.errorbar(line.x, line["mean"], yerr=bars, fmt="o", linestyle=style,
                              color=colors[setting], markersize=3, capsize=2, linewidth=1.2)
         label = f"{setting} ({reference})"
         if label not in labels:
@@ -44,6 +46,22 @@ def _draw_lines(ax, stats: pd.DataFrame, colors: dict, handles: list, labels: li
     elif (stats["mean"] > 0).all():
         ax.set_yscale("log")
         c.plain_log_ticks(ax, "y")
+
+
+def _what(counts: pd.Series) -> tuple[str, str]:
+    """(y-label prefix, subtitle) of a utility figure, from the repetitions per sweep point."""
+    if counts.max() < 2:
+        return "", "one repetition per point: single draws, no error bars"
+    return "mean ", f"mean over {c.repetitions_text(counts)}, bars: standard error"
+
+
+def _single_draws_left_out(counts: pd.Series, x: pd.Series) -> c.LeftOut | None:
+    """Single draws (one repetition per point) on curves of fewer than
+    ``MIN_SINGLE_DRAW_POINTS`` x values show noise, not a trend: the figure is left out."""
+    if counts.max() >= 2 or x.nunique() >= c.MIN_SINGLE_DRAW_POINTS:
+        return None
+    return c.LeftOut(f"one repetition per point and {x.nunique()} values on the x axis: "
+                     "single noisy draws (run with repetitions >= 2 for means and errors)")
 
 
 def _x_axis(ax, x: pd.Series, label: str) -> None:
@@ -63,6 +81,11 @@ def _stats(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return stats
 
 
+def _repetitions(rows: pd.DataFrame) -> pd.Series:
+    """Repetitions per sweep point."""
+    return rows.groupby("point").repetition.nunique()
+
+
 # ---------------------------------------------------------------------------------------------
 # every metric versus eps0 (or the swept number), one figure per estimator
 # ---------------------------------------------------------------------------------------------
@@ -70,8 +93,7 @@ def _stats(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def plot_utility(tables, figure_module):
     frame = tables.get("utility")
     if frame is None or frame.empty:
-        return []
-    out = []
+        return
     for estimator, rows in frame.groupby("estimator", sort=True):
         key, x_label, x_of_point = _utility_axis(rows)
         drop = (key,) if key else ()
@@ -80,6 +102,12 @@ def plot_utility(tables, figure_module):
             setting=[_setting_label(r, o, n, p, drop) for r, o, n, p in
                      zip(rows.randomizer, rows.overrides, rows.n, rows.path, strict=True)],
         )
+        counts = _repetitions(rows)
+        left_out = _single_draws_left_out(counts, rows.x)
+        if left_out is not None:
+            yield f"utility_{estimator}", left_out
+            continue
+        prefix, what = _what(counts)
         metrics = list(dict.fromkeys(rows.metric))
         stats = _stats(rows, ["setting", "reference", "metric", "x"])
         colors = c.colors(stats.setting)
@@ -89,13 +117,11 @@ def plot_utility(tables, figure_module):
             _draw_lines(ax, stats[stats.metric == metric], colors, handles, labels,
                         signed=metric in SIGNED)
             _x_axis(ax, stats.x, x_label)
-            ax.set_ylabel(f"mean {metric}")
+            ax.set_ylabel(f"{prefix}{metric}")
             ax.set_title(metric)
-        fig.suptitle(f"{estimator}: error versus {x_label.split(' (')[0]} "
-                     f"(mean over repetitions, bars: standard error)")
+        fig.suptitle(f"{estimator}: error versus {x_label.split(' (')[0]}\n({what})")
         c.legend_below(fig, handles, labels, columns=2)
-        out.append((f"utility_{estimator}", fig))
-    return out
+        yield f"utility_{estimator}", fig
 
 
 def _utility_axis(rows: pd.DataFrame) -> tuple[str | None, str, dict]:
@@ -110,14 +136,15 @@ def _utility_axis(rows: pd.DataFrame) -> tuple[str | None, str, dict]:
     labels = [_setting_label(r, o, n, p) for r, o, n, p in
               zip(points.randomizer, points.overrides, points.n, points.path, strict=True)]
     by_setting = pd.Series(points.epsilon0.to_numpy()).groupby(labels).nunique()
+    eps_label = c.epsilon0_label(all(c.is_multi_message(r) for r in points.randomizer.unique()))
     if by_setting.max() >= 2:
-        return None, "local budget eps0", eps
+        return None, eps_label, eps
     parsed = {p: c.parse_overrides(o) for p, o in zip(points.point, points.overrides,
                                                         strict=True)}
     for key in c.numeric_swept_keys(points.overrides):
         if not key.endswith("epsilon0"):
             return key, c.short_key(key), {p: parsed[p][key] for p in parsed}
-    return None, "local budget eps0", eps
+    return None, eps_label, eps
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,15 +158,17 @@ def plot_utility_vs_keys(tables, figure_module):
     and the per-estimator figure already has it on its x axis."""
     frame = tables.get("utility")
     if frame is None or frame.empty or KEY_METRIC not in set(frame.metric):
-        return []
+        return
     rows = frame[frame.metric == KEY_METRIC]
     keys = c.numeric_swept_keys(rows.overrides)
     parsed = {o: c.parse_overrides(o) for o in rows.overrides.unique()}
     swept = {k for values in parsed.values() for k in values}
     if len(swept) <= 1 and len(keys) <= 1:
-        return []  # the per-estimator figure is this figure
-    out = []
+        return  # the per-estimator figure is this figure
+    counts = _repetitions(rows)
+    prefix, what = _what(counts)
     for key in keys:
+        name = f"utility_{KEY_METRIC}_vs_{c.short_key(key)}"
         others = [k for k in keys if k != key]
         view = rows.assign(
             x=rows.overrides.map(lambda o, k=key: parsed[o][k]).astype(float),
@@ -149,6 +178,10 @@ def plot_utility_vs_keys(tables, figure_module):
                 rows.randomizer, rows.overrides, rows.n, rows.path, rows.estimator,
                 strict=True)],
         )
+        left_out = _single_draws_left_out(counts, view.x)
+        if left_out is not None:
+            yield name, left_out
+            continue
         stats = _stats(view, ["panel", "setting", "reference", "x"])
         colors = c.colors(stats.setting)
         panel_names = list(dict.fromkeys(stats.panel))
@@ -160,13 +193,11 @@ def plot_utility_vs_keys(tables, figure_module):
                 part = stats[stats.panel == panel]
                 _draw_lines(ax, part, colors, handles, labels, signed=False)
                 _x_axis(ax, part.x, c.short_key(key))
-                ax.set_ylabel(f"mean {KEY_METRIC}")
+                ax.set_ylabel(f"{prefix}{KEY_METRIC}")
                 if panel:
                     ax.set_title(panel, fontsize="small")
             suffix = f" ({number}/{len(groups)})" if len(groups) > 1 else ""
             fig.suptitle(f"{KEY_METRIC} (mean absolute error) versus {c.short_key(key)}"
-                         f"{suffix}\n(mean over repetitions, bars: standard error)")
+                         f"{suffix}\n({what})")
             c.legend_below(fig, handles, labels, columns=2)
-            name = f"utility_{KEY_METRIC}_vs_{c.short_key(key)}"
-            out.append((name + (f"_{number}" if len(groups) > 1 else ""), fig))
-    return out
+            yield name + (f"_{number}" if len(groups) > 1 else ""), fig

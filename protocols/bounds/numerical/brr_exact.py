@@ -44,10 +44,18 @@ true threshold t*, and the maximum covers it) and D_k >= lower(D_k,t^in) - e^eps
 every t. eps(delta) is inverted with the engine's certified search
 (protocols.bounds.engine.eps_search.epsilon_of_delta).
 
+**Large n (FFT).** Where the two windows are long (``FFT_MIN_WORK``), the convolution runs
+through protocols.bounds.numerical.certified_fft: its error is bounded in the 2-norm (e), so a
+suffix sum over S window entries moves by at most sqrt(S) e, which pair_delta adds to the
+upper estimate and subtracts from the lower one (times A or B). The search allows it only where
+that absolute slack stays below ``FFT_BUDGET * ETA * threshold`` (negligible against the
+blocks' own slack); elsewhere, and without a threshold, the direct sum is used.
+
 Cost: one convolution of two windows of about 28 sd each per block (sd = sqrt(k p (1 - p))),
-cached across the eps search; the blocks near the two ends (small J) are cheap and carry the
-maximum. Bounds: ``brr-exact`` (upper, proven) and ``brr-exact-lower`` (lower, proven: the best
-single dataset pair found, item 3 of issue 31 for binary RR).
+cached across the eps search (O(w^2) directly, O(w log w) through the FFT); the blocks near
+the two ends (small J) are cheap and carry the maximum. Bounds: ``brr-exact`` (upper, proven)
+and ``brr-exact-lower`` (lower, proven: the best single dataset pair found, item 3 of issue 31
+for binary RR).
 """
 
 from __future__ import annotations
@@ -57,12 +65,14 @@ import heapq
 import itertools
 import math
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, Estimate, U
 from shufflesim.protocols.bounds.engine.eps_search import epsilon_of_delta
+from shufflesim.protocols.bounds.numerical.certified_fft import fft_convolve, fft_error_bound
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, named
 from shufflesim.protocols.distributions import binom
@@ -88,6 +98,18 @@ OUT_TARGET = 1e-40
 REL_PARAMETERS = 1e-12
 #: a block may add this fraction of ETA * threshold for too few uniform reporters
 TAIL_FRACTION = 1e-2
+#: windows whose length product exceeds this are convolved through the FFT (when allowed)
+FFT_MIN_WORK = 2_000_000
+#: the FFT's absolute slack on a suffix sum may reach this fraction of ETA * threshold
+FFT_BUDGET = 1e-3
+#: randomizers whose shuffled curve is this one: binary RR, and Duchi et al.'s 1-D mechanism
+#: (reports +-B with P[+B | x] = 1/2 + x tanh(eps0/2)/2: each report is a mixture of the two
+#: extreme inputs' Bernoulli(p), Bernoulli(1 - p), i.e. of binary RR's. The others' mixtures are
+#: a common mixture of both hypotheses and user 1's pair (lambda, lambda') gives
+#: D(lambda M1 + (1 - lambda) M0 || lambda' M1 + (1 - lambda') M0) <= |lambda - lambda'|
+#: max(D(M1 || M0), D(M0 || M1)) by joint convexity, so the worst pair is binary RR's; the
+#: extreme inputs x = +-1 are binary RR exactly, so the curve is attained.)
+BINARY_NAMES = ("brr", "duchi")
 #: largest n accepted (the eps search's blocks cost ~n^(1/2) each; cost grows beyond)
 MAX_N = 10**9
 
@@ -96,13 +118,20 @@ MAX_N = 10**9
 class _PairPmf:
     """g = pmf of Z = Bin(ones, p) + Bin(zeros, 1 - p) on [lo, lo + len(g)), its suffix sums
     G (G[i] = sum_{j >= i} g[j], with G[len] = 0), a relative error bound ``rel`` of each
-    entry of g and G, and ``out``: an upper bound on the mass outside the windows."""
+    entry of g and G, ``out``: an upper bound on the mass outside the windows, and ``abs2``: a
+    bound on the 2-norm of g's absolute (FFT) error (0 for the direct sum)."""
 
     lo: int
     g: np.ndarray
     G: np.ndarray
     rel: float
     out: float
+    abs2: float = 0.0
+
+    def suffix_error(self) -> np.ndarray:
+        """Bound on the FFT's absolute error of G[i] (i = 0 .. len(g)): sqrt(len(g) - i) abs2
+        (Cauchy-Schwarz over the summed entries)."""
+        return np.sqrt(np.arange(len(self.g), -1, -1, dtype=float)) * self.abs2
 
 
 def _window(m: int, q: float) -> tuple[int, np.ndarray, float]:
@@ -128,32 +157,79 @@ def _window(m: int, q: float) -> tuple[int, np.ndarray, float]:
     return lo, pmf, out
 
 
-@functools.lru_cache(maxsize=2048)
-def _pair_pmf(ones: int, zeros: int, epsilon0: float, uniform: int = 0) -> _PairPmf:
-    """Z = Bin(ones, p) + Bin(zeros, 1 - p) + Bin(uniform, 1/2) on windows."""
+def _convolve(x: np.ndarray, y: np.ndarray, abs2: float, budget: float):
+    """(x * y, its 2-norm error bound): through the FFT where it is long and its error, with
+    the error carried in, keeps sqrt(len) * error within ``budget``; directly otherwise."""
+    if budget > 0 and len(x) * len(y) > FFT_MIN_WORK:
+        err = fft_error_bound(x, y)
+        if math.sqrt(len(x) + len(y)) * (abs2 + err) <= budget:
+            z, err = fft_convolve(x, y, err)
+            return z, abs2 + err
+    # direct sum: a carried error e of x becomes e * y, ||e * y||_2 <= ||e||_2 ||y||_1
+    return np.convolve(x, y), abs2 * float(np.sum(y)) * (1 + 1e-12)
+
+
+def _bytes_bounded_cache(max_bytes: int):
+    """An LRU cache of _PairPmf results bounded by their arrays' total size (at n = 1e8 one
+    entry holds ~1-2 MB: a count bound of 2048 entries could hold gigabytes)."""
+    def decorate(function):
+        store: OrderedDict = OrderedDict()
+        size = [0]
+
+        @functools.wraps(function)
+        def cached(*args):
+            hit = store.get(args)
+            if hit is not None:
+                store.move_to_end(args)
+                return hit
+            value = function(*args)
+            store[args] = value
+            size[0] += value.g.nbytes + value.G.nbytes
+            while size[0] > max_bytes and len(store) > 1:
+                _, old = store.popitem(last=False)
+                size[0] -= old.g.nbytes + old.G.nbytes
+            return value
+
+        def cache_clear() -> None:
+            store.clear()
+            size[0] = 0
+        cached.cache_clear = cache_clear
+        return cached
+    return decorate
+
+
+#: memory the pmf cache may hold
+PMF_CACHE_BYTES = 2**30
+
+
+@_bytes_bounded_cache(PMF_CACHE_BYTES)
+def _pair_pmf(ones: int, zeros: int, epsilon0: float, uniform: int = 0,
+              budget: float = 0.0) -> _PairPmf:
+    """Z = Bin(ones, p) + Bin(zeros, 1 - p) + Bin(uniform, 1/2) on windows; ``budget`` > 0
+    allows the FFT where its absolute slack on a suffix sum stays below it."""
     p = 1.0 / (1.0 + math.exp(-epsilon0))
     q = 1.0 / (1.0 + math.exp(epsilon0))
     lo_x, px, out_x = _window(ones, p)
     lo_w, pw, out_w = _window(zeros, q)
-    g = np.convolve(px, pw)
+    g, abs2 = _convolve(px, pw, 0.0, budget)
     lo, out, terms = lo_x + lo_w, out_x + out_w, len(px) + len(pw) + len(g)
     if uniform:
         lo_u, pu, out_u = _window(uniform, 0.5)
-        g = np.convolve(g, pu)
+        g, abs2 = _convolve(g, pu, abs2, budget)
         lo, out, terms = lo + lo_u, out + out_u, terms + len(pu) + len(g)
     G = np.concatenate([np.cumsum(g[::-1])[::-1], [0.0]])
     rel = 3.3 * REL_SPECIAL + 4 * terms * U
-    return _PairPmf(lo, g, G, rel, out)
+    return _PairPmf(lo, g, G, rel, out, abs2)
 
 
 def pair_delta(epsilon: float, epsilon0: float, ones: int, zeros: int,
-               uniform: int = 0) -> Estimate:
+               uniform: int = 0, budget: float = 0.0) -> Estimate:
     """D(eps) of one pair (user 1 holds 1 vs 0; the others hold ``ones`` ones and ``zeros``
     zeros, plus ``uniform`` users reporting a uniform bit), bracketed: lower <= D <= upper
-    (module docstring)."""
+    (module docstring; ``budget``: the FFT's allowed absolute slack, 0 for none)."""
     if epsilon >= epsilon0:
         return Estimate(0.0, 0.0, 0.0, "brr-exact")
-    pmf = _pair_pmf(ones, zeros, float(epsilon0), uniform)
+    pmf = _pair_pmf(ones, zeros, float(epsilon0), uniform, budget)
     e = math.exp(epsilon)
     p = 1.0 / (1.0 + math.exp(-epsilon0))
     q = 1.0 / (1.0 + math.exp(epsilon0))
@@ -169,6 +245,11 @@ def pair_delta(epsilon: float, epsilon0: float, ones: int, zeros: int,
     size = (p + e * q) * g_prev + (e * p + q) * g_here
     rel = pmf.rel + REL_PARAMETERS + 16 * U
     slack = rel * size
+    if pmf.abs2 > 0:
+        err = pmf.suffix_error()
+        err_prev = np.concatenate([[err[0]], err])
+        err_here = np.concatenate([err, [0.0]])
+        slack = slack + ((p + e * q) * err_prev + (e * p + q) * err_here) * (1 + 1e-12)
     out = (e + 1.0) * pmf.out
     upper = float(np.max(d + slack)) * (1 + 4 * U) + out
     lower = max(0.0, float(np.max(d - slack)) * (1 - 4 * U) - out)
@@ -193,22 +274,27 @@ def _kept_uniform(width: int, epsilon0: float, tail: float) -> tuple[int, float]
 
 
 def _block_upper(epsilon: float, epsilon0: float, n: int, first: int, last: int,
-                 tail: float) -> float:
+                 tail: float, budget: float = 0.0) -> float:
     """Upper estimate of max_{first <= k <= last} D_k(eps) by one dominating pair: the
     last - first in-between users are revealed except those that report a uniform bit (a
     blanket draw, probability gamma = 2 / (e^eps0 + 1) each); D is non-increasing in the number
     of uniform reporters (adding an independent bit is post-processing), so the block's D is at
     most the pair's D with m of them plus P(fewer than m)."""
     m, below = _kept_uniform(last - first, float(epsilon0), tail)
-    return pair_delta(epsilon, epsilon0, first, n - 1 - last, m).upper + below
+    return pair_delta(epsilon, epsilon0, first, n - 1 - last, m, budget).upper + below
 
 
 def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
-                    threshold: float = 0.0, eta: float = ETA) -> Estimate:
+                    threshold: float = 0.0, eta: float = ETA,
+                    memo: dict | None = None) -> Estimate:
     """delta(eps) of shuffled binary RR over every dataset, bracketed (module docstring).
 
     ``threshold`` (optional): blocks whose upper estimate is below ETA * threshold are not
-    refined (the answer to "is delta(eps) <= threshold?" does not depend on them)."""
+    refined (the answer to "is delta(eps) <= threshold?" does not depend on them).
+    ``memo`` (optional, one eps search): the blocks this call ends with are stored there and
+    the next call starts from them instead of START_BLOCKS blocks (any partition of the k
+    range into blocks gives a valid bracket; the search's evaluations at nearby eps need
+    nearly the same partition, and its pmfs are cached)."""
     if epsilon >= epsilon0:
         return Estimate(0.0, 0.0, 0.0, "brr-exact")
     lower = 0.0
@@ -224,19 +310,26 @@ def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
     # tail mass of "too few uniform reporters" a block may add: negligible against the
     # threshold (or against the largest single pair when there is none)
     tail = max(TAIL_FRACTION * floor, 1e-300) if threshold > 0 else 1e-30
+    budget = FFT_BUDGET * floor
+    leaves: list[tuple[int, int]] = []
 
     def push(a: int, b: int) -> None:
         """Queue block [a, b] with its upper estimate; its middle k, a real pair, raises the
         certified lower end (so that a flat stretch of D_k is accepted without splitting)."""
         nonlocal lower, upper
-        middle = pair_delta(epsilon, epsilon0, (a + b) // 2, n - 1 - (a + b) // 2)
+        middle = pair_delta(epsilon, epsilon0, (a + b) // 2, n - 1 - (a + b) // 2,
+                            budget=budget)
         lower = max(lower, middle.lower)
         if a == b:
             upper = max(upper, middle.upper)
+            leaves.append((a, b))
             return
-        heapq.heappush(heap, (-_block_upper(epsilon, epsilon0, n, a, b, tail), a, b))
+        heapq.heappush(heap, (-_block_upper(epsilon, epsilon0, n, a, b, tail, budget), a, b))
 
-    if first <= last:
+    if first <= last and memo is not None and memo.get("blocks"):
+        for a, b in memo["blocks"]:
+            push(a, b)
+    elif first <= last:
         edges = np.unique(np.linspace(first, last + 1, START_BLOCKS + 1).astype(int))
         for a, b in itertools.pairwise(edges):
             push(int(a), int(b) - 1)
@@ -246,10 +339,13 @@ def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
         up = -neg
         if up <= max(lower * (1 + eta), floor) or b - a + 1 <= min_width:
             upper = max(upper, up)
+            leaves.append((a, b))
             continue
         mid = (a + b) // 2
         push(a, mid)
         push(mid + 1, b)
+    if memo is not None:
+        memo["blocks"] = sorted(leaves)
     return Estimate(upper, lower, upper, "brr-exact")
 
 
@@ -268,9 +364,12 @@ def _search(randomizer, n: int, delta: float, side: str):
     delta = 1e-4 and small eps0, turns a small delta slack into a large eps slack)."""
     epsilon0 = _check(randomizer, n, delta)
 
+    memo: dict = {}      # the blocks, carried from one evaluation to the next
+
     def run(eta: float, bracket=None):
         return epsilon_of_delta(
-            lambda eps: brr_exact_delta(eps, epsilon0, n, threshold=delta, eta=eta), delta,
+            lambda eps: brr_exact_delta(eps, epsilon0, n, threshold=delta, eta=eta, memo=memo),
+            delta,
             side, eps_max=epsilon0, rtol=1e-7, xtol=1e-12, max_evaluations=80,
             bracket=bracket)
 
@@ -308,14 +407,14 @@ SPECS: tuple[BoundSpec, ...] = (
         "brr-exact", BoundKind.UPPER, "exact privacy curve of shuffled binary RR over every "
         "dataset (count statistic, 000 Thm 12 sufficiency; blocks of datasets dominated by "
         "revealing reports)",
-        BoundStatus.PROVEN, "binary RR, n >= 1, 0 < eps0 <= 700", named("brr"),
-        brr_exact_epsilon, scope="specific",
+        BoundStatus.PROVEN, "binary RR or Duchi's 1-D mechanism, n >= 1, 0 < eps0 <= 700",
+        named(*BINARY_NAMES), brr_exact_epsilon, scope="specific",
         # the search's finer slack (ETA / 10), so that calibration certifies as far as the bound
         delta_at=lambda randomizer, n, eps, threshold: brr_exact_delta(
             float(eps), float(randomizer.epsilon0), n, threshold=threshold, eta=ETA / 10).upper),
     BoundSpec(
         "brr-exact-lower", BoundKind.LOWER, "best dataset pair of shuffled binary RR over every "
         "count of ones among the other users (000 Thm 14 generalized to mixed others)",
-        BoundStatus.PROVEN, "binary RR, n >= 1, 0 < eps0 <= 700", named("brr"),
-        brr_exact_lower_epsilon, scope="specific"),
+        BoundStatus.PROVEN, "binary RR or Duchi's 1-D mechanism, n >= 1, 0 < eps0 <= 700",
+        named(*BINARY_NAMES), brr_exact_lower_epsilon, scope="specific"),
 )

@@ -3,8 +3,9 @@
 Randomizers (each parameter with its default, or ``required``), estimators, data and budget
 distributions, the amplification bounds (kind, status, scope, regime, reference) and the
 audit's levels and attacks. ``--json`` prints the same as one JSON object. Both printed forms
-are remembered for the installed code (simulator/cli/catalogue_cache.py), so that a second
-``list`` imports no plug-in.
+come from the snapshot shipped with the package when the installed code is the one it was
+built from, else from the user's cache, else they are built (simulator/cli/catalogue_cache.py),
+so that ``list`` imports no plug-in unless the code changed.
 """
 
 from __future__ import annotations
@@ -31,10 +32,15 @@ def command(as_json: bool) -> None:
     """List randomizers, estimators, distributions, bounds and audit attacks."""
     printed = catalogue_cache.load()
     if printed is None:
-        info = catalogue()
-        printed = {"json": json.dumps(info, indent=2, default=str), "text": render(info)}
+        printed = printed_forms()
         catalogue_cache.store(printed)
     click.echo(printed["json"] if as_json else printed["text"])
+
+
+def printed_forms() -> dict[str, str]:
+    """The catalogue built (every plug-in imported), in its two printed forms."""
+    info = catalogue()
+    return {"json": json.dumps(info, indent=2, default=str), "text": render(info)}
 
 
 def render(info: dict) -> str:

@@ -21,10 +21,13 @@ def command(results_dir: Path, out_dir: Path | None, quiet: bool) -> None:
     directory of runs such as results/): utility versus eps0, the mae versus every numeric
     swept key, eps versus n per bound (other protocols marked), audit sandwiches, per-batch eps
     of pipeline runs. Needs matplotlib (the `plot` extra)."""
-    written, empty = plot_call.plot(results_dir, out_dir)
+    notes: list[str] = []
+    written, empty = plot_call.plot(results_dir, out_dir, notes=notes)
     if not quiet:
         for run in empty:
             click.echo(f"{run}: nothing to plot", err=True)
+        for note in notes:
+            click.echo(note, err=True)
     if not quiet:
         for path in written:
             click.echo(f"wrote {path}")

@@ -1,0 +1,174 @@
+"""004's Hoeffding and Bennett blanket bounds for the Laplace mechanism on [0, 1] (Balle, Bell,
+Gascon, Nissim, "The privacy blanket of the shuffle model", Lemma 5.8 with Lemmas 5.1, 5.3, 5.5
+and the authors' corrected Lemma 5.6; the "Laplace" curves of 004 Figure 3 (ii)-(iii)).
+
+The Laplace mechanism R(x) = x + Lap(1/eps0), x in [0, 1], has density
+mu_x(y) = (eps0/2) e^{-eps0 |y - x|}. Re-derived here (the text conversion of 004 lost every
+symbol of these formulas; each step is checked numerically in tests/test_blanket_laplace.py):
+
+* 004 Lemma 5.1 (2): inf_x mu_x(y) = (eps0/2) e^{-eps0/2} e^{-eps0 |y - 1/2|} (the infimum over
+  [0, 1] is at the end point farther from y), so the total variation similarity is
+  gamma = e^{-eps0/2} and the blanket is omega = Lap(1/2, 1/eps0).
+* The ratio r_x(w) = mu_x(w) / omega(w) = e^{eps0 (|w - 1/2| - |w - x|)} lies in
+  [e^{-eps0/2}, e^{eps0/2}]. For the privacy amplification random variable
+  L = r_x(W) - e^eps r_x'(W), W ~ omega (004 Sec. 5.2), with E[L] = 1 - e^eps:
+* 004 Lemma 5.8 (1): e^{-eps0/2} - e^{eps + eps0/2} <= L <= e^{eps0/2} - e^{eps - eps0/2}; both
+  ends are attained by x = 0, x' = 1 (w <= 0 and w >= 1). Range b = (e^eps + 1) 2 sinh(eps0/2).
+* 004 Lemma 5.8 (2): with d = |x - 1/2|, E[r_x^2] = (2/3) e^{eps0 d} + (1/3) e^{-2 eps0 d},
+  largest at x in {0, 1}: A = (2 e^{eps0/2} + e^{-eps0}) / 3; and E[r_x r_x'] is smallest at
+  x = 0, x' = 1: C = 2 e^{-eps0/2} - e^{-eps0}. So for every pair
+  E[L^2] <= (1 + e^{2 eps}) A - 2 e^eps C, equal for the pair (0, 1). Written without
+  cancellation (A - C = (2/3) e^{-eps0} (e^{eps0/2} - 1)^2 (e^{eps0/2} + 2)):
+  E[L^2] <= (e^eps - 1)^2 A + (4/3) e^{eps - eps0} expm1(eps0/2)^2 (e^{eps0/2} + 2).
+
+These constants agree with the authors' released implementation. The bounds hold for every
+neighbour pair in [0, 1] at once (each parameter is the supremum over pairs), so they are
+proven for ``laplace`` (whose worst pair is otherwise unknown, 000 Sec. 8) and for
+``laplace_binary`` (inputs {0, 1}: the same blanket, the pair (0, 1) is the one attaining the
+constants). The concentration steps (Lemma 5.3 with the exact expectation over the blanket
+count, Lemma 5.5, corrected Lemma 5.6) are those of protocols.bounds.closed_form.blanket.
+Every parameter is rounded to its conservative side (gamma and a down, the others up).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from dataclasses import replace
+
+import numpy as np
+
+from shufflesim.protocols.bounds.closed_form.blanket import (
+    BBGN19,
+    EPSILON0_MAX,
+    PARVBounds,
+    bennett_delta,
+    hoeffding_delta,
+)
+from shufflesim.protocols.bounds.numerical.clones import (
+    DEFAULT_TOL,
+    check_delta,
+    check_epsilon,
+    check_epsilon0,
+    check_n,
+    smallest_epsilon,
+)
+from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
+from shufflesim.protocols.bounds.spec import BoundSpec, named
+
+#: The randomizers Lemma 5.8 covers: the Laplace mechanism on [0, 1] and on {0, 1}.
+LAPLACE_NAMES = ("laplace", "laplace_binary")
+#: Relative rounding allowance of the closed forms below (each a product of a few correctly
+#: rounded exp/expm1/sinh values: a handful of ulps; 64 ulps taken).
+_SLACK = 64 * float(np.finfo(float).eps)
+
+
+def laplace_parv_bounds(epsilon: float, epsilon0: float) -> PARVBounds:
+    """004 Lemma 5.1 (2) and Lemma 5.8: the PARV parameters of the eps0-LDP Laplace mechanism on
+    [0, 1], valid for every neighbour pair (x, x') in [0, 1]: gamma = e^{-eps0/2},
+    a = e^eps - 1, max L <= e^{eps0/2} - e^{eps - eps0/2}, range <= (e^eps + 1) 2 sinh(eps0/2),
+    E[L^2] <= (1 + e^{2 eps}) (2 e^{eps0/2} + e^{-eps0}) / 3 - 2 e^eps (2 e^{-eps0/2} - e^{-eps0})
+    (module docstring: the derivation and the cancellation-free forms used)."""
+    eps, eps0 = float(epsilon), float(epsilon0)
+    half = 0.5 * eps0
+    em1_half = math.expm1(half)
+    second_a = (2.0 * math.exp(half) + math.exp(-eps0)) / 3.0
+    second = (math.expm1(eps) ** 2 * second_a
+              + 4.0 / 3.0 * math.exp(eps - eps0) * em1_half**2 * (math.exp(half) + 2.0))
+    up, down = 1.0 + _SLACK, 1.0 - _SLACK
+    return PARVBounds(
+        gamma=np.array([math.exp(-half) * down]),
+        mean_gap=np.array([math.expm1(eps) * down]),
+        # e^{eps0/2} - e^{eps - eps0/2} = e^{eps - eps0/2} expm1(eps0 - eps): exact sign at eps0
+        upper=np.array([math.exp(eps - half) * math.expm1(eps0 - eps) * up]),
+        width=np.array([(math.exp(eps) + 1.0) * 2.0 * math.sinh(half) * up]),
+        second_moment=np.array([second * up]),
+    )
+
+
+def laplace_hoeffding_delta(epsilon: float, epsilon0: float, n: int) -> float:
+    """delta(eps) of :func:`blanket_hoeffding_laplace`: 004 Lemmas 5.3 + 5.5 with Lemma 5.8
+    (0 for eps >= eps0, where L <= 0)."""
+    epsilon, epsilon0 = check_epsilon(epsilon), check_epsilon0(epsilon0)
+    if epsilon >= epsilon0:
+        return 0.0
+    return hoeffding_delta(n, laplace_parv_bounds(epsilon, epsilon0))
+
+
+def laplace_bennett_delta(epsilon: float, epsilon0: float, n: int) -> float:
+    """delta(eps) of :func:`blanket_bennett_laplace`: 004 Lemmas 5.3 + 5.6 (corrected) with
+    Lemma 5.8 (0 for eps >= eps0, where L <= 0)."""
+    epsilon, epsilon0 = check_epsilon(epsilon), check_epsilon0(epsilon0)
+    if epsilon >= epsilon0:
+        return 0.0
+    return bennett_delta(n, laplace_parv_bounds(epsilon, epsilon0))
+
+
+#: results by (method, eps0, n, delta, tol): pure functions of these (issue 18)
+_RESULTS: OrderedDict = OrderedDict()
+_RESULTS_MAX = 4096
+
+
+def _result(method, delta_fn, reference, randomizer, n, delta, tol) -> BoundResult:
+    epsilon0 = check_epsilon0(randomizer.epsilon0, maximum=EPSILON0_MAX)
+    n = check_n(n)
+    delta = check_delta(delta)
+    start = time.perf_counter()
+    key = (method, float(epsilon0), n, float(delta), float(tol))
+    hit = _RESULTS.get(key)
+    if hit is not None:
+        return replace(hit, seconds=time.perf_counter() - start)
+    eps, err = smallest_epsilon(lambda e: delta_fn(e, epsilon0, n), delta, epsilon0, tol)
+    note = f"gamma = e^(-eps0/2) = {math.exp(-epsilon0 / 2):.6g}; every pair in [0, 1]"
+    if eps >= epsilon0:
+        note += "; eps = eps0 means no amplification shown"
+    result = BoundResult(
+        method=method, kind=BoundKind.UPPER, epsilon=eps, delta=delta, epsilon_error=err,
+        status=BoundStatus.PROVEN, reference=reference, seconds=time.perf_counter() - start,
+        note=note,
+    )
+    _RESULTS[key] = result
+    if len(_RESULTS) > _RESULTS_MAX:
+        _RESULTS.popitem(last=False)
+    return result
+
+
+def blanket_hoeffding_laplace(randomizer, n: int, delta: float,
+                              tol: float = DEFAULT_TOL) -> BoundResult:
+    """004 Lemmas 5.3, 5.5 with the Laplace parameters of Lemma 5.1 (2) and Lemma 5.8 (the
+    "Hoeffding, Laplace" curve of 004 Figure 3): the smallest eps whose delta(eps) <= delta."""
+    return _result("blanket_hoeffding_laplace", laplace_hoeffding_delta,
+                   f"{BBGN19}, Lemmas 5.1, 5.3, 5.5, 5.8", randomizer, n, delta, tol)
+
+
+def blanket_bennett_laplace(randomizer, n: int, delta: float,
+                            tol: float = DEFAULT_TOL) -> BoundResult:
+    """004 Lemmas 5.3, 5.6 (as corrected by its authors) with the Laplace parameters of Lemma
+    5.1 (2) and Lemma 5.8 (the "Bennett, Laplace" curve of 004 Figure 3)."""
+    return _result("blanket_bennett_laplace", laplace_bennett_delta,
+                   f"{BBGN19}, Lemmas 5.1, 5.3, 5.6 (corrected), 5.8", randomizer, n, delta, tol)
+
+
+def _question(delta_fn):
+    """BoundSpec.delta_at of a bound with delta(eps, eps0, n) = ``delta_fn`` (no refinement)."""
+    def delta_at(randomizer, n: int, epsilon: float, threshold: float) -> float:
+        epsilon0 = check_epsilon0(randomizer.epsilon0, maximum=EPSILON0_MAX)
+        return delta_fn(epsilon, epsilon0, check_n(n))
+    return delta_at
+
+
+SPECS: tuple[BoundSpec, ...] = (
+    BoundSpec(
+        "blanket_hoeffding_laplace", BoundKind.UPPER,
+        "004 Lemmas 5.3, 5.5, 5.8 (Hoeffding, Laplace)", BoundStatus.PROVEN,
+        "Laplace mechanism on [0, 1] or {0, 1}; 0 < eps0 <= 150", named(*LAPLACE_NAMES),
+        blanket_hoeffding_laplace, scope="specific",
+        delta_at=_question(laplace_hoeffding_delta)),
+    BoundSpec(
+        "blanket_bennett_laplace", BoundKind.UPPER,
+        "004 Lemmas 5.3, 5.6 (corrected), 5.8 (Bennett, Laplace)", BoundStatus.PROVEN,
+        "Laplace mechanism on [0, 1] or {0, 1}; 0 < eps0 <= 150", named(*LAPLACE_NAMES),
+        blanket_bennett_laplace, scope="specific",
+        delta_at=_question(laplace_bennett_delta)),
+)
