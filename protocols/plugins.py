@@ -53,6 +53,7 @@ BOUNDS: tuple[str, ...] = tuple(_B + m for m in (
     "numerical.clones",
     "numerical.metric",
     "numerical.brr_exact",
+    "numerical.krr_exact",
     "closed_form.blanket",
     "closed_form.blanket_randomizer",
     "closed_form.blanket_laplace",

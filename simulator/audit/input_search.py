@@ -154,14 +154,15 @@ def _preferred(scores: list[float]) -> int:
     return best if scores[best] > MARGIN * scores[0] else 0
 
 
-def _final_shuffle(tested, n, deltas, options, seed, c: Candidate, progress, two_stage: bool):
-    """The audited run at the chosen candidate: the full audit and the two-stage one in bulk
+def final_shuffle(tested, n, deltas, options, seed, x0, x1, others, progress=None,
+                  two_stage: bool = False):
+    """The audited run at (x0, x1, others): the full audit and the two-stage one in bulk
     (two_stage_bulk.audit_both), or the two-stage one alone (in bulk) when asked for."""
     if two_stage:
-        return audit_shuffle(tested, n, deltas, options, seed, x0=c.x0, x1=c.x1,
-                             others=c.others, progress=progress, two_stage=True,
+        return audit_shuffle(tested, n, deltas, options, seed, x0=x0, x1=x1, others=others,
+                             progress=progress, two_stage=True,
                              sampler_type=BulkTwoStageSampler)
-    return audit_both(tested, n, deltas, options, seed, x0=c.x0, x1=c.x1, others=c.others,
+    return audit_both(tested, n, deltas, options, seed, x0=x0, x1=x1, others=others,
                       progress=progress)
 
 
@@ -174,10 +175,11 @@ def search_shuffle(tested, n: int, deltas, options: AuditOptions,
     cands = candidates(declared, n, deltas[0], seed)
     per = pilot_trials(options.trials, len(cands))
     if len(cands) == 1 or per == 0:
-        return _final_shuffle(tested, n, deltas, options, seed, cands[0], progress, two_stage)
+        return final_shuffle(tested, n, deltas, options, seed, cands[0].x0, cands[0].x1,
+                             cands[0].others, progress, two_stage)
     pilot = dataclasses.replace(options, trials=per)
     scores, audits = [], []
-    staged_pilot = dataclasses.replace(options, trials=two_stage_trials(per, n))
+    staged_pilot = dataclasses.replace(options, trials=two_stage_trials(per, n, declared))
     for k, c in enumerate(cands):
         a = audit_shuffle(tested, n, deltas[:1], pilot, child(seed, PILOT_KEY, k), x0=c.x0,
                           x1=c.x1, others=c.others, with_exact=False, two_stage=two_stage,
@@ -194,7 +196,8 @@ def search_shuffle(tested, n: int, deltas, options: AuditOptions,
     best = _preferred(scores)
     final = dataclasses.replace(options, trials=options.trials - per * len(cands))
     c = cands[best]
-    audit = _final_shuffle(tested, n, deltas, final, seed, c, progress, two_stage)
+    audit = final_shuffle(tested, n, deltas, final, seed, c.x0, c.x1, c.others, progress,
+                          two_stage)
     coverage = [f for k, a in enumerate(audits) if np.ndim(cands[k].others) == 1
                 and k != best for f in a.fits]
     summary = "; ".join(f"{cand.label} ({cand.x0}, {cand.x1}, "

@@ -35,7 +35,11 @@ from shufflesim.simulator.audit.binned import binned_pair, continuous_triple, is
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
 from shufflesim.simulator.audit.grading import attach_p_values, grade
-from shufflesim.simulator.audit.input_search import search_pipeline, search_shuffle
+from shufflesim.simulator.audit.input_search import (
+    final_shuffle,
+    search_pipeline,
+    search_shuffle,
+)
 from shufflesim.simulator.audit.levels import ATTACKS, LEVELS, Level, as_level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import load_shuffler
@@ -46,6 +50,7 @@ from shufflesim.simulator.audit.pipeline_level import (
     shuffled_size,
 )
 from shufflesim.simulator.audit.pipeline_multi import audit_pipeline_multi
+from shufflesim.simulator.audit.profile import profile_rows
 from shufflesim.simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
 from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK, child
 from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle, default_triple
@@ -393,6 +398,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
         audit = audit_randomizer(tested, options, seed, events=events, delta0=claim.delta0)
         return attach_p_values(randomizer_records(audit, context), audit, options) + \
             atom_rows(tested, seed, options.confidence, context, "randomizer") + \
+            profile_rows(tested, options, seed, context, events) + \
             _randomizer_attacks(settings, tested, audit.epsilon0, claim.delta0, seed, context,
                                 source)
     require(declared is not None, "implementation", source, "a black box is audited at the "
@@ -400,7 +406,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
             "a claimed randomizer")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
     multi = is_multi_message(declared)  # the shuffle or pipeline level
-    binned = settings.level is Level.SHUFFLE and is_binnable(declared) and not multi
+    binned = is_binnable(declared) and not multi  # the shuffle or pipeline level
     shuffler = load_shuffler(settings.shuffler)  # None, or the user's (message_shuffler.py)
     if binned:  # a continuous scalar claim: its reports binned (binned.py)
         x0, x1, x2 = continuous_triple(declared, n, settings.delta[0], settings)
@@ -429,13 +435,12 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
             audit = search_shuffle(tested, n, settings.delta, options, seed,
                                    progress=progress, two_stage=settings.two_stage)
         else:
-            audit = audit_shuffle(tested, n, settings.delta, options, seed, x0=x0, x1=x1,
-                                  others=others, progress=progress,
-                                  two_stage=settings.two_stage)
+            audit = final_shuffle(tested, n, settings.delta, options, seed, x0, x1, others,
+                                  progress, settings.two_stage)  # full + two-stage in bulk
         bound_n = n
     else:
         permutation = uniform_permutation if settings.permute else identity_permutation
-        if settings.x0 is None and settings.x1 is None and settings.x2 is None:
+        if settings.x0 is None and settings.x1 is None and settings.x2 is None and not binned:
             audit = search_pipeline(tested, n, settings.delta, options, seed, config=pipeline,
                                     permutation=permutation, shuffler=shuffler,
                                     progress=progress)  # worst case (input_search.py)

@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import special
 
+from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS
 from shufflesim.simulator.audit.attacks import Attack, HistogramChunk
 from shufflesim.simulator.audit.sampling import child, chunk_sizes
 from shufflesim.simulator.audit.shuffle_level import (
@@ -137,9 +138,16 @@ class BulkTwoStageSampler(ImplementationSampler):
         return [np.rint(t).astype(np.int64) for t in totals]
 
 
-def two_stage_trials(trials: int, n: int) -> int:
+def two_stage_trials(trials: int, n: int, declared=None) -> int:
     """Trials per world of the two-stage run beside a full run of ``trials``: as many calls
-    of the implementation (n x trials), at most MAX_TWO_STAGE_TRIALS."""
+    of the implementation (n x trials), at most MAX_TWO_STAGE_TRIALS, when the run is
+    tabulated in bulk (``declared``: the claim, None: assumed); ``trials`` when the claim's
+    outputs are too many for the bulk (the others' histograms drawn trial by trial)."""
+    size = None if declared is None else getattr(declared, "output_size", None)
+    if declared is not None and (size is None or size > MAX_ENUMERABLE_OUTPUTS
+                                 or math.comb(n - 2 + int(size), int(size) - 1)
+                                 > MAX_COMPOSITIONS):
+        return int(trials)
     return int(min(n * trials, MAX_TWO_STAGE_TRIALS))
 
 
@@ -160,7 +168,9 @@ def audit_both(tested, n: int, deltas, options, seed: np.random.SeedSequence, *,
     half = dataclasses.replace(options, confidence=1.0 - alpha / 2)
     full = audit_shuffle(tested, n, deltas, half, seed, x0=x0, x1=x1, others=others,
                          progress=progress)
-    staged_options = dataclasses.replace(half, trials=two_stage_trials(options.trials, n))
+    declared = getattr(tested, "declared", None)
+    staged_options = dataclasses.replace(half, trials=two_stage_trials(options.trials, n,
+                                                                       declared))
     staged = _renamed(audit_shuffle(tested, n, deltas, staged_options,
                                     child(seed, TWO_STAGE_KEY), x0=x0, x1=x1, others=others,
                                     two_stage=True, sampler_type=BulkTwoStageSampler))

@@ -6,6 +6,8 @@ a rerun skips what is already there; the points run in priority order, see ``POI
 
     nice -n 10 python tests/benchmarks/tightness_table.py run results/issue31/tightness.jsonl
     python tests/benchmarks/tightness_table.py render results/issue31/tightness.jsonl
+    python tests/benchmarks/tightness_table.py docs results/issue31/tightness.jsonl \
+        docs/tightness.md
 
 Every applicable (non-personalized) bound is evaluated. "Best proven" uses the status each
 result states (an ``optimal-blanket`` maximised over a grid of pairs says ``approximate`` and
@@ -144,8 +146,8 @@ def explain(records: dict[str, dict], upper_method: str, lower_method: str,
     if ex is not None and ex["epsilon"] is None:
         reasons.append(f"exact-lower not available ({ex['error'][:60]})")
     if upper_method == "optimal-blanket" and lower_method == "exact-lower":
-        reasons.append("blanket decomposition (upper) vs one Thm 14 pair (lower); no truth "
-                       "for this randomizer yet, the loose side is not known")
+        reasons.append("blanket decomposition vs one Thm 14 pair; loose side unknown (no "
+                       "truth yet)")
     return "; ".join(reasons) or f"{upper_method} vs {lower_method}; side not known"
 
 
@@ -197,8 +199,20 @@ def summary(path: Path) -> str:
     lines = ["| randomizer | points | worst ratio before | worst ratio after | points > 1.01 |",
              "|---|---|---|---|---|"]
     for label, (count, before, after, above) in rows.items():
-        lines.append(f"| {label} | {count} | {before:.4g} | {after:.4g} | {above} |")
+        shown = ["-" if not math.isfinite(x) else f"{x:.4g}" for x in (before, after)]
+        lines.append(f"| {label} | {count} | {shown[0]} | {shown[1]} | {above} |")
     return "\n".join(lines) + "\n"
+
+
+def fill(path: Path, doc: Path) -> None:
+    """Write the summary and the table between the markers of ``doc`` (docs/tightness.md)."""
+    text = doc.read_text()
+    for name, body in (("summary", summary(path)), ("table", render(path))):
+        start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+        before, rest = text.split(start, 1)
+        _, after = rest.split(end, 1)
+        text = f"{before}{start}\n{body}{end}{after}"
+    doc.write_text(text)
 
 
 if __name__ == "__main__":
@@ -207,5 +221,7 @@ if __name__ == "__main__":
         run(file)
     elif command == "summary":
         print(summary(file), end="")
+    elif command == "docs":          # docs results/issue31/tightness.jsonl docs/tightness.md
+        fill(file, Path(sys.argv[3]))
     else:
         print(render(file), end="")

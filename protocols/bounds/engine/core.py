@@ -62,6 +62,7 @@ from shufflesim.protocols.bounds.engine.common import (
 )
 from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
 from shufflesim.protocols.bounds.engine.eps_search import EpsilonEstimate, epsilon_of_delta
+from shufflesim.protocols.bounds.engine.input_error import tilted_input_slack
 from shufflesim.protocols.bounds.engine.methods import (
     _applicable,
     _conditioning,
@@ -120,6 +121,8 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
     triv = trivial_estimate(cats)
     if triv is not None:
         lo, hi = triv
+        if hi > 0.0 and all(cat.c.max() <= 0 for cat in cats):   # hi: the input slack alone
+            hi = min(hi, tilted_input_slack(groups, epsilon))
         return Estimate(hi if side == "upper" else lo, lo, hi, "trivial")
     # many likelihood-ratio levels (engine/levels.py): where the FFT would be next, the merged
     # variable's exact lower side takes its place on the lower side (and in a screening)
@@ -135,7 +138,10 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
         hi = input_slack(cats) + const_err
         return Estimate(hi if side == "upper" else 0.0, 0.0, hi, "trivial")
     # Inputs: |computed c - exact c| <= c_err for every user (engine/common.py: input_slack).
-    slack = input_slack(cats) + const_err
+    slack = input_slack(cats)
+    if slack > 0.0:     # per-atom rounding, relative in the tail (issue 31: large eps0)
+        slack = min(slack, tilted_input_slack(groups, epsilon))
+    slack += const_err
     chosen = _select(active) if method == "auto" else method
     if not _applicable(chosen, active):
         raise ParameterError("method", method, "is not applicable to these groups "

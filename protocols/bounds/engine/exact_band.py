@@ -443,12 +443,24 @@ def band_bounds(cat: Categories) -> tuple[float, float]:
     f_hi = f * (1 + rel) + 2 * ve * slope + out * np.maximum(alpha + d * t, 0.0)
     lower = float((plan.pt * (1 - REL_SPECIAL)) @ f_lo)
     upper = float((plan.pt * (1 + REL_SPECIAL)) @ f_hi)
-    # T outside its window: S_+ <= (largest positive value) n
-    pos_max = float(np.maximum(cat.c, 0.0).max())
-    upper += pos_max * n * plan.t_tail * (1 + 8 * U)
+    upper += _t_tail_bound(cat, n, w_pair)
     lower = max(lower * (1 - REL_SUM - t.size * U) * math.exp(-shift) - down, 0.0)
     upper = upper * (1 + REL_SUM + t.size * U) * math.exp(shift) * (1 + 4 * U) + up + TINY
     return lower, upper
+
+
+def _t_tail_bound(cat: Categories, n: int, w_pair: float) -> float:
+    """Upper bound on E[S_+ ; T outside its window] (plans.t_plan). S_+ <= c+ T + p+ (n - T)
+    with c+ the largest positive value of the pair (a, b) and p+ that of the pool, so the term
+    is at most c+ E[T ; out] + p+ n P[out]. (It was (largest value) n P[out]: at k-RR's
+    blanket with eps0 = 14, k = 65536, n = 1e6 that is ~9e-17 on delta, 10 % of delta = 1e-15
+    where E[T] ~ 1.6; issue 31.)"""
+    roles = choose_roles(cat)
+    tp = t_plan(n, w_pair)
+    pair_pos = max(float(cat.c[roles.a]), float(cat.c[roles.b]), 0.0)
+    pool = np.array(roles.pool, dtype=int)
+    pool_pos = float(np.maximum(cat.c[pool], 0.0).max()) if pool.size else 0.0
+    return (pair_pos * tp.tail_et + pool_pos * n * tp.tail_p) * (1 + 8 * U)
 
 
 #: a parameter within this many units in the last place of one seen before shares its tables
