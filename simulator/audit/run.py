@@ -403,7 +403,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
             "a claimed randomizer")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
     multi = is_multi_message(declared)  # the shuffle or pipeline level
-    binned = settings.level is Level.SHUFFLE and is_binnable(declared) and not multi
+    binned = is_binnable(declared) and not multi  # the shuffle or pipeline level
     lr = settings.level is Level.SHUFFLE and is_lr_claim(declared) and not multi
     shuffler = load_shuffler(settings.shuffler)  # None, or the user's (message_shuffler.py)
     if binned:  # a continuous scalar claim: its reports binned (binned.py)
@@ -440,7 +440,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
         bound_n = n
     else:
         permutation = uniform_permutation if settings.permute else identity_permutation
-        if settings.x0 is None and settings.x1 is None and settings.x2 is None:
+        if settings.x0 is None and settings.x1 is None and settings.x2 is None and not binned:
             audit = search_pipeline(tested, n, settings.delta, options, seed, config=pipeline,
                                     permutation=permutation, shuffler=shuffler,
                                     progress=progress)  # worst case (input_search.py)
