@@ -35,6 +35,7 @@ import numpy as np
 from scipy import special
 
 from shufflesim.protocols.errors import require
+from shufflesim.simulator.audit.binned import is_binnable
 from shufflesim.simulator.audit.sampling import child, chunk_sizes
 from shufflesim.simulator.audit.shuffle_level import AttackAudit, attack_rows, check_deltas
 
@@ -47,8 +48,6 @@ NAME = "claim-lr"
 
 def is_lr_claim(declared) -> bool:
     """A continuous claim with a density that the binned path does not take (binned.py)."""
-    from shufflesim.simulator.audit.binned import is_binnable
-
     return (declared is not None and getattr(declared, "output_kind", "") == "continuous"
             and hasattr(declared, "log_prob") and not is_binnable(declared)
             and hasattr(declared, "neighbour_candidates"))
