@@ -26,7 +26,7 @@ changes a result, so the assembled tables do not depend on the executor or the w
   compete for the cores. Results do not depend on the number of threads.
   Workers never outlive the process that started them: on Linux the kernel kills them when it
   dies (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread in each worker ends it within
-  :data:`WATCHDOG_SECONDS` once its parent is gone (a SIGKILLed run leaves no idle workers
+  ``worker_process.WATCHDOG_SECONDS`` once its parent is gone (a SIGKILLed run leaves no idle workers
   behind, and with them gone the multiprocessing resource tracker exits too). Workers ignore
   SIGINT: a Ctrl-C reaches the whole process group, and the calling process, which handles it,
   stops the workers itself (:meth:`ProcessExecutor.close` with ``terminate``: it sets the
