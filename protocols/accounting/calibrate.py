@@ -9,10 +9,12 @@ eps0 (the pairs of a larger eps0 are less private), so the certified set is an i
 Search (issue 32): the bound's own values steer it. The score ln(eps / target) of every
 evaluated point (<= 0 exactly where certified) is followed by secant steps in ln eps0 from a
 start point (``start``: e.g. the value another method found, else eps0_min), up while certified
-and down while not, until a certified and a failing point bracket the crossing; then Brent's
-method on the score (protocols.bounds.calibration), bisection as the safeguard. The value
-returned is always one that was certified (the lower end of the final bracket), whatever the
-monotonicity of a particular method; a start that is not certified only costs evaluations.
+and down while not (overshooting by 15 %), until a certified and a failing point bracket the
+crossing; then each trial aims a third of rtol past the secant estimate, on the side not hit
+last, so that a good estimate closes the bracket in two evaluations (bisection in ln eps0 after
+three trials in a row on one side). The value returned is always one that was certified (the
+lower end of the final bracket), whatever the monotonicity of a particular method; a start
+that is not certified only costs evaluations.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from shufflesim.protocols.accounting.compose import (
     compose_rounds,
     get_composed_method,
 )
-from shufflesim.protocols.bounds.calibration import largest_certified
 from shufflesim.protocols.bounds.result import BoundKind
 from shufflesim.protocols.errors import (
     ParameterError,
@@ -114,40 +115,80 @@ def largest_epsilon0(randomizer_factory: Callable[[float], object], target_epsil
             return None
         return math.log(out.epsilon / target_epsilon)
 
-    low = _certified_start(certified, score, start, eps0_min, eps0_max)
+    low, high = _search(certified, score, start, eps0_min, eps0_max, rtol)
     if low is None:
         out = outcomes[eps0_min]
         why = out if isinstance(out, str) else f"eps = {out.epsilon:.6g}"
         raise ParameterError("target_epsilon", target_epsilon,
                              f"{method} does not certify it even at eps0 = {eps0_min:g} "
                              f"over {sum(k for _, k in plan)} rounds: {why}")
-    failing = [x for x in outcomes if x > low and not certified(x)]
-    low, high = largest_certified(certified, low, min(failing, default=eps0_max), rtol,
-                                  score=score)
     note = "" if high is not None else f"certified up to the search limit eps0 = {eps0_max:g}"
     return RoundsCalibration(method, low, (low, high), float(target_epsilon), float(delta),
                              sum(k for _, k in plan), outcomes[low], len(outcomes),
                              time.perf_counter() - started, note)
 
 
-def _certified_start(certified, score, start, eps0_min: float, eps0_max: float) -> float | None:
-    """A certified eps0 near the crossing, from ``start``: while it fails, secant steps down in
-    ln eps0 on the score (slope 1 from a single point, undershot by 20 %, at most a factor 64 per
-    step), never below eps0_min; None when eps0_min itself fails."""
+#: Slope of ln eps against ln eps0 assumed before two points give one (composed shuffle bounds:
+#: 1 at small eps0, about 2 where eps0 is a few units).
+PRIOR_SLOPE = 1.5
+
+
+def _estimate(points: dict[float, float]) -> float | None:
+    """The crossing (score 0) predicted by a secant in ln eps0 through the two evaluated points
+    of smallest |score| (the nearest ones: the score is smooth in ln eps0, so a local secant
+    beats one through a far end of the bracket); None without points."""
+    if not points:
+        return None
+    pair = sorted(points.items(), key=lambda p: abs(p[1]))[:2]
+    (x1, s1) = pair[0]
+    slope = PRIOR_SLOPE
+    if len(pair) == 2 and abs(math.log(pair[1][0]) - math.log(x1)) > 1e-12:
+        fitted = (pair[1][1] - s1) / (math.log(pair[1][0]) - math.log(x1))
+        slope = fitted if fitted > 0.05 else PRIOR_SLOPE
+    return math.exp(math.log(x1) - s1 / slope)
+
+
+def _search(certified, score, start, eps0_min: float, eps0_max: float,
+            rtol: float) -> tuple[float | None, float | None]:
+    """(largest certified eps0 found, smallest failing one above it or None at the limit),
+    within relative ``rtol`` (module docstring). Secant estimates of the crossing; while only one
+    side is known the step overshoots by 15 % (at most a factor 16); once bracketed, each trial
+    aims a third of rtol beyond the estimate on the side not hit last, and bisects (in ln eps0)
+    after three trials in a row on one side. Only evaluated points end the bracket."""
+    low, high = None, None
+    points: dict[float, float] = {}
     x = eps0_min if start is None else min(max(float(start), eps0_min), eps0_max)
-    seen: list[tuple[float, float]] = []
-    while not certified(x):
-        if x <= eps0_min:
-            return None
+    streak, last = 0, None
+    for _ in range(200):
+        ok = certified(x)
         value = score(x)
-        slope = 1.0
-        if value is not None:
-            if seen and abs(math.log(x) - seen[-1][0]) > 1e-12:
-                fitted = (value - seen[-1][1]) / (math.log(x) - seen[-1][0])
-                slope = fitted if fitted > 0.05 else 1.0
-            seen.append((math.log(x), value))
-            guess = math.exp(math.log(x) - max(value, 1e-3) / slope) * 0.8
+        if value is not None and math.isfinite(value):
+            points[x] = value
+        if ok:
+            low = x if low is None or x > low else low
         else:
-            guess = x / 4.0
-        x = max(eps0_min, min(guess, x / 1.05), x / 64.0)
-    return x
+            high = x if high is None or x < high else high
+        streak = streak + 1 if last == ok else 1
+        last = ok
+        if low is not None and high is not None and high <= low * (1 + rtol):
+            return low, high
+        if low is None and x <= eps0_min:
+            return None, high
+        if high is None and low is not None and low >= eps0_max:
+            return low, None
+        guess = _estimate(points)
+        if low is not None and high is not None:
+            lo_ln, hi_ln = math.log(low), math.log(high)
+            if guess is None or streak >= 4:
+                trial = math.exp(0.5 * (lo_ln + hi_ln))
+            else:
+                trial = guess * (1 - rtol / 3 if not ok else 1 + rtol / 3)
+            margin = min(rtol / 4, 0.25 * (hi_ln - lo_ln))
+            x = math.exp(min(max(math.log(trial), lo_ln + margin), hi_ln - margin))
+        elif low is not None:          # only certified points: step up past the crossing
+            trial = (guess or low * 4.0) * 1.15
+            x = min(max(trial, low * 1.05), low * 16.0, eps0_max)
+        else:                          # only failing points: step down past the crossing
+            trial = (guess or high / 4.0) * 0.85
+            x = max(min(trial, high / 1.05), high / 16.0, eps0_min)
+    return low, high

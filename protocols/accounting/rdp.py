@@ -41,7 +41,13 @@ from shufflesim.protocols.accounting.enumeration import (
     cached_aggregates,
     is_symmetric,
 )
-from shufflesim.protocols.accounting.pld import _Accumulator, _upper_direction, mass_relative_error
+from shufflesim.protocols.accounting.pld import (
+    _Accumulator,
+    _split_to_grid,
+    _upper_direction,
+    _widen,
+    mass_relative_error,
+)
 from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
     ComposedResult,
@@ -134,7 +140,10 @@ def _log_moments(agg, model, n: int, orders: np.ndarray) -> list[np.ndarray]:
         else:
             mass, ell, lo, hi = agg.p1, -agg.ell, -agg.hi, -agg.lo
         acc = _Accumulator()
-        _upper_direction(acc, mass * (1 + eta), ell, lo, hi, interval)
+        if agg.lo is agg.hi:      # exact losses (block pairs): each mass at its widened loss
+            _split_to_grid(acc, _widen(ell, True), mass * (1 + eta), interval)
+        else:
+            _upper_direction(acc, mass * (1 + eta), ell, lo, hi, interval)
         losses = (np.arange(acc.values.size) + acc.low) * interval
         weights = acc.values
         keep = weights > 0

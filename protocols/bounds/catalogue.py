@@ -144,9 +144,13 @@ NOTES = """## Notes
 - **Caps.** Every shuffled eps0-LDP mechanism is eps0-DP, so the variation-ratio and GDP bounds
   are capped at eps0 (the note says so when the cap is active).
 - **Tightness (issue 31).** docs/tightness.md tabulates best proven upper / best proven lower
-  over a grid (tests/benchmarks/tightness_table.py). For binary RR, `brr-exact` (the exact curve
-  over every dataset) is within 1 % of `brr-exact-lower` where `optimal-blanket` was up to 50 %
-  above: the blanket decomposition, not the numerics, was the loose side.
+  for every single-message randomizer (tests/benchmarks/tightness_table.py). For binary RR and
+  Duchi's 1-D mechanism (whose shuffled curve is binary RR's), `brr-exact` (the exact curve over
+  every dataset) is within 1 % of `brr-exact-lower` where `optimal-blanket` was up to 50 %
+  above: the blanket decomposition, not the numerics, was the loose side. For `laplace`,
+  `optimal-blanket` maximises over a grid of pairs (approximate), so the best proven upper bound
+  is 004 Lemma 5.8's `blanket_bennett_laplace` (every pair in [0, 1]). Elsewhere the table sets
+  the blanket decomposition against one 000 Thm 14 pair; which side is loose needs the truth.
 - **Conservative numbers.** Numerical bounds return the conservative end of their own
   numerical error (`epsilon_error` is the width of the final bracket); eps(delta) is inverted
   with the engine's `epsilon_of_delta`. Calibration (`shufflesim calibrate`) returns only

@@ -180,6 +180,10 @@ def audit_pipeline(
     config = config or PipelineConfig()
     implementation = hasattr(randomizer, "implementation")
     declared = randomizer.declared if implementation else randomizer
+    # a continuous claim's binned implementation (binned.py): the clients send, and the
+    # shuffler sees, the raw reports; the attacks bin the released ones
+    client = getattr(randomizer, "tested", randomizer)
+    indexed = declared if client is not randomizer else randomizer
     require(declared is not None, "implementation",
             getattr(getattr(randomizer, "implementation", None), "source", None),
             "a black box is audited at the randomizer level only: the pipeline level needs a "
@@ -212,13 +216,14 @@ def audit_pipeline(
     counts = {(a.name, w, phase): np.zeros(a.bins, dtype=np.int64)
               for a in attacks for w in (0, 1) for phase in (0, 1)}
     per_block = min(options.chunk, rounds_per_block(n * messages_per_client(randomizer)))
-    sampled = shuffler is not None and _shuffler_sample(shuffler, declared, values[0], config,
-                                                       options.trials, seq)
+    sampled = shuffler is not None and _shuffler_sample(
+        shuffler, getattr(declared, "continuous", declared), values[0], config, options.trials,
+        seq)
     for phase, size in ((0, options.selection_trials), (1, options.evaluation_trials)):
         for w in (0, 1):
             for c, block in enumerate(chunk_sizes(size, per_block)):
                 key = child(seq, w, phase, c)
-                rounds = draw_rounds(randomizer, values[w], config, block,
+                rounds = draw_rounds(client, values[w], config, block,
                                      np.random.default_rng(key))
                 mix = np.random.default_rng(child(key, SHUFFLER_KEY))
                 if shuffler is not None and not sampled:
@@ -231,9 +236,9 @@ def audit_pipeline(
                 else:
                     release = permutation_release(rounds, permutation, mix)
                 hist, order = release_statistics(release, rounds.user_rank(0), groups,
-                                                 randomizer)
+                                                 indexed)
                 if fit_state is not None:
-                    _fit_counts(rounds, randomizer, values[w], fit_state[w])
+                    _fit_counts(rounds, indexed, values[w], fit_state[w])
                 chunk = RoundChunk(n, hist, order)
                 for a in attacks:
                     counts[(a.name, w, phase)] += np.bincount(
@@ -242,7 +247,7 @@ def audit_pipeline(
                 if progress is not None:
                     progress(done, total)
     if sampled:
-        _run_shuffler_sample(shuffler, randomizer, values, config, sampled, per_block, seq)
+        _run_shuffler_sample(shuffler, client, values, config, sampled, per_block, seq)
     holdout = options.selection_trials > 0
     per_bin = {name: ((counts[(name, 0, 0)], counts[(name, 1, 0)]) if holdout else (None, None),
                       (counts[(name, 0, 1)], counts[(name, 1, 1)])) for name in names}

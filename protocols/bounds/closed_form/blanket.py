@@ -29,6 +29,11 @@ over M ~ Bin(n, gamma) (m >= 1; the m = 0 term is exactly 0) is exact in closed 
 
     sum_{m>=1} Bin(n, gamma)(m) e^{-m theta} = (1 - gamma + gamma e^{-theta})^n - (1 - gamma)^n.
 
+Inversion eps(delta): neither bound has a solution for eps in closed form (004 Thm 5.3 solves a
+looser variant, with a tail of M split off); ln delta(eps) and its derivative are closed forms
+(:func:`hoeffding_log`, :func:`bennett_log`, from the PARV parameters and their slopes), and the
+root is found by bracketed Newton steps (protocols.bounds.closed_form.newton), rounded outward.
+
 Reproduction of 000 Table 4 (Blanket (Bennett), 10-RR, n = 1000, delta = 1e-6): the variant is
 the k-RR *specific* Bennett bound (gamma = k/(e^eps0 + k - 1), exact PARV max and second moment of
 004 Lemma 5.7) with the exact Binomial expectation over M (no split of delta between a tail of M
@@ -46,6 +51,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.closed_form.concentration_log import (
+    REL_ERR as _REL_ERR,
+)
+from shufflesim.protocols.bounds.closed_form.concentration_log import (
+    bennett_log,
+    hoeffding_log,
+    invert_log_delta,
+)
 from shufflesim.protocols.bounds.numerical.clones import (
     DEFAULT_TOL,
     check_delta,
@@ -54,15 +67,12 @@ from shufflesim.protocols.bounds.numerical.clones import (
     check_n,
     krr_fields,
     round_up,
-    smallest_epsilon,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp, generic, named
 from shufflesim.protocols.errors import ParameterError, require
 
 BBGN19 = "Balle, Bell, Gascon, Nissim, The privacy blanket of the shuffle model (004)"
-#: Relative safety margin on every floating-point delta returned here.
-_REL_ERR = 1e-12
 _U = float(np.finfo(float).eps) / 2      # unit roundoff
 #: Largest (#ordered input pairs) x (#outputs) enumerated for a per-randomizer bound.
 MAX_PAIR_OUTPUTS = 20_000_000
@@ -172,19 +182,25 @@ def generic_parv_bounds(epsilon: float, epsilon0: float) -> PARVBounds:
     [gamma, gamma e^eps0], so L <= gamma (e^eps0 - e^eps), L >= gamma (1 - e^(eps + eps0)),
     E[L^2] <= gamma (e^eps0 (1 + e^2eps) - 2 e^eps); each is below the constant above.
     """
+    return _as_arrays(generic_parv_scalar(epsilon, epsilon0)[0])
+
+
+def generic_parv_scalar(epsilon: float, epsilon0: float) -> tuple[tuple, tuple]:
+    """:func:`generic_parv_bounds` as floats (gamma, mean_gap, upper, width, second_moment),
+    and the derivatives in eps of the last four (for the Newton steps of the inversion)."""
     e, e0 = math.exp(epsilon), math.exp(epsilon0)
     # Written without cancellation (tiny eps0: e0 - e / e0 was 0 at eps0 = 1e-300, so the
     # Bennett term vanished and the bound returned eps = 0):
     #   e0 - e/e0 = e^(eps - eps0) expm1(2 eps0 - eps),   e0 - 1/e0 = 2 sinh(eps0),
     #   e0 (e^2 + 1) - 2 e / e0^3 = e0 expm1(eps)^2 + 2 e e0^-3 expm1(4 eps0).
-    return PARVBounds(
-        gamma=np.array([math.exp(-epsilon0)]),
-        mean_gap=np.array([math.expm1(epsilon)]),
-        upper=np.array([math.exp(epsilon - epsilon0) * math.expm1(2.0 * epsilon0 - epsilon)]),
-        width=np.array([(e + 1.0) * 2.0 * math.sinh(epsilon0)]),
-        second_moment=np.array([e0 * math.expm1(epsilon) ** 2
-                                + 2.0 * e / e0**3 * math.expm1(4.0 * epsilon0)]),
-    )
+    em1 = math.expm1(epsilon)
+    spread = 2.0 * math.sinh(epsilon0)
+    tail = 2.0 / e0**3 * math.expm1(4.0 * epsilon0)
+    values = (math.exp(-epsilon0), em1,
+              math.exp(epsilon - epsilon0) * math.expm1(2.0 * epsilon0 - epsilon),
+              (e + 1.0) * spread, e0 * em1 ** 2 + e * tail)
+    slopes = (e, -math.exp(epsilon - epsilon0), e * spread, 2.0 * e0 * em1 * e + e * tail)
+    return values, slopes
 
 
 def krr_parv_bounds(epsilon: float, epsilon0: float, domain_size: int) -> PARVBounds:
@@ -192,6 +208,12 @@ def krr_parv_bounds(epsilon: float, epsilon0: float, domain_size: int) -> PARVBo
     L = gamma (1 - e^eps) + (1 - gamma) k ([W = x] - e^eps [W = x']), so
     max L = gamma (1 - e^eps) + (1 - gamma) k, range = (1 - gamma) k (e^eps + 1),
     E[L^2] = gamma (2 - gamma)(e^eps - 1)^2 + (1 - gamma)^2 k (e^2eps + 1)."""
+    return _as_arrays(krr_parv_scalar(epsilon, epsilon0, domain_size)[0])
+
+
+def krr_parv_scalar(epsilon: float, epsilon0: float, domain_size: int) -> tuple[tuple, tuple]:
+    """:func:`krr_parv_bounds` as floats, with the derivatives in eps of its last four entries
+    (as :func:`generic_parv_scalar`)."""
     k = domain_size
     g = krr_blanket_gamma(epsilon0, k)
     # 1 - gamma = expm1(eps0) / (expm1(eps0) + k) and e^eps - 1 = expm1(eps): 1.0 - g was 0 at
@@ -199,14 +221,18 @@ def krr_parv_bounds(epsilon: float, epsilon0: float, domain_size: int) -> PARVBo
     one_minus_g = math.expm1(epsilon0) / (math.expm1(epsilon0) + k)
     e, em1 = math.exp(epsilon), math.expm1(epsilon)
     keep, drop = one_minus_g * k, g * em1
-    return PARVBounds(
-        gamma=np.array([g]),
-        mean_gap=np.array([em1]),
-        # a difference of two accurate terms: its rounding (<= 2u of their sum) added
-        upper=np.array([keep - drop + 4 * _U * (keep + drop)]),
-        width=np.array([one_minus_g * k * (e + 1.0)]),
-        second_moment=np.array([g * (2.0 - g) * em1 ** 2 + one_minus_g ** 2 * k * (e * e + 1)]),
-    )
+    tail = one_minus_g ** 2 * k
+    values = (g, em1,
+              # a difference of two accurate terms: its rounding (<= 2u of their sum) added
+              keep - drop + 4 * _U * (keep + drop),
+              one_minus_g * k * (e + 1.0),
+              g * (2.0 - g) * em1 ** 2 + tail * (e * e + 1))
+    slopes = (e, -g * e, one_minus_g * k * e, 2.0 * g * (2.0 - g) * em1 * e + 2.0 * tail * e * e)
+    return values, slopes
+
+
+def _as_arrays(values: tuple) -> PARVBounds:
+    return PARVBounds(*(np.array([v]) for v in values))
 
 
 @dataclass(frozen=True)
@@ -347,7 +373,7 @@ def blanket_hoeffding_generic_delta(epsilon: float, epsilon0: float, n: int) -> 
     epsilon, epsilon0 = check_epsilon(epsilon), check_epsilon0(epsilon0)
     if epsilon >= epsilon0:
         return 0.0
-    return hoeffding_delta(n, generic_parv_bounds(epsilon, epsilon0))
+    return math.exp(hoeffding_log(check_n(n), *generic_parv_scalar(epsilon, epsilon0))[0])
 
 
 def blanket_bennett_generic_delta(epsilon: float, epsilon0: float, n: int) -> float:
@@ -355,7 +381,7 @@ def blanket_bennett_generic_delta(epsilon: float, epsilon0: float, n: int) -> fl
     epsilon, epsilon0 = check_epsilon(epsilon), check_epsilon0(epsilon0)
     if epsilon >= epsilon0:
         return 0.0
-    return bennett_delta(n, generic_parv_bounds(epsilon, epsilon0))
+    return math.exp(bennett_log(check_n(n), *generic_parv_scalar(epsilon, epsilon0))[0])
 
 
 #: results of the generic bounds by (method, eps0, n, delta, tol) (pure functions of these;
@@ -381,7 +407,12 @@ def _generic_result(method, delta_fn, epsilon0, n, delta, reference, tol):
 
 
 def _generic_compute(method, delta_fn, epsilon0, n, delta, reference, tol, start):
-    eps, err = smallest_epsilon(lambda e: delta_fn(e, epsilon0, n), delta, epsilon0, tol)
+    concentration = _LOG_FORMS[delta_fn]
+
+    def log_delta(eps: float) -> tuple[float, float]:
+        return concentration(n, *generic_parv_scalar(eps, epsilon0))
+
+    eps, err = invert_log_delta(log_delta, delta, epsilon0, tol)
     return BoundResult(
         method=method, kind=BoundKind.UPPER, epsilon=eps, delta=delta, epsilon_error=err,
         status=BoundStatus.PROVEN, reference=reference, seconds=time.perf_counter() - start,
@@ -404,6 +435,11 @@ def blanket_bennett_generic(
     randomizer."""
     return _generic_result("blanket_bennett_generic", blanket_bennett_generic_delta,
                            epsilon0, n, delta, f"{BBGN19}, Lemmas 5.2-5.4 and 5.6 (corrected)", tol)
+
+
+#: the logarithmic form (with slope) of each generic delta function
+_LOG_FORMS = {blanket_hoeffding_generic_delta: hoeffding_log,
+              blanket_bennett_generic_delta: bennett_log}
 
 
 def _generic_question(delta_fn):

@@ -6,6 +6,7 @@ the pairs.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -19,9 +20,17 @@ from shufflesim.protocols.bounds.closed_form.blanket import (
     EPSILON0_MAX,
     MAX_PAIR_OUTPUTS,
     PairAtoms,
+    PARVBounds,
     atoms_parv_bounds,
     bennett_delta,
     hoeffding_delta,
+    krr_blanket_gamma,
+    krr_parv_scalar,
+)
+from shufflesim.protocols.bounds.closed_form.concentration_log import (
+    bennett_log,
+    hoeffding_log,
+    invert_log_delta,
 )
 from shufflesim.protocols.bounds.numerical import decompositions
 from shufflesim.protocols.bounds.numerical.clones import (
@@ -30,7 +39,6 @@ from shufflesim.protocols.bounds.numerical.clones import (
     check_epsilon,
     check_epsilon0,
     check_n,
-    smallest_epsilon,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, discrete_output
@@ -144,6 +152,41 @@ def _per_randomizer_result(method, concentration, randomizer, n, delta, atoms, t
     return _compute_result(method, concentration, randomizer, n, delta, atoms, tol, reference)
 
 
+def atoms_parv_slopes(epsilon: float, pairs: PairAtoms, params: PARVBounds) -> tuple:
+    """Derivatives in eps of :func:`atoms_parv_bounds`' mean_gap, upper, width and second
+    moment (arrays over pairs; the rounding slacks are left out: only the Newton steps of the
+    inversion use them). With x = e^eps the values are gamma (a_j - x b_j)."""
+    x = math.exp(epsilon)
+    gamma = pairs.gamma
+    values = gamma[:, None] * (pairs.a - x * pairs.b)
+    prob = pairs.weight / pairs.weight.sum(axis=1, keepdims=True)
+    present = pairs.weight > 0
+    rows = np.arange(values.shape[0])
+    top = np.argmax(np.where(present, values, -np.inf), axis=1)
+    bottom = np.argmin(np.where(present, values, np.inf), axis=1)
+    b_top, b_bottom = pairs.b[rows, top], pairs.b[rows, bottom]
+    return (gamma * x * np.sum(prob * pairs.b, axis=1), -gamma * x * b_top,
+            gamma * x * (b_bottom - b_top),
+            -2.0 * gamma * x * np.sum(prob * pairs.b * values, axis=1))
+
+
+def atoms_log(concentration_log, n: int, epsilon: float, pairs: PairAtoms) -> tuple[float,
+                                                                                     float]:
+    """ln delta and its slope for the maximum over the pairs of ``pairs``
+    (concentration_log.hoeffding_log or bennett_log per pair): the largest pair's value, and its
+    slope (the maximum's one-sided slope)."""
+    params = atoms_parv_bounds(epsilon, pairs)
+    slopes = atoms_parv_slopes(epsilon, pairs, params)
+    fields = (params.gamma, params.mean_gap, params.upper, params.width, params.second_moment)
+    best = (-math.inf, 0.0)
+    for i in range(params.gamma.size):
+        pair = concentration_log(n, tuple(float(f[i]) for f in fields),
+                                 tuple(float(s[i]) for s in slopes))
+        if pair[0] > best[0]:
+            best = pair
+    return best
+
+
 def _trivial_epsilon(pairs, randomizer) -> float:
     """The eps from which delta = 0 (the largest privacy loss on the blanket support); a
     ParameterError where it is infinite."""
@@ -166,25 +209,44 @@ def _question(delta_fn):
 
 def _compute_result(method, concentration, randomizer, n, delta, atoms, tol, reference):
     start = time.perf_counter()
-    pairs, pair_set = _pairs_of(randomizer, atoms)
-    upper = _trivial_epsilon(pairs, randomizer)
+    log_form = _LOG_FORMS[concentration]
+    if atoms is None and _is_krr(randomizer):
+        # k-RR: every ordered pair has the same PARV, in closed form (004 Lemma 5.7); the
+        # inversion needs no atoms
+        epsilon0, k = float(randomizer.epsilon0), int(randomizer.domain_size)
+        upper = epsilon0
 
-    def delta_fn(eps: float) -> float:
-        if eps >= upper:
-            return 0.0
-        return concentration(n, atoms_parv_bounds(eps, pairs))
+        def log_delta(eps: float) -> tuple[float, float]:
+            return log_form(n, *krr_parv_scalar(eps, epsilon0, k))
 
-    eps, err = smallest_epsilon(delta_fn, delta, upper, tol)
-    note = (f"gamma = {float(pairs.gamma.min()):.6g}, {pairs.a.shape[0]} ordered pair(s); "
-            f"pairs: {pair_set.argument}")
+        note = (f"gamma = {krr_blanket_gamma(epsilon0, k):.6g}, k-RR: every ordered pair alike "
+                "(004 Lemma 5.7, in closed form)")
+        exhaustive = True
+    else:
+        pairs, pair_set = _pairs_of(randomizer, atoms)
+        upper = _trivial_epsilon(pairs, randomizer)
+
+        def log_delta(eps: float) -> tuple[float, float]:
+            return atoms_log(log_form, n, eps, pairs)
+
+        note = (f"gamma = {float(pairs.gamma.min()):.6g}, {pairs.a.shape[0]} ordered pair(s); "
+                f"pairs: {pair_set.argument}")
+        exhaustive = pair_set.exhaustive
+    eps, err = invert_log_delta(log_delta, delta, upper, tol)
     status = BoundStatus.PROVEN
-    if not pair_set.exhaustive:
+    if not exhaustive:
         status = BoundStatus.APPROXIMATE
         note = "worst neighbour pair not proven; " + note
     return BoundResult(
         method=method, kind=BoundKind.UPPER, epsilon=eps, delta=delta, epsilon_error=err,
         status=status, reference=reference, seconds=time.perf_counter() - start, note=note,
     )
+
+
+def _is_krr(randomizer) -> bool:
+    return (getattr(randomizer, "name", None) == "krr"
+            and isinstance(getattr(randomizer, "domain_size", None), int)
+            and randomizer.domain_size >= 2)
 
 
 def blanket_hoeffding(
@@ -214,21 +276,31 @@ def blanket_bennett(
 def blanket_bennett_randomizer_delta(epsilon: float, randomizer, n: int,
                                      atoms: list[RatioAtoms] | None = None) -> float:
     """delta(eps) of :func:`blanket_bennett`."""
-    epsilon = check_epsilon(epsilon)
-    pairs = _pairs_of(randomizer, atoms)[0]
-    if epsilon >= pairs.trivial_epsilon():
-        return 0.0
-    return bennett_delta(n, atoms_parv_bounds(epsilon, pairs))
+    return _randomizer_delta(bennett_log, epsilon, randomizer, n, atoms)
 
 
 def blanket_hoeffding_randomizer_delta(epsilon: float, randomizer, n: int,
                                        atoms: list[RatioAtoms] | None = None) -> float:
     """delta(eps) of :func:`blanket_hoeffding`."""
+    return _randomizer_delta(hoeffding_log, epsilon, randomizer, n, atoms)
+
+
+def _randomizer_delta(log_form, epsilon, randomizer, n, atoms) -> float:
     epsilon = check_epsilon(epsilon)
+    n = check_n(n)
+    if atoms is None and _is_krr(randomizer):
+        if epsilon >= randomizer.epsilon0:
+            return 0.0
+        return math.exp(log_form(n, *krr_parv_scalar(epsilon, float(randomizer.epsilon0),
+                                                     int(randomizer.domain_size)))[0])
     pairs = _pairs_of(randomizer, atoms)[0]
     if epsilon >= pairs.trivial_epsilon():
         return 0.0
-    return hoeffding_delta(n, atoms_parv_bounds(epsilon, pairs))
+    return math.exp(atoms_log(log_form, n, epsilon, pairs)[0])
+
+
+#: the logarithmic form (with slope) of each concentration bound
+_LOG_FORMS = {hoeffding_delta: hoeffding_log, bennett_delta: bennett_log}
 
 
 SPECS: tuple[BoundSpec, ...] = (

@@ -47,6 +47,7 @@ from scipy import optimize, special
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
 from shufflesim.protocols.bounds.engine import fft as engine_fft
+from shufflesim.protocols.bounds.engine import levels
 from shufflesim.protocols.bounds.engine.common import (
     Categories,
     Estimate,
@@ -123,6 +124,10 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
         if hi > 0.0 and all(cat.c.max() <= 0 for cat in cats):   # hi: the input slack alone
             hi = min(hi, tilted_input_slack(groups, epsilon))
         return Estimate(hi if side == "upper" else lo, lo, hi, "trivial")
+    # many likelihood-ratio levels (engine/levels.py): where the FFT would be next, the merged
+    # variable's exact lower side takes its place on the lower side (and in a screening)
+    merge_levels = (method == "auto" and len(groups) == 1 and fft_step is None
+                    and (side == "lower" or decide_only))
     # Groups whose G is a constant only shift the sum; fold them into one deterministic shift.
     active = [cat for cat in cats if cat.c.size > 1]
     const = sum(cat.count * float(cat.c[0]) for cat in cats if cat.c.size == 1)
@@ -156,14 +161,32 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
         if (method == "auto" and undecided and hi - lo > max(rtol * hi, atol)
                 and reachable < 0.5 * (hi - lo) / hi):
             # Both brackets are valid: keep their intersection.
-            f_lo, f_hi = engine_fft.fft_bounds(active, max(rtol, reachable))
-            lo, hi = max(lo, f_lo), min(hi, f_hi)
-            chosen = "conditioning+fft"
+            merged = _levels_lower(groups, epsilon, rtol, atol, threshold, merge_levels)
+            if merged is not None:
+                lo, chosen = max(lo, merged), "conditioning+levels"
+            else:
+                f_lo, f_hi = engine_fft.fft_bounds(active, max(rtol, reachable))
+                lo, hi = max(lo, f_lo), min(hi, f_hi)
+                chosen = "conditioning+fft"
     else:
-        lo, hi = engine_fft.fft_bounds(active, rtol, fft_step)
+        merged = _levels_lower(groups, epsilon, rtol, atol, threshold, merge_levels)
+        if merged is not None:
+            lo, hi, chosen = merged, chern, "levels"
+        else:
+            lo, hi = engine_fft.fft_bounds(active, rtol, fft_step)
     hi = min(hi, chern)
     lo, hi = max(lo - slack, 0.0), hi + slack
     return Estimate(hi if side == "upper" else lo, lo, hi, chosen)
+
+
+def _levels_lower(groups, epsilon, rtol, atol, threshold, allowed) -> float | None:
+    """The merged variables' best exact lower side (engine/levels.py) where the merge
+    applies, else None. Valid for the lower side of the unmerged group at any eps."""
+    if not (allowed and levels.applies(*groups[0], epsilon)):
+        return None
+    atoms, count = groups[0]
+    return max(hockey_stick([(merged, count)], epsilon, "lower", rtol=rtol, atol=atol,
+                            threshold=threshold).lower for merged in levels.candidates(atoms))
 
 
 def delta_of_epsilon(groups: Sequence[Group], n: int, epsilon: float, side: str = "upper",
@@ -316,6 +339,32 @@ def _search_rtol(atoms: RatioAtoms, n: int, top: float, method: str, side: str) 
     return EXACT_SEARCH_RTOL
 
 
+def _needs_fft(atoms: RatioAtoms, n: int, delta: float, top: float) -> bool:
+    """Whether the former methods would call the FFT near the crossing (the normal
+    approximation's): the conditioning method does not apply, or its bracket there is wider
+    than the eps search's precision. Only then is the merge worth its loss of tightness."""
+    guess = gaussian_guess(atoms, n, delta, top) or 0.5 * top
+    est = hockey_stick([(atoms, n)], guess, "lower", rtol=5e-3, method="auto")
+    return est.method in ("fft", "levels", "conditioning+fft", "conditioning+levels")
+
+
+def _merged_lower(atoms: RatioAtoms, n: int, delta: float, top: float, rtol: float | None,
+                  delta_rtol: float) -> EpsilonEstimate:
+    """eps(delta) of many-level atoms on the lower side (engine/levels.py): the merge with the
+    larger delta at the normal approximation's crossing, searched exactly; its lower end is a
+    lower bound for the unmerged atoms, Chernoff's crossing of the unmerged atoms an upper end
+    (the bracket states the merge's error)."""
+    guess = gaussian_guess(atoms, n, delta, top) or 0.5 * top
+    merged = max(levels.candidates(atoms), key=lambda m: delta_of_epsilon(
+        [(m, n)], n, guess, "lower", rtol=delta_rtol).lower)
+    inner = epsilon_bound([merged], n, delta, "lower", eps_max=top, rtol=rtol,
+                          delta_rtol=delta_rtol)
+    upper = levels.chernoff_crossing(atoms, n, delta, top, inner.lower)
+    upper = max(upper, inner.lower)
+    return EpsilonEstimate(inner.lower, inner.lower, upper, upper - inner.lower,
+                           inner.saturated, inner.evaluations)
+
+
 def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: float,
                   side: str = "upper", *, eps_max: float | None = None,
                   rtol: float | None = None, delta_rtol: float = 5e-3, method: str = "auto",
@@ -352,6 +401,11 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
             continue
         seen.append(key)
         top = default_eps_max(atoms) if eps_max is None else eps_max
+        if (side == "lower" and method == "auto" and fft_step is None
+                and levels.applies(atoms, n, 0.5 * top) and _needs_fft(atoms, n, delta, top)):
+            # many likelihood-ratio levels: merged into a few (engine/levels.py)
+            results.append(_merged_lower(atoms, n, delta, top, rtol, delta_rtol))
+            continue
         tol = _search_rtol(atoms, n, top, method, side) if rtol is None else rtol
 
         def fn(eps, atoms=atoms):

@@ -71,7 +71,7 @@ __all__ = ["applicable", "band_bounds", "band_plan", "reduced"]
 #: mass of B (and of X) left outside its window, per side (bounded, not dropped)
 TAIL = 1e-20
 #: largest table (T rows x (B window + X window)) for which the method is used
-MAX_CELLS = 2_000_000
+MAX_CELLS = 4_000_000
 #: categories lighter than this are folded into the others with a bounded error (:func:`reduced`)
 TINY_MASS = 1e-13
 

@@ -191,6 +191,42 @@ def exact_upper_bound(randomizer, n: int, delta: float) -> BoundResult:
                        "messages, exact")
 
 
+def _largest_certified(lower, delta: float, low: float, high: float,
+                       g_low: float) -> tuple[float, float]:
+    """Shrink [low, high] (lower(low) > delta with g_low = ln(lower(low) / delta), high not
+    certified) to a relative width
+    THINNED_RTOL, keeping low a point with lower(low) > delta: regula falsi (Illinois) on
+    ln(lower(eps) / delta), the midpoint where an end has no positive estimate or a step made
+    little progress (issue 32: ~5 dense evaluations instead of the ~13 of a bisection)."""
+    def gap(eps: float) -> float:
+        value = lower(eps)
+        return math.log(value / delta) if value > 0 else -math.inf
+
+    g_high = gap(high)
+    if g_high > 0:                     # certified at the top already
+        return high, high
+    stale = 0
+    while high - low > THINNED_RTOL * high:
+        width = high - low
+        if math.isfinite(g_low) and math.isfinite(g_high) and g_low > g_high:
+            x = high - g_high * width / (g_high - g_low)
+            x = min(max(x, low + 0.01 * width), high - 0.01 * width)
+        else:
+            x = low + 0.5 * width
+        g = gap(x)
+        if g > 0:
+            low, g_low = x, g
+            if stale == 1 and math.isfinite(g_high):
+                g_high *= 0.5          # Illinois: the other end stayed twice
+            stale = 1
+        else:
+            high, g_high = x, g
+            if stale == -1 and math.isfinite(g_low):
+                g_low *= 0.5
+            stale = -1
+    return low, high
+
+
 def exact_lower_bound(randomizer, n: int, delta: float) -> BoundResult:
     """The largest certified eps with the best concrete pair's delta(eps) > delta."""
     started = time.perf_counter()
@@ -204,19 +240,16 @@ def exact_lower_bound(randomizer, n: int, delta: float) -> BoundResult:
     found = epsilon_of_delta(lambda e: lower_delta(randomizer, n, e, cheap), delta, "lower",
                              eps_max=_eps_max(randomizer), rtol=RTOL)
     chosen_models = cheap
-    if dense and found.value > 0 and lower_delta(randomizer, n, found.value,
-                                                 dense).lower > delta:
+    at_found = (lower_delta(randomizer, n, found.value, dense).lower
+                if dense and found.value > 0 else 0.0)
+    if at_found > delta:
         # the dense models' estimates are lower estimates only: bisect on them between the
         # cheap models' eps and the proven upper bound's (certified points only)
         top = epsilon_of_delta(lambda e: upper_delta(randomizer, n, e), delta, "upper",
                                eps_max=_eps_max(randomizer), rtol=RTOL)
-        low, high = found.value, min(top.value, _eps_max(randomizer))
-        while high - low > THINNED_RTOL * high:
-            middle = 0.5 * (low + high)
-            if lower_delta(randomizer, n, middle, dense).lower > delta:
-                low = middle
-            else:
-                high = middle
+        low, high = _largest_certified(
+            lambda e: lower_delta(randomizer, n, e, dense).lower, delta, found.value,
+            min(top.value, _eps_max(randomizer)), math.log(at_found / delta))
         found = EpsilonEstimate(low, low, top.value, top.value - low, False, 0)
         chosen_models = dense
     x0, x1, x_star, chosen = max(chosen_models,

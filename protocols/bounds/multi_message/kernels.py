@@ -362,12 +362,23 @@ def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float]
     b0, b1, gb, lb = tables["b"]
     order = np.argsort(lb, axis=1, kind="stable")  # ascending per row
     rows = np.arange(lb.shape[0])[:, None]
+    # the a side in descending l_a per row: the cuts eps + c - l_a of thinned_product_lower
+    # are then ascending along the flattened rows, and searchsorted runs over sorted keys
+    # (issue 32: ~4x faster on cheu d = 16); the sums over a row do not depend on its order
+    desc = np.argsort(-tables["a"][3], axis=1, kind="stable")
+    tables["a"] = tuple(x[rows, desc] for x in tables["a"])
     tables["lb_sorted"] = lb[rows, order]
     # cumulative sums from the top (largest l_b first): top[k] = mass of the k largest
     tables["top"] = [np.concatenate([np.zeros((lb.shape[0], 1)),
                                      np.cumsum(x[rows, order][:, ::-1], axis=1)], axis=1)
                      for x in (b0, b1, gb)]
     tables["outside"] = outside
+    # eps-independent parts of thinned_product_lower: the row-shifted flattened l_b, and the
+    # three cumulative sums side by side (one gather per offset instead of three)
+    shift = (np.arange(lb.shape[0]) * 4e6)[:, None]
+    tables["flat"] = (tables["lb_sorted"] + shift).ravel()
+    tables["shift"] = shift
+    tables["tops"] = np.stack(tables["top"], axis=-1)
     return tables
 
 
@@ -380,21 +391,19 @@ def thinned_product_lower(tables: dict, epsilon: float) -> float:
     l_b."""
     e = math.exp(epsilon)
     a0, a1, ga, la = tables["a"]
-    lb_sorted = tables["lb_sorted"]
-    top0, top1, topg = tables["top"]
+    rows, width = tables["lb_sorted"].shape
+    flat, shift, tops = tables["flat"], tables["shift"], tables["tops"]
     c1, c2 = tables["c1"][:, None], tables["c2"][:, None]
-    rows, width = lb_sorted.shape
-    shift = (np.arange(rows) * 4e6)[:, None]
-    flat = (lb_sorted + shift).ravel()
+    w0, w1, wg = c1 * a0, c1 * a1, c2 * ga
+    r = np.arange(rows)[:, None]
     best = np.zeros(rows)
     for offset in THRESHOLD_OFFSETS:
         cut = np.clip(epsilon + offset - la, -2e6, 2e6) + shift
         below = np.searchsorted(flat, cut.ravel(), side="right").reshape(cut.shape)
-        count = width - (below - np.arange(rows)[:, None] * width)
-        count = np.clip(count, 0, width)
-        r = np.arange(rows)[:, None]
-        shared = c2 * ga * topg[r, count]
-        p0 = np.sum(c1 * a0 * top0[r, count] + shared, axis=1)
-        p1 = np.sum(c1 * a1 * top1[r, count] + shared, axis=1)
+        count = np.clip(width - (below - r * width), 0, width)
+        top = tops[r, count]                          # (rows, a window, 3)
+        shared = wg * top[..., 2]
+        p0 = np.sum(w0 * top[..., 0] + shared, axis=1)
+        p1 = np.sum(w1 * top[..., 1] + shared, axis=1)
         best = np.maximum(best, p0 - e * p1)
     return float(best.sum()) - RELATIVE_SLACK * (1.0 + e) - e * tables["outside"]
