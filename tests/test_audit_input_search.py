@@ -71,8 +71,10 @@ def test_a_client_at_1_1x_its_eps0_is_caught_with_default_flags(seed):
 @pytest.mark.slow
 def test_pipeline_level_catches_a_client_at_1_3x_with_default_flags():
     """The pipeline level's search (worst case vs the others cycling through the domain):
-    eps_lb 2.22 > 1.999 at 2 x 10^4 trials (about 9 s of CPU)."""
-    rows = audit_implementation(krr(2.6), CLAIM, trials=20_000, level="pipeline", n=20,
+    eps_lb 2.225 > 1.999 at 10^5 trials (about 1 s of CPU). At 2 x 10^4 (1.5-1.86 over 5
+    seeds) the best tail event's sampling limit at the 14,400 evaluation trials is 1.85-2.03,
+    so 2 x 10^4 cannot be relied on (session 9's 2.22 there was a fluctuation)."""
+    rows = audit_implementation(krr(2.6), CLAIM, trials=100_000, level="pipeline", n=20,
                                 delta=(1e-6,), seed=0)
     found = {r["bound"]: r for r in rows if r["row_type"] == "verdict"}
     assert found["implementation-shuffled"]["verdict"] == "violated"
