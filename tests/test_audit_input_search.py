@@ -61,8 +61,8 @@ def test_a_client_at_1_1x_its_eps0_is_caught_with_default_flags(seed):
     alone gave eps_lb 1.985 at 10^6 trials; with the two-stage run in bulk beside it (2 x 10^7
     trials per world for the same calls of the code), the pilots' two-stage scores and the
     catalogue's nested thresholds counted once (grading.py), eps_lb 2.09-2.15 at 10^6 trials,
-    Holm-adjusted p < 1e-5 on seeds 0-6 (about 4 s of CPU each). Seeds 1 and 3 chose a sampled
-    triple before the pilots' margin (input_search.MARGIN)."""
+    Holm-adjusted p < 1e-5 on seeds 0, 1, 3-6 (about 4-5 s of CPU each). Seeds 1 and 3 chose a
+    sampled triple before the pilots' margin (input_search.MARGIN)."""
     found = _shuffled(krr(2.2), 1_000_000, seed)["implementation-shuffled"]
     assert found["verdict"] == "violated", found["reason"]
     assert found["adjusted_p_value"] < 0.05 and "two-stage" in found["note"]
@@ -71,8 +71,10 @@ def test_a_client_at_1_1x_its_eps0_is_caught_with_default_flags(seed):
 @pytest.mark.slow
 def test_pipeline_level_catches_a_client_at_1_3x_with_default_flags():
     """The pipeline level's search (worst case vs the others cycling through the domain):
-    eps_lb 2.22 > 1.999 at 2 x 10^4 trials (about 9 s of CPU)."""
-    rows = audit_implementation(krr(2.6), CLAIM, trials=20_000, level="pipeline", n=20,
+    eps_lb 2.225 > 1.999 at 10^5 trials (about 1 s of CPU). At 2 x 10^4 (1.5-1.86 over 5
+    seeds) the best tail event's sampling limit at the 14,400 evaluation trials is 1.85-2.03,
+    so 2 x 10^4 cannot be relied on (session 9's 2.22 there was a fluctuation)."""
+    rows = audit_implementation(krr(2.6), CLAIM, trials=100_000, level="pipeline", n=20,
                                 delta=(1e-6,), seed=0)
     found = {r["bound"]: r for r in rows if r["row_type"] == "verdict"}
     assert found["implementation-shuffled"]["verdict"] == "violated"

@@ -91,10 +91,15 @@ def interval_mass(lo, hi, trials, p: float) -> np.ndarray:
     if p >= 1.0:
         return ((lo <= trials) & (trials <= hi)).astype(float)
     upper_half = lo > trials * p
-    below = binom.cdf(hi, trials, p) - binom.cdf(lo - 1, trials, p)
-    above = binom.sf(lo - 1, trials, p) - binom.sf(hi, trials, p)
-    mass = np.where(upper_half, above, below)
-    return np.where(lo > hi, 0.0, np.clip(mass, 0.0, 1.0))
+    mass = np.zeros(lo.shape)
+    live = lo <= hi
+    down, up = live & ~upper_half, live & upper_half     # each entry: only its own branch
+    if down.any():
+        mass[down] = (binom.cdf(hi[down], trials[down], p)
+                      - binom.cdf(lo[down] - 1, trials[down], p))
+    if up.any():
+        mass[up] = binom.sf(lo[up] - 1, trials[up], p) - binom.sf(hi[up], trials[up], p)
+    return np.clip(mass, 0.0, 1.0)
 
 
 @dataclass(frozen=True)

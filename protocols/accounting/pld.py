@@ -31,6 +31,8 @@ dominating (upper) or dominated (lower) pair with exact losses (lo = hi), O(bloc
 the upper side then puts each mass at its widened loss (a first-order increase). Upper bounds
 of symmetric pairs with a neutral group (the k-RR blanket pair) take the aggregates of
 neutral_blocks.py: a dominating pair (blocks in S, h3 kept) aggregated as here, O(blocks x D).
+Lower bounds of pairs with two informative groups of unequal weights (the 000 Thm 14 pairs of
+the triples (x0, x1, x1) and (x0, x1, x0)) take the dominated block pairs of lower_blocks.py.
 
 Lower bounds (optimistic). An aggregate is merged into one outcome at ell (a post-processing),
 ell is lowered by 1e-13 |ell| + 1e-14 and rounded *down* to the grid, masses are shaved, and
@@ -47,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.accounting import neutral_blocks
+from shufflesim.protocols.accounting import lower_blocks, neutral_blocks
 from shufflesim.protocols.accounting.blocks import block_pairs_apply, cached_block_aggregates
 from shufflesim.protocols.accounting.enumeration import (
     DEFAULT_TAIL,
@@ -237,6 +239,8 @@ def round_plds(model: CountModel, n: int, interval: float, side: str, *,
     elif side == "upper" and neutral_blocks.applies(model):   # the same with h3 (k-RR)
         agg = neutral_blocks.cached_neutral_block_aggregates(model, int(n), float(tail),
                                                              float(weak_rtol))
+    elif side == "lower" and lower_blocks.applies(model):     # unequal weights (lower)
+        agg = lower_blocks.cached_lower_block_aggregates(model, int(n), float(tail))
     else:
         agg = cached_aggregates(model, int(n), float(tail), float(weak_rtol))
     upper = side == "upper"

@@ -33,13 +33,10 @@ from shufflesim.simulator.audit.atoms import atom_rows
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
 from shufflesim.simulator.audit.binned import binned_pair, continuous_triple, is_binnable
 from shufflesim.simulator.audit.claim import Claim
+from shufflesim.simulator.audit.claim_lr import audit_claim_lr, is_lr_claim
 from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
 from shufflesim.simulator.audit.grading import attach_p_values, grade
-from shufflesim.simulator.audit.input_search import (
-    final_shuffle,
-    search_pipeline,
-    search_shuffle,
-)
+from shufflesim.simulator.audit.input_search import final_shuffle, search_pipeline, search_shuffle
 from shufflesim.simulator.audit.levels import ATTACKS, LEVELS, Level, as_level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import load_shuffler
@@ -407,11 +404,12 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
     multi = is_multi_message(declared)  # the shuffle or pipeline level
     binned = is_binnable(declared) and not multi  # the shuffle or pipeline level
+    lr = settings.level is Level.SHUFFLE and is_lr_claim(declared) and not multi
     shuffler = load_shuffler(settings.shuffler)  # None, or the user's (message_shuffler.py)
     if binned:  # a continuous scalar claim: its reports binned (binned.py)
         x0, x1, x2 = continuous_triple(declared, n, settings.delta[0], settings)
         tested, _ = binned_pair(tested, x0, x1, seed)
-    elif not multi:
+    elif not multi and not lr:
         require_finite_groups(declared)
         x0, x1, x2 = _triple(settings, declared, n)
     if multi:
@@ -420,6 +418,8 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
         audit = _audit_multi(settings, tested, declared, n, options, seed, progress,
                              pipeline, shuffler)
         bound_n = n
+    elif lr:  # a continuous claim without output groups: its own likelihood ratio (claim_lr.py)
+        audit, bound_n = audit_claim_lr(tested, n, settings.delta, options, seed), n
     elif settings.level is Level.SHUFFLE:
         others = x2
         if settings.others is not None:

@@ -204,10 +204,89 @@ def summary(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+# -- the truth at small n (issue 31's other lane: protocols/bounds/numerical/small_n_truth.py) --
+TRUTH_EPSILON0 = (1.0, 4.0)
+TRUTH_DELTA = (1e-2, 1e-4)
+#: largest (multisets x histograms x ordered pairs) a truth point may cost here
+TRUTH_WORK = 1_000_000
+
+
+def _truth_n(randomizer) -> int | None:
+    from shufflesim.protocols.bounds.numerical.small_n_truth import merged_matrix
+    try:
+        inputs, cells = merged_matrix(randomizer).shape
+    except Exception:          # noqa: BLE001 - not categorical: no truth here
+        return None
+    for n in (40, 24, 12, 8, 6, 5, 4, 3, 2):
+        work = (math.comb(n - 1 + inputs - 1, inputs - 1) * math.comb(n + cells - 1, cells - 1)
+                * inputs * (inputs - 1))
+        if work <= TRUTH_WORK:
+            return n
+    return None
+
+
+def run_truth(path: Path) -> None:
+    """Per categorical randomizer, at the largest n its truth affords: the truth's bracket and
+    every applicable proven bound (JSONL, resumable)."""
+    from shufflesim.protocols.bounds.numerical.small_n_truth import small_n_truth_epsilon
+    done = set()
+    if path.exists():
+        done = {(r["randomizer"], r["epsilon0"], r["delta"])
+                for r in map(json.loads, path.read_text().splitlines())}
+    with path.open("a") as out:
+        for eps0 in TRUTH_EPSILON0:
+            for label, name, params in CONFIGS:
+                randomizer = make_randomizer(name, epsilon0=eps0, **params)
+                n = _truth_n(randomizer)
+                for delta in TRUTH_DELTA:
+                    if n is None or (label, eps0, delta) in done:
+                        continue
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    lo, hi = small_n_truth_epsilon(randomizer, n, delta)
+                    rec = {"randomizer": label, "epsilon0": eps0, "n": n, "delta": delta,
+                           "truth": [lo, hi], "truth_cpu": time.process_time() - cpu,
+                           "truth_wall": time.perf_counter() - wall, "bounds": {}}
+                    for spec in cat.all_bounds():
+                        if spec.scope == "personalized" or not spec.applies_to(randomizer):
+                            continue
+                        ev = cat.evaluate(spec.name, randomizer, n, delta)
+                        if ev.ok and ev.result.status.value == "proven":
+                            rec["bounds"][spec.name] = [spec.kind.value, ev.result.epsilon]
+                    out.write(json.dumps(rec) + "\n")
+                    out.flush()
+
+
+def render_truth(path: Path) -> str:
+    lines = ["| randomizer | eps0 | n | delta | truth | best proven upper | upper / truth | "
+             "best proven lower | truth / lower | loose side | best upper after / truth |",
+             "|---" * 11 + "|"]
+    for r in map(json.loads, path.read_text().splitlines()):
+        lo, hi = r["truth"]
+        # the bounds that existed before issue 31: which of their sides is loose
+        ups = [(v, m) for m, (k, v) in r["bounds"].items() if k == "upper" and m not in NEW]
+        lows = [(v, m) for m, (k, v) in r["bounds"].items() if k == "lower" and m not in NEW]
+        new_up = min([v for m, (k, v) in r["bounds"].items() if k == "upper"], default=None)
+        up, up_m = min(ups) if ups else (None, "")
+        low, low_m = max(lows) if lows else (None, "")
+        ru = up / hi if up is not None and hi > 0 else None
+        rl = lo / low if low else None
+        sides = [s for s, x in (("upper", ru), ("lower", rl)) if x is not None and x > 1.01]
+        lines.append(
+            f"| {r['randomizer']} | {r['epsilon0']:g} | {r['n']} | {r['delta']:.0e} | "
+            f"[{lo:.5g}, {hi:.5g}] | {_fmt(up)} ({up_m}) | {_fmt(ru)} | {_fmt(low)} ({low_m}) | "
+            f"{_fmt(rl)} | {', '.join(sides) or '-'} | "
+            f"{_fmt(new_up / hi if new_up is not None and hi > 0 else None)} |")
+    return "\n".join(lines) + "\n"
+
+
 def fill(path: Path, doc: Path) -> None:
     """Write the summary and the table between the markers of ``doc`` (docs/tightness.md)."""
     text = doc.read_text()
-    for name, body in (("summary", summary(path)), ("table", render(path))):
+    parts = [("summary", summary(path)), ("table", render(path))]
+    truth = path.with_name("truth.jsonl")
+    if truth.exists():
+        parts.append(("truth", render_truth(truth)))
+    for name, body in parts:
         start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
         before, rest = text.split(start, 1)
         _, after = rest.split(end, 1)
@@ -219,6 +298,8 @@ if __name__ == "__main__":
     command, file = sys.argv[1], Path(sys.argv[2])
     if command == "run":
         run(file)
+    elif command == "truth":         # truth results/issue31/truth.jsonl
+        run_truth(file)
     elif command == "summary":
         print(summary(file), end="")
     elif command == "docs":          # docs results/issue31/tightness.jsonl docs/tightness.md
