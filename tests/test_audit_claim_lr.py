@@ -8,11 +8,19 @@ import numpy as np
 import pytest
 from scipy import special
 
+from shufflesim.protocols.bounds.catalogue import evaluate
 from shufflesim.protocols.randomizers import make_randomizer
-from shufflesim.simulator.audit.claim_lr import _statistic, is_lr_claim, lr_triple
+from shufflesim.simulator.audit.claim_lr import (
+    _statistic,
+    audit_claim_lr,
+    is_lr_claim,
+    lr_triple,
+)
 from shufflesim.simulator.audit.grading import failing
-from shufflesim.simulator.audit.implementation import Claim
+from shufflesim.simulator.audit.implementation import Claim, ImplementationRandomizer
+from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.run import audit_implementation
+from shufflesim.simulator.audit.shuffle_level import AuditOptions
 
 CLAIMED = make_randomizer("laplace_binary", epsilon0=1.1)
 
@@ -58,3 +66,15 @@ def test_a_client_with_half_the_scale_is_caught_and_a_correct_one_passes():
     rows, good = _verdicts(_client(1.1))
     assert good["implementation-shuffled"]["verdict"] == "consistent"
     assert not failing(rows, 0.95)
+
+
+def test_correct_clients_stay_below_the_proven_bound_over_50_seeds():
+    """The claim-lr bound of a correct client (the attack alone, about 0.1 s of CPU per seed)
+    exceeds the claim's proven blanket_hoeffding_generic bound in at most 6 of 50 seeds
+    (alpha = 0.05; P[Binomial(50, 0.05) >= 7] < 0.012)."""
+    bound = float(evaluate("blanket_hoeffding_generic", CLAIMED, 10, 1e-3).result.epsilon)
+    tested = ImplementationRandomizer(load_implementation(_client(1.1)), Claim(CLAIMED))
+    above = sum(audit_claim_lr(tested, 10, (1e-3,), AuditOptions(5000),
+                               np.random.SeedSequence(s)).epsilon_lb(1e-3) > bound
+                for s in range(50))
+    assert above <= 6
