@@ -20,7 +20,8 @@ from shufflesim.protocols.randomizers import make_randomizer
 
 WITH_DELTA_AT = ["optimal-blanket", "brr-exact", "fmt21_numerical", "stronger_clone_numerical",
                  "variation-ratio", "variation-ratio-generic", "blanket_bennett",
-                 "blanket_hoeffding", "blanket_bennett_generic", "blanket_hoeffding_generic"]
+                 "blanket_hoeffding", "blanket_bennett_generic", "blanket_hoeffding_generic",
+                 "blanket_bennett_laplace", "blanket_hoeffding_laplace"]
 
 
 def ten_rr(eps0: float):

@@ -121,6 +121,12 @@ def _pld_method(name: str, model_of: Callable, side: str, reference: str, note: 
     return compute
 
 
+def _pair_key(model) -> tuple:
+    """A CountModel's distributions, the informative groups in either order."""
+    return (tuple(sorted(zip(model.a, model.b, model.w, strict=True))), model.r,
+            model.w_neutral, model.w_null)
+
+
 def _best_lower_method(name: str, models_of: Callable, reference: str, note: str):
     """A lower bound composed from each candidate pair in turn (candidate j of every round;
     a round with fewer candidates uses its first), and the largest eps of them: each is a real
@@ -131,9 +137,17 @@ def _best_lower_method(name: str, models_of: Callable, reference: str, note: str
         rounds, _ = round_models(rounds, delta, lambda r: None)
         per = [models_of(r.randomizer) for r in rounds]
         best = None
+        seen: set = set()
         for j in range(max(len(m) for m in per)):
             models = [(m[j] if j < len(m) else m[0], int(r.n), r.repeat)
                       for m, r in zip(per, rounds, strict=True)]
+            # a candidate equal to an earlier one up to swapping P0 and P1 (brr's and k-RR's
+            # (0, 1, 1) and (0, 1, 0)) composes to the same eps: both directions are composed
+            keys = [tuple(_pair_key(m) for m, _, _ in models),
+                    tuple(_pair_key(m.swapped()) for m, _, _ in models)]
+            if keys[0] in seen or keys[1] in seen:
+                continue
+            seen.update(keys)
             eps, step, per_round = compose_models(models, delta, "lower", interval=interval,
                                                   tail=tail, weak_rtol=weak_rtol)
             if best is None or eps > best[0]:

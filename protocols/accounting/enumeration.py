@@ -310,7 +310,7 @@ def aggregates(model: CountModel, n: int, *, tail: float = DEFAULT_TAIL,
     return fn(model, int(n), tail=tail, weak_rtol=weak_rtol)
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=2)
 def cached_aggregates(model: CountModel, n: int, tail: float, weak_rtol: float) -> Aggregates:
     """:func:`aggregates`, cached per (model, n, tail, weak_rtol) (a pure function of them;
     the arrays are made read-only): the PLD of a round and its Renyi curve share one

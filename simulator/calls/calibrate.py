@@ -125,8 +125,8 @@ def calibrate(randomizer_name: str, params: dict, target_epsilon: float, delta: 
 
 #: Calibration over rounds runs the methods in this order (issue 32): the cheapest first, each
 #: next one started at the value of the one before, which is usually close (clone pair, then the
-#: blanket pair's Renyi and PLD bounds, then the composition theorems).
-ROUNDS_ORDER = ("fmt21-clone", "rdp-clone", "rdp-blanket", "optimal-blanket", "brr-exact",
+#: blanket pair's PLD and Renyi bounds, then the composition theorems).
+ROUNDS_ORDER = ("fmt21-clone", "rdp-clone", "optimal-blanket", "rdp-blanket", "brr-exact",
                 "advanced", "basic")
 
 

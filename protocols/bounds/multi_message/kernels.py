@@ -367,18 +367,20 @@ def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float]
     # (issue 32: ~4x faster on cheu d = 16); the sums over a row do not depend on its order
     desc = np.argsort(-tables["a"][3], axis=1, kind="stable")
     tables["a"] = tuple(x[rows, desc] for x in tables["a"])
-    tables["lb_sorted"] = lb[rows, order]
-    # cumulative sums from the top (largest l_b first): top[k] = mass of the k largest
-    tables["top"] = [np.concatenate([np.zeros((lb.shape[0], 1)),
-                                     np.cumsum(x[rows, order][:, ::-1], axis=1)], axis=1)
-                     for x in (b0, b1, gb)]
-    tables["outside"] = outside
-    # eps-independent parts of thinned_product_lower: the row-shifted flattened l_b, and the
-    # three cumulative sums side by side (one gather per offset instead of three)
+    # eps-independent parts of thinned_product_lower: the sorted l_b of every row, shifted by
+    # row and flattened (one searchsorted for all rows), and the cumulative sums from the top
+    # (largest l_b first: top[k] = mass of the k largest) of b0, b1 and gb side by side (one
+    # gather per offset instead of three). The b side's own arrays are not kept.
+    tables["shape"] = lb.shape
     shift = (np.arange(lb.shape[0]) * 4e6)[:, None]
-    tables["flat"] = (tables["lb_sorted"] + shift).ravel()
+    tables["flat"] = (lb[rows, order] + shift).ravel()
     tables["shift"] = shift
-    tables["tops"] = np.stack(tables["top"], axis=-1)
+    tops = np.zeros((lb.shape[0], lb.shape[1] + 1, 3))
+    for i, x in enumerate((b0, b1, gb)):
+        np.cumsum(x[rows, order][:, ::-1], axis=1, out=tops[:, 1:, i])
+    tables["tops"] = tops
+    del tables["b"]
+    tables["outside"] = outside
     return tables
 
 
@@ -391,7 +393,7 @@ def thinned_product_lower(tables: dict, epsilon: float) -> float:
     l_b."""
     e = math.exp(epsilon)
     a0, a1, ga, la = tables["a"]
-    rows, width = tables["lb_sorted"].shape
+    rows, width = tables["shape"]
     flat, shift, tops = tables["flat"], tables["shift"], tables["tops"]
     c1, c2 = tables["c1"][:, None], tables["c2"][:, None]
     w0, w1, wg = c1 * a0, c1 * a1, c2 * ga
