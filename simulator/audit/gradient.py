@@ -42,6 +42,7 @@ from shufflesim.protocols.errors import require, require_positive_finite
 from shufflesim.protocols.randomizers import make_randomizer
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.loading import FIELD
+from shufflesim.simulator.audit.run import audit_implementation
 from shufflesim.simulator.usercode import UserCodeError, contained, numeric_array
 
 
@@ -124,8 +125,6 @@ def audit_gradient(client, claim: GradientClaim, *, trials: int, level: str = "r
     projection (module docstring) against the registered ``gaussian`` claim on [0, 1]. Rows
     as :func:`simulator.audit.run.audit_implementation`'s; each row's ``note`` says what was
     projected."""
-    from shufflesim.simulator.audit.run import audit_implementation
-
     require(level in ("randomizer", "shuffle"), "level", level,
             "a gradient client is audited at the randomizer or shuffle level (its projection "
             "is a scalar Gaussian); at the pipeline level wrap it as a scalar client")
