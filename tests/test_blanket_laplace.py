@@ -181,6 +181,11 @@ def test_catalogue_applies_to_laplace_only_and_is_proven():
         assert spec.applies_to(make_randomizer("laplace", epsilon0=1.0))
         assert spec.applies_to(make_randomizer("laplace_binary", epsilon0=1.0))
         assert not spec.applies_to(make_randomizer("brr", epsilon0=1.0))
+        metric = make_randomizer("laplace_metric", epsilon0=1.0, low=-1.0, high=2.0)
+        assert spec.applies_to(metric)          # laplace rescaled: the same shuffled curve
+        assert (cat.evaluate(name, metric, 10_000, 1e-6).result.epsilon
+                == cat.evaluate(name, make_randomizer("laplace", epsilon0=1.0), 10_000,
+                                1e-6).result.epsilon)
         ev = cat.evaluate(name, make_randomizer("laplace", epsilon0=1.0), 10_000, 1e-6)
         assert ev.ok and ev.result.status is BoundStatus.PROVEN
         assert ev.result.kind is spec.kind and "5.8" in ev.result.reference

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import os
 import sys
 import textwrap
 import time
@@ -16,12 +17,14 @@ import pytest
 from click.testing import CliRunner
 from conftest import SWEEP_EPS, scenario_text
 
+from shufflesim.simulator.batch import threads as batch_threads
 from shufflesim.simulator.cli import main
 from shufflesim.simulator.errors import ScenarioError, UserError
 from shufflesim.simulator.execution.executors import (
     DaskExecutor,
     InlineExecutor,
     ProcessExecutor,
+    default_workers,
     make_executor,
 )
 from shufflesim.simulator.execution.progress import ProgressReport, format_duration, format_rate
@@ -68,7 +71,7 @@ def assert_same(a: dict[str, pa.Table], b: dict[str, pa.Table]) -> None:
 @pytest.fixture(scope="module")
 def pool():
     """Two worker processes shared by this module's tests (starting them costs seconds)."""
-    with ProcessExecutor(2, inline_seconds=0) as executor:
+    with ProcessExecutor(2, inline_seconds=0, driver_computes=False) as executor:
         yield executor
 
 
@@ -292,6 +295,28 @@ def test_dask_connects_on_first_use():
     with pytest.raises(UserError, match="cannot connect to scheduler tcp://127.0.0.1:9"):
         list(dask.map_unordered(square, 1, [1]))
     dask.close()
+
+
+def worker_threads(shared, item):
+    time.sleep(0.05)
+    return os.environ.get("OPENBLAS_NUM_THREADS"), batch_threads.MAX_THREADS, os.getpid()
+
+
+def test_this_process_computes_beside_the_pool_and_takes_back_what_it_has_not_started():
+    """Issue 32: with N workers the pool has N - 1 processes and this process computes too
+    (one fewer start-up, no idle core); every item once, the same results; the workers'
+    numerical libraries get cores // N threads each."""
+    expected = {i: 3 * i * i for i in range(30)}
+    with ProcessExecutor(2, inline_seconds=0) as hybrid:
+        assert hybrid.pool_size == 1
+        assert dict(hybrid.map_unordered(slow_square, 3, list(range(30)))) == expected
+        assert 0 < hybrid.inline_items < 30  # both computed
+        found = dict(hybrid.map_unordered(worker_threads, None, list(range(6))))
+    in_workers = {value for value in found.values() if value[2] != os.getpid()}
+    threads = str(max(1, default_workers() // 2))
+    assert all(value[:2] == (threads, int(threads)) for value in in_workers)
+    assert_same(run_with(ProcessExecutor(2, inline_seconds=0), BATCH),
+                run_with(InlineExecutor(), BATCH))
 
 
 def test_an_interrupted_map_stops_the_workers(pool):

@@ -12,13 +12,21 @@ changes a result, so the assembled tables do not depend on the executor or the w
   package afresh, so they must be able to import everything ``shared`` and ``function`` refer
   to). Starting a worker costs seconds (it imports numpy, scipy, pyarrow and the package), so
   the items that finish within ``inline_seconds`` run in this process first; if the rest, at
-  the rate measured so far, would take less than the pool could save (``start_seconds``, the
-  cost of starting the workers, times w / (w - 1) for w workers), it runs here too, otherwise
-  it goes to the pool. Short runs then never pay for the pool. ``inline_seconds = 0`` always
-  uses the pool.
+  the rate measured so far (the mean, or the last item's when slower), would take less than
+  ``start_seconds`` (the cost of starting the
+  workers; times w / (w - 1) for w workers when this process does not compute beside them)
+  it runs here too, otherwise it goes to the pool. Short runs then never pay for the pool.
+  ``inline_seconds = 0`` always uses the pool. With the pool, this process computes too
+  (``driver_computes``, the default): the pool has N - 1 processes and this process takes
+  items from the other end of the same queue between collecting results, and takes back items
+  the pool has not started when it runs out, so N processes compute, one fewer process is
+  started, and this process computes while the workers start. Each computing process gets
+  (cores // N) threads, at least one, for its numpy work (BLAS, and the batch path's own
+  threads, simulator/batch/threads.py): N processes of all the cores' threads each would
+  compete for the cores. Results do not depend on the number of threads.
   Workers never outlive the process that started them: on Linux the kernel kills them when it
   dies (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread in each worker ends it within
-  :data:`WATCHDOG_SECONDS` once its parent is gone (a SIGKILLed run leaves no idle workers
+  ``worker_process.WATCHDOG_SECONDS`` once its parent is gone (a SIGKILLed run leaves no idle workers
   behind, and with them gone the multiprocessing resource tracker exits too). Workers ignore
   SIGINT: a Ctrl-C reaches the whole process group, and the calling process, which handles it,
   stops the workers itself (:meth:`ProcessExecutor.close` with ``terminate``: it sets the
@@ -33,14 +41,13 @@ changes a result, so the assembled tables do not depend on the executor or the w
 
 from __future__ import annotations
 
+import collections
 import contextlib
-import ctypes
 import logging
 import multiprocessing
 import os
 import pickle
 import re
-import signal
 import socket
 import sys
 import threading
@@ -52,6 +59,11 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
 from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.execution.worker_process import (
+    _call_with_shared,
+    _initialize_pool_worker,
+    _sigint_ignored_while_spawning,
+)
 
 Task = Callable[[Any, Any], Any]
 
@@ -109,81 +121,13 @@ class InlineExecutor(Executor):
 # ---------------------------------------------------------------------------------------------
 # Local processes
 # ---------------------------------------------------------------------------------------------
-#: The run's shared state in a worker process (set once by the pool's initializer).
-_WORKER_SHARED: dict[str, Any] = {}
-#: How often (seconds) a worker's watchdog checks that its parent is alive.
-WATCHDOG_SECONDS = 0.5
 #: Longest wait (seconds) of the calling process for a unit, so that it handles signals.
 SIGNAL_POLL_SECONDS = 0.2
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def _exit_with_parent_linux() -> bool:
-    """Ask the kernel to SIGKILL this process when the thread that started it ends (Linux)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _watch_parent(parent: int, stop: Any = None) -> None:
-    """End this process when its parent is gone or, at once, when ``stop`` (a multiprocessing
-    Event of the pool) is set."""
-    while True:
-        if stop is not None:
-            if stop.wait(WATCHDOG_SECONDS):
-                os._exit(1)  # the pool is stopped: its running items are abandoned
-        else:
-            time.sleep(WATCHDOG_SECONDS)
-        if os.getppid() != parent:
-            os._exit(1)  # the parent died: nobody will read a result (no cleanup to do)
-
-
-def _initialize_worker(parent: int, death_signal: bool, stop: Any = None) -> None:
-    """Ignore SIGINT (the calling process handles it and stops the workers) and end with the
-    parent, or when ``stop`` is set (module docstring). ``death_signal``: the pool is started
-    by the main thread, so PR_SET_PDEATHSIG (tied to the starting thread) is safe."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if death_signal:
-        _exit_with_parent_linux()
-    if os.getppid() != parent:  # the parent died before the death signal was armed
-        os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent, stop),
-                     name="shufflesim-parent-watchdog", daemon=True).start()
-
-
-def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: bytes) -> None:
-    """The pool's initializer: :func:`_initialize_worker`, then keep the run's shared state,
-    unpickled once per worker from the pool's ``initargs``. It travels pickled so that the
-    heavy imports it needs (numpy, scipy, pyarrow: seconds on a loaded machine) happen after
-    the worker is tied to its parent, not before: a run killed while its workers start leaves
-    none behind."""
-    _initialize_worker(parent, death_signal, stop)
-    _WORKER_SHARED["state"] = pickle.loads(shared)
-
-
-@contextlib.contextmanager
-def _sigint_ignored_while_spawning():
-    """Workers start with SIGINT ignored (a disposition a child inherits through exec), so a
-    Ctrl-C during their start-up, before their initializer runs, does not print tracebacks.
-    Only in the main thread (signal handlers can only be set there)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        # (A Ctrl-C during these few milliseconds is lost; the next one is handled.)
-
-
-def _call_with_shared(function: Task, item: Any) -> Any:
-    """Worker side: run one item with the state the initializer kept."""
-    return function(_WORKER_SHARED["state"], item)
+def threads_per_process(workers: int) -> int:
+    """Threads each of ``workers`` computing processes may use: the cores shared out, >= 1."""
+    return max(1, default_workers() // max(1, workers))
 
 
 class ProcessExecutor(Executor):
@@ -198,7 +142,8 @@ class ProcessExecutor(Executor):
 
     def __init__(self, workers: int | None = None, inline_seconds: float = INLINE_SECONDS,
                  start_seconds: float = START_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 driver_computes: bool = True) -> None:
         workers = default_workers() if workers is None else workers
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise UserError(f"workers = {workers!r}: must be an integer >= 1")
@@ -207,6 +152,7 @@ class ProcessExecutor(Executor):
         self.workers = workers
         self.inline_seconds = inline_seconds
         self.start_seconds = start_seconds
+        self.driver_computes = driver_computes
         self._clock = clock
         self._pool: ProcessPoolExecutor | None = None
         self._shared: Any = None  # the state the pool's workers hold
@@ -221,16 +167,24 @@ class ProcessExecutor(Executor):
                 self.inline_items = index + 1
                 yield index, result
             return
-        start = self._clock()
-        next_index = 0
+        start = now = self._clock()
+        next_index, last = 0, 0.0
         if self._pool is None or self._shared is not shared:  # a running pool costs nothing
-            while next_index < len(items) and self._clock() - start < self.inline_seconds:
+            while next_index < len(items) and now - start < self.inline_seconds:
                 yield next_index, function(shared, items[next_index])
                 next_index += 1
                 self.inline_items = next_index
+                before, now = now, self._clock()
+                last = now - before
         if next_index and next_index < len(items):
-            serial = (self._clock() - start) / next_index * (len(items) - next_index)
-            if serial <= self.start_seconds * self.workers / (self.workers - 1):
+            # at the mean rate, or the last item's when slower: a run's units differ (its
+            # audit units, after the quick simulation units, take seconds each)
+            rate = max((now - start) / next_index, last)
+            serial = rate * (len(items) - next_index)
+            # the pool saves (rest - start) / 2 or more when this process computes meanwhile,
+            # rest - start x w / (w - 1) when it waits for the workers
+            saving = 1 if self.driver_computes else self.workers / (self.workers - 1)
+            if serial <= self.start_seconds * saving:
                 for index in range(next_index, len(items)):
                     yield index, function(shared, items[index])
                     self.inline_items = index + 1
@@ -248,33 +202,58 @@ class ProcessExecutor(Executor):
             context = multiprocessing.get_context("spawn")
             self._stop = context.Event()
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context,
+                max_workers=self.pool_size, mp_context=context,
                 initializer=_initialize_pool_worker,
-                initargs=(os.getpid(), main_thread, self._stop, state))
+                initargs=(os.getpid(), main_thread, self._stop, state,
+                          threads_per_process(self.workers)))
             self._shared = shared
         return self._pool
 
+    @property
+    def pool_size(self) -> int:
+        """Worker processes of the pool: one fewer than ``workers`` when this process
+        computes too."""
+        return max(1, self.workers - 1) if self.driver_computes else self.workers
+
     def _pooled(self, function, shared, items, indices):
+        """The items of ``indices`` on the pool and, with ``driver_computes``, here too: the
+        pool takes them from the front of the queue, at most two in flight per worker, this
+        process from the back between collecting results; when the queue is empty it takes
+        back the last items the pool has not started."""
         pool = self._start_pool(shared)
+        queue = collections.deque(indices)
         futures: dict = {}
+        cap = 2 * self.pool_size
+        started = False
         try:
-            try:
-                with _sigint_ignored_while_spawning():  # submit starts the workers
-                    for i in indices:
-                        futures[pool.submit(_call_with_shared, function, items[i])] = i
-            except Exception:  # e.g. the state does not pickle: the pool is of no use
-                self.close(terminate=True)
-                raise
-            pending = set(futures)
-            while pending:
-                # a bounded wait: a signal the kernel delivers to another thread (the pool's
-                # threads) only sets Python's flag, and the main thread runs its handler when
-                # it wakes, so SIGTERM ends the run within SIGNAL_POLL_SECONDS, not at the
-                # next finished unit (issue 26: 26 s under load)
-                finished, pending = wait(pending, timeout=SIGNAL_POLL_SECONDS,
-                                         return_when=FIRST_COMPLETED)
-                for future in finished:
-                    yield futures[future], future.result()
+            while queue or futures:
+                try:
+                    with (contextlib.nullcontext() if started else
+                          _sigint_ignored_while_spawning()):  # the first submits start them
+                        while queue and len(futures) < cap:
+                            index = queue.popleft()
+                            futures[pool.submit(_call_with_shared, function,
+                                                items[index])] = index
+                    started = True
+                except Exception:  # e.g. the state does not pickle: the pool is of no use
+                    self.close(terminate=True)
+                    raise
+                ready = [future for future in futures if future.done()]
+                for future in ready:
+                    yield futures.pop(future), future.result()
+                index = self._take_back(queue, futures) if self.driver_computes else None
+                if index is not None:
+                    yield index, function(shared, items[index])
+                    self.inline_items += 1
+                elif futures and not ready:
+                    # a bounded wait: a signal the kernel delivers to another thread (the
+                    # pool's threads) only sets Python's flag, and the main thread runs its
+                    # handler when it wakes, so SIGTERM ends the run within
+                    # SIGNAL_POLL_SECONDS, not at the next finished unit (issue 26)
+                    finished, _ = wait(futures, timeout=SIGNAL_POLL_SECONDS,
+                                       return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        yield futures.pop(future), future.result()
         except Exception:
             for future in futures:
                 future.cancel()
@@ -282,6 +261,17 @@ class ProcessExecutor(Executor):
         except BaseException:  # interrupted, or the consumer stopped early
             self.close(terminate=True)
             raise
+
+    @staticmethod
+    def _take_back(queue: collections.deque, futures: dict) -> int | None:
+        """The next item for this process: the back of the queue, else the last submitted
+        item the pool has not started (cancelled there), else None."""
+        if queue:
+            return queue.pop()
+        for future in reversed(list(futures)):
+            if future.cancel():
+                return futures.pop(future)
+        return None
 
     def close(self, terminate: bool = False) -> None:
         """Stop the pool: wait for the workers to exit, or with ``terminate`` (after an

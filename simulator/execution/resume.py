@@ -9,9 +9,12 @@ Layout, in a run directory ``<out>/<name>/``::
     .parts/done/<unit key>.json        the unit is finished: {table: row count}
 
 A unit's part files are written first, then its done marker; each file is written to a
-temporary file in its final directory, flushed to disk (fsync) and moved into place with
-:func:`os.replace`, so a process killed at any instant (even by SIGKILL) leaves either no file
-or a complete one, and a unit counts as finished only when all its rows are on disk. A new run
+temporary file in its final directory and moved into place with :func:`os.replace`, so a
+process killed at any instant (even by SIGKILL) leaves either no file or a complete one. Part
+files are flushed to disk (fsync) before they are moved; a done marker is not (it would cost
+one fsync per unit, in the driver): a unit counts as finished only when its marker reads and
+every part it lists has the recorded rows, so a marker lost or cut by a crash of the machine
+only means that the unit runs again. A new run
 of the same scenario reuses the finished units and computes only the missing ones; since every
 unit has its own random stream (simulator.execution.units), the final tables equal those of an
 uninterrupted run.
@@ -89,15 +92,16 @@ def run_fingerprint(scenario: Scenario, units: Iterable[WorkUnit],
 
 
 @contextlib.contextmanager
-def _replacing(path: Path):
-    """Yield a temporary file's path beside ``path``; on success make it durable (fsync) and
-    move it over ``path`` (os.replace), on any error remove it."""
+def _replacing(path: Path, durable: bool = True):
+    """Yield a temporary file's path beside ``path``; on success make it durable (fsync, unless
+    not ``durable``) and move it over ``path`` (os.replace), on any error remove it."""
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(handle)
     try:
         yield temp
-        with open(temp, "rb") as stream:
-            os.fsync(stream.fileno())
+        if durable:
+            with open(temp, "rb") as stream:
+                os.fsync(stream.fileno())
         os.chmod(temp, FILE_MODE)
         os.replace(temp, path)
     except BaseException:
@@ -105,9 +109,10 @@ def _replacing(path: Path):
         raise
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file, fsync, os.replace)."""
-    with _replacing(path) as temp:
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file, fsync unless not ``durable``,
+    os.replace)."""
+    with _replacing(path, durable) as temp:
         Path(temp).write_bytes(data)
 
 
@@ -199,7 +204,10 @@ class DirectoryParts:
             atomic_write_table(folder / f"{unit.key}.parquet", table)
             counts[name] = table.num_rows
         marker = json.dumps({"key": unit.key, "tables": counts}).encode("utf-8")
-        atomic_write_bytes(self.parts / DONE / f"{unit.key}.json", marker)
+        # no fsync of the marker (one per unit in the driver: issue 32): its parts are on disk
+        # already, and a marker lost or cut by a crash of the machine only means the unit is
+        # run again (_unit_is_complete checks it against its parts' row counts)
+        atomic_write_bytes(self.parts / DONE / f"{unit.key}.json", marker, durable=False)
         self._done.add(unit.key)
 
     def get(self, unit: WorkUnit) -> dict[str, pa.Table]:

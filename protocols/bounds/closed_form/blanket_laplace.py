@@ -22,12 +22,13 @@ symbol of these formulas; each step is checked numerically in tests/test_blanket
   E[L^2] <= (e^eps - 1)^2 A + (4/3) e^{eps - eps0} expm1(eps0/2)^2 (e^{eps0/2} + 2).
 
 These constants agree with the authors' released implementation. The bounds hold for every
-neighbour pair in [0, 1] at once (each parameter is the supremum over pairs), so they are
-proven for ``laplace`` (whose worst pair is otherwise unknown, 000 Sec. 8) and for
-``laplace_binary`` (inputs {0, 1}: the same blanket, the pair (0, 1) is the one attaining the
-constants). The concentration steps (Lemma 5.3 with the exact expectation over the blanket
-count, Lemma 5.5, corrected Lemma 5.6) are those of protocols.bounds.closed_form.blanket.
-Every parameter is rounded to its conservative side (gamma and a down, the others up).
+neighbour pair in [0, 1] at once (each parameter is the supremum over pairs), so they are proven
+for ``laplace`` (whose worst pair is otherwise unknown, 000 Sec. 8), for ``laplace_binary``
+(inputs {0, 1}: the same blanket, the pair (0, 1) is the one attaining the constants) and for
+``laplace_metric`` (the same mechanism rescaled, see LAPLACE_NAMES). The concentration steps
+(Lemma 5.3 with the exact expectation over the blanket count, Lemma 5.5, corrected Lemma 5.6)
+are those of protocols.bounds.closed_form.blanket. Every parameter is rounded to its
+conservative side (gamma and a down, the others up).
 """
 
 from __future__ import annotations
@@ -57,8 +58,11 @@ from shufflesim.protocols.bounds.numerical.clones import (
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, named
 
-#: The randomizers Lemma 5.8 covers: the Laplace mechanism on [0, 1] and on {0, 1}.
-LAPLACE_NAMES = ("laplace", "laplace_binary")
+#: The randomizers Lemma 5.8 covers: the Laplace mechanism on [0, 1], on {0, 1}, and
+#: ``laplace_metric`` (Laplace of scale D / eps0 on [low, high], D = high - low: the affine
+#: bijection y -> (y - low) / D maps it onto ``laplace`` with the same eps0, and relabelling
+#: every report by it commutes with shuffling, so the shuffled curves are the same).
+LAPLACE_NAMES = ("laplace", "laplace_binary", "laplace_metric")
 #: Relative rounding allowance of the closed forms below (each a product of a few correctly
 #: rounded exp/expm1/sinh values: a handful of ulps; 64 ulps taken).
 _SLACK = 64 * float(np.finfo(float).eps)
@@ -162,13 +166,15 @@ SPECS: tuple[BoundSpec, ...] = (
     BoundSpec(
         "blanket_hoeffding_laplace", BoundKind.UPPER,
         "004 Lemmas 5.3, 5.5, 5.8 (Hoeffding, Laplace)", BoundStatus.PROVEN,
-        "Laplace mechanism on [0, 1] or {0, 1}; 0 < eps0 <= 150", named(*LAPLACE_NAMES),
+        "Laplace mechanism (laplace, laplace_binary, laplace_metric); 0 < eps0 <= 150",
+        named(*LAPLACE_NAMES),
         blanket_hoeffding_laplace, scope="specific",
         delta_at=_question(laplace_hoeffding_delta)),
     BoundSpec(
         "blanket_bennett_laplace", BoundKind.UPPER,
         "004 Lemmas 5.3, 5.6 (corrected), 5.8 (Bennett, Laplace)", BoundStatus.PROVEN,
-        "Laplace mechanism on [0, 1] or {0, 1}; 0 < eps0 <= 150", named(*LAPLACE_NAMES),
+        "Laplace mechanism (laplace, laplace_binary, laplace_metric); 0 < eps0 <= 150",
+        named(*LAPLACE_NAMES),
         blanket_bennett_laplace, scope="specific",
         delta_at=_question(laplace_bennett_delta)),
 )

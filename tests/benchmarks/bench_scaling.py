@@ -1,0 +1,111 @@
+"""Benchmark: do runs scale with cores? (issue 32 item 6)
+
+Run with (on an idle machine: wall speed-ups on a loaded one mean nothing):
+
+    python3 -m pytest tests/benchmarks/bench_scaling.py -m benchmark -s
+
+Three runs, each a fresh ``shufflesim run`` process per worker count (1, 2 and all cores):
+
+* ``audit``: the shipped scenarios/audit_krr.toml (18 sweep points; per point a quick
+  simulation unit and an audit unit of 10^6 trials per world, seconds each): the heavy case;
+* ``repetitions``: one k-RR sweep point, BENCH_SCALING_REPS repetitions (default 48) of
+  BENCH_SCALING_N users (default 800000), one repetition per unit;
+* ``sweep``: 24 k-RR sweep points over eps0, one repetition each, BENCH_SCALING_N users.
+
+For each it prints wall and CPU seconds (user + system of the process and its workers), the
+CPU per unit, the speed-up over 1 worker (wall) and the load average before and after, and
+checks that the tables are identical whatever the workers (the only assertion: no timing is
+asserted). Issue 32's target: 2 workers at least 1.8x faster than 1 on the 2-core machine, on a
+run of 20 units or more. Starting a worker process costs about a second of CPU (imports) and
+a k-RR repetition of 800000 users about 0.05 s, so the light runs show the fixed costs; n =
+800000 keeps one repetition below the batch path's threading threshold (32 MB of working
+memory per piece), so that one worker is one busy core. Select one with ``-k audit``.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+SCRIPT = shutil.which("shufflesim") or str(Path(sys.executable).with_name("shufflesim"))
+N = int(os.environ.get("BENCH_SCALING_N", "800000"))
+REPETITIONS = int(os.environ.get("BENCH_SCALING_REPS", "48"))
+AUDIT = Path(__file__).resolve().parents[2] / "scenarios" / "audit_krr.toml"
+EPSILONS = [round(0.25 * k, 2) for k in range(1, 25)]
+
+HEAD = """seed = 7
+[population]
+n = {n}
+data = {{ distribution = "zipf", domain_size = 10, exponent = 0.7 }}
+budget = {{ distribution = "constant", epsilon0 = 1.0 }}
+[randomizer]
+name = "krr"
+[estimator]
+name = "frequency"
+[batch]
+chunk_repetitions = 1
+"""
+SCENARIOS = {
+    "audit": (AUDIT.read_text(), 18),
+    "repetitions": (f'name = "scaling_repetitions"\nrepetitions = {REPETITIONS}\n'
+                    + HEAD.format(n=N), REPETITIONS),
+    "sweep": ('name = "scaling_sweep"\nrepetitions = 1\n' + HEAD.format(n=N)
+              + f'[sweep]\n"population.budget.epsilon0" = {EPSILONS}\n', len(EPSILONS)),
+}
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _run(scenario: Path, out: Path, workers: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of one ``shufflesim run`` and its workers."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([SCRIPT, "run", str(scenario), "--out", str(out), "--workers", str(workers),
+                    "-q"], check=True, timeout=3600, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("kind", list(SCENARIOS))
+def test_speed_up_with_workers(kind, tmp_path):
+    text, units = SCENARIOS[kind]
+    scenario = tmp_path / f"{kind}.toml"
+    scenario.write_text(text)
+    counts = sorted({1, 2, _cores()})
+    what = "18 points (simulation + audit units)" if kind == "audit" else \
+        f"{units} simulation units of n = {N}"
+    print(f"\n{kind}: {what}, {_cores()} cores; load average before {_load()}")
+    tables, first = {}, None
+    for workers in counts:
+        out = tmp_path / f"w{workers}"
+        wall, cpu = _run(scenario, out, workers)
+        first = first or wall
+        tables[workers] = {p.name: pd.read_parquet(p) for p in out.glob("*/*.parquet")}
+        print(f"  workers = {workers}: {wall:6.2f} s wall, {cpu:6.2f} s CPU "
+              f"({cpu / units:.3f} s CPU per point or unit), speed-up {first / wall:.2f}x "
+              f"[target at 2 workers on 2 cores: >= 1.8x]; load average {_load()}")
+    for workers in counts[1:]:  # identical whatever the workers
+        assert sorted(tables[workers]) == sorted(tables[1])
+        for name, table in tables[1].items():
+            pd.testing.assert_frame_equal(tables[workers][name].drop(columns="seconds",
+                                                                     errors="ignore"),
+                                          table.drop(columns="seconds", errors="ignore"))
