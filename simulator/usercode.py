@@ -318,11 +318,12 @@ class UserFunction:
 # -- returned values -------------------------------------------------------------------------
 
 def numeric_array(value: Any, field: str, source: str, what: str = "returned", *,
-                  strings: bool = False) -> np.ndarray:
+                  strings: bool = False, complex_ok: bool = False) -> np.ndarray:
     """``value`` as a numeric (bool, integer or real) numpy array, or a UserCodeError naming
     what came back: None, a string, ragged or non-numeric values, an object array. With
     ``strings``, arrays of fixed-width strings pass too (a black box's discrete reports; the
-    claim's own checks refuse them where numbers are required)."""
+    claim's own checks refuse them where numbers are required). With ``complex_ok``, complex
+    arrays pass too (planar points x + iy; the audit adapter checks them against the claim)."""
     if value is None:
         raise UserCodeError(field, source, f"{what} None: it must return an array of numbers")
     if isinstance(value, (str, bytes)):
@@ -334,15 +335,20 @@ def numeric_array(value: Any, field: str, source: str, what: str = "returned", *
         raise UserCodeError(field, source, f"{what} a value numpy cannot read as an array "
                             f"({type(error).__name__}: {' '.join(str(error).split())[:120]})"
                             ) from None
-    if array.dtype.kind in "biuf" or (strings and array.dtype.kind in "US" and array.ndim):
+    if array.dtype.kind in "biuf" or (strings and array.dtype.kind in "US" and array.ndim) or (
+            complex_ok and array.dtype.kind == "c"):
         return array
     if array.dtype.kind == "O":
+        number = (int, float, complex, np.number, np.bool_) if complex_ok else (
+            int, float, np.number, np.bool_)
+        is_complex = complex_ok and any(isinstance(v, (complex, np.complexfloating))
+                                        for v in array.reshape(-1)[:1000])
         try:
-            converted = array.astype(np.float64)
+            converted = array.astype(np.complex128 if is_complex else np.float64)
         except (TypeError, ValueError):
             converted = None
         if converted is not None and all(
-                isinstance(v, (int, float, np.number, np.bool_)) and not isinstance(v, str)
+                isinstance(v, number) and not isinstance(v, str)
                 for v in array.reshape(-1)[:1000]):
             return converted
         first = next((v for v in array.reshape(-1)
@@ -350,8 +356,10 @@ def numeric_array(value: Any, field: str, source: str, what: str = "returned", *
         raise UserCodeError(field, source, f"{what} an object array holding {first!r} "
                             f"({type(first).__name__}): it must return an array of numbers")
     example = array.reshape(-1)[:1].tolist()
+    hint = (" (complex reports, planar points, are read only by an implementation audit "
+            "whose claim reports them, e.g. planar_laplace)" if array.dtype.kind == "c" else "")
     raise UserCodeError(field, source, f"{what} an array of {array.dtype} values (e.g. "
-                        f"{example[0] if example else None!r}): it must return numbers")
+                        f"{example[0] if example else None!r}): it must return numbers{hint}")
 
 
 def numeric_column(values: Any, key: str, value: object, where: str) -> np.ndarray:

@@ -71,8 +71,8 @@ class ImplementationRandomizer:
     def check_reports(self, reports: np.ndarray, shape: tuple) -> np.ndarray:
         """Reports in the audit's numbering, or a ParameterError naming the first report
         outside the claimed encoding."""
-        reports = np.asarray(reports)
-        if reports.dtype.kind not in "biuf" and (self.output_kind == "continuous"
+        reports = self._planar(np.asarray(reports), shape)
+        if reports.dtype.kind not in "biufc" and (self.output_kind == "continuous"
                                                  or self.claim.scalar_integer_outputs
                                                  or self.declared is not None):
             self._outside(reports.reshape(-1)[:1], f"reports must be numbers, not "
@@ -85,7 +85,7 @@ class ImplementationRandomizer:
                               f"reports of shape {tail} per input, the claimed "
                               f"{self.declared.name} reports shape {expected}")
         if self.output_kind == "continuous":
-            bad = ~np.isfinite(reports.astype(float))
+            bad = ~np.isfinite(reports)
             if bad.any():
                 self._outside(reports[bad][:1], "reports must be finite numbers")
             return reports
@@ -118,6 +118,24 @@ class ImplementationRandomizer:
                     self._outside(reports[bad][:1], f"an entry the claimed "
                                   f"{self.declared.name} never emits (its entries: "
                                   f"{allowed.tolist()})")
+        return reports
+
+    def _planar(self, reports: np.ndarray, shape: tuple) -> np.ndarray:
+        """Planar reports: complex ones pass when the claim reports complex points
+        (planar_laplace), and so do real ones with a last axis of 2 (read as x + iy); complex
+        reports for any other claim are refused in one line saying why and what to do."""
+        declared_complex = (self.declared is not None and np.dtype(
+            getattr(self.declared, "report_dtype", None) or np.float64).kind == "c")
+        if declared_complex:
+            if reports.dtype.kind in "biuf" and reports.shape == tuple(shape) + (2,):
+                return reports[..., 0].astype(float) + 1j * reports[..., 1].astype(float)
+            return reports
+        if reports.dtype.kind == "c":
+            claim = self.declared.name if self.declared is not None else "a black box"
+            self._outside(reports.reshape(-1)[:1], f"complex reports (planar points), but the "
+                          f"claimed {claim} reports real numbers: claim a planar randomizer "
+                          "(planar_laplace: audited at the randomizer level, and at the shuffle "
+                          "level by its likelihood ratio)")
         return reports
 
     def _allowed(self) -> np.ndarray | None:

@@ -57,7 +57,7 @@ class Implementation:
             return per_report(self.function, values, rng, self.source)
         with contained(FIELD, self.source, self.function):
             reports = self.function(values, rng)
-        reports = numeric_array(reports, FIELD, self.source, strings=True)
+        reports = numeric_array(reports, FIELD, self.source, strings=True, complex_ok=True)
         if reports.shape[: values.ndim] != values.shape:
             raise UserCodeError(FIELD, self.source,
                                 f"returned shape {reports.shape} for inputs of shape "
@@ -87,7 +87,8 @@ def _detect_vectorized(impl: Implementation, values: np.ndarray) -> bool:
         with contained(FIELD, impl.source, impl.function):
             for s in range(PROBES):
                 out = numeric_array(impl.function(probe, np.random.default_rng(s)), FIELD,
-                                    impl.source, strings=True)
+                                    impl.source, strings=True,
+                                    complex_ok=True)
                 ok = ok and out.ndim >= 1 and out.shape[0] == probe.shape[0]
                 if not ok:
                     break
@@ -105,7 +106,7 @@ def _detect_vectorized(impl: Implementation, values: np.ndarray) -> bool:
         try:
             with contained(FIELD, impl.source, impl.function):
                 single = impl.function(probe[0].item(), np.random.default_rng(0))
-            numeric_array(single, FIELD, impl.source, strings=True)
+            numeric_array(single, FIELD, impl.source, strings=True, complex_ok=True)
         except UserCodeError as error:
             raise (failure or error) from None
         warnings.warn(f"implementation {impl.source}: not vectorized (calling it with an array "
@@ -127,8 +128,8 @@ def per_report(function: Callable, values: np.ndarray, rng: np.random.Generator,
     with contained(FIELD, source, function):
         reports = [function(v.item(), rng) for v in flat]
     for report in reports[:1]:
-        numeric_array(report, FIELD, source, strings=True)
-    out = numeric_array(reports, FIELD, source, strings=True)
+        numeric_array(report, FIELD, source, strings=True, complex_ok=True)
+    out = numeric_array(reports, FIELD, source, strings=True, complex_ok=True)
     return out.reshape(np.shape(values) + out.shape[1:])
 
 
