@@ -91,3 +91,16 @@ def test_correct_planar_clients_stay_below_the_proven_bound_over_50_seeds():
                                np.random.SeedSequence(s)).epsilon_lb(1e-3) > bound
                 for s in range(50))
     assert above <= 6
+
+
+def test_vector_reports_where_one_number_is_claimed_are_refused_in_one_line():
+    def vector_client(values, rng):
+        v = np.asarray(values, dtype=float)
+        return v[..., None] + rng.laplace(size=v.shape + (3,))
+    for claim in (Claim(make_randomizer("laplace", epsilon0=1.0)),
+                  Claim(epsilon0=1.0, output="continuous", interval=(0.0, 1.0))):
+        tested = ImplementationRandomizer(load_implementation(vector_client), claim)
+        with pytest.raises(ParameterError) as error:  # before: numpy's "object too deep"
+            tested.randomize(np.array([0.0, 1.0]), np.random.default_rng(0))
+        message = str(error.value)
+        assert "shape (3,)" in message and "audit_gradient" in message and "\n" not in message

@@ -78,12 +78,20 @@ class ImplementationRandomizer:
             self._outside(reports.reshape(-1)[:1], f"reports must be numbers, not "
                           f"{reports.dtype} values")
         tail = reports.shape[len(shape):]
+        vector_hint = ("; a Gaussian clipped-gradient client is audited through its projection "
+                       "(simulator.audit.gradient.audit_gradient, randomizer or shuffle level), "
+                       "planar points by claiming planar_laplace")
         if self.declared is not None:
             expected = tuple(self.declared.output_shape)
             if tail != expected:
                 self._outside(reports.reshape(-1)[:1],
                               f"reports of shape {tail} per input, the claimed "
-                              f"{self.declared.name} reports shape {expected}")
+                              f"{self.declared.name} reports shape {expected}"
+                              + (vector_hint if tail and not expected else ""))
+        elif tail and self.output_kind == "continuous":
+            self._outside(reports.reshape(-1)[:1],
+                          f"reports of shape {tail} per input: a black-box continuous claim "
+                          f"audits one number per report{vector_hint}")
         if self.output_kind == "continuous":
             bad = ~np.isfinite(reports)
             if bad.any():
@@ -131,9 +139,10 @@ class ImplementationRandomizer:
                 return reports[..., 0].astype(float) + 1j * reports[..., 1].astype(float)
             return reports
         if reports.dtype.kind == "c":
-            claim = self.declared.name if self.declared is not None else "a black box"
-            self._outside(reports.reshape(-1)[:1], f"complex reports (planar points), but the "
-                          f"claimed {claim} reports real numbers: claim a planar randomizer "
+            claim = (f"the claimed {self.declared.name}" if self.declared is not None
+                     else "a black-box claim")
+            self._outside(reports.reshape(-1)[:1], f"complex reports (planar points), but "
+                          f"{claim} reports real numbers: claim a planar randomizer "
                           "(planar_laplace: audited at the randomizer level, and at the shuffle "
                           "level by its likelihood ratio)")
         return reports

@@ -128,6 +128,8 @@ def audit_gradient(client, claim: GradientClaim, *, trials: int, level: str = "r
     require(level in ("randomizer", "shuffle"), "level", level,
             "a gradient client is audited at the randomizer or shuffle level (its projection "
             "is a scalar Gaussian); at the pipeline level wrap it as a scalar client")
+    require(options.pop("vectorized", True) is not False, "vectorized", False,
+            "the projected gradient client is always called with a batch of gradients")
     scalar = claim.scalar
     rows = audit_implementation(projected_client(client, claim), Claim(scalar), trials=trials,
                                 level=level, n=n, delta=delta, seed=seed, vectorized=True,
