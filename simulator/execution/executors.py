@@ -17,12 +17,13 @@ changes a result, so the assembled tables do not depend on the executor or the w
   workers; times w / (w - 1) for w workers when this process does not compute beside them)
   it runs here too, otherwise it goes to the pool. Short runs then never pay for the pool.
   ``inline_seconds = 0`` always uses the pool. With the pool, this process computes too
-  (``driver_computes``, the default): the pool has N - 1 processes and this process takes
-  items from the other end of the same queue between collecting results, and takes back items
-  the pool has not started when it runs out, so N processes compute, one fewer process is
-  started, and this process computes while the workers start. Each worker gets (cores // N)
-  threads, at least one, for the batch path's own threads (simulator/batch/threads.py; results
-  do not depend on them); BLAS keeps its threads, whose number can change a sum's rounding.
+  (``driver_computes``, the default): the pool has N - 1 processes and gets its share of the
+  items at once, this process takes items from the other end of the same queue between
+  collecting results, and takes back items the pool has not started when it runs out, so N
+  processes compute, one fewer process is started, and this process computes while the
+  workers start. Each worker gets (cores // N) threads, at least one, for the batch path's
+  own threads (simulator/batch/threads.py; results do not depend on them); BLAS keeps its
+  threads, whose number can change a sum's rounding.
   Workers never outlive the process that started them: on Linux the kernel kills them when it
   dies (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread in each worker ends it within
   ``worker_process.WATCHDOG_SECONDS`` once its parent is gone (a SIGKILLed run leaves no idle
@@ -216,13 +217,17 @@ class ProcessExecutor(Executor):
 
     def _pooled(self, function, shared, items, indices):
         """The items of ``indices`` on the pool and, with ``driver_computes``, here too: the
-        pool takes them from the front of the queue, at most two in flight per worker, this
-        process from the back between collecting results; when the queue is empty it takes
-        back the last items the pool has not started."""
+        pool takes its share (pool_size / workers of the items) from the front of the queue,
+        this process from the back between collecting results; when the queue is empty it
+        takes back the last items the pool has not started."""
         pool = self._start_pool(shared)
         queue = collections.deque(indices)
         futures: dict = {}
-        cap = 2 * self.pool_size
+        # the pool's share in flight at once (the rest here): a pool topped up only between
+        # this process's own items would idle while this process runs a long one; items it
+        # has not started are taken back at the end
+        cap = max(2 * self.pool_size, -(-len(indices) * self.pool_size // self.workers)) \
+            if self.driver_computes else 2 * self.pool_size
         started = False
         try:
             while queue or futures:
