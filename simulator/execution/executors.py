@@ -20,14 +20,13 @@ changes a result, so the assembled tables do not depend on the executor or the w
   (``driver_computes``, the default): the pool has N - 1 processes and this process takes
   items from the other end of the same queue between collecting results, and takes back items
   the pool has not started when it runs out, so N processes compute, one fewer process is
-  started, and this process computes while the workers start. Each computing process gets
-  (cores // N) threads, at least one, for its numpy work (BLAS, and the batch path's own
-  threads, simulator/batch/threads.py): N processes of all the cores' threads each would
-  compete for the cores. Results do not depend on the number of threads.
+  started, and this process computes while the workers start. Each worker gets (cores // N)
+  threads, at least one, for the batch path's own threads (simulator/batch/threads.py; results
+  do not depend on them); BLAS keeps its threads, whose number can change a sum's rounding.
   Workers never outlive the process that started them: on Linux the kernel kills them when it
   dies (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread in each worker ends it within
-  ``worker_process.WATCHDOG_SECONDS`` once its parent is gone (a SIGKILLed run leaves no idle workers
-  behind, and with them gone the multiprocessing resource tracker exits too). Workers ignore
+  ``worker_process.WATCHDOG_SECONDS`` once its parent is gone (a SIGKILLed run leaves no idle
+  workers behind, and with them gone the multiprocessing resource tracker exits too). Workers ignore
   SIGINT: a Ctrl-C reaches the whole process group, and the calling process, which handles it,
   stops the workers itself (:meth:`ProcessExecutor.close` with ``terminate``: it sets the
   pool's stop event, on which the same watchdog waits, and the pool, seeing a worker end,

@@ -65,25 +65,18 @@ def _initialize_worker(parent: int, death_signal: bool, stop: Any = None) -> Non
                      name="shufflesim-parent-watchdog", daemon=True).start()
 
 
-#: Environment variables that set the threads of the numerical libraries (read when numpy
-#: and its BLAS load: a worker sets them before it unpickles the state, which imports numpy).
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
-
-
 def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: bytes,
                             threads: int | None = None) -> None:
     """The pool's initializer: :func:`_initialize_worker`, then ``threads`` threads for the
-    numerical libraries and the batch path (module docstring), then keep the run's shared
+    batch path (BLAS keeps its own: its thread count can change the rounding of a sum, and a
+    unit's rows must not depend on the process it ran in), then keep the run's shared
     state, unpickled once per worker from the pool's ``initargs``. It travels pickled so that
     the heavy imports it needs (numpy, scipy, pyarrow: seconds on a loaded machine) happen
     after the worker is tied to its parent, not before: a run killed while its workers start
     leaves none behind."""
     _initialize_worker(parent, death_signal, stop)
-    if threads is not None:
-        for name in THREAD_VARIABLES:
-            os.environ[name] = str(threads)
-        importlib.import_module(BATCH_THREADS).MAX_THREADS = threads  # after: numpy loads
+    if threads is not None:  # the batch path's own threads (results do not depend on them)
+        importlib.import_module(BATCH_THREADS).MAX_THREADS = threads
     _WORKER_SHARED["state"] = pickle.loads(shared)
 
 
