@@ -126,7 +126,8 @@ def test_learning_table_rows_and_accounting(small_tables):
 
 
 def test_same_rows_whatever_the_worker_count(small_tables):
-    with ProcessExecutor(2, inline_seconds=0) as pool:
+    # the pure pool (the calling process does not compute): every unit runs in a worker
+    with ProcessExecutor(2, inline_seconds=0, driver_computes=False) as pool:
         again = run_scenario(parse_scenario(SMALL), executor=pool)
         assert pool.inline_items == 0  # every unit ran in a worker process
     assert again["learning"].equals(small_tables["learning"])

@@ -21,7 +21,11 @@ they are kept where they can be read in a few milliseconds, in this order:
    each time.
 
 When a third-party plug-in is installed (entry-point group ``shufflesim.plugins``) neither is
-used: its files are not part of any digest, so the catalogue is always built.
+used: its files are not part of any digest, so the catalogue is always built. Both keys also
+hold the declaration tuples as this process sees them (protocols/plugins.py,
+simulator/plugins.py: tuples of module names, cheap to import), so a declaration changed in
+memory before any registry is read (as tests and embedding programs do) is never answered
+from a catalogue built without it.
 """
 
 from __future__ import annotations
@@ -63,9 +67,24 @@ def _package_folders() -> list[Path]:
     return sorted({Path(f).resolve() for f in folders})
 
 
+def declarations() -> str:
+    """The built-in declaration tuples as this process sees them (module docstring)."""
+    import shufflesim.protocols.plugins as protocol_plugins
+    import shufflesim.simulator.plugins as simulator_plugins
+
+    found = {}
+    for module in (protocol_plugins, simulator_plugins):
+        for name, value in sorted(vars(module).items()):
+            if name.isupper() and isinstance(value, tuple):
+                found[f"{module.__name__}.{name}"] = list(value)
+    return json.dumps(found, sort_keys=True)
+
+
 def fingerprint() -> str:
-    """A digest of the installed code's paths, sizes and modification times (layer 2)."""
+    """A digest of the installed code's paths, sizes and modification times and of the
+    declarations (layer 2)."""
     digest = hashlib.sha256(f"{FORMAT} {sys.version} {shufflesim.simulator.__version__}".encode())
+    digest.update(declarations().encode())
     for folder in _package_folders():
         for path in sorted(folder.rglob("*.py")):
             stat = path.stat()
@@ -84,9 +103,11 @@ def _numpy_version() -> str:
 
 def content_digest(files: list[str]) -> str | None:
     """The digest of the contents of ``files`` (``root/relative/path.py``, roots as in
-    :func:`_roots`), the Python and numpy versions; None when a file is missing."""
+    :func:`_roots`), the declarations, the Python and numpy versions; None when a file is
+    missing."""
     roots = _roots()
     digest = hashlib.sha256(f"{FORMAT} {sys.version_info[:2]} {_numpy_version()}".encode())
+    digest.update(declarations().encode())
     for name in files:
         root, _, relative = name.partition("/")
         try:
