@@ -21,11 +21,10 @@ they are kept where they can be read in a few milliseconds, in this order:
    each time.
 
 When a third-party plug-in is installed (entry-point group ``shufflesim.plugins``) neither is
-used: its files are not part of any digest, so the catalogue is always built. Both keys also
-hold the declaration tuples as this process sees them (protocols/plugins.py,
-simulator/plugins.py: tuples of module names, cheap to import), so a declaration changed in
-memory before any registry is read (as tests and embedding programs do) is never answered
-from a catalogue built without it.
+used: its files are not part of any digest, so the catalogue is always built. Neither is used
+either when this process has changed a built-in declaration tuple in memory (as tests and
+embedding programs may, before any registry is read): the declaration files' digest no longer
+says what building would import.
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import runpy
 import sys
 from pathlib import Path
 
@@ -67,24 +67,9 @@ def _package_folders() -> list[Path]:
     return sorted({Path(f).resolve() for f in folders})
 
 
-def declarations() -> str:
-    """The built-in declaration tuples as this process sees them (module docstring)."""
-    import shufflesim.protocols.plugins as protocol_plugins
-    import shufflesim.simulator.plugins as simulator_plugins
-
-    found = {}
-    for module in (protocol_plugins, simulator_plugins):
-        for name, value in sorted(vars(module).items()):
-            if name.isupper() and isinstance(value, tuple):
-                found[f"{module.__name__}.{name}"] = list(value)
-    return json.dumps(found, sort_keys=True)
-
-
 def fingerprint() -> str:
-    """A digest of the installed code's paths, sizes and modification times and of the
-    declarations (layer 2)."""
+    """A digest of the installed code's paths, sizes and modification times (layer 2)."""
     digest = hashlib.sha256(f"{FORMAT} {sys.version} {shufflesim.simulator.__version__}".encode())
-    digest.update(declarations().encode())
     for folder in _package_folders():
         for path in sorted(folder.rglob("*.py")):
             stat = path.stat()
@@ -103,11 +88,9 @@ def _numpy_version() -> str:
 
 def content_digest(files: list[str]) -> str | None:
     """The digest of the contents of ``files`` (``root/relative/path.py``, roots as in
-    :func:`_roots`), the declarations, the Python and numpy versions; None when a file is
-    missing."""
+    :func:`_roots`), the Python and numpy versions; None when a file is missing."""
     roots = _roots()
     digest = hashlib.sha256(f"{FORMAT} {sys.version_info[:2]} {_numpy_version()}".encode())
-    digest.update(declarations().encode())
     for name in files:
         root, _, relative = name.partition("/")
         try:
@@ -135,6 +118,25 @@ def imported_files() -> list[str]:
     return sorted(out)
 
 
+#: The modules that hold the built-in declaration tuples.
+DECLARATIONS = ("shufflesim.protocols.plugins", "shufflesim.simulator.plugins")
+
+
+def declarations_changed() -> bool:
+    """Whether a declaration module already loaded in this process holds tuples other than its
+    file's (read afresh: the files are tuples of module names). A module not loaded yet can
+    only hold its file's."""
+    for name in DECLARATIONS:
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        fresh = runpy.run_path(module.__file__)
+        for key, value in vars(module).items():
+            if key.isupper() and isinstance(value, tuple) and fresh.get(key) != value:
+                return True
+    return False
+
+
 def third_party() -> bool:
     """Whether any distribution declares an entry point of the plug-in group."""
     from importlib import metadata
@@ -159,7 +161,7 @@ def from_snapshot(path: Path | None = None) -> dict[str, str] | None:
 def load() -> dict[str, str] | None:
     """The printed forms ({"text": ..., "json": ...}) for this code, or None (module
     docstring: the shipped snapshot, else the user's cache)."""
-    if third_party():
+    if third_party() or declarations_changed():
         return None
     printed = from_snapshot()
     if printed is not None:
@@ -174,7 +176,7 @@ def store(printed: dict[str, str]) -> None:
     """Remember the printed forms for this code in the user's cache (when no third-party
     plug-in is installed); older cache files of ``list`` are removed. Failures to write are
     ignored."""
-    if third_party():
+    if third_party() or declarations_changed():
         return
     folder = cache_dir()
     name = f"list-{fingerprint()}.json"
