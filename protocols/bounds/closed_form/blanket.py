@@ -442,9 +442,10 @@ _LOG_FORMS = {blanket_hoeffding_generic_delta: hoeffding_log,
               blanket_bennett_generic_delta: bennett_log}
 
 
-def _generic_question(delta_fn):
-    """BoundSpec.delta_at of a generic bound with delta(eps, eps0, n) = ``delta_fn``, after the
-    regime checks of :func:`_generic_result` (no refinement: the threshold is not needed)."""
+def delta_question(delta_fn):
+    """BoundSpec.delta_at of a bound with delta(eps, eps0, n) = ``delta_fn`` (the generic
+    bounds here, 004's Laplace ones in blanket_laplace.py), after the regime checks of eps0
+    and n (no refinement: the threshold is not needed)."""
     def delta_at(randomizer, n: int, epsilon: float, threshold: float) -> float:
         epsilon0 = check_epsilon0(randomizer.epsilon0, maximum=EPSILON0_MAX)
         return delta_fn(epsilon, epsilon0, check_n(n))
@@ -462,10 +463,10 @@ SPECS: tuple[BoundSpec, ...] = (
     BoundSpec(
         "blanket_hoeffding_generic", BoundKind.UPPER, "004 Thm 5.3 (Hoeffding, generic)",
         BoundStatus.PROVEN, "0 < eps0 <= 150", any_ldp, generic(blanket_hoeffding_generic),
-        delta_at=_generic_question(blanket_hoeffding_generic_delta)),
+        delta_at=delta_question(blanket_hoeffding_generic_delta)),
     BoundSpec(
         "blanket_bennett_generic", BoundKind.UPPER,
         "004 Sec. 5.3 (Bennett, generic; corrected Lemma 5.6)", BoundStatus.PROVEN,
         "0 < eps0 <= 150", any_ldp, generic(blanket_bennett_generic),
-        delta_at=_generic_question(blanket_bennett_generic_delta)),
+        delta_at=delta_question(blanket_bennett_generic_delta)),
 )

@@ -45,6 +45,7 @@ from shufflesim.protocols.bounds.closed_form.blanket import (
     EPSILON0_MAX,
     PARVBounds,
     bennett_delta,
+    delta_question,
     hoeffding_delta,
 )
 from shufflesim.protocols.bounds.numerical.clones import (
@@ -154,14 +155,6 @@ def blanket_bennett_laplace(randomizer, n: int, delta: float,
                    f"{BBGN19}, Lemmas 5.1, 5.3, 5.6 (corrected), 5.8", randomizer, n, delta, tol)
 
 
-def _question(delta_fn):
-    """BoundSpec.delta_at of a bound with delta(eps, eps0, n) = ``delta_fn`` (no refinement)."""
-    def delta_at(randomizer, n: int, epsilon: float, threshold: float) -> float:
-        epsilon0 = check_epsilon0(randomizer.epsilon0, maximum=EPSILON0_MAX)
-        return delta_fn(epsilon, epsilon0, check_n(n))
-    return delta_at
-
-
 SPECS: tuple[BoundSpec, ...] = (
     BoundSpec(
         "blanket_hoeffding_laplace", BoundKind.UPPER,
@@ -169,12 +162,12 @@ SPECS: tuple[BoundSpec, ...] = (
         "Laplace mechanism (laplace, laplace_binary, laplace_metric); 0 < eps0 <= 150",
         named(*LAPLACE_NAMES),
         blanket_hoeffding_laplace, scope="specific",
-        delta_at=_question(laplace_hoeffding_delta)),
+        delta_at=delta_question(laplace_hoeffding_delta)),
     BoundSpec(
         "blanket_bennett_laplace", BoundKind.UPPER,
         "004 Lemmas 5.3, 5.6 (corrected), 5.8 (Bennett, Laplace)", BoundStatus.PROVEN,
         "Laplace mechanism (laplace, laplace_binary, laplace_metric); 0 < eps0 <= 150",
         named(*LAPLACE_NAMES),
         blanket_bennett_laplace, scope="specific",
-        delta_at=_question(laplace_bennett_delta)),
+        delta_at=delta_question(laplace_bennett_delta)),
 )
