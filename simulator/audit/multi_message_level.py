@@ -308,6 +308,31 @@ def multi_setup(randomizer, n: int, deltas, options: AuditOptions, triple):
     return deltas, declared, (x0, x1, x_star), stats, columns
 
 
+class TrialCounter:
+    """The trials drawn so far out of ``total``, reported to ``progress`` (if any) as they
+    come."""
+
+    def __init__(self, total: int, progress: Callable | None):
+        self.total, self.done, self.progress = total, 0, progress
+
+    def add(self, trials: int) -> None:
+        self.done += trials
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+def chunked_columns(columns, sizes, sample: Callable, count: TrialCounter) -> dict:
+    """``columns`` of ``sample(c, size)`` over the chunks ``sizes`` (c their index), joined
+    in order; each chunk's trials are counted."""
+    parts: dict[str, list] = {col: [] for col in columns}
+    for c, size in enumerate(sizes):
+        out = sample(c, size)
+        for col in columns:
+            parts[col].append(out[col])
+        count.add(size)
+    return {col: np.concatenate(v) for col, v in parts.items()}
+
+
 def audit_multi_message(randomizer, n: int, deltas, options: AuditOptions,
                         seed: np.random.SeedSequence | int, *, x0=None, x1=None, x_star=None,
                         progress: Callable[[int, int], None] | None = None) -> AttackAudit:
@@ -321,19 +346,14 @@ def audit_multi_message(randomizer, n: int, deltas, options: AuditOptions,
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     per_trial = int(declared.message_alphabet_size) if sampler.aggregate else n * stats.m
     chunk = max(1, min(options.chunk, MESSAGES_PER_CHUNK // per_trial))
-    total, done = 2 * options.trials, [0]
+    count = TrialCounter(2 * options.trials, progress)
     total_messages = n * stats.m
 
     def draw(world: int, trials: int, key: np.random.SeedSequence) -> dict:
-        parts: dict[str, list] = {c: [] for c in columns}
-        for c, size in enumerate(chunk_sizes(trials, chunk)):
-            out = sampler.sample(world, size, np.random.default_rng(child(key, c)))
-            for col in columns:
-                parts[col].append(out[col])
-            done[0] += size
-            if progress is not None:
-                progress(done[0], total)
-        return {col: np.concatenate(v) for col, v in parts.items()}
+        return chunked_columns(
+            columns, chunk_sizes(trials, chunk),
+            lambda c, size: sampler.sample(world, size, np.random.default_rng(child(key, c))),
+            count)
 
     rows, summary = multi_message_rows(columns, draw, options, deltas, seq, declared, n,
                                        (x0, x1, x_star), total_messages)

@@ -35,6 +35,8 @@ from shufflesim.protocols.errors import require
 from shufflesim.simulator.audit.message_shuffler import MessageShuffler
 from shufflesim.simulator.audit.multi_message_level import (
     MultiMessageSampler,
+    TrialCounter,
+    chunked_columns,
     multi_message_rows,
     multi_setup,
 )
@@ -81,11 +83,10 @@ def audit_pipeline_multi(randomizer, n: int, deltas, options: AuditOptions,
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     values = [np.array([x] + [x_star] * (n - 1)) for x in (x0, x1)]
     block = min(options.chunk, rounds_per_block(n * stats.m))
-    total, done = 2 * options.trials, [0]
+    count = TrialCounter(2 * options.trials, progress)
 
     def draw(world: int, trials: int, key: np.random.SeedSequence) -> dict:
-        parts: dict[str, list] = {c: [] for c in columns}
-        for c, size in enumerate(chunk_sizes(trials, block)):
+        def chunk(c: int, size: int) -> dict:
             k = child(key, c)
             rounds = draw_rounds(randomizer, values[world], config, size,
                                  np.random.default_rng(k))
@@ -94,13 +95,8 @@ def audit_pipeline_multi(randomizer, n: int, deltas, options: AuditOptions,
             release = (audit_shuffle_release(rounds, mix) if shuffler is None else
                        shuffler.release_rounds(rounds, mix, np.random.default_rng(
                            child(k, SHUFFLER_KEY + 1))))
-            out = stats.flat_statistics(release.trial, release.reports, size)
-            for col in columns:
-                parts[col].append(out[col])
-            done[0] += size
-            if progress is not None:
-                progress(done[0], total)
-        return {col: np.concatenate(v) for col, v in parts.items()}
+            return stats.flat_statistics(release.trial, release.reports, size)
+        return chunked_columns(columns, chunk_sizes(trials, block), chunk, count)
 
     rows, summary = multi_message_rows(columns, draw, options, deltas, seq, declared, n,
                                        (x0, x1, x_star), n * stats.m)
