@@ -60,7 +60,7 @@ from shufflesim.simulator.audit.classifier import fit_logistic
 from shufflesim.simulator.audit.confidence import ErrorBudget
 from shufflesim.simulator.audit.events import evaluate_events, select_events
 from shufflesim.simulator.audit.grading import Evidence
-from shufflesim.simulator.audit.sampling import child, chunk_sizes
+from shufflesim.simulator.audit.sampling import child
 from shufflesim.simulator.audit.shuffle_level import (
     DIRECTIONS,
     AttackAudit,
