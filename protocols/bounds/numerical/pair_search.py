@@ -39,6 +39,7 @@ import numpy as np
 from shufflesim.protocols.bounds.engine.common import Estimate
 from shufflesim.protocols.bounds.numerical import variation_ratio as vr
 from shufflesim.protocols.bounds.numerical.certified_fft import fft_convolve
+from shufflesim.protocols.bounds.numerical.decompositions import neighbour_candidates
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
@@ -187,11 +188,6 @@ def _compositions(n: int, grid: int) -> list[tuple[int, int, int]]:
     return sorted(seen)
 
 
-def _triples(randomizer):
-    from shufflesim.protocols.bounds.numerical.decompositions import neighbour_candidates
-    return neighbour_candidates(randomizer).triples
-
-
 def applies(randomizer) -> bool:
     """Categorical input, finite output (the output groups can be counted)."""
     return hasattr(getattr(randomizer, "input_domain", None), "size") \
@@ -224,7 +220,7 @@ def pair_search_epsilon(randomizer, n: int, delta: float, *, grid: int = 4,
         a, b = pair_divergence(s, eps), pair_divergence(s, eps, reverse=True)
         return a if a.lower >= b.lower else b
 
-    triples = {(int(t[0]), int(t[1]), int(t[2])) for t in _triples(randomizer)}
+    triples = {(int(t[0]), int(t[1]), int(t[2])) for t in neighbour_candidates(randomizer).triples}
     datasets = [Dataset(x0, x1, x2, *c) for (x0, x1, x2) in sorted(triples)
                 for c in _compositions(n, grid)]
 
