@@ -23,9 +23,12 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from shufflesim.protocols.bounds import catalogue as cat
+from shufflesim.protocols.bounds.numerical import pair_search
+from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers import make_randomizer
 
 #: (label, registry name, parameters) of the single-message randomizers.
@@ -44,7 +47,7 @@ CONFIGS = [
 ]
 #: Bounds added for issue 31 (left out of "before").
 NEW = {"brr-exact", "brr-exact-lower", "blanket_hoeffding_laplace", "blanket_bennett_laplace",
-       "krr-exact", "krr-exact-lower", "exact-lower-best"}
+       "krr-exact", "krr-exact-lower", "exact-lower-best", "pair-search-lower"}
 
 
 #: The issue's grid: eps0 0.1-10, n 1e2-1e7, delta 1e-4..1e-12.
@@ -89,7 +92,10 @@ def _evaluate(task: tuple) -> dict:
     name, params, eps0, n, delta, method = task
     randomizer = make_randomizer(name, epsilon0=eps0, **params)
     wall, cpu = time.perf_counter(), time.process_time()
-    ev = cat.evaluate(method, randomizer, n, delta)
+    if method == PAIR:
+        ev = _pair_search(randomizer, n, delta)
+    else:
+        ev = cat.evaluate(method, randomizer, n, delta)
     ok = ev.ok
     return {"epsilon": ev.result.epsilon if ok else None,
             "epsilon_error": ev.result.epsilon_error if ok else None,
@@ -97,6 +103,98 @@ def _evaluate(task: tuple) -> dict:
             "note": (ev.result.note or "")[:200] if ok else "",
             "error": "" if ok else ev.error,
             "wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
+
+
+#: The dataset-pair search (protocols/bounds/numerical/pair_search.py), not in the catalogue:
+#: run by ``pairs`` at these n, recorded in pairs.jsonl next to the grid's file.
+PAIR = "pair-search-lower"
+PAIR_N = (100, 1000)
+
+
+@dataclass
+class _PairEvaluation:
+    result: object = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+
+def _pair_search(randomizer, n: int, delta: float) -> _PairEvaluation:
+    try:
+        return _PairEvaluation(pair_search.pair_search_epsilon(randomizer, n, delta))
+    except ParameterError as error:
+        return _PairEvaluation(error=str(error))
+
+
+def run_pairs(path: Path) -> None:
+    """The pair search at every grid point with n in PAIR_N, for every configuration it
+    applies to (categorical input, finite output), under the caps; resumable JSONL."""
+    done = set()
+    if path.exists():
+        done = {(r["randomizer"], r["epsilon0"], r["n"], r["delta"])
+                for r in map(json.loads, path.read_text().splitlines())}
+    worker = CappedWorker()
+    with path.open("a") as out:
+        for eps0, n, delta in sorted(POINTS, key=lambda point: point[1]):  # cheap n first
+            if n not in PAIR_N:
+                continue
+            for label, name, params in CONFIGS:
+                if (label, eps0, n, delta) in done or not pair_search.applies(
+                        make_randomizer(name, epsilon0=eps0, **params)):
+                    continue
+                rec = {"randomizer": label, "epsilon0": eps0, "n": n, "delta": delta,
+                       "method": PAIR, "kind": "lower"}
+                rec.update(worker.run((name, params, eps0, n, delta, PAIR)))
+                rec["load"] = os.getloadavg()[0]
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+
+
+#: The bounds issue 31 added (the closing note times each at n = 1e3, 1e6 and 1e8).
+TIMED = (("laplace_binary", "exact-lower"), ("oue4", PAIR), ("rappor4", PAIR),
+         ("laplace", "blanket_bennett_laplace"), ("laplace", "blanket_hoeffding_laplace"),
+         ("brr", "brr-exact"), ("brr", "brr-exact-lower"), ("krr3", "krr-exact"),
+         ("krr16", "krr-exact-lower"))
+TIMED_N = (1000, 10**6, 10**8)
+
+
+def run_times(path: Path) -> None:
+    """Each TIMED bound at n in TIMED_N, eps0 in (1, 4), delta = 1e-8, under the caps
+    (resumable JSONL: value or refusal, wall and CPU seconds, load average)."""
+    configs = {c[0]: c for c in CONFIGS}
+    done = set()
+    if path.exists():
+        done = {(r["randomizer"], r["method"], r["epsilon0"], r["n"])
+                for r in map(json.loads, path.read_text().splitlines())}
+    worker = CappedWorker()
+    with path.open("a") as out:
+        for n in TIMED_N:
+            for eps0 in (1.0, 4.0):
+                for label, method in TIMED:
+                    if (label, method, eps0, n) in done:
+                        continue
+                    _, name, params = configs[label]
+                    rec = {"randomizer": label, "epsilon0": eps0, "n": n, "delta": 1e-8,
+                           "method": method}
+                    rec.update(worker.run((name, params, eps0, n, 1e-8, method),
+                                          cpu_cap=300.0, wall_cap=1800.0))
+                    rec["load"] = os.getloadavg()[0]
+                    out.write(json.dumps(rec) + "\n")
+                    out.flush()
+
+
+def render_times(path: Path) -> str:
+    lines = ["| bound | randomizer | eps0 | n | value | wall s | CPU s | load |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in map(json.loads, path.read_text().splitlines()):
+        value = _fmt(r["epsilon"]) if r["epsilon"] is not None else r["error"][:70]
+        wall = "-" if r["wall"] is None else f"{r['wall']:.2f}"
+        cpu = "-" if r["cpu"] is None else f"{r['cpu']:.2f}"
+        lines.append(f"| {r['method']} | {r['randomizer']} | {r['epsilon0']:g} | "
+                     f"{r['n']:.0e} | {value} | {wall} | {cpu} | {r['load']:.1f} |")
+    return "\n".join(lines) + "\n"
 
 
 def _serve(conn) -> None:
@@ -192,11 +290,19 @@ def run(path: Path, randomizers: set[str] | None = None) -> None:
 
 
 def load(path: Path) -> dict[tuple, dict[str, dict]]:
+    """Records by point and method: the grid's file, plus the pair search's pairs.jsonl next
+    to it (only at points the grid has)."""
     points: dict[tuple, dict] = {}
     for line in path.read_text().splitlines():
         r = json.loads(line)
         key = (r["randomizer"], r["epsilon0"], r["n"], r["delta"])
         points.setdefault(key, {})[r["method"]] = r
+    pairs = path.with_name("pairs.jsonl")
+    if pairs.exists():
+        for r in map(json.loads, pairs.read_text().splitlines()):
+            key = (r["randomizer"], r["epsilon0"], r["n"], r["delta"])
+            if key in points:
+                points[key][r["method"]] = r
     return points
 
 
@@ -211,25 +317,61 @@ def best(records: dict[str, dict], kind: str, new: bool) -> tuple[float | None, 
     return pick(rows)
 
 
-def explain(records: dict[str, dict], upper_method: str, lower_method: str,
+#: What the small-n truth (every dataset pair, docs/tightness.md's truth table and issue 31's
+#: other lane) showed about the side of the gap, per configuration.
+TRUTH_SIDE = {
+    "rappor4": "n = 4: optimal-blanket 1.26x the truth, the truth = exact-lower",
+    "oue4": "n = 4: optimal-blanket 1.18x the truth, the truth = exact-lower",
+    "subset6": "n = 3: optimal-blanket 1.03x the truth, the truth = exact-lower",
+    "blh4": "n = 4: optimal-blanket 1.35x (eps0 = 1) / 1.04x (eps0 = 4) the truth = exact-lower",
+    "olh4": "n = 4: optimal-blanket 1.35x (eps0 = 1) / 1.04x (eps0 = 4) the truth = exact-lower",
+    "krr16": "10-RR, n = 5-6: optimal-blanket 1.01-1.04x the truth = exact-lower (t31k)",
+    "hr16": "hr d = 4, n = 5: optimal-blanket 1.03-1.24x the truth = exact-lower (d = 16: "
+            "beyond the truth's reach)",
+    "summation4": "not reached (output space too large for the truth)",
+}
+
+#: The codes of the "why" column (docs/tightness.md prints the legend).
+LEGEND = {
+    "T": "the small-n truth shows the upper side (blanket decomposition) loose",
+    "P=": "the dataset-pair search (mixed others) did not move the lower side",
+    "P+": "the dataset-pair search moved the lower side",
+    "A": "optimal-blanket is approximate (worst pair of [0, 1] not proven): the best proven "
+         "upper is a concentration bound (004 Lemma 5.8) or a generic one",
+    "L": "the lower bound's own bracket is wide (likelihood-ratio levels merged into a few "
+         "bins): the lower side can move by up to the factor shown",
+    "M": "metric randomizer: no decomposition, generic upper vs one metric pair",
+    "C": "a method hit its per-evaluation cap",
+}
+
+
+def explain(records: dict[str, dict], label: str, upper_method: str, lower_method: str,
             ratio: float) -> str:
-    """Why a ratio is above 1.01, from what the records show."""
+    """Why a ratio is above 1.01, as LEGEND codes with numbers, from what the records show."""
     if ratio <= 1.01:
         return ""
-    reasons = []
+    codes = []
     opt = records.get("optimal-blanket")
     if opt is not None and opt["epsilon"] is not None and opt["status"] != "proven":
-        reasons.append(f"optimal-blanket is {opt['status']} (worst pair not proven): "
-                       f"{opt['epsilon']:.4g}, so the best proven upper is {upper_method}")
-    elif opt is not None and opt["epsilon"] is None:
-        reasons.append(f"optimal-blanket not available ({opt['error'][:60]})")
-    ex = records.get("exact-lower")
-    if ex is not None and ex["epsilon"] is None:
-        reasons.append(f"exact-lower not available ({ex['error'][:60]})")
-    if upper_method == "optimal-blanket" and lower_method == "exact-lower":
-        reasons.append("blanket decomposition vs one Thm 14 pair; loose side unknown (no "
-                       "truth yet)")
-    return "; ".join(reasons) or f"{upper_method} vs {lower_method}; side not known"
+        codes.append(f"A (optimal-blanket {opt['epsilon']:.4g})")
+    if label in TRUTH_SIDE and upper_method == "optimal-blanket":
+        codes.append("T")
+    low = records.get(lower_method, {})
+    if low.get("epsilon") and low.get("epsilon_error"):
+        reach = (low["epsilon"] + low["epsilon_error"]) / low["epsilon"]
+        if reach > 1.01:
+            codes.append(f"L ({reach:.3g}x)")
+    pair = records.get(PAIR)
+    if pair is not None and pair["epsilon"] is not None:
+        others = [r["epsilon"] for m, r in records.items() if m != PAIR
+                  and r["kind"] == "lower" and r["status"] == "proven" and r["epsilon"]]
+        moved = pair["epsilon"] > max(others, default=0.0) * (1 + 1e-6)
+        codes.append("P+" if moved else "P=")
+    if label in ("witch_hat", "laplace_metric") and "A" not in " ".join(codes):
+        codes.append("M")
+    if any(r["error"].startswith("capped") for r in records.values()):
+        codes.append("C")
+    return ", ".join(codes) or f"{upper_method} vs {lower_method}"
 
 
 def _fmt(x) -> str:
@@ -253,7 +395,7 @@ def render(path: Path) -> str:
         why = ("no proven lower bound (" + ", ".join(
             f"{m}: {r['error'][:50]}" for m, r in recs.items()
             if r["kind"] == "lower" and r["epsilon"] is None) + ")") if la is None else (
-            explain(recs, ua_m, la_m, after) if after is not None else "")
+            explain(recs, key[0], ua_m, la_m, after) if after is not None else "")
         lines.append(
             f"| {key[0]} | {key[1]:g} | {key[2]:.0e} | {key[3]:.0e} | {_fmt(ub)} ({ub_m}) | "
             f"{_fmt(lb)} ({lb_m}) | {_fmt(before)} | {_fmt(ua)} ({ua_m}) | {_fmt(la)} ({la_m}) "
@@ -379,6 +521,12 @@ if __name__ == "__main__":
     command, file = sys.argv[1], Path(sys.argv[2])
     if command == "run":             # run FILE [label,label,...]
         run(file, set(sys.argv[3].split(",")) if len(sys.argv) > 3 else None)
+    elif command == "times":         # times /work/notes/t31t-grid/times.jsonl
+        run_times(file)
+    elif command == "times-table":
+        print(render_times(file), end="")
+    elif command == "pairs":         # pairs /work/notes/t31t-grid/pairs.jsonl
+        run_pairs(file)
     elif command == "truth":         # truth results/issue31/truth.jsonl
         run_truth(file)
     elif command == "summary":
