@@ -50,6 +50,9 @@ NEW = {"brr-exact", "brr-exact-lower", "blanket_hoeffding_laplace", "blanket_ben
        "krr-exact", "krr-exact-lower", "exact-lower-best", "pair-search-lower"}
 
 
+#: Bounds that issue 31 made work for one configuration (laplace_binary's exact-lower failed
+#: before session 11).
+NEW_FOR = {("laplace_binary", "exact-lower")}
 #: The issue's grid: eps0 0.1-10, n 1e2-1e7, delta 1e-4..1e-12.
 GRID_EPSILON0 = (0.1, 1.0, 4.0, 10.0)
 GRID_N = (100, 1000, 10**4, 10**5, 10**6, 10**7)
@@ -311,7 +314,7 @@ def best(records: dict[str, dict], kind: str, new: bool) -> tuple[float | None, 
     pick = min if kind == "upper" else max
     rows = [(r["epsilon"], m) for m, r in records.items()
             if r["kind"] == kind and r["status"] == "proven" and r["epsilon"] is not None
-            and (new or m not in NEW)]
+            and (new or (m not in NEW and (r["randomizer"], m) not in NEW_FOR))]
     if not rows:
         return None, ""
     return pick(rows)
@@ -509,6 +512,9 @@ def fill(path: Path, doc: Path) -> None:
     truth = path.with_name("truth.jsonl")
     if truth.exists():
         parts.append(("truth", render_truth(truth)))
+    times = path.with_name("times.jsonl")
+    if times.exists():
+        parts.append(("times", render_times(times)))
     for name, body in parts:
         start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
         before, rest = text.split(start, 1)
