@@ -42,50 +42,119 @@ CONFIGS = [
     ("witch_hat", "witch_hat", {"height": 2.0, "brim": 0.4}),
     ("laplace_metric", "laplace_metric", {"low": -1.0, "high": 2.0}),
 ]
-#: Randomizers whose engine bounds (optimal-blanket, exact-lower) discretize a continuous
-#: output: minutes per point beyond n = 10^4, so those two are not run there.
-CONTINUOUS = {"laplace", "laplace_binary", "piecewise", "witch_hat", "laplace_metric"}
-ENGINE = {"optimal-blanket", "exact-lower"}
 #: Bounds added for issue 31 (left out of "before").
 NEW = {"brr-exact", "brr-exact-lower", "blanket_hoeffding_laplace", "blanket_bennett_laplace",
        "krr-exact", "krr-exact-lower", "exact-lower-best"}
 
 
+#: The issue's grid: eps0 0.1-10, n 1e2-1e7, delta 1e-4..1e-12.
+GRID_EPSILON0 = (0.1, 1.0, 4.0, 10.0)
+GRID_N = (100, 1000, 10**4, 10**5, 10**6, 10**7)
+GRID_DELTA = (1e-4, 1e-8, 1e-12)
+#: Order in which the n run: the issue's reference sizes first, so that a stopped run has
+#: covered them (every point is still run eventually).
+N_ORDER = (1000, 10**6, 100, 10**4, 10**5, 10**7)
+#: Per-evaluation caps: CPU seconds of the evaluating process, and wall seconds (the machine is
+#: shared; the wall cap only stops a starved evaluation). A capped method is recorded with
+#: error "capped: ..." and not run again at a larger n for the same (randomizer, eps0, delta).
+CPU_CAP = 90.0
+WALL_CAP = 900.0
+
+
 def _levels():
-    """(eps0, n, delta) in the order they run: the middle of the grid first."""
-    seen = []
-    for eps0s, ns, deltas in (
-        ((1.0, 4.0), (100, 10**4, 10**6), (1e-8,)),
-        ((0.1, 10.0), (100, 10**4, 10**6), (1e-8,)),
-        ((0.1, 1.0, 4.0, 10.0), (100, 10**4, 10**6), (1e-4, 1e-12)),
-        ((0.1, 1.0, 4.0, 10.0), (1000, 10**5, 10**7), (1e-4, 1e-8, 1e-12)),
-    ):
-        for n in ns:
-            for eps0 in eps0s:
-                for delta in deltas:
-                    if (eps0, n, delta) not in seen:
-                        seen.append((eps0, n, delta))
-    return seen
+    """(eps0, n, delta) in the order they run: n in N_ORDER, then delta 1e-8 first."""
+    return [(eps0, n, delta) for n in N_ORDER for delta in (1e-8, 1e-4, 1e-12)
+            for eps0 in GRID_EPSILON0]
 
 
 POINTS = _levels()
 
 
-def _skip(label: str, method: str, n: int) -> str:
-    if label in CONTINUOUS and method in ENGINE and n > 10**4:
-        return "not run: continuous output, minutes per point beyond n = 1e4"
-    return ""
+def _evaluate(task: tuple) -> dict:
+    """One bound at one point, in the worker process: the record's result fields."""
+    name, params, eps0, n, delta, method = task
+    randomizer = make_randomizer(name, epsilon0=eps0, **params)
+    wall, cpu = time.perf_counter(), time.process_time()
+    ev = cat.evaluate(method, randomizer, n, delta)
+    ok = ev.ok
+    return {"epsilon": ev.result.epsilon if ok else None,
+            "epsilon_error": ev.result.epsilon_error if ok else None,
+            "status": ev.result.status.value if ok else None,
+            "note": (ev.result.note or "")[:200] if ok else "",
+            "error": "" if ok else ev.error,
+            "wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
 
 
-def run(path: Path) -> None:
-    done = set()
-    if path.exists():
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            done.add((r["randomizer"], r["epsilon0"], r["n"], r["delta"], r["method"]))
+def _serve(conn) -> None:
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        try:
+            conn.send(_evaluate(task))
+        except Exception as error:  # noqa: BLE001 - a crashing bound is recorded, not fatal
+            conn.send({"epsilon": None, "epsilon_error": None, "status": None, "note": "",
+                       "error": f"crashed: {type(error).__name__}: {str(error)[:150]}",
+                       "wall": None, "cpu": None})
+
+
+class CappedWorker:
+    """A forked worker process evaluating one bound at a time under CPU_CAP / WALL_CAP; a
+    worker over a cap is killed and replaced (its CPU time read from /proc)."""
+
+    def __init__(self):
+        self.process = None
+
+    def _start(self):
+        import multiprocessing as mp
+        ctx = mp.get_context("fork")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_serve, args=(child,), daemon=True)
+        self.process.start()
+
+    def _cpu(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def run(self, task: tuple, cpu_cap: float = CPU_CAP, wall_cap: float = WALL_CAP) -> dict:
+        if self.process is None or not self.process.is_alive():
+            self._start()
+        cpu0, wall0 = self._cpu(), time.perf_counter()
+        self.conn.send(task)
+        while not self.conn.poll(1.0):
+            cpu, wall = self._cpu() - cpu0, time.perf_counter() - wall0
+            if cpu > cpu_cap or wall > wall_cap or not self.process.is_alive():
+                self.process.kill()
+                self.process.join()
+                self.process = None
+                why = "worker died" if cpu <= cpu_cap and wall <= wall_cap else (
+                    f"capped: over {cpu_cap:g} CPU s or {wall_cap:g} wall s")
+                return {"epsilon": None, "epsilon_error": None, "status": None, "note": "",
+                        "error": why, "wall": wall, "cpu": cpu}
+        return self.conn.recv()
+
+
+def _capped_before(records: list[dict], label: str, eps0: float, n: int, delta: float,
+                   method: str) -> int | None:
+    """The smallest n below ``n`` at which ``method`` hit a cap at (label, eps0, delta)."""
+    hits = [r["n"] for r in records if r["randomizer"] == label and r["epsilon0"] == eps0
+            and r["delta"] == delta and r["method"] == method and r["n"] < n
+            and r["error"].startswith("capped")]
+    return min(hits) if hits else None
+
+
+def run(path: Path, randomizers: set[str] | None = None) -> None:
+    """Every applicable (non-personalized) bound at every grid point, each under the caps,
+    appended to ``path`` (JSONL) as it finishes; what is already there is skipped."""
+    records = [json.loads(line) for line in path.read_text().splitlines()] \
+        if path.exists() else []
+    done = {(r["randomizer"], r["epsilon0"], r["n"], r["delta"], r["method"]) for r in records}
+    worker = CappedWorker()
     with path.open("a") as out:
         for eps0, n, delta in POINTS:
             for label, name, params in CONFIGS:
+                if randomizers and label not in randomizers:
+                    continue
                 randomizer = make_randomizer(name, epsilon0=eps0, **params)
                 specs = [s for s in cat.all_bounds()
                          if s.scope != "personalized" and s.applies_to(randomizer)]
@@ -95,17 +164,15 @@ def run(path: Path) -> None:
                         continue
                     rec = {"randomizer": label, "epsilon0": eps0, "n": n, "delta": delta,
                            "method": spec.name, "kind": spec.kind.value}
-                    reason = _skip(label, spec.name, n)
-                    wall, cpu = time.perf_counter(), time.process_time()
-                    ev = None if reason else cat.evaluate(spec.name, randomizer, n, delta)
-                    ok = ev is not None and ev.ok
-                    rec.update({
-                        "epsilon": ev.result.epsilon if ok else None,
-                        "epsilon_error": ev.result.epsilon_error if ok else None,
-                        "status": ev.result.status.value if ok else None,
-                        "error": reason or ("" if ok else ev.error),
-                        "wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
-                        "load": os.getloadavg()[0]})
+                    capped = _capped_before(records, label, eps0, n, delta, spec.name)
+                    if capped is not None:
+                        rec.update({"epsilon": None, "epsilon_error": None, "status": None,
+                                    "note": "", "wall": 0.0, "cpu": 0.0,
+                                    "error": f"capped: not run (capped at n = {capped:.0e})"})
+                    else:
+                        rec.update(worker.run((name, params, eps0, n, delta, spec.name)))
+                    rec["load"] = os.getloadavg()[0]
+                    records.append(rec)
                     out.write(json.dumps(rec) + "\n")
                     out.flush()
 
@@ -296,8 +363,8 @@ def fill(path: Path, doc: Path) -> None:
 
 if __name__ == "__main__":
     command, file = sys.argv[1], Path(sys.argv[2])
-    if command == "run":
-        run(file)
+    if command == "run":             # run FILE [label,label,...]
+        run(file, set(sys.argv[3].split(",")) if len(sys.argv) > 3 else None)
     elif command == "truth":         # truth results/issue31/truth.jsonl
         run_truth(file)
     elif command == "summary":
