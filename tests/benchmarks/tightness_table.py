@@ -51,9 +51,17 @@ NEW = {"brr-exact", "brr-exact-lower", "blanket_hoeffding_laplace", "blanket_ben
 GRID_EPSILON0 = (0.1, 1.0, 4.0, 10.0)
 GRID_N = (100, 1000, 10**4, 10**5, 10**6, 10**7)
 GRID_DELTA = (1e-4, 1e-8, 1e-12)
-#: Order in which the n run: the issue's reference sizes first, so that a stopped run has
-#: covered them (every point is still run eventually).
-N_ORDER = (1000, 10**6, 100, 10**4, 10**5, 10**7)
+#: Tiers in the order they run (the machine is shared: a stopped run has covered the first
+#: ones): the issue's reference sizes n = 1e3 and 1e6 at the middle eps0 first, delta = 1e-8
+#: over the whole (eps0, n) grid next, the other deltas last. Every grid point is in a tier.
+TIERS = (
+    ((1.0, 4.0), (1000, 10**6), (1e-8,)),
+    ((0.1, 10.0), (1000, 10**6), (1e-8,)),
+    ((1.0, 4.0), (100, 10**4, 10**5, 10**7), (1e-8,)),
+    ((0.1, 10.0), (100, 10**4, 10**5, 10**7), (1e-8,)),
+    (GRID_EPSILON0, (1000, 10**6), (1e-4, 1e-12)),
+    (GRID_EPSILON0, GRID_N, (1e-4, 1e-12)),
+)
 #: Per-evaluation caps: CPU seconds of the evaluating process, and wall seconds (the machine is
 #: shared; the wall cap only stops a starved evaluation). A capped method is recorded with
 #: error "capped: ..." and not run again at a larger n for the same (randomizer, eps0, delta).
@@ -62,9 +70,15 @@ WALL_CAP = 900.0
 
 
 def _levels():
-    """(eps0, n, delta) in the order they run: n in N_ORDER, then delta 1e-8 first."""
-    return [(eps0, n, delta) for n in N_ORDER for delta in (1e-8, 1e-4, 1e-12)
-            for eps0 in GRID_EPSILON0]
+    """(eps0, n, delta) in the order they run (TIERS), each once."""
+    seen = []
+    for eps0s, ns, deltas in TIERS:
+        for n in ns:
+            for delta in deltas:
+                for eps0 in eps0s:
+                    if (eps0, n, delta) not in seen:
+                        seen.append((eps0, n, delta))
+    return seen
 
 
 POINTS = _levels()
