@@ -91,6 +91,11 @@ def _levels():
 POINTS = _levels()
 
 
+def _short(note: str) -> str:
+    """The note's start and end (where the "attained at" / "pair" part is)."""
+    return note if len(note) <= 320 else f"{note[:200]} ... {note[-110:]}"
+
+
 def _evaluate(task: tuple) -> dict:
     """One bound at one point, in the worker process: the record's result fields."""
     name, params, eps0, n, delta, method = task
@@ -106,7 +111,7 @@ def _evaluate(task: tuple) -> dict:
     return {"epsilon": ev.result.epsilon if ok else None,
             "epsilon_error": ev.result.epsilon_error if ok else None,
             "status": ev.result.status.value if ok else None,
-            "note": (ev.result.note or "")[:200] if ok else "",
+            "note": _short(ev.result.note or "") if ok else "",
             "error": "" if ok else ev.error,
             "wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
 
