@@ -210,7 +210,7 @@ def run_times(path: Path) -> None:
                     rec = {"randomizer": label, "epsilon0": eps0, "n": n, "delta": 1e-8,
                            "method": method}
                     rec.update(worker.run((name, params, eps0, n, 1e-8, method),
-                                          cpu_cap=300.0, wall_cap=1800.0))
+                                          cpu_cap=120.0, wall_cap=1200.0))
                     rec["load"] = os.getloadavg()[0]
                     out.write(json.dumps(rec) + "\n")
                     out.flush()
