@@ -6,16 +6,25 @@ verdict rows at 0.95) and read from ``--json``.
 Where each item is shown (this file adds the command-line, default-flag runs; the others test
 the same faults through Python at fixed trials and stay where they are):
 
-| item | level | this file | elsewhere |
-|---|---|---|---|
-| client at 1.1x / 1.3x eps0 | shuffle, pipeline | slow: default flags, 4 runs | test_audit_input_search (1.3x 1e5; 1.1x 1e6 slow), test_audit_pipeline_faults (1.3x 1e5; 1.1x 3e6 slow) |
-| shuffler sorts / rotates / drops | pipeline | slow: default flags | test_audit_message_shuffler (300 rounds, per call and batched) |
-| client seeded at import | fresh devices | default flags (randomizer level) | test_audit_fresh_devices |
-| Gaussian sigma 0.8x | randomizer, shuffle | randomizer: default flags; shuffle: slow | test_audit_profile, test_audit_continuous (fit, slow) |
-| Laplace half scale | shuffle | slow: default flags | test_audit_continuous (slow, 2e5) |
-| Laplace leaking its input in 1 of 1000 | randomizer | default flags | test_audit_atoms (2e4) |
-| correct clients pass, 50 seeds | every level | slow: default flags, krr at both levels | test_audit_pipeline_faults, test_audit_grading, test_audit_profile, test_audit_message_shuffler, test_audit_pipeline_vector (slow) |
-| --fail-on-violation 1 / 0, --json with a chatty client | - | every run here (exit code and JSON) | test_audit_grading::test_fail_on_violation_exit_codes_and_chatty_json |
+- a client at 1.1x / 1.3x its eps0, shuffle and pipeline: here (slow), 4 runs with default
+  flags; also test_audit_input_search (1.3x at 1e5; 1.1x at 1e6, slow) and
+  test_audit_pipeline_faults (1.3x at 1e5; 1.1x at 3e6, slow);
+- a shuffler that sorts by value, rotates, drops a message, pipeline: here (slow), default
+  flags; also test_audit_message_shuffler (300 rounds, per call and batched);
+- a client seeded at import, fresh devices: here (randomizer level, default flags); also
+  test_audit_fresh_devices;
+- a Gaussian client with sigma 20 % too small, randomizer and shuffle: here (randomizer by
+  default, shuffle slow); also test_audit_profile and test_audit_continuous (the fit, slow);
+  a gradient client likewise in test_audit_gradient and test_audit_pipeline_vector;
+- a Laplace client with half the scale, shuffle: here (slow); also test_audit_continuous;
+- a Laplace client leaking its input in 1 of 1000 reports, randomizer: here (default flags);
+  also test_audit_atoms (2e4);
+- correct clients pass over 50 seeds: test_audit_pipeline_faults, test_audit_grading,
+  test_audit_profile, test_audit_message_shuffler, test_audit_pipeline_vector (all slow); here
+  a correct krr client passes with default flags at both levels (slow);
+- ``--fail-on-violation`` exits 1 / 0 and ``--json`` parses with a chatty client: every run here
+  (its exit code and JSON; the clients print), and
+  test_audit_grading::test_fail_on_violation_exit_codes_and_chatty_json.
 
 The krr claim is eps0 = 2, d = 4, n = 20, delta = 1e-6 (proven optimal-blanket 1.999).
 """
