@@ -162,7 +162,7 @@ def _curve(sums: list[np.ndarray], orders: np.ndarray, outside) -> np.ndarray:
 #: Entries (S values x D values) of the pair's own symmetric enumeration above which the
 #: k-RR blanket pair's Renyi curve comes from the neutral block pairs instead (about n >= 3e5
 #: for 10-RR at eps0 = 1): there they are within about 1e-4 relative of the enumeration (issue
-#: 32; tests/test_accounting_rdp_blocks.py), below it they can be much looser at T = 1.
+#: 32; tests/test_accounting_fast_paths.py), below it they can be much looser at T = 1.
 NEUTRAL_BLOCKS_FROM = 6e6
 
 
