@@ -45,7 +45,7 @@ changes a result, so the assembled tables do not depend on the executor or the w
 from __future__ import annotations
 
 import collections
-import contextlib
+import importlib
 import logging
 import multiprocessing
 import os
@@ -59,12 +59,13 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.blas import limit_in_worker
 from shufflesim.simulator.execution.worker_process import (
+    BATCH_THREADS,
     _call_with_shared,
     _initialize_pool_worker,
     _sigint_ignored_while_spawning,
@@ -170,6 +171,7 @@ class ProcessExecutor(Executor):
         #: Items that ran in the calling process in the last map (for tests and reports).
         self.inline_items = 0
         self._eager = False  # start the pool at once in the next map (expect)
+        self._driver_threads: int | None = None  # this process's batch threads before the pool
 
     def expect(self, costs: Sequence[float]) -> None:
         """Estimated seconds of the items of the next map (see :meth:`Executor.expect`): when
@@ -228,6 +230,9 @@ class ProcessExecutor(Executor):
                 initargs=(os.getpid(), main_thread, self._stop, state,
                           threads_per_process(self.workers)))
             self._shared = shared
+            if self.driver_computes and self._driver_threads is None:  # its share of cores
+                self._driver_threads = importlib.import_module(BATCH_THREADS).limit_threads(
+                    threads_per_process(self.workers))
         return self._pool
 
     @property
@@ -243,21 +248,29 @@ class ProcessExecutor(Executor):
         process is doing), and between collecting results this process takes the first
         item the pool has not started (cancelled there) and runs it. Both work from the
         front, so with the items ordered longest first (the runner's order) the last ones
-        are the shortest and neither side waits long for the other at the end."""
+        are the shortest and neither side waits long for the other at the end.
+
+        The pool moves ``pool_size + 1`` items at once to its processes' queue, where they
+        can no longer be taken back; the first submitted are therefore the last (shortest)
+        ones, so that no long item waits there while the workers start."""
         pool = self._start_pool(shared)
         finished: queue.SimpleQueue = queue.SimpleQueue()  # futures, as the pool ends them
         futures: dict = {}  # submitted and not yet yielded -> index
+        reserved = self.pool_size + 1 if self.driver_computes else 0
+        order = indices[len(indices) - reserved:] + indices[:len(indices) - reserved] \
+            if len(indices) > reserved else list(indices)
         try:
             # in this (main) thread, with SIGINT ignored: the first submits start the workers
             with _sigint_ignored_while_spawning():
-                for index in indices:
+                for index in order:
                     future = pool.submit(_call_with_shared, function, items[index])
                     futures[future] = index
                     future.add_done_callback(finished.put)
         except Exception:  # e.g. the state does not pickle: the pool is of no use
             self.close(terminate=True)
             raise
-        unstarted = collections.deque(futures)  # candidates for this process, in order
+        # candidates for this process, in the order given
+        unstarted = collections.deque(sorted(futures, key=futures.__getitem__))
         try:
             while futures:
                 while True:  # every result the pool has ready
@@ -307,6 +320,9 @@ class ProcessExecutor(Executor):
         joins the others."""
         pool, stop = self._pool, self._stop
         self._pool = self._shared = self._stop = None
+        if self._driver_threads is not None:  # this process's batch threads as they were
+            importlib.import_module(BATCH_THREADS).limit_threads(self._driver_threads)
+            self._driver_threads = None
         if pool is None:
             return
         if terminate:
