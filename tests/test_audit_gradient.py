@@ -75,6 +75,6 @@ def test_a_gradient_client_with_sigma_20_percent_too_small_is_caught_at_the_shuf
                                       delta=(1e-2,), seed=0), 0.95)
 
 
-def test_the_pipeline_level_is_refused_in_one_line():
-    with pytest.raises(ParameterError, match="randomizer or shuffle level"):
-        audit_gradient(_correct, CLAIM, trials=10, level="pipeline")
+def test_an_unknown_level_is_refused_in_one_line():  # the pipeline level: test_audit_pipeline_vector
+    with pytest.raises(ParameterError, match="randomizer, shuffle or pipeline level"):
+        audit_gradient(_correct, CLAIM, trials=10, level="analyzer")

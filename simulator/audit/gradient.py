@@ -1,5 +1,6 @@
 """Gradient clients of the learning randomizers (issue 29 item 4): a clipped-gradient report
-with Gaussian noise, audited at the randomizer and shuffle levels through a 1-D projection.
+with Gaussian noise, audited at the randomizer, shuffle and pipeline levels through a 1-D
+projection (at the pipeline level of the released vector messages: pipeline_vector.py).
 
 **The claim** (:class:`GradientClaim`). The client takes clipped gradients ``g`` (an array
 ``(clients, dim)`` in the L2 ball of radius ``clip``) and returns ``g + N(0, sigma^2 I)``
@@ -42,6 +43,7 @@ from shufflesim.protocols.errors import require, require_positive_finite
 from shufflesim.protocols.randomizers import make_randomizer
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.loading import FIELD
+from shufflesim.simulator.audit.pipeline_vector import ProjectedGradientClient
 from shufflesim.simulator.audit.run import audit_implementation
 from shufflesim.simulator.usercode import UserCodeError, contained, numeric_array
 
@@ -121,17 +123,18 @@ def projected_client(client, claim: GradientClaim, source: str | None = None):
 def audit_gradient(client, claim: GradientClaim, *, trials: int, level: str = "randomizer",
                    n: int | None = None, delta=(), seed: int = 0, **options) -> list[dict]:
     """Audit a Gaussian gradient client (``(gradients (k, dim), rng) -> reports (k, dim)``)
-    against ``claim`` at ``level`` ("randomizer" or "shuffle"): the scalar audit of its
+    against ``claim`` at ``level`` ("randomizer", "shuffle" or "pipeline"): the scalar audit of its
     projection (module docstring) against the registered ``gaussian`` claim on [0, 1]. Rows
     as :func:`simulator.audit.run.audit_implementation`'s; each row's ``note`` says what was
     projected."""
-    require(level in ("randomizer", "shuffle"), "level", level,
-            "a gradient client is audited at the randomizer or shuffle level (its projection "
-            "is a scalar Gaussian); at the pipeline level wrap it as a scalar client")
+    require(level in ("randomizer", "shuffle", "pipeline"), "level", level,
+            "a gradient client is audited at the randomizer, shuffle or pipeline level")
     require(options.pop("vectorized", True) is not False, "vectorized", False,
             "the projected gradient client is always called with a batch of gradients")
     scalar = claim.scalar
-    rows = audit_implementation(projected_client(client, claim), Claim(scalar), trials=trials,
+    wrapped = (ProjectedGradientClient(client, claim) if level == "pipeline"  # vector messages
+               else projected_client(client, claim))  # (pipeline_vector.py)
+    rows = audit_implementation(wrapped, Claim(scalar), trials=trials,
                                 level=level, n=n, delta=delta, seed=seed, vectorized=True,
                                 **options)
     note = (f"gradient client (dim {claim.dim}, clip {claim.clip:g}, m "

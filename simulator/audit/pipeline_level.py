@@ -74,6 +74,7 @@ from shufflesim.simulator.audit.pipeline_batch import (
     released_batches,
     rounds_per_block,
 )
+from shufflesim.simulator.audit.pipeline_vector import ProjectedBins, vector_client
 from shufflesim.simulator.audit.randomizer_level import FitResult, chi_square_fit
 from shufflesim.simulator.audit.sampling import child, chunk_sizes
 from shufflesim.simulator.audit.shuffle_level import (
@@ -81,6 +82,7 @@ from shufflesim.simulator.audit.shuffle_level import (
     AuditOptions,
     attack_rows,
     check_deltas,
+    claim_pair_epsilon,
     exact_by_direction,
 )
 from shufflesim.simulator.errors import UserError
@@ -143,8 +145,9 @@ def release_statistics(release: Release, rank: np.ndarray, groups: OutputGroups,
 
 
 def _fit_counts(rounds, randomizer, values, fit) -> None:
-    """Add the reports the clients sent in released batches, and their senders' values, to
-    ``fit`` = (observed, senders) count arrays."""
+    """Add the reports the clients sent in released batches, and their senders' values
+    (``values``: each client's index among the fit's inputs), to ``fit`` = (observed, senders)
+    count arrays."""
     observed, senders = fit
     kept = rounds.reports if rounds.kept.all() else rounds.reports[rounds.kept]
     observed += np.bincount(np.asarray(randomizer.output_index(kept), dtype=np.int64)
@@ -184,6 +187,9 @@ def audit_pipeline(
     # shuffler sees, the raw reports; the attacks bin the released ones
     client = getattr(randomizer, "tested", randomizer)
     indexed = declared if client is not randomizer else randomizer
+    vector = vector_client(client)  # a gradient client: vector messages (pipeline_vector.py)
+    if vector is not None:
+        client, indexed = vector, ProjectedBins(declared, vector)
     require(declared is not None, "implementation",
             getattr(getattr(randomizer, "implementation", None), "source", None),
             "a black box is audited at the randomizer level only: the pipeline level needs a "
@@ -206,16 +212,22 @@ def audit_pipeline(
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     values = [np.concatenate(([x0], others)), np.concatenate(([x1], others))]
     fit_state = None
-    if implementation and categorical and domain.size <= MAX_FIT_INPUTS:
+    # the inputs the pooled fit weighs (the domain, or a continuous claim's few fixed inputs)
+    inputs = (np.arange(domain.size) if categorical
+              else np.unique(np.concatenate(values)))
+    codes = [np.searchsorted(inputs, v) for v in values]
+    if implementation and inputs.size <= MAX_FIT_INPUTS and getattr(
+            declared, "output_size", None) is not None:
         size = int(declared.output_size)
-        fit_state = [(np.zeros(size, dtype=np.int64), np.zeros(domain.size, dtype=np.int64))
+        fit_state = [(np.zeros(size, dtype=np.int64), np.zeros(inputs.size, dtype=np.int64))
                      for _ in (0, 1)]
     total = 2 * options.trials
     done = 0
     names = [a.name for a in attacks]
     counts = {(a.name, w, phase): np.zeros(a.bins, dtype=np.int64)
               for a in attacks for w in (0, 1) for phase in (0, 1)}
-    per_block = min(options.chunk, rounds_per_block(n * messages_per_client(randomizer)))
+    per_block = min(options.chunk, rounds_per_block(
+        n * messages_per_client(randomizer) * getattr(client, "message_size", 1)))
     sampled = shuffler is not None and _shuffler_sample(
         shuffler, getattr(declared, "continuous", declared), values[0], config, options.trials,
         seq)
@@ -238,7 +250,7 @@ def audit_pipeline(
                 hist, order = release_statistics(release, rounds.user_rank(0), groups,
                                                  indexed)
                 if fit_state is not None:
-                    _fit_counts(rounds, indexed, values[w], fit_state[w])
+                    _fit_counts(rounds, indexed, codes[w], fit_state[w])
                 chunk = RoundChunk(n, hist, order)
                 for a in attacks:
                     counts[(a.name, w, phase)] += np.bincount(
@@ -257,9 +269,12 @@ def audit_pipeline(
              if with_exact and not cover_domain else None)
     rows = attack_rows(names, per_bin, describe, options, deltas, exact)
     summary = {d: max(v[0] for v in exact[d]) for d in deltas} if exact else {}
+    pair = ({d: claim_pair_epsilon(groups.model, d) for d in deltas}
+            if implementation and with_exact and not cover_domain and one_shuffle(n, config)
+            else {})
     fits = ()
     if fit_state is not None:
-        pmf = np.asarray(declared.output_pmf(np.arange(domain.size)), dtype=float)
+        pmf = np.asarray(declared.output_pmf(inputs), dtype=float)
         fits = tuple(_pooled_fit(w, observed, senders, pmf)
                      for w, (observed, senders) in enumerate(fit_state))
     label = groups.model.label
@@ -270,7 +285,7 @@ def audit_pipeline(
     source = randomizer.implementation.source if implementation else ""
     return AttackAudit("pipeline", randomizer.name, float(randomizer.epsilon0), n, label,
                        options, tuple(rows), time.perf_counter() - start, summary, fits,
-                       source, note)
+                       source, note, pair)
 
 
 def _shuffler_sample(shuffler: MessageShuffler, declared, values, config: PipelineConfig,
@@ -318,6 +333,15 @@ def _pooled_fit(world: int, observed, senders, pmf) -> FitResult:
     law = senders @ pmf
     stat, dof, p = chi_square_fit(observed, law / law.sum() if law.sum() > 0 else law)
     return FitResult(f"X{world}", "pooled chi-square", stat, dof, p, int(observed.sum()))
+
+
+def one_shuffle(n: int, config: PipelineConfig) -> bool:
+    """Every round releases its n messages as one uniformly shuffled batch: no dropout, no
+    timeout, no size trigger below n. The released multiset is then the shuffle model's, so
+    the claim's own eps at the audited pair (shuffle_level.claim_pair_epsilon) bounds what any
+    statistic of it can certify under the claim."""
+    return (config.dropout == 0 and config.timeout is None
+            and (config.batch_size is None or config.batch_size >= n))
 
 
 def shuffled_size(n: int, config: PipelineConfig | None) -> int:

@@ -418,8 +418,9 @@ def triple_candidate(randomizer, n: int, x0: int, x1: int, x_star: int) -> Lower
     000 Thm 14's pair for the triple (x0, x1, x*), for a randomizer with a categorical input
     domain. Post-processing cannot increase a divergence, so its divergence is a proven lower
     bound on that pair's (001 Thm 5.1 proof). None when n < 2 or the pair is indistinguishable
-    this way."""
-    if n < 2 or not hasattr(randomizer.input_domain, "size"):
+    this way; also None for a continuous output (laplace_binary: no output groups to count)."""
+    if n < 2 or not hasattr(randomizer.input_domain, "size") \
+            or getattr(randomizer, "output_kind", "discrete") == "continuous":
         return None
     groups = randomizer.output_groups((int(x0), int(x1), int(x_star)))
     mass = np.asarray(groups.mass)
