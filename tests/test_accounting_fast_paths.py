@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from shufflesim.protocols.accounting import compose, neutral_blocks, pairs, rdp
+from shufflesim.protocols.accounting.calibrate import largest_epsilon0
 from shufflesim.protocols.accounting.compose import Round, compose_rounds
 from shufflesim.protocols.accounting.enumeration import binomial_log_pmf_around
 from shufflesim.protocols.distributions import binom
@@ -88,3 +89,22 @@ def test_binomial_log_pmf_around_matches_boost(p):
     rel = np.abs(np.exp(log_pmf[live]) - ref[live]) / ref[live]
     assert rel.max() < 1e-11
     assert np.all(np.isneginf(log_pmf[~inside]))
+
+
+def test_basic_calibration_by_question_matches_the_composed_search():
+    def factory(eps0):
+        return make_randomizer("krr", epsilon0=eps0, domain_size=10)
+
+    n, rounds, target = 2000, 10, 0.5
+    fast = largest_epsilon0(factory, target, 1e-6, n=n, rounds=rounds, method="basic")
+    # any option sends basic through compose_rounds (its eps search per evaluation)
+    slow = largest_epsilon0(factory, target, 1e-6, n=n, rounds=rounds, method="basic",
+                            tail=1e-15)
+    assert "certified by one round's optimal-blanket delta" in fast.result.note
+    assert "certified" not in slow.result.note
+    assert abs(fast.value - slow.value) <= 2e-3 * slow.value
+    assert fast.result.epsilon <= target
+    low, high = fast.bracket
+    at_low = compose_rounds([Round(factory(low), n, rounds)], 1e-6, "basic").epsilon
+    at_high = compose_rounds([Round(factory(high), n, rounds)], 1e-6, "basic").epsilon
+    assert at_low <= target * (1 + 1e-3) and at_high > target * (1 - 1e-3)
