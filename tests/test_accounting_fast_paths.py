@@ -2,13 +2,16 @@
 it replaces:
 
 * rdp-blanket of k-RR takes the neutral block pairs (neutral_blocks.py) once the pair's own
-  enumeration is large (rdp.NEUTRAL_BLOCKS_FROM): within 1e-4 relative of the enumeration just
-  above the switch, and never below the composed exact lower bound;
+  enumeration is large (rdp.NEUTRAL_BLOCKS_FROM; further up over few rounds): within 1e-4
+  relative of the enumeration just above the switch, and never below the composed exact lower
+  bound;
 * exact-lower over many rounds screens its candidate pairs on a coarser grid: the same value as
   refining every candidate, and the coarse value of a candidate is never above its fine one by
   more than float noise (both are lower bounds; the fine grid is the tighter);
 * enumeration.binomial_log_pmf_around (the lower block pairs' pmfs) agrees with Boost's pmf to
-  1e-11 relative (pld.mass_relative_error allows 4e-11 and more) and is -inf off the support.
+  1e-11 relative (pld.mass_relative_error allows 4e-11 and more) and is -inf off the support;
+* calibration of basic over T identical rounds by one engine delta question per eps0 finds the
+  eps0 of the search through compose_rounds (within the search's tolerance), certified.
 """
 
 from __future__ import annotations
@@ -42,6 +45,11 @@ def test_rdp_blanket_switches_to_neutral_blocks_only_for_large_enumerations(monk
     rdp._dominating_aggregates(model, small, 0.002)
     rdp._dominating_aggregates(model, large, 0.002)
     assert calls == [large]
+    # over fewer than FEW_ROUNDS rounds the switch is further up
+    monkeypatch.setattr(rdp, "NEUTRAL_BLOCKS_FROM_FEW", 2 * rdp.enumeration_entries(model, large))
+    rdp._dominating_aggregates(model, large, 0.002, rounds=rdp.FEW_ROUNDS - 1)
+    rdp._dominating_aggregates(model, large, 0.002, rounds=rdp.FEW_ROUNDS)
+    assert calls == [large, large]
 
 
 @pytest.mark.parametrize(("k", "eps0", "n", "rounds"), [
