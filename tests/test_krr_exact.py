@@ -120,7 +120,7 @@ def test_ordering_with_the_catalogue_bounds():
 
 def test_refusals():
     with pytest.raises(ParameterError):
-        ke.krr_exact_epsilon(KRR(epsilon0=1.0, domain_size=3), ke.MAX_N_FULL + 1, 1e-6)
+        ke.krr_exact_epsilon(KRR(epsilon0=1.0, domain_size=3), ke.MAX_N_BLOCKS + 1, 1e-6)
     with pytest.raises(ParameterError):
         ke.krr_exact_lower_epsilon(KRR(epsilon0=1.0, domain_size=3), ke.MAX_N_CORNERS + 1, 1e-6)
     assert math.isfinite(ke.krr_exact_lower_epsilon(KRR(epsilon0=1.0, domain_size=8), 200,

@@ -15,7 +15,8 @@ from shufflesim.simulator.lazy import lazy_module
 audit_tables = lazy_module("shufflesim.simulator.audit.tables")
 
 
-def audit(implementation: Callable | str | None = None, *, randomizer=None, trials: int,
+def audit(implementation: Callable | str | None = None, *, randomizer=None,
+          trials: int | str = "auto",
           level: str = "shuffle", n: int | None = None, delta: float | Sequence[float] = (),
           epsilon0: float | None = None, bounds: str | Sequence[str] | None = None,
           verdicts: bool = True, confidence: float = 0.95, seed: int = 0,
@@ -33,7 +34,10 @@ def audit(implementation: Callable | str | None = None, *, randomizer=None, tria
     randomizer), ``"shuffle"`` or ``"pipeline"`` (both with ``n`` and ``delta``). Further
     keywords are the command's options (``attacks``, ``holdout_fraction``, ``shortlist``,
     ``x0``, ``x1``, ``x2``, ``others``, ``input_offset``, ``output_offset``, ``vectorized``,
-    ``two_stage``, ``shuffler``, ``support``, ``permute``, ``claim_delta0``, ``output``).
+    ``two_stage``, ``shuffler``, ``support``, ``permute``, ``claim_delta0``, ``output``;
+    ``gradient={"clip": C, "dim": D, "examples_per_client": m}`` with ``claim_epsilon0`` and
+    ``claim_delta0`` for a Gaussian gradient client). ``trials``: per world, or "auto" (the
+    level's default capped by a time estimate, simulator/audit/auto_trials.py).
 
     >>> import numpy as np, shufflesim
     >>> def my_rr(values, rng):  # binary randomized response with eps0 = log 3
@@ -65,10 +69,12 @@ def audit(implementation: Callable | str | None = None, *, randomizer=None, tria
         **options)
     return frame(audit_tables.to_json_records(records), "audit",
                  implementation=implementation, randomizer=randomizer, epsilon0=epsilon0,
-                 trials=trials, level=level, n=n, delta=list(deltas), seed=seed, **options)
+                 trials=settings.trials, level=level, n=n, delta=list(deltas), seed=seed,
+                 **options)
 
 
 #: The command's options that ``shufflesim.audit`` passes through by keyword.
 _OPTIONS = ("claim_epsilon0", "claim_delta0", "interval", "output", "input_offset",
             "output_offset", "vectorized", "two_stage", "shuffler", "support",
-            "holdout_fraction", "shortlist", "attacks", "x0", "x1", "x2", "others", "permute")
+            "holdout_fraction", "shortlist", "attacks", "x0", "x1", "x2", "others", "permute",
+            "gradient")

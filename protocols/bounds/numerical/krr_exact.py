@@ -29,8 +29,11 @@ each term. A configuration's eps(delta) is bracketed by bisection on the certifi
 bound is the maximum over the configurations evaluated (upper: all of them; lower: every one
 is a real pair).
 
-Cost: (n + 1)^2 cells per configuration and up to n^2 / 2 configurations; ``krr-exact`` runs up to
-n = MAX_N_FULL; ``krr-exact-lower`` evaluates the corners' neighbourhoods (any subset of pairs
+Cost: (n + 1)^2 cells per configuration and up to n^2 / 2 configurations; ``krr-exact``
+enumerates them up to n = MAX_N_FULL and beyond that covers them by blocks of datasets dominated
+by revealing reports (protocols/bounds/numerical/krr3_blocks.py: the same exact curve, bracket
+~1e-6 relative) while the blocks' windows stay small (krr3_blocks.MAX_CELLS);
+``krr-exact-lower`` evaluates the corners' neighbourhoods (any subset of pairs
 is a lower bound; at the n <= 100 points checked the worst pair was within them) up to
 MAX_N_CORNERS. Bounds:
 ``krr-exact`` (k = 3, upper, proven: the exact curve over every dataset) and
@@ -46,6 +49,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, U
+from shufflesim.protocols.bounds.numerical import krr3_blocks
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, named
 from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
@@ -59,6 +63,8 @@ REFERENCE = ("exact over every dataset pair of shuffled k-RR by the counts of x0
 REL_TRI = 10 * REL_SPECIAL
 #: every dataset pair is evaluated up to this n (k = 3: the exact upper bound)
 MAX_N_FULL = 100
+#: krr-exact's dominated blocks (krr3_blocks) run up to this n (and MAX_CELLS)
+MAX_N_BLOCKS = 10**6
 #: the lower bound's corner neighbourhoods are evaluated up to this n
 MAX_N_CORNERS = 1500
 #: corner neighbourhood: configurations with at most this many users outside the corner class
@@ -263,15 +269,32 @@ def krr_exact_epsilon(randomizer, n: int, delta: float) -> BoundResult:
     """Upper bound for 3-RR: the exact eps(delta) over every dataset pair (module docstring),
     its certified upper end."""
     start = time.perf_counter()
-    _check(randomizer, n, delta, MAX_N_FULL)
+    _check(randomizer, n, delta, MAX_N_BLOCKS)
     require(int(randomizer.domain_size) == 3, "domain_size", randomizer.domain_size,
             "krr-exact is exact for k = 3 only (for k > 3 the counts of the other values "
             "matter; krr-exact-lower holds for every k)")
+    if n > MAX_N_FULL:
+        return _by_blocks(randomizer, n, delta, start)
     lower, upper, where = _search(randomizer, n, delta, "upper")
     return BoundResult("krr-exact", BoundKind.UPPER, float(upper), float(delta),
                        float(max(0.0, upper - lower)), BoundStatus.PROVEN, REFERENCE,
                        time.perf_counter() - start,
                        f"exact curve over every dataset pair; worst (n0, n1, nr) = {where}")
+
+
+def _by_blocks(randomizer, n: int, delta: float, start: float) -> BoundResult:
+    """krr-exact beyond MAX_N_FULL: krr3_blocks' refinement (its module docstring)."""
+    epsilon0 = float(randomizer.epsilon0)
+    cells = krr3_blocks.block_cells(epsilon0, n)
+    require(cells <= krr3_blocks.MAX_CELLS, "n", n,
+            f"krr-exact's blocks need windows of ~{cells:.0f} cells at eps0 = {epsilon0:g} "
+            f"(limit {krr3_blocks.MAX_CELLS}); use optimal-blanket")
+    lower, upper, where, pairs = krr3_blocks.krr3_epsilon(epsilon0, n, delta, _corner_configs(n))
+    return BoundResult("krr-exact", BoundKind.UPPER, float(min(upper, epsilon0)), float(delta),
+                       float(max(0.0, upper - lower)), BoundStatus.PROVEN, REFERENCE,
+                       time.perf_counter() - start,
+                       f"exact curve over every dataset pair by dominated blocks ({pairs} "
+                       f"populations); best pair (n0, n1, nr) = {where}")
 
 
 def krr_exact_lower_epsilon(randomizer, n: int, delta: float) -> BoundResult:
@@ -296,8 +319,10 @@ def _is_krr3(randomizer) -> bool:
 SPECS: tuple[BoundSpec, ...] = (
     BoundSpec(
         "krr-exact", BoundKind.UPPER, "exact privacy curve of shuffled 3-RR over every dataset "
-        "pair at small n (count statistic, 000 Thm 12 sufficiency)",
-        BoundStatus.PROVEN, f"k-RR with k = 3, n <= {MAX_N_FULL}", _is_krr3,
+        "pair (count statistic, 000 Thm 12 sufficiency; beyond n = 100 by blocks of datasets "
+        "dominated by revealing reports)",
+        BoundStatus.PROVEN, f"k-RR with k = 3, n <= {MAX_N_BLOCKS}, windows <= {krr3_blocks.MAX_CELLS} cells "
+        "(e.g. eps0 = 4: n <= 2500)", _is_krr3,
         krr_exact_epsilon, scope="specific"),
     BoundSpec(
         "krr-exact-lower", BoundKind.LOWER, "best dataset pair of shuffled k-RR over the counts "

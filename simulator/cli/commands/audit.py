@@ -14,6 +14,15 @@ Your own implementation (simulator/audit/implementation.py):
     shufflesim audit --implementation client.py:randomize --claim-epsilon0 2 --domain-size 4 \
         --trials 200000 --level randomizer          # a black box: only its eps0
 
+A Gaussian clipped-gradient client (simulator/audit/gradient.py; at the pipeline level its
+vector messages go through the shuffler, pipeline_vector.py):
+
+    shufflesim audit --implementation client.py:noisy_gradient --gradient-clip 1 \
+        --gradient-dim 8 --gradient-examples 4 --claim-epsilon0 1 --claim-delta0 1e-6 \
+        --level shuffle --n 2 --delta 1e-2
+
+``--trials`` defaults to ``auto`` (simulator/audit/auto_trials.py).
+
 An (eps0, delta0)-LDP randomizer (gaussian) is audited at the randomizer level at its delta0:
 
     shufflesim audit --randomizer gaussian --epsilon0 1 --delta0 1e-6 --trials 200000 \
@@ -149,8 +158,19 @@ def _claim_options(function):
               help="Number of users (shuffle and pipeline levels).")
 @click.option("--delta", "deltas", type=float, multiple=True,
               help="Central delta (repeatable; shuffle and pipeline levels).")
-@click.option("--trials", type=int, required=True,
-              help="Trials per world (per input at the randomizer level), selection included.")
+@click.option("--trials", default="auto", show_default=True, metavar="TRIALS|auto",
+              help="Trials per world (per input at the randomizer level), selection included; "
+                   "auto: the level's default (shuffle 1e6, pipeline 3e6, randomizer 2e5; "
+                   "enough to catch a client at 1.1x its eps0), lowered when the run would "
+                   "take more than about two minutes.")
+@click.option("--gradient-clip", type=float, default=None, metavar="C",
+              help="Gradient client (with --implementation, --claim-epsilon0, --claim-delta0): "
+                   "clip norm C of its clipped gradients; it claims the analytic Gaussian at "
+                   "L2 sensitivity 2C/m.")
+@click.option("--gradient-dim", type=int, default=None, metavar="D",
+              help="Gradient client: coordinates per gradient.")
+@click.option("--gradient-examples", type=int, default=1, show_default=True, metavar="M",
+              help="Gradient client: examples per client m (1: client-level privacy).")
 @click.option("--level", default="shuffle", show_default=True,
               help="What to audit: a registered level (randomizer, shuffle, pipeline; "
                    "`shufflesim list`).")
@@ -194,14 +214,17 @@ def _claim_options(function):
                       "support": "--support", "fresh_devices": "--fresh-devices",
                       "two_stage": "--two-stage", "claim_delta0": "--claim-delta0",
                       "input_offset": "--input-offset", "output_offset": "--output-offset",
-                      "output": "--output", "report": "--report"},
+                      "output": "--output", "report": "--report", "trials": "--trials",
+                      "clip": "--gradient-clip", "dim": "--gradient-dim",
+                      "examples_per_client": "--gradient-examples"},
              when=("claim_epsilon0", {"epsilon0": "--claim-epsilon0",
                                       "delta0": "--claim-delta0"}))
 @call_timeout_option
 @limit_options
 def command(randomizer_name, domain_size, params, epsilon0, delta0, implementation, claim_epsilon0,
             claim_delta0, interval, output_kind, input_offset, output_offset, not_vectorized,
-            two_stage, shuffler, fresh_devices, support, n, deltas, trials, level, confidence,
+            two_stage, shuffler, fresh_devices, support, n, deltas, trials, gradient_clip,
+            gradient_dim, gradient_examples, level, confidence,
             holdout_fraction, shortlist, attacks, x0, x1, x2, others, bounds, no_verdicts,
             no_permute, seed, as_json, fail_on, report_path, quiet):
     """Empirical lower bounds on eps (attacks with Clopper-Pearson confidence) beside the exact
@@ -220,19 +243,26 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, implementati
         support=support, n=n, deltas=deltas, level=level, confidence=confidence,
         holdout_fraction=holdout_fraction, shortlist=shortlist, attacks=attacks, x0=x0, x1=x1,
         x2=x2, others=_probabilities(others), bounds=bounds, verdicts=not no_verdicts,
-        permute=not no_permute, fresh_devices=fresh_devices, seed=seed)
+        permute=not no_permute, fresh_devices=fresh_devices, seed=seed,
+        gradient=_gradient(gradient_clip, gradient_dim, gradient_examples))
     randomizer, claim, settings = prepared.randomizer, prepared.claim, prepared.settings
+    trials = settings.trials
     report = ProgressReport(f"auditing ({prepared.estimate.describe()})", enabled=not quiet,
                             unit="steps")
     records = audit_call.run_prepared(prepared, report)
     what = randomizer if claim is None else claim.describe()
+    if prepared.gradient is not None:
+        g = prepared.gradient
+        what = (f"gradient client (dim {g.dim}, clip {g.clip:g}, m {g.examples_per_client}) "
+                f"projected: {what}")
     if implementation is not None:
         what = f"{implementation} claiming {what!r}" if claim is None else \
             f"{implementation} claiming {what}"
     if as_json:
         click.echo(json.dumps(audit_tables.to_json_records(records), indent=2))
     else:
-        click.echo(f"{what}, n = {n}, level = {level}, trials = {trials}")
+        note = f" ({prepared.trials_note})" if prepared.trials_note else ""
+        click.echo(f"{what}, n = {n}, level = {level}, trials = {trials}{note}")
         click.echo(render(records))
     if report_path is not None:
         inputs = {k: v for k, v in dataclasses.asdict(settings).items()
@@ -250,6 +280,17 @@ def command(randomizer_name, domain_size, params, epsilon0, delta0, implementati
             names = ", ".join(sorted({r["bound"] for r in failed}))
             click.echo(f"audit failed at confidence {gate:g}: violated {names}", err=True)
             click.get_current_context().exit(1)
+
+
+def _gradient(clip: float | None, dim: int | None, examples: int) -> dict | None:
+    """The gradient claim's shape (calls.audit.prepare), None without --gradient-clip/-dim."""
+    if clip is None and dim is None:
+        return None
+    if clip is None or dim is None:
+        missing = "--gradient-clip" if clip is None else "--gradient-dim"
+        raise UserError(f"{missing} is required with a gradient claim (--gradient-clip C "
+                        "--gradient-dim D)")
+    return {"clip": clip, "dim": dim, "examples_per_client": examples}
 
 
 def _gate_confidence(fail_on: float | None, confidence: float) -> float | None:
