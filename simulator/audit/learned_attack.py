@@ -128,7 +128,7 @@ class FeatureMap:
     scale: float
     cuts: np.ndarray
     ranks: np.ndarray
-    atoms: tuple[float, ...]
+    atoms: tuple[np.ndarray, ...]  # each of the reports' width (a complex atom: (re, im))
     coordinates: bool  # per-coordinate sums and sums of squares
 
     def __call__(self, reports: np.ndarray) -> np.ndarray:
@@ -161,8 +161,11 @@ def fit_feature_map(train0: np.ndarray, train1: np.ndarray,
     cuts = np.unique(np.quantile(z, np.linspace(0, 1, BINS + 1)[1:-1]))
     ranks = (np.arange(n) if n <= ORDER_RANKS
              else np.unique(np.round(np.linspace(0, n - 1, ORDER_RANKS)).astype(int)))
+    points = tuple(np.asarray(as_reports(np.asarray(a).reshape(1, 1, -1) if np.ndim(a) else
+                                         np.asarray([[a]])), dtype=float).reshape(-1)
+                   for a in atoms)
     return FeatureMap(direction, centre, scale, cuts, ranks,
-                      tuple(float(a) for a in atoms), dim > 1 and dim <= MAX_COORDINATES)
+                      tuple(p for p in points if p.size == dim), dim > 1 and dim <= MAX_COORDINATES)
 
 
 def multiset_features(reports: np.ndarray, fmap: FeatureMap) -> np.ndarray:
@@ -182,8 +185,8 @@ def multiset_features(reports: np.ndarray, fmap: FeatureMap) -> np.ndarray:
     if dim > 1:  # a repeated vector repeats its projection; also repeats in any coordinate
         first = np.sort(reports[..., 0], axis=1)
         cols.append((np.diff(first, axis=1) == 0).sum(axis=1, keepdims=True))
-    for a in fmap.atoms:
-        cols.append((reports == a).any(axis=2).sum(axis=1, keepdims=True))
+    for a in fmap.atoms:  # reports equal to the atom in every coordinate
+        cols.append((reports == a).all(axis=2).sum(axis=1, keepdims=True))
     if dim > 1:
         sq = (reports * reports).sum(axis=2)
         cols += [sq.sum(axis=1, keepdims=True), sq.max(axis=1, keepdims=True),
