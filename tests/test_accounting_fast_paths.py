@@ -2,13 +2,16 @@
 it replaces:
 
 * rdp-blanket of k-RR takes the neutral block pairs (neutral_blocks.py) once the pair's own
-  enumeration is large (rdp.NEUTRAL_BLOCKS_FROM): within 1e-4 relative of the enumeration just
-  above the switch, and never below the composed exact lower bound;
+  enumeration is large (rdp.NEUTRAL_BLOCKS_FROM; further up over few rounds): within 1e-4
+  relative of the enumeration just above the switch, and never below the composed exact lower
+  bound;
 * exact-lower over many rounds screens its candidate pairs on a coarser grid: the same value as
   refining every candidate, and the coarse value of a candidate is never above its fine one by
   more than float noise (both are lower bounds; the fine grid is the tighter);
 * enumeration.binomial_log_pmf_around (the lower block pairs' pmfs) agrees with Boost's pmf to
-  1e-11 relative (pld.mass_relative_error allows 4e-11 and more) and is -inf off the support.
+  1e-11 relative (pld.mass_relative_error allows 4e-11 and more) and is -inf off the support;
+* calibration of basic over T identical rounds by one engine delta question per eps0 finds the
+  eps0 of the search through compose_rounds (within the search's tolerance), certified.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 import pytest
 
 from shufflesim.protocols.accounting import compose, neutral_blocks, pairs, rdp
+from shufflesim.protocols.accounting.calibrate import largest_epsilon0
 from shufflesim.protocols.accounting.compose import Round, compose_rounds
 from shufflesim.protocols.accounting.enumeration import binomial_log_pmf_around
 from shufflesim.protocols.distributions import binom
@@ -41,6 +45,11 @@ def test_rdp_blanket_switches_to_neutral_blocks_only_for_large_enumerations(monk
     rdp._dominating_aggregates(model, small, 0.002)
     rdp._dominating_aggregates(model, large, 0.002)
     assert calls == [large]
+    # over fewer than FEW_ROUNDS rounds the switch is further up
+    monkeypatch.setattr(rdp, "NEUTRAL_BLOCKS_FROM_FEW", 2 * rdp.enumeration_entries(model, large))
+    rdp._dominating_aggregates(model, large, 0.002, rounds=rdp.FEW_ROUNDS - 1)
+    rdp._dominating_aggregates(model, large, 0.002, rounds=rdp.FEW_ROUNDS)
+    assert calls == [large, large]
 
 
 @pytest.mark.parametrize(("k", "eps0", "n", "rounds"), [
@@ -88,3 +97,22 @@ def test_binomial_log_pmf_around_matches_boost(p):
     rel = np.abs(np.exp(log_pmf[live]) - ref[live]) / ref[live]
     assert rel.max() < 1e-11
     assert np.all(np.isneginf(log_pmf[~inside]))
+
+
+def test_basic_calibration_by_question_matches_the_composed_search():
+    def factory(eps0):
+        return make_randomizer("krr", epsilon0=eps0, domain_size=10)
+
+    n, rounds, target = 2000, 10, 0.5
+    fast = largest_epsilon0(factory, target, 1e-6, n=n, rounds=rounds, method="basic")
+    # any option sends basic through compose_rounds (its eps search per evaluation)
+    slow = largest_epsilon0(factory, target, 1e-6, n=n, rounds=rounds, method="basic",
+                            tail=1e-15)
+    assert "certified by one round's optimal-blanket delta" in fast.result.note
+    assert "certified" not in slow.result.note
+    assert abs(fast.value - slow.value) <= 2e-3 * slow.value
+    assert fast.result.epsilon <= target
+    low, high = fast.bracket
+    at_low = compose_rounds([Round(factory(low), n, rounds)], 1e-6, "basic").epsilon
+    at_high = compose_rounds([Round(factory(high), n, rounds)], 1e-6, "basic").epsilon
+    assert at_low <= target * (1 + 1e-3) and at_high > target * (1 - 1e-3)
