@@ -120,12 +120,14 @@ def plan_run(state: RunState) -> list[WorkUnit]:
 #: Estimated seconds per user's report of a simulation unit on the batch path, and per
 #: message through the pipeline (rough: they only order the units and decide when worker
 #: processes start; simulator/calls/cost.py has the run's lower estimates).
-REPORT_SECONDS = 1e-8
+REPORT_SECONDS = 5e-8
 MESSAGE_SECONDS = 2e-6
 #: Estimated seconds of a producer unit whose point has the producer's section (an audit, a
 #: bounds table, a training run: unknown in advance, taken as heavier than a small
-#: simulation unit); a producer whose section is absent returns nothing at once.
-PRODUCER_SECONDS = 1.0
+#: simulation unit, and low enough that a few of them do not start worker processes at once:
+#: executors.ProcessExecutor.expect); a producer whose section is absent returns nothing at
+#: once.
+PRODUCER_SECONDS = 0.5
 
 
 def unit_cost(state: RunState, unit: WorkUnit) -> float:
