@@ -43,13 +43,14 @@ from shufflesim.simulator.audit.levels import ATTACKS, LEVELS, Level, as_level, 
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import load_shuffler
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
+from shufflesim.simulator.audit.pipeline_learned import audit_pipeline_learned, learned_pipeline
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
     identity_permutation,
     shuffled_size,
 )
 from shufflesim.simulator.audit.pipeline_multi import audit_pipeline_multi
-from shufflesim.simulator.audit.pipeline_vector import learned_pipeline, vector_client
+from shufflesim.simulator.audit.pipeline_vector import vector_client
 from shufflesim.simulator.audit.profile import profile_rows
 from shufflesim.simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
 from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK, child
@@ -383,7 +384,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     learned = None  # the learned attack's (audit, verdicts) at the pipeline level
     multi = is_multi_message(declared)  # the shuffle or pipeline level
     binned = is_binnable(declared) and not multi  # the shuffle or pipeline level
-    lr = settings.level is Level.SHUFFLE and is_lr_claim(declared) and not multi
+    lr = is_lr_claim(declared) and not multi  # claim_lr.py, pipeline_learned.py
     shuffler = load_shuffler(settings.shuffler)  # None, or the user's (message_shuffler.py)
     raw = tested  # its raw reports: the learned attack's (learned_rows.py)
     if binned:  # a continuous scalar claim: its reports binned (binned.py)
@@ -398,8 +399,11 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
         audit = _audit_multi(settings, tested, declared, n, options, seed, progress,
                              pipeline, shuffler)
         bound_n = n
-    elif lr:  # a continuous claim without output groups: its own likelihood ratio (claim_lr.py)
+    elif lr and settings.level is Level.SHUFFLE:  # no output groups: the claim's own LR
         audit, bound_n = audit_claim_lr(tested, n, settings.delta, options, seed), n
+    elif lr:  # ... and at the pipeline level the learned attack
+        audit, bound_n = audit_pipeline_learned(tested, n, settings.delta, options, seed,
+                                                pipeline or PipelineConfig(), shuffler), n
     elif settings.level is Level.SHUFFLE:
         others = x2
         if settings.others is not None:
