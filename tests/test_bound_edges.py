@@ -100,11 +100,12 @@ def test_laplace_n_1e6_exact_lower_work_and_value(monkeypatch):
 
 def test_laplace_n_1e6_optimal_blanket_work_and_value(monkeypatch):
     """Before: 16 convolutions (both directions of the (0, 1) pair searched; they are mirror
-    images). The value may only move down (tighter)."""
+    images). The value may only move down (tighter). Session 11: 9, the polish's last point
+    certifies the other side near the crossing (its error 1.6e-5 -> 1.1e-5)."""
     work = _count_convolutions(monkeypatch)
     r = make_randomizer("laplace", epsilon0=4.0)
     res = optimal.optimal_blanket_epsilon(r, 10**6, 1e-12)
-    assert work["convolutions"] <= 8
+    assert work["convolutions"] <= 9
     assert LAPLACE_OPTIMAL_BEFORE * (1 - 1e-5) <= res.epsilon <= LAPLACE_OPTIMAL_BEFORE
 
 

@@ -29,6 +29,7 @@ from shufflesim.simulator.execution.executors import (
 )
 from shufflesim.simulator.execution.progress import ProgressReport, format_duration, format_rate
 from shufflesim.simulator.execution.runner import run_scenario
+from shufflesim.simulator.execution.simulation import make_setup
 from shufflesim.simulator.scenario.loader import parse_scenario
 from shufflesim.simulator.scenario.producers import PRODUCERS, ProducerSpec
 
@@ -328,3 +329,85 @@ def test_an_interrupted_map_stops_the_workers(pool):
     assert pool._pool is None
     assert processes and all(not p.is_alive() for p in processes)
 
+
+
+def blas_threads(shared, item):
+    from threadpoolctl import threadpool_info
+    time.sleep(0.05)
+    return sorted({lib["num_threads"] for lib in threadpool_info()
+                   if lib["user_api"] == "blas"}), os.getpid()
+
+
+def test_every_process_of_a_run_computes_with_one_blas_thread():
+    """Issue 32: the BLAS thread count changes the rounding of sums (audit_krr's exact lower
+    bound moved by one ulp between 2 BLAS threads and 1), so the driver during a run and every
+    worker use one; outside a run this process keeps its own count."""
+    pytest.importorskip("threadpoolctl")
+    from threadpoolctl import threadpool_info
+
+    from shufflesim.simulator.execution.blas import one_blas_thread
+
+    before = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+    with one_blas_thread() as applied, ProcessExecutor(2, inline_seconds=0) as hybrid:
+        assert applied and os.environ["OPENBLAS_NUM_THREADS"] == "1"
+        found = dict(hybrid.map_unordered(blas_threads, None, list(range(8))))
+    assert {tuple(counts) for counts, _ in found.values()} <= {(1,), ()}
+    assert any(pid != os.getpid() for _, pid in found.values())  # a worker answered
+    assert [lib["num_threads"] for lib in threadpool_info()
+            if lib["user_api"] == "blas"] == before
+
+
+def started(shared, item):
+    time.sleep(0.02 * shared)
+    return time.monotonic(), os.getpid()
+
+
+def test_items_are_served_from_the_front_to_both_the_pool_and_this_process():
+    """One queue from the front: the items start roughly in the order given (with the
+    runner's longest-first order the shortest come last), both sides take part, and costs
+    that repay the start make the pool start at once (no inline phase)."""
+    with ProcessExecutor(2, inline_seconds=60.0) as hybrid:
+        hybrid.expect([5.0] * 20)
+        found = dict(hybrid.map_unordered(started, 1, list(range(20))))
+        assert hybrid._pool is not None and 0 < hybrid.inline_items < 20
+    order = sorted(found, key=lambda index: found[index][0])
+    # the first item may wait for the worker to start: the rest follow the given order
+    # closely (each side takes the first item not yet started)
+    late = [index for position, index in enumerate(order) if abs(position - index) > 3]
+    assert len(late) <= 2, order
+    assert len({pid for _, pid in found.values()}) == 2
+
+
+def test_costs_that_do_not_repay_the_start_keep_the_inline_phase():
+    ticks = iter(range(1000))
+    pool = ProcessExecutor(2, inline_seconds=5.0, start_seconds=3.0,
+                           clock=lambda: float(next(ticks)))
+    pool.expect([2.0, 0.5, 0.5])  # beyond the largest: 1 s < 3 s
+    assert dict(pool.map_unordered(square, 1, [0, 1, 2])) == {0: 0, 1: 1, 2: 4}
+    assert pool.inline_items == 3 and pool._pool is None
+
+
+def test_the_runner_orders_units_longest_first_with_several_workers():
+    """unit_cost: producer units whose point has their section first, then simulation units by
+    repetitions x n, then producers without their section; the tables do not change."""
+    from shufflesim.simulator.execution.units import RunState, plan_run, unit_cost
+
+    scenario = parse_scenario(BATCH)
+    state = RunState(scenario, tuple(make_setup(p) for p in scenario.points),
+                     tuple(PRODUCERS.values()))
+    costs = {unit.key: unit_cost(state, unit) for unit in plan_run(state)}
+    audit = [c for key, c in costs.items() if key.startswith("prod-audit")]
+    simulation = [c for key, c in costs.items() if key.startswith("sim-")]
+    others = [c for key, c in costs.items() if key.startswith("prod-")
+              and not key.startswith("prod-audit")]
+    assert min(audit) > max(simulation) > 0 and set(others) == {0.0}
+
+    class Recording(InlineExecutor):
+        workers = 2
+
+        def expect(self, costs):
+            self.costs = list(costs)
+
+    recording = Recording()
+    assert_same(run_with(recording, BATCH), run_with(InlineExecutor(), BATCH))
+    assert recording.costs == sorted(recording.costs, reverse=True)

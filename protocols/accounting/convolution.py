@@ -103,19 +103,50 @@ def _log_mgf(piece: Piece, lam: np.ndarray) -> np.ndarray:
     nz = np.nonzero(p > 0)[0]
     if nz.size == 0:
         return np.full(lam.size, -np.inf)
-    log_p = np.log(p[nz])
+    return _log_sum_exp_rows(lam, nz.astype(float), np.log(p[nz]))
+
+
+def _log_sum_exp_rows(lam: np.ndarray, offsets: np.ndarray, log_p: np.ndarray) -> np.ndarray:
+    """log sum_j e^{lam offsets_j + log_p_j} for every lam (rows of bounded size)."""
     out = np.empty(lam.size)
-    rows = max(1, (1 << 20) // nz.size)
+    rows = max(1, (1 << 20) // max(offsets.size, 1))
     for first in range(0, lam.size, rows):
-        expo = lam[first:first + rows, None] * nz[None, :] + log_p[None, :]
+        expo = lam[first:first + rows, None] * offsets[None, :] + log_p[None, :]
         top = expo.max(axis=1)
         out[first:first + rows] = top + np.log(np.exp(expo - top[:, None]).sum(axis=1))
     return out
 
 
+#: Blocks of a piece in the coarse Chernoff bound that steers the choice of orders in _range.
+_COARSE_BLOCKS = 4096
+
+
+def _log_mgf_coarse(piece: Piece, lam: np.ndarray) -> np.ndarray:
+    """An upper bound on :func:`_log_mgf` for lam all of one sign, from at most _COARSE_BLOCKS
+    blocks of offsets: each block's mass put at its last offset (lam > 0) or its first
+    (lam < 0), where e^{lam j} is largest. Only steers the search; the range uses exact
+    values."""
+    p = np.asarray(piece.probs, dtype=float)
+    size = p.size
+    width = max(1, -(-size // _COARSE_BLOCKS))
+    if width == 1:
+        return _log_mgf(piece, lam)
+    starts = np.arange(0, size, width)
+    mass = np.add.reduceat(np.clip(p, 0.0, None), starts)
+    ends = np.minimum(starts + width - 1, size - 1)
+    at = (ends if float(lam[0]) > 0 else starts).astype(float)
+    keep = mass > 0
+    if not keep.any():
+        return np.full(lam.size, -np.inf)
+    return _log_sum_exp_rows(lam, at[keep], np.log(mass[keep]))
+
+
 def _range(pieces: Sequence[Piece], truncation: float) -> tuple[int, int]:
     """Offsets [lo, hi] of the sum (from sum_i T_i lower_index_i) holding all of the composed
-    measure but at most ``truncation`` on each side (Chernoff, module docstring)."""
+    measure but at most ``truncation`` on each side (Chernoff, module docstring). The order lam
+    is chosen on a grid with the coarse upper bound of the mgf (:func:`_log_mgf_coarse`), and
+    the bound is then evaluated exactly at the chosen order and its neighbours (every lam
+    gives a valid bound; the smallest is used)."""
     full = sum(p.repeat * (p.probs.size - 1) for p in pieces)
     mean, var = 0.0, 0.0
     for p in pieces:
@@ -133,6 +164,13 @@ def _range(pieces: Sequence[Piece], truncation: float) -> tuple[int, int]:
     log_tau = math.log(truncation)
     for sign in (1.0, -1.0):
         lam = sign * z
+        with np.errstate(invalid="ignore", over="ignore"):
+            coarse = sum(p.repeat * _log_mgf_coarse(p, lam) for p in pieces)
+            rough = (coarse - log_tau) / lam
+        rough = np.where(np.isfinite(rough), rough, np.inf if sign > 0 else -np.inf)
+        best = int(np.argmin(rough) if sign > 0 else np.argmax(rough))
+        lam = lam[max(0, best - 2):best + 3]
+        lam = np.unique(np.concatenate([lam, lam[:1] * 0.97, lam[-1:] * 1.03]))
         total = sum(p.repeat * _log_mgf(p, lam) for p in pieces)
         with np.errstate(invalid="ignore", over="ignore"):
             bound = (total - log_tau) / lam

@@ -162,23 +162,36 @@ def is_symmetric(model: CountModel) -> bool:
 
 def _half_binomial_log_pmf(S: np.ndarray, t: np.ndarray) -> np.ndarray:
     """log P[Bin(S, 1/2) = c + t], c = floor(S / 2), for offsets t (rows) and S (columns):
-    the pmf at c from Boost (scipy.stats.binom.pmf), the rest by cumulative log ratios."""
-    c = np.floor(S / 2.0)
-    log_c = np.log(binom.pmf(c, S, 0.5))
+    :func:`binomial_log_pmf_around` with p = 1/2."""
+    return binomial_log_pmf_around(S, 0.5, np.floor(S / 2.0), t)
+
+
+def binomial_log_pmf_around(S: np.ndarray, p: float, c: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """log P[Bin(S, p) = c + t] for offsets t (rows, sorted) and columns (S, c), 0 <= c <= S
+    (c near the mode): the pmf at c from Boost (scipy.stats.binom.pmf), the rest by cumulative
+    sums of the log ratios log((S - h) / (h + 1)) + log(p / (1 - p)) upwards and
+    log(h / (S - h + 1)) + log((1 - p) / p) downwards (each term within a few ulp, so the
+    relative error of a pmf is about 1e-14 after 10^4 steps: far inside
+    pld.mass_relative_error); -inf off the support. One pass of elementwise work instead of a
+    Boost call per entry."""
+    S = np.asarray(S, dtype=float)
+    c = np.asarray(c, dtype=float)
+    log_c = np.log(binom.pmf(c, S, p))
+    log_odds = math.log(p) - math.log1p(-p)
     out = np.full((t.size, S.size), -np.inf)
     zero = int(np.searchsorted(t, 0))
     up = t[zero:]
     if up.size > 1:
         i = up[:-1, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            steps = np.log((S - c - i) / (c + i + 1.0))
+            steps = np.log((S - c - i) / (c + i + 1.0)) + log_odds
         out[zero + 1:] = log_c + np.cumsum(np.nan_to_num(steps, nan=-np.inf), axis=0)
     out[zero] = log_c
     down = -t[:zero][::-1]  # 1, 2, ...
     if down.size:
         i = down[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            steps = np.log((c - i + 1.0) / (S - c + i))
+            steps = np.log((c - i + 1.0) / (S - c + i)) - log_odds
         out[:zero] = (log_c + np.cumsum(np.nan_to_num(steps, nan=-np.inf), axis=0))[::-1]
     h1 = c + t[:, None]
     return np.where((h1 >= 0) & (h1 <= S), out, -np.inf)

@@ -37,7 +37,12 @@ import math
 
 import numpy as np
 
-from shufflesim.protocols.accounting.enumeration import Aggregates, interval_mass, window
+from shufflesim.protocols.accounting.enumeration import (
+    Aggregates,
+    binomial_log_pmf_around,
+    interval_mass,
+    window,
+)
 from shufflesim.protocols.accounting.pairs import CountModel
 from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import require
@@ -88,8 +93,7 @@ def lower_block_aggregates(model: CountModel, n: int, *, tail: float,
     for first in range(0, s_pair.size, cols):        # chunks of blocks: bounded memory
         sl = slice(first, first + cols)
         h1 = c[sl][None, :] + t[:, None]
-        ok = (h1 >= 0) & (h1 <= s_pair[sl][None, :])
-        pmf = np.where(ok, binom.pmf(np.where(ok, h1, 0.0), s_pair[sl][None, :], q), 0.0)
+        pmf = np.exp(binomial_log_pmf_around(s_pair[sl], q, c[sl], t))
         u = h1 - q * s_pair[sl][None, :]
         mm = m[sl][None, :]
         base = pmf * weight[sl][None, :]

@@ -149,8 +149,13 @@ NOTES = """## Notes
   every dataset) is within 1 % of `brr-exact-lower` where `optimal-blanket` was up to 50 %
   above: the blanket decomposition, not the numerics, was the loose side. For `laplace`,
   `optimal-blanket` maximises over a grid of pairs (approximate), so the best proven upper bound
-  is 004 Lemma 5.8's `blanket_bennett_laplace` (every pair in [0, 1]). Elsewhere the table sets
-  the blanket decomposition against one 000 Thm 14 pair; which side is loose needs the truth.
+  is 004 Lemma 5.8's `blanket_bennett_laplace` (every pair in [0, 1]); (0, 1) is proven the
+  worst pair only among the centered pairs (docs/tightness.md). `laplace_binary` has a proven
+  lower bound (`exact-lower`). Elsewhere the table sets the blanket decomposition against the
+  best 000 Thm 14 triple: the small-n truth (every dataset pair) shows the blanket side loose
+  for every categorical randomizer it reaches, and a search over mixed dataset pairs
+  (protocols/bounds/numerical/pair_search.py) did not move the lower side at the points run;
+  each ratio above 1.01 carries its code there.
 - **Conservative numbers.** Numerical bounds return the conservative end of their own
   numerical error (`epsilon_error` is the width of the final bracket); eps(delta) is inverted
   with the engine's `epsilon_of_delta`. Calibration (`shufflesim calibrate`) returns only

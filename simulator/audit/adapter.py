@@ -79,8 +79,8 @@ class ImplementationRandomizer:
                           f"{reports.dtype} values")
         tail = reports.shape[len(shape):]
         vector_hint = ("; a Gaussian clipped-gradient client is audited through its projection "
-                       "(simulator.audit.gradient.audit_gradient, shufflesim audit --gradient-clip), "
-                       "planar points by claiming planar_laplace")
+                       "(simulator.audit.gradient.audit_gradient, or shufflesim audit "
+                       "--gradient-clip), planar points by claiming planar_laplace")
         if self.declared is not None:
             expected = tuple(self.declared.output_shape)
             if tail != expected:

@@ -22,8 +22,8 @@ come from measured detections, not from a per-claim computation:
 few times *slower* than measured on one core of the loaded 2-core machine (about 0.06 us per
 implementation report at the shuffle level and 0.12 us per pipeline message, krr at n = 20),
 so the cap errs on the side of fewer trials; the target is lowered (to a 1-2-3-5 step, at
-least :data:`FLOOR`) until the estimate fits. The choice and its reason are returned for the output's first line.
-A run whose floor cannot finish within ``--max-seconds`` is refused up front by
+least :data:`FLOOR`) until the estimate fits. The choice and its reason are returned for the
+output's first line. A run whose floor cannot finish within ``--max-seconds`` is refused up front by
 simulator.calls.cost (one line naming ``--trials`` and the remedy).
 """
 

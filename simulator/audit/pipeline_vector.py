@@ -23,7 +23,8 @@ that drops, alters or orders vector messages is judged on the vectors themselves
 
 :class:`ProjectedGradientClient` is the scalar client (the projection of the user's reports)
 that the audit's machinery loads; its ``vector_client`` is what the pipeline level sends
-instead (pipeline_level.py reads it through :func:`vector_client`).
+instead (pipeline_level.py reads it through :func:`vector_client`). The learned attack on the
+same released vectors: pipeline_learned.py.
 """
 
 from __future__ import annotations
@@ -126,3 +127,4 @@ def vector_client(client) -> VectorClient | None:
     implementation = getattr(client, "implementation", None)
     function = getattr(implementation, "function", None)
     return getattr(function, "vector_client", None)
+

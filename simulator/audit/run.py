@@ -31,6 +31,7 @@ from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Catego
 from shufflesim.simulator.audit.adapter import ImplementationRandomizer
 from shufflesim.simulator.audit.atoms import atom_rows
 from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_groups
+from shufflesim.simulator.audit.audit_inputs import as_input, audit_triple
 from shufflesim.simulator.audit.binned import binned_pair, continuous_triple, is_binnable
 from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.claim_lr import audit_claim_lr, is_lr_claim
@@ -41,16 +42,18 @@ from shufflesim.simulator.audit.levels import ATTACKS, LEVELS, Level, as_level, 
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import load_shuffler
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
+from shufflesim.simulator.audit.pipeline_learned import audit_pipeline_learned, learned_pipeline
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
     identity_permutation,
     shuffled_size,
 )
 from shufflesim.simulator.audit.pipeline_multi import audit_pipeline_multi
+from shufflesim.simulator.audit.pipeline_vector import vector_client
 from shufflesim.simulator.audit.profile import profile_rows
 from shufflesim.simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
 from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK, child
-from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle, default_triple
+from shufflesim.simulator.audit.shuffle_level import AuditOptions, audit_shuffle
 from shufflesim.simulator.audit.tables import (
     attack_records,
     implementation_records,
@@ -187,34 +190,6 @@ class AuditSettings:
                             resolution=self.resolution, chunk=self.chunk, **kwargs)
 
 
-def as_input(randomizer, x, field: str = "input"):
-    """``x`` as an input of the randomizer: an int for categorical domains (a TOML or command
-    line 1.0 means input 1), a float otherwise; outside the input domain it is an error naming
-    ``field``."""
-    if x is None:
-        return None
-    domain = randomizer.input_domain
-    if isinstance(domain, Categorical):
-        require(math.isfinite(x) and float(x).is_integer() and 0 <= x < domain.size, field, x,
-                f"{randomizer.name} takes integer inputs in [0, {domain.size})")
-        return int(x)
-    require(math.isfinite(x) and domain.low <= x <= domain.high, field, x,
-            f"{randomizer.name} takes inputs in [{domain.low:g}, {domain.high:g}]")
-    return float(x)
-
-
-def _triple(settings: AuditSettings, randomizer, n: int):
-    given = [as_input(randomizer, x, field)
-             for x, field in ((settings.x0, "x0"), (settings.x1, "x1"), (settings.x2, "x2"))]
-    require(given[0] is None or given[0] != given[1], "x1", settings.x1,
-            "must differ from x0 (the neighbouring datasets differ in user 1's input)")
-    if given[0] is not None and given[1] is not None and (
-            given[2] is not None or settings.others is not None):
-        return tuple(given)
-    t = default_triple(randomizer, n, settings.delta[0])
-    return tuple(t[i] if given[i] is None else given[i] for i in range(3))
-
-
 def implementation_seed(seed: int, point: int = 0) -> np.random.SeedSequence:
     """The SeedSequence of an implementation audit (module docstring)."""
     return np.random.SeedSequence(entropy=seed, spawn_key=(point, AUDIT_KEY))
@@ -302,7 +277,7 @@ def _audit_rows(settings: AuditSettings, randomizer, n: int | None,
         return attach_p_values(attack_records(audit, context) + _bound_rows(
             settings, randomizer, audit, n, options, context), audit, options)
     require_finite_groups(randomizer)
-    x0, x1, x2 = _triple(settings, randomizer, n)
+    x0, x1, x2 = audit_triple(settings, randomizer, n)
     if settings.level is Level.SHUFFLE:
         others = x2 if settings.others is None else np.asarray(settings.others)
         audit = audit_shuffle(randomizer, n, settings.delta, options, seed, x0=x0, x1=x1,
@@ -402,24 +377,28 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
             "randomizer level only (--level randomizer): the shuffle and pipeline levels need "
             "a claimed randomizer")
     require(isinstance(n, int) and n >= 2, "n", n, "must be an integer >= 2")
+    learned = None  # the learned attack's (audit, verdicts) at the pipeline level
     multi = is_multi_message(declared)  # the shuffle or pipeline level
     binned = is_binnable(declared) and not multi  # the shuffle or pipeline level
-    lr = settings.level is Level.SHUFFLE and is_lr_claim(declared) and not multi
+    lr = is_lr_claim(declared) and not multi  # claim_lr.py, pipeline_learned.py
     shuffler = load_shuffler(settings.shuffler)  # None, or the user's (message_shuffler.py)
     if binned:  # a continuous scalar claim: its reports binned (binned.py)
         x0, x1, x2 = continuous_triple(declared, n, settings.delta[0], settings)
         tested, _ = binned_pair(tested, x0, x1, seed)
     elif not multi and not lr:
         require_finite_groups(declared)
-        x0, x1, x2 = _triple(settings, declared, n)
+        x0, x1, x2 = audit_triple(settings, declared, n)
     if multi:
         require(not settings.two_stage, "two_stage", settings.two_stage, "a multi-message "
                 "implementation is audited on the messages of all n users (no two-stage)")
         audit = _audit_multi(settings, tested, declared, n, options, seed, progress,
                              pipeline, shuffler)
         bound_n = n
-    elif lr:  # a continuous claim without output groups: its own likelihood ratio (claim_lr.py)
+    elif lr and settings.level is Level.SHUFFLE:  # no output groups: the claim's own LR
         audit, bound_n = audit_claim_lr(tested, n, settings.delta, options, seed), n
+    elif lr:  # ... and at the pipeline level the learned attack
+        audit, bound_n = audit_pipeline_learned(tested, n, settings.delta, options, seed,
+                                                pipeline or PipelineConfig(), shuffler), n
     elif settings.level is Level.SHUFFLE:
         others = x2
         if settings.others is not None:
@@ -449,6 +428,10 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
                                    x2=x2, config=pipeline, permutation=permutation,
                                    progress=progress, shuffler=shuffler)
         bound_n = shuffled_size(n, pipeline)
+        vector = vector_client(getattr(tested, "tested", None))  # a gradient client's vectors
+        if vector is not None:  # the learned attack on them too (pipeline_vector.py)
+            learned = learned_pipeline(vector, declared, n, settings.delta, options, seed,
+                                       pipeline or PipelineConfig(), x0, x1, x2)
     records = attack_records(audit, context)
     claimed = f"{declared.name}(eps0 = {float(declared.epsilon0):g})"
     level = str(settings.level)
@@ -456,6 +439,9 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
                        "pooled reports")]
     if shuffler is not None:  # the user's shuffler: permutation and order checks
         own += shuffler.verdicts(options.confidence)
+    if learned is not None:
+        records += attack_records(learned[0], context)
+        own += learned[1]
     bound_rows = []
     no_bounds = settings.bounds is not None and len(settings.bounds) == 0
     for delta in () if no_bounds else settings.delta:  # bounds = (): no bound verdicts

@@ -32,6 +32,19 @@ def run_all(task: Callable[..., Any], *arguments: Iterable[Any]) -> list[Any]:
     return list(_pool().map(task, *arguments))
 
 
+def limit_threads(count: int) -> int:
+    """Set :data:`MAX_THREADS` to ``count`` (>= 1) for the steps to come, replacing a pool
+    already started with another size (a run's driver computing beside worker processes
+    takes its share of the cores: simulator/execution/executors.py); results do not depend
+    on it. Returns the previous value."""
+    global MAX_THREADS
+    previous, MAX_THREADS = MAX_THREADS, max(1, int(count))
+    if MAX_THREADS != previous and _pool.cache_info().currsize:
+        _pool().shutdown(wait=False)  # its threads end when idle
+        _pool.cache_clear()
+    return previous
+
+
 @cache
 def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=max(1, min(MAX_THREADS, os.cpu_count() or 1)),

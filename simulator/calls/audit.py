@@ -58,8 +58,9 @@ class PreparedAudit:
     seed: int = 0
 
 
-def prepare(*, trials: int | str = "auto", randomizer_name: str | None = None, epsilon0: float | None = None,
-          params: dict | None = None, delta0: float | None = None, implementation=None,
+def prepare(*, trials: int | str = "auto", randomizer_name: str | None = None,
+          epsilon0: float | None = None, params: dict | None = None,
+          delta0: float | None = None, implementation=None,
           claim_epsilon0: float | None = None, claim_delta0: float = 0.0,
           interval: tuple[float, float] | None = None, domain_size: int | None = None,
           output: str = "discrete", input_offset: int = 0, output_offset: int | None = None,

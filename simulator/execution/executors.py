@@ -16,14 +16,17 @@ changes a result, so the assembled tables do not depend on the executor or the w
   ``start_seconds`` (the cost of starting the
   workers; times w / (w - 1) for w workers when this process does not compute beside them)
   it runs here too, otherwise it goes to the pool. Short runs then never pay for the pool.
-  ``inline_seconds = 0`` always uses the pool. With the pool, this process computes too
-  (``driver_computes``, the default): the pool has N - 1 processes and gets its share of the
-  items at once, this process takes items from the other end of the same queue between
-  collecting results, and takes back items the pool has not started when it runs out, so N
-  processes compute, one fewer process is started, and this process computes while the
-  workers start. Each worker gets (cores // N) threads, at least one, for the batch path's
-  own threads (simulator/batch/threads.py; results do not depend on them); BLAS keeps its
-  threads, whose number can change a sum's rounding.
+  ``inline_seconds = 0`` always uses the pool, and so does a map whose items' estimated
+  costs (:meth:`Executor.expect`) repay the start beyond the largest item. With the pool,
+  this process computes too (``driver_computes``, the default): the pool has N - 1
+  processes, every item is submitted to it at once, and between collecting results this
+  process takes the first item the pool has not started (one queue served from the front by
+  both, so with the runner's longest-first order the shortest items come last); N processes
+  compute, one fewer process is started, and this process computes while the workers start.
+  Each worker gets (cores // N) threads, at least one, for the batch path's own threads
+  (simulator/batch/threads.py; results do not depend on them), and one BLAS thread, like the
+  driver of a run (simulator/execution/blas.py: the BLAS thread count changes the rounding of
+  sums).
   Workers never outlive the process that started them: on Linux the kernel kills them when it
   dies (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread in each worker ends it within
   ``worker_process.WATCHDOG_SECONDS`` once its parent is gone (a SIGKILLed run leaves no idle
@@ -42,11 +45,12 @@ changes a result, so the assembled tables do not depend on the executor or the w
 from __future__ import annotations
 
 import collections
-import contextlib
+import importlib
 import logging
 import multiprocessing
 import os
 import pickle
+import queue
 import re
 import socket
 import sys
@@ -55,11 +59,13 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.execution.blas import limit_in_worker
 from shufflesim.simulator.execution.worker_process import (
+    BATCH_THREADS,
     _call_with_shared,
     _initialize_pool_worker,
     _sigint_ignored_while_spawning,
@@ -96,6 +102,11 @@ class Executor(ABC):
                       ) -> Iterator[tuple[int, Any]]:
         """Yield ``(index into items, result)`` as items finish. An exception raised by an item
         propagates (the remaining items are cancelled)."""
+
+    def expect(self, costs: Sequence[float]) -> None:  # noqa: B027 (optional hook)
+        """Estimated seconds of each item of the next :meth:`map_unordered` (rough, relative
+        weights: simulator.execution.units.unit_cost); an executor may use them to decide
+        how to start. Items are expected in the order to run them (longest first)."""
 
     def close(self) -> None:  # noqa: B027 (optional hook: most executors hold nothing)
         """Release workers (idempotent)."""
@@ -159,9 +170,20 @@ class ProcessExecutor(Executor):
         self._stop: Any = None  # the pool's stop event (close with terminate)
         #: Items that ran in the calling process in the last map (for tests and reports).
         self.inline_items = 0
+        self._eager = False  # start the pool at once in the next map (expect)
+        self._driver_threads: int | None = None  # this process's batch threads before the pool
+
+    def expect(self, costs: Sequence[float]) -> None:
+        """Estimated seconds of the items of the next map (see :meth:`Executor.expect`): when
+        the work beyond its largest item repays the pool's start (``start_seconds``), the
+        pool starts at once instead of after ``inline_seconds``, so that no core waits
+        through a long first item."""
+        costs = [float(cost) for cost in costs]
+        self._eager = len(costs) > 1 and sum(costs) - max(costs) >= self.start_seconds
 
     def map_unordered(self, function, shared, items):
         self.inline_items = 0
+        eager, self._eager = self._eager, False
         if self.workers == 1:
             for index, result in InlineExecutor().map_unordered(function, shared, items):
                 self.inline_items = index + 1
@@ -169,7 +191,8 @@ class ProcessExecutor(Executor):
             return
         start = now = self._clock()
         next_index, last = 0, 0.0
-        if self._pool is None or self._shared is not shared:  # a running pool costs nothing
+        fresh = self._pool is None or self._shared is not shared  # a running pool costs nothing
+        if fresh and not eager:
             while next_index < len(items) and now - start < self.inline_seconds:
                 yield next_index, function(shared, items[next_index])
                 next_index += 1
@@ -207,6 +230,9 @@ class ProcessExecutor(Executor):
                 initargs=(os.getpid(), main_thread, self._stop, state,
                           threads_per_process(self.workers)))
             self._shared = shared
+            if self.driver_computes and self._driver_threads is None:  # its share of cores
+                self._driver_threads = importlib.import_module(BATCH_THREADS).limit_threads(
+                    threads_per_process(self.workers))
         return self._pool
 
     @property
@@ -216,47 +242,58 @@ class ProcessExecutor(Executor):
         return max(1, self.workers - 1) if self.driver_computes else self.workers
 
     def _pooled(self, function, shared, items, indices):
-        """The items of ``indices`` on the pool and, with ``driver_computes``, here too: the
-        pool takes its share (pool_size / workers of the items) from the front of the queue,
-        this process from the back between collecting results; when the queue is empty it
-        takes back the last items the pool has not started."""
+        """The items of ``indices`` on the pool and, with ``driver_computes``, here too, from
+        one queue in the order given: every item is submitted to the pool at once (the
+        pool's processes take them in order, each as soon as it is free, whatever this
+        process is doing), and between collecting results this process takes the first
+        item the pool has not started (cancelled there) and runs it. Both work from the
+        front, so with the items ordered longest first (the runner's order) the last ones
+        are the shortest and neither side waits long for the other at the end.
+
+        The pool moves ``pool_size + 1`` items at once to its processes' queue, where they
+        can no longer be taken back; the first submitted are therefore the last (shortest)
+        ones, so that no long item waits there while the workers start."""
         pool = self._start_pool(shared)
-        queue = collections.deque(indices)
-        futures: dict = {}
-        # the pool's share in flight at once (the rest here): a pool topped up only between
-        # this process's own items would idle while this process runs a long one; items it
-        # has not started are taken back at the end
-        cap = max(2 * self.pool_size, -(-len(indices) * self.pool_size // self.workers)) \
-            if self.driver_computes else 2 * self.pool_size
-        started = False
+        finished: queue.SimpleQueue = queue.SimpleQueue()  # futures, as the pool ends them
+        futures: dict = {}  # submitted and not yet yielded -> index
+        reserved = self.pool_size + 1 if self.driver_computes else 0
+        order = indices[len(indices) - reserved:] + indices[:len(indices) - reserved] \
+            if len(indices) > reserved else list(indices)
         try:
-            while queue or futures:
-                try:
-                    with (contextlib.nullcontext() if started else
-                          _sigint_ignored_while_spawning()):  # the first submits start them
-                        while queue and len(futures) < cap:
-                            index = queue.popleft()
-                            futures[pool.submit(_call_with_shared, function,
-                                                items[index])] = index
-                    started = True
-                except Exception:  # e.g. the state does not pickle: the pool is of no use
-                    self.close(terminate=True)
-                    raise
-                ready = [future for future in futures if future.done()]
-                for future in ready:
-                    yield futures.pop(future), future.result()
-                index = self._take_back(queue, futures) if self.driver_computes else None
+            # in this (main) thread, with SIGINT ignored: the first submits start the workers
+            with _sigint_ignored_while_spawning():
+                for index in order:
+                    future = pool.submit(_call_with_shared, function, items[index])
+                    futures[future] = index
+                    future.add_done_callback(finished.put)
+        except Exception:  # e.g. the state does not pickle: the pool is of no use
+            self.close(terminate=True)
+            raise
+        # candidates for this process, in the order given
+        unstarted = collections.deque(sorted(futures, key=futures.__getitem__))
+        try:
+            while futures:
+                while True:  # every result the pool has ready
+                    try:
+                        future = finished.get_nowait()
+                    except queue.Empty:
+                        break
+                    if future in futures and not future.cancelled():
+                        yield futures.pop(future), future.result()
+                index = self._take_first(unstarted, futures) if self.driver_computes else None
                 if index is not None:
                     yield index, function(shared, items[index])
                     self.inline_items += 1
-                elif futures and not ready:
+                elif futures:
                     # a bounded wait: a signal the kernel delivers to another thread (the
                     # pool's threads) only sets Python's flag, and the main thread runs its
                     # handler when it wakes, so SIGTERM ends the run within
                     # SIGNAL_POLL_SECONDS, not at the next finished unit (issue 26)
-                    finished, _ = wait(futures, timeout=SIGNAL_POLL_SECONDS,
-                                       return_when=FIRST_COMPLETED)
-                    for future in finished:
+                    try:
+                        future = finished.get(timeout=SIGNAL_POLL_SECONDS)
+                    except queue.Empty:
+                        continue
+                    if future in futures and not future.cancelled():
                         yield futures.pop(future), future.result()
         except Exception:
             for future in futures:
@@ -267,12 +304,11 @@ class ProcessExecutor(Executor):
             raise
 
     @staticmethod
-    def _take_back(queue: collections.deque, futures: dict) -> int | None:
-        """The next item for this process: the back of the queue, else the last submitted
-        item the pool has not started (cancelled there), else None."""
-        if queue:
-            return queue.pop()
-        for future in reversed(list(futures)):
+    def _take_first(unstarted: collections.deque, futures: dict) -> int | None:
+        """The first submitted item the pool has not started (cancelled there, for this
+        process), else None."""
+        while unstarted:
+            future = unstarted.popleft()
             if future.cancel():
                 return futures.pop(future)
         return None
@@ -284,6 +320,9 @@ class ProcessExecutor(Executor):
         joins the others."""
         pool, stop = self._pool, self._stop
         self._pool = self._shared = self._stop = None
+        if self._driver_threads is not None:  # this process's batch threads as they were
+            importlib.import_module(BATCH_THREADS).limit_threads(self._driver_threads)
+            self._driver_threads = None
         if pool is None:
             return
         if terminate:
@@ -297,7 +336,9 @@ class ProcessExecutor(Executor):
 # ---------------------------------------------------------------------------------------------
 # Dask distributed
 # ---------------------------------------------------------------------------------------------
-def _dask_task(function: Task, shared: Any, item: Any) -> Any:
+def _dask_task(function: Task, shared: Any, item: Any, driver: int | None = None) -> Any:
+    if os.getpid() != driver:  # a worker process (not a thread of the driver, in tests)
+        limit_in_worker()  # one BLAS thread, as in the run's driver (blas.py; once)
     return function(shared, item)
 
 
@@ -358,7 +399,7 @@ class DaskExecutor(Executor):
         [shared_future] = client.scatter([shared], broadcast=True, hash=False)
         token = uuid.uuid4().hex
         futures = [
-            client.submit(_dask_task, function, shared_future, item, pure=False,
+            client.submit(_dask_task, function, shared_future, item, os.getpid(), pure=False,
                           key=f"shufflesim-{token}-{index}")
             for index, item in enumerate(items)
         ]

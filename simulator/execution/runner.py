@@ -17,10 +17,17 @@ from pathlib import Path
 import pyarrow as pa
 
 from shufflesim.simulator.batch.memory import check_machine
+from shufflesim.simulator.execution.blas import one_blas_thread
 from shufflesim.simulator.execution.executors import Executor, InlineExecutor
 from shufflesim.simulator.execution.resume import DirectoryParts, MemoryParts, run_fingerprint
 from shufflesim.simulator.execution.simulation import make_setup
-from shufflesim.simulator.execution.units import RunState, assemble, plan_run, run_work_unit
+from shufflesim.simulator.execution.units import (
+    RunState,
+    assemble,
+    plan_run,
+    run_work_unit,
+    unit_cost,
+)
 from shufflesim.simulator.scenario.model import Scenario
 from shufflesim.simulator.scenario.producers import PRODUCERS
 
@@ -45,7 +52,16 @@ def run_scenario(
     tables and then calls :func:`shufflesim.simulator.execution.resume.finish`.
     ``progress(done, total)`` is called with the number of finished units (resumed ones
     included) before the first unit and after each.
+
+    Every process of the run computes with one BLAS thread (simulator/execution/blas.py), so
+    that the rows do not depend on the number of workers. With several workers the units run
+    longest first (units.unit_cost; the order never changes a row).
     """
+    with one_blas_thread():
+        return _run(scenario, progress, executor, run_dir, memory_per_worker)
+
+
+def _run(scenario, progress, executor, run_dir, memory_per_worker):
     setups = tuple(make_setup(point) for point in scenario.points)
     # before any part file: a unit that cannot fit in the machine is refused
     # (memory_per_worker: the bytes a worker may take and where that limit comes from)
@@ -63,6 +79,10 @@ def run_scenario(
         if progress is not None:
             progress(done, len(units))
         executor = InlineExecutor() if executor is None else executor
+        if executor.workers > 1:  # longest first (stable: ties keep the plan's order)
+            costs = {unit.key: unit_cost(state, unit) for unit in missing}
+            missing.sort(key=lambda unit: -costs[unit.key])
+            executor.expect([costs[unit.key] for unit in missing])
         for index, tables in executor.map_unordered(run_work_unit, state, missing):
             store.put(missing[index], tables)
             done += 1

@@ -1,7 +1,8 @@
 """The worker side of the local process executor (simulator/execution/executors.py): a
 worker ends with its parent (the kernel's parent-death signal on Linux, and a watchdog thread
-everywhere), ignores SIGINT, sets the threads of its numerical libraries before numpy loads,
-and keeps the run's shared state, unpickled once, for every item it runs."""
+everywhere), ignores SIGINT, sets the batch path's threads, keeps the run's shared state,
+unpickled once, for every item it runs, and computes with the run's one BLAS thread
+(simulator/execution/blas.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+from shufflesim.simulator.execution.blas import limit_in_worker
 
 Task = Callable[[Any, Any], Any]
 #: The batch path's thread pool (its MAX_THREADS is set in each worker).
@@ -68,9 +71,10 @@ def _initialize_worker(parent: int, death_signal: bool, stop: Any = None) -> Non
 def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: bytes,
                             threads: int | None = None) -> None:
     """The pool's initializer: :func:`_initialize_worker`, then ``threads`` threads for the
-    batch path (BLAS keeps its own: its thread count can change the rounding of a sum, and a
-    unit's rows must not depend on the process it ran in), then keep the run's shared
-    state, unpickled once per worker from the pool's ``initargs``. It travels pickled so that
+    batch path, then keep the run's shared state, unpickled once per worker from the pool's
+    ``initargs``, then one BLAS thread, as in the driver of a run (blas.py: the BLAS thread
+    count changes the rounding of sums, and a unit's rows must not depend on the process it
+    ran in). The state travels pickled so that
     the heavy imports it needs (numpy, scipy, pyarrow: seconds on a loaded machine) happen
     after the worker is tied to its parent, not before: a run killed while its workers start
     leaves none behind."""
@@ -78,6 +82,7 @@ def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: 
     if threads is not None:  # the batch path's own threads (results do not depend on them)
         importlib.import_module(BATCH_THREADS).MAX_THREADS = threads
     _WORKER_SHARED["state"] = pickle.loads(shared)
+    limit_in_worker()  # after the state: its imports loaded numpy's BLAS
 
 
 @contextlib.contextmanager

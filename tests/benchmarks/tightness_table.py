@@ -23,9 +23,12 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from shufflesim.protocols.bounds import catalogue as cat
+from shufflesim.protocols.bounds.numerical import optimal, pair_search
+from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers import make_randomizer
 
 #: (label, registry name, parameters) of the single-message randomizers.
@@ -44,9 +47,13 @@ CONFIGS = [
 ]
 #: Bounds added for issue 31 (left out of "before").
 NEW = {"brr-exact", "brr-exact-lower", "blanket_hoeffding_laplace", "blanket_bennett_laplace",
-       "krr-exact", "krr-exact-lower", "exact-lower-best"}
+       "krr-exact", "krr-exact-lower", "exact-lower-best", "pair-search-lower",
+       "exact-lower-fft"}
 
 
+#: Bounds that issue 31 made work for one configuration (laplace_binary's exact-lower failed
+#: before session 11).
+NEW_FOR = {("laplace_binary", "exact-lower")}
 #: The issue's grid: eps0 0.1-10, n 1e2-1e7, delta 1e-4..1e-12.
 GRID_EPSILON0 = (0.1, 1.0, 4.0, 10.0)
 GRID_N = (100, 1000, 10**4, 10**5, 10**6, 10**7)
@@ -84,19 +91,141 @@ def _levels():
 POINTS = _levels()
 
 
+def _short(note: str) -> str:
+    """The note's start and end (where the "attained at" / "pair" part is)."""
+    return note if len(note) <= 320 else f"{note[:200]} ... {note[-110:]}"
+
+
 def _evaluate(task: tuple) -> dict:
     """One bound at one point, in the worker process: the record's result fields."""
     name, params, eps0, n, delta, method = task
     randomizer = make_randomizer(name, epsilon0=eps0, **params)
     wall, cpu = time.perf_counter(), time.process_time()
-    ev = cat.evaluate(method, randomizer, n, delta)
+    if method == PAIR:
+        ev = _pair_search(randomizer, n, delta)
+    elif method == EXACT_FFT:
+        ev = _exact_fft(randomizer, n, delta)
+    else:
+        ev = cat.evaluate(method, randomizer, n, delta)
     ok = ev.ok
     return {"epsilon": ev.result.epsilon if ok else None,
             "epsilon_error": ev.result.epsilon_error if ok else None,
             "status": ev.result.status.value if ok else None,
-            "note": (ev.result.note or "")[:200] if ok else "",
+            "note": _short(ev.result.note or "") if ok else "",
             "error": "" if ok else ev.error,
             "wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
+
+
+#: The dataset-pair search (protocols/bounds/numerical/pair_search.py), not in the catalogue:
+#: run by ``pairs`` at these n, recorded in pairs.jsonl next to the grid's file.
+PAIR = "pair-search-lower"
+PAIR_N = (100, 1000)
+#: exact-lower (000 Thm 14) through the engine's FFT on the unmerged likelihood-ratio levels
+#: (the catalogue's "auto" merges a continuous output's levels into a few bins, a weaker but
+#: cheaper post-processing): the same proven bound, for the continuous configurations.
+EXACT_FFT = "exact-lower-fft"
+CONTINUOUS = {"laplace", "laplace_binary", "piecewise", "laplace_metric"}
+
+
+@dataclass
+class _PairEvaluation:
+    result: object = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+
+def _pair_search(randomizer, n: int, delta: float) -> _PairEvaluation:
+    try:
+        # beyond n = 100 a coarser grid (each mixed dataset costs an FFT of ~2 (n + 1)^2
+        # cells; at n = 100 the best datasets were corners or next to them)
+        coarse = {} if n <= 100 else {"grid": 2, "refine": 3}
+        return _PairEvaluation(pair_search.pair_search_epsilon(randomizer, n, delta, **coarse))
+    except ParameterError as error:
+        return _PairEvaluation(error=str(error))
+
+
+def _exact_fft(randomizer, n: int, delta: float) -> _PairEvaluation:
+    try:
+        return _PairEvaluation(optimal.exact_lower_epsilon(randomizer, n, delta,
+                                                           engine_method="fft"))
+    except ParameterError as error:
+        return _PairEvaluation(error=str(error))
+
+
+def run_pairs(path: Path) -> None:
+    """The lower side's evidence at every grid point with n in PAIR_N, under the caps
+    (resumable JSONL): the pair search for every configuration it applies to (categorical
+    input, finite output), and exact-lower through the engine's FFT (EXACT_FFT) for the
+    continuous ones."""
+    done = set()
+    if path.exists():
+        done = {(r["randomizer"], r["epsilon0"], r["n"], r["delta"], r["method"])
+                for r in map(json.loads, path.read_text().splitlines())}
+    worker = CappedWorker()
+    with path.open("a") as out:
+        for eps0, n, delta in POINTS:  # the grid's order, so its rows get their evidence
+            if n not in PAIR_N:
+                continue
+            for label, name, params in CONFIGS:
+                categorical = pair_search.applies(make_randomizer(name, epsilon0=eps0, **params))
+                method = PAIR if categorical else EXACT_FFT
+                if (label, eps0, n, delta, method) in done or (
+                        not categorical and label not in CONTINUOUS):
+                    continue
+                rec = {"randomizer": label, "epsilon0": eps0, "n": n, "delta": delta,
+                       "method": method, "kind": "lower"}
+                rec.update(worker.run((name, params, eps0, n, delta, method)))
+                rec["load"] = os.getloadavg()[0]
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+
+
+#: The bounds issue 31 added in session 11 (and 004 Lemma 5.8's, cheap), timed at n = 1e3,
+#: 1e6 and 1e8 for the closing note (brr-exact's times are session 10's, krr-exact's t31k's).
+TIMED = (("laplace_binary", "exact-lower"), ("laplace_binary", EXACT_FFT), ("oue4", PAIR),
+         ("rappor4", PAIR), ("laplace", "blanket_bennett_laplace"),
+         ("laplace", "blanket_hoeffding_laplace"))
+TIMED_N = (1000, 10**6, 10**8)
+
+
+def run_times(path: Path) -> None:
+    """Each TIMED bound at n in TIMED_N, eps0 in (1, 4), delta = 1e-8, under the caps
+    (resumable JSONL: value or refusal, wall and CPU seconds, load average)."""
+    configs = {c[0]: c for c in CONFIGS}
+    done = set()
+    if path.exists():
+        done = {(r["randomizer"], r["method"], r["epsilon0"], r["n"])
+                for r in map(json.loads, path.read_text().splitlines())}
+    worker = CappedWorker()
+    with path.open("a") as out:
+        for n in TIMED_N:
+            for eps0 in (1.0, 4.0):
+                for label, method in TIMED:
+                    if (label, method, eps0, n) in done:
+                        continue
+                    _, name, params = configs[label]
+                    rec = {"randomizer": label, "epsilon0": eps0, "n": n, "delta": 1e-8,
+                           "method": method}
+                    rec.update(worker.run((name, params, eps0, n, 1e-8, method),
+                                          cpu_cap=120.0, wall_cap=1200.0))
+                    rec["load"] = os.getloadavg()[0]
+                    out.write(json.dumps(rec) + "\n")
+                    out.flush()
+
+
+def render_times(path: Path) -> str:
+    lines = ["| bound | randomizer | eps0 | n | value | wall s | CPU s | load |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in map(json.loads, path.read_text().splitlines()):
+        value = _fmt(r["epsilon"]) if r["epsilon"] is not None else r["error"][:70]
+        wall = "-" if r["wall"] is None else f"{r['wall']:.2f}"
+        cpu = "-" if r["cpu"] is None else f"{r['cpu']:.2f}"
+        lines.append(f"| {r['method']} | {r['randomizer']} | {r['epsilon0']:g} | "
+                     f"{r['n']:.0e} | {value} | {wall} | {cpu} | {r['load']:.1f} |")
+    return "\n".join(lines) + "\n"
 
 
 def _serve(conn) -> None:
@@ -192,11 +321,22 @@ def run(path: Path, randomizers: set[str] | None = None) -> None:
 
 
 def load(path: Path) -> dict[tuple, dict[str, dict]]:
+    """Records by point and method: the grid's file, plus the lower-side evidence (pair search,
+    exact-lower through the FFT) of pairs.jsonl and times.jsonl next to it, at the grid's
+    points."""
     points: dict[tuple, dict] = {}
     for line in path.read_text().splitlines():
         r = json.loads(line)
         key = (r["randomizer"], r["epsilon0"], r["n"], r["delta"])
         points.setdefault(key, {})[r["method"]] = r
+    for extra in ("pairs.jsonl", "times.jsonl"):  # the lower side's evidence (PAIR, EXACT_FFT)
+        file = path.with_name(extra)
+        if not file.exists():
+            continue
+        for r in map(json.loads, file.read_text().splitlines()):
+            key = (r["randomizer"], r["epsilon0"], r["n"], r["delta"])
+            if key in points and r["method"] in (PAIR, EXACT_FFT) and r["epsilon"] is not None:
+                points[key][r["method"]] = dict(r, kind="lower", status=r.get("status"))
     return points
 
 
@@ -205,31 +345,71 @@ def best(records: dict[str, dict], kind: str, new: bool) -> tuple[float | None, 
     pick = min if kind == "upper" else max
     rows = [(r["epsilon"], m) for m, r in records.items()
             if r["kind"] == kind and r["status"] == "proven" and r["epsilon"] is not None
-            and (new or m not in NEW)]
+            and (new or (m not in NEW and (r["randomizer"], m) not in NEW_FOR))]
     if not rows:
         return None, ""
     return pick(rows)
 
 
-def explain(records: dict[str, dict], upper_method: str, lower_method: str,
+#: What the small-n truth (every dataset pair, docs/tightness.md's truth table and issue 31's
+#: other lane) showed about the side of the gap, per configuration.
+TRUTH_SIDE = {
+    "rappor4": "n = 4: optimal-blanket 1.26x the truth, the truth = exact-lower",
+    "oue4": "n = 4: optimal-blanket 1.18x the truth, the truth = exact-lower",
+    "subset6": "n = 3: optimal-blanket 1.03x the truth, the truth = exact-lower",
+    "blh4": "n = 4: optimal-blanket 1.35x (eps0 = 1) / 1.04x (eps0 = 4) the truth = exact-lower",
+    "olh4": "n = 4: optimal-blanket 1.35x (eps0 = 1) / 1.04x (eps0 = 4) the truth = exact-lower",
+    "krr16": "10-RR, n = 5-6: optimal-blanket 1.01-1.04x the truth = exact-lower (t31k)",
+    "hr16": "hr d = 4, n = 5: optimal-blanket 1.03-1.24x the truth = exact-lower (d = 16: "
+            "beyond the truth's reach)",
+    "summation4": "not reached (output space too large for the truth)",
+}
+
+#: The codes of the "why" column (docs/tightness.md prints the legend).
+LEGEND = {
+    "T": "the small-n truth shows the upper side (blanket decomposition) loose",
+    "P=": "the dataset-pair search (mixed others) did not move the lower side",
+    "P+": "the dataset-pair search moved the lower side",
+    "A": "optimal-blanket is approximate (worst pair of [0, 1] not proven): the best proven "
+         "upper is a concentration bound (004 Lemma 5.8) or a generic one",
+    "L": "the lower bound's own bracket is wide (likelihood-ratio levels merged into a few "
+         "bins): the lower side can move by up to the factor shown",
+    "M": "metric randomizer: no decomposition, generic upper vs one metric pair",
+    "F": "exact-lower through the engine's FFT (unmerged likelihood-ratio levels) is the best "
+         "lower bound",
+    "C": "a method hit its per-evaluation cap",
+}
+
+
+def explain(records: dict[str, dict], label: str, upper_method: str, lower_method: str,
             ratio: float) -> str:
-    """Why a ratio is above 1.01, from what the records show."""
+    """Why a ratio is above 1.01, as LEGEND codes with numbers, from what the records show."""
     if ratio <= 1.01:
         return ""
-    reasons = []
+    codes = []
     opt = records.get("optimal-blanket")
     if opt is not None and opt["epsilon"] is not None and opt["status"] != "proven":
-        reasons.append(f"optimal-blanket is {opt['status']} (worst pair not proven): "
-                       f"{opt['epsilon']:.4g}, so the best proven upper is {upper_method}")
-    elif opt is not None and opt["epsilon"] is None:
-        reasons.append(f"optimal-blanket not available ({opt['error'][:60]})")
-    ex = records.get("exact-lower")
-    if ex is not None and ex["epsilon"] is None:
-        reasons.append(f"exact-lower not available ({ex['error'][:60]})")
-    if upper_method == "optimal-blanket" and lower_method == "exact-lower":
-        reasons.append("blanket decomposition vs one Thm 14 pair; loose side unknown (no "
-                       "truth yet)")
-    return "; ".join(reasons) or f"{upper_method} vs {lower_method}; side not known"
+        codes.append(f"A (optimal-blanket {opt['epsilon']:.4g})")
+    if label in TRUTH_SIDE and upper_method == "optimal-blanket":
+        codes.append("T")
+    low = records.get(lower_method, {})
+    if low.get("epsilon") and low.get("epsilon_error"):
+        reach = (low["epsilon"] + low["epsilon_error"]) / low["epsilon"]
+        if reach > 1.01:
+            codes.append(f"L ({reach:.3g}x)")
+    if lower_method == EXACT_FFT:
+        codes.append("F")
+    pair = records.get(PAIR)
+    if pair is not None and pair["epsilon"] is not None:
+        others = [r["epsilon"] for m, r in records.items() if m != PAIR
+                  and r["kind"] == "lower" and r["status"] == "proven" and r["epsilon"]]
+        moved = pair["epsilon"] > max(others, default=0.0) * (1 + 1e-6)
+        codes.append("P+" if moved else "P=")
+    if label in ("witch_hat", "laplace_metric") and "A" not in " ".join(codes):
+        codes.append("M")
+    if any(r["error"].startswith("capped") for r in records.values()):
+        codes.append("C")
+    return ", ".join(codes) or f"{upper_method} vs {lower_method}"
 
 
 def _fmt(x) -> str:
@@ -253,7 +433,7 @@ def render(path: Path) -> str:
         why = ("no proven lower bound (" + ", ".join(
             f"{m}: {r['error'][:50]}" for m, r in recs.items()
             if r["kind"] == "lower" and r["epsilon"] is None) + ")") if la is None else (
-            explain(recs, ua_m, la_m, after) if after is not None else "")
+            explain(recs, key[0], ua_m, la_m, after) if after is not None else "")
         lines.append(
             f"| {key[0]} | {key[1]:g} | {key[2]:.0e} | {key[3]:.0e} | {_fmt(ub)} ({ub_m}) | "
             f"{_fmt(lb)} ({lb_m}) | {_fmt(before)} | {_fmt(ua)} ({ua_m}) | {_fmt(la)} ({la_m}) "
@@ -360,13 +540,37 @@ def render_truth(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def coverage(path: Path) -> str:
+    """Which grid points have records, and how many evaluations hit the cap."""
+    points = load(path)
+    seen = sorted({key[1:] for key in points}, key=lambda k: (k[1], k[0], -k[2]))
+    capped = sum(r["error"].startswith("capped") for recs in points.values()
+                 for r in recs.values())
+    cpu = sum(r["cpu"] or 0.0 for recs in points.values() for r in recs.values())
+    loads = [r["load"] for recs in points.values() for r in recs.values()]
+    by_n: dict[int, list] = {}
+    for eps0, n, delta in seen:
+        by_n.setdefault(n, []).append(f"{eps0:g}/{delta:.0e}")
+    lines = [f"Coverage of this run: {len(seen)} of {len(POINTS)} (eps0, n, delta) points "
+             f"({len(points)} randomizer-points), {capped} evaluations capped, "
+             f"{cpu:.0f} CPU s in all, load average {min(loads):.1f}-{max(loads):.1f} "
+             "(8 helpers on 2 cores, this job at nice 10). Points reached (eps0/delta by n):",
+             ""]
+    lines += [f"- n = {n:.0e}: {', '.join(v)}" for n, v in sorted(by_n.items())]
+    return "\n".join(lines) + "\n"
+
+
 def fill(path: Path, doc: Path) -> None:
     """Write the summary and the table between the markers of ``doc`` (docs/tightness.md)."""
     text = doc.read_text()
-    parts = [("summary", summary(path)), ("table", render(path))]
+    parts = [("coverage", coverage(path)), ("summary", summary(path)),
+             ("table", render(path))]
     truth = path.with_name("truth.jsonl")
     if truth.exists():
         parts.append(("truth", render_truth(truth)))
+    times = path.with_name("times.jsonl")
+    if times.exists():
+        parts.append(("times", render_times(times)))
     for name, body in parts:
         start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
         before, rest = text.split(start, 1)
@@ -379,6 +583,12 @@ if __name__ == "__main__":
     command, file = sys.argv[1], Path(sys.argv[2])
     if command == "run":             # run FILE [label,label,...]
         run(file, set(sys.argv[3].split(",")) if len(sys.argv) > 3 else None)
+    elif command == "times":         # times /work/notes/t31t-grid/times.jsonl
+        run_times(file)
+    elif command == "times-table":
+        print(render_times(file), end="")
+    elif command == "pairs":         # pairs /work/notes/t31t-grid/pairs.jsonl
+        run_pairs(file)
     elif command == "truth":         # truth results/issue31/truth.jsonl
         run_truth(file)
     elif command == "summary":

@@ -10,6 +10,7 @@ import math
 import numbers
 import time
 
+from shufflesim.protocols.bounds.closed_form.newton import smallest_epsilon_newton
 from shufflesim.protocols.bounds.numerical.clones import (
     DEFAULT_TOL,
     FMT21,
@@ -96,9 +97,10 @@ def fmt21_approx_dp(epsilon0: float, n: int, delta: float, delta0: float) -> Bou
     (eps, delta_in + (e^eps + 1)(1 + e^-eps0 / 2) n delta0)-DP with eps = eq. (1) at delta_in.
 
     Here ``delta`` is the *total* target: we search the eps for which delta_in = delta - (e^eps +
-    1)(1 + e^-eps0/2) n delta0 > 0 makes eq. (1) at delta_in at most eps (bisection; every
-    accepted eps was checked, with eq. (1) rounded up by its floating-point error, so the
-    result is valid whatever the shape of the constraint): the shuffle is then (eq. (1) at
+    1)(1 + e^-eps0/2) n delta0 > 0 makes eq. (1) at delta_in at most eps (bracketed Newton
+    steps on eq. (1) solved for delta_in, :func:`_newton_bracket`; every accepted eps was
+    checked, with eq. (1) rounded up by its floating-point error, so the result is valid
+    whatever the shape of the constraint): the shuffle is then (eq. (1) at
     delta_in, delta_in + (e^eq1 + 1)(...) n delta0)-DP, hence (eps, delta)-DP. The replacement
     (eps0, delta0)-LDP of the local randomizer is what the theorem assumes (the ``gaussian``
     randomizer is calibrated at sensitivity high - low for exactly that). With delta0 = 0 it is
@@ -157,18 +159,68 @@ def fmt21_approx_dp(epsilon0: float, n: int, delta: float, delta0: float) -> Bou
     lo = min(lo, hi)
     if admissible(lo):
         hi = lo
-    while hi - lo > DEFAULT_TOL:
-        mid = 0.5 * (lo + hi)
-        if admissible(mid):
-            hi = mid
-        else:
-            lo = mid
+    elif hi - lo > DEFAULT_TOL:
+        lo, hi = _newton_bracket(epsilon0, n, delta, factor, lo, hi, admissible)
     return BoundResult(
         method="fmt21_approx_dp", kind=BoundKind.UPPER, epsilon=hi, delta=delta,
         epsilon_error=hi - lo, status=BoundStatus.PROVEN, reference=f"{FMT21}, Thm 3.8",
         seconds=time.perf_counter() - start,
         note=f"delta_in = {inner_delta(hi):.6g} for the pure-DP part; delta0 = {delta0:g}",
     )
+
+
+def _log_total_delta(epsilon0: float, n: int, factor: float):
+    """eps -> (ln D(eps), d ln D / d eps), D(eps) the smallest total delta at which 002 Thm 3.8
+    gives eps: eq. (1) at delta_in is <= eps iff delta_in >= 4 exp(-s(eps)^2) with
+    s(eps) = sqrt(n) (expm1(eps) / tanh(eps0/2) - 8 e^eps0 / n) / (8 e^(eps0/2)) (eq. (1) solved
+    for log(4/delta_in)), so D(eps) = 4 exp(-s^2) + (e^eps + 1) factor (+inf where s <= 0:
+    eq. (1) exceeds eps at every delta_in). Only the search's steps use it: every accepted eps
+    is checked by :func:`fmt21_approx_dp`'s own predicate."""
+    e0 = math.exp(epsilon0)
+    t = math.tanh(epsilon0 / 2.0)
+    scale = math.sqrt(n) / (8.0 * math.sqrt(e0))
+
+    def log_total(eps: float) -> tuple[float, float]:
+        s = scale * (math.expm1(eps) / t - 8.0 * e0 / n)
+        if s <= 0:
+            return math.inf, math.nan
+        ds = scale * math.exp(eps) / t
+        inner = 4.0 * math.exp(-s * s)
+        outer = (math.exp(eps) + 1.0) * factor
+        total = inner + outer
+        if total <= 0:
+            return -math.inf, math.nan
+        return math.log(total), (-2.0 * s * ds * inner + math.exp(eps) * factor) / total
+    return log_total
+
+
+def _newton_bracket(epsilon0: float, n: int, delta: float, factor: float, lo: float,
+                    hi: float, admissible) -> tuple[float, float]:
+    """[lo, hi] within DEFAULT_TOL around the smallest admissible eps of 002 Thm 3.8, by the
+    bracketed Newton steps of closed_form/newton.py on ln D(eps) = ln delta
+    (:func:`_log_total_delta`; issue 32: no generic bisection), started at ``lo`` (eq. (1) at
+    the largest delta_in, below every admissible eps) inside the verified ``hi``. The result is
+    then checked with ``admissible`` (eq. (1) rounded up): hi must pass and lo fail; where
+    rounding at the edge disagrees, the checked ends are kept and the rest is bisected."""
+    log_total = _log_total_delta(epsilon0, n, factor)
+
+    def shifted(u: float) -> tuple[float, float]:      # the search starts at 0: eps = lo + u
+        return log_total(lo + u)
+
+    top, width = smallest_epsilon_newton(shifted, delta, hi - lo, 0.5 * DEFAULT_TOL,
+                                         start=min(0.5 * (hi - lo), 1e-3 * max(lo, 1e-12)))
+    new_hi, new_lo = lo + top, lo + top - width
+    if new_hi < hi and admissible(new_hi):
+        hi = new_hi
+    if lo < new_lo < hi and not admissible(new_lo):
+        lo = new_lo
+    while hi - lo > DEFAULT_TOL:       # only where the checks disagreed with the steps
+        mid = 0.5 * (lo + hi)
+        if admissible(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
 
 
 def fmt21_approx_dp_bound(randomizer, n: int, delta: float) -> BoundResult:

@@ -28,7 +28,7 @@ MAX_EVALUATIONS = 80
 
 def smallest_epsilon_newton(
     log_delta: Callable[[float], tuple[float, float]], delta: float, upper: float, tol: float,
-    start: float | None = None,
+    start: float | None = None, rtol: float = 0.0,
 ) -> tuple[float, float]:
     """Smallest eps in [0, upper] with delta(eps) <= delta, for ``log_delta(eps)`` =
     (ln delta(eps), -inf where delta(eps) = 0; its derivative in eps: any value, only the
@@ -41,7 +41,8 @@ def smallest_epsilon_newton(
     eps_R - eps_L <= tol (or the bracket reached after MAX_EVALUATIONS): delta(eps_R) <= delta
     was verified (or eps_R = upper), and delta(eps_L) > delta (or eps_L = eps_R = 0). If
     delta(eps) is non-increasing, its smallest admissible eps lies in [eps_L, eps_R]; eps_R is
-    a valid guarantee of the bound in any case.
+    a valid guarantee of the bound in any case. ``rtol`` (optional): the tolerance is
+    max(tol, rtol * eps_R), for roots that may lie decades below ``upper``.
     """
     log_target = math.log(delta)
     root_target = math.sqrt(-log_target)
@@ -53,7 +54,9 @@ def smallest_epsilon_newton(
     x = 0.5 * hi if start is None or not (0.0 < start < hi) else float(start)
     top_tried = False
     widths = [hi - lo]
+    fixed_tol = tol
     for _ in range(MAX_EVALUATIONS):
+        tol = max(fixed_tol, rtol * hi)
         if hi - lo <= tol:
             break
         value, slope = log_delta(x)
@@ -62,6 +65,7 @@ def smallest_epsilon_newton(
             hi, g_hi = x, g
         else:
             lo, g_lo = x, g
+        tol = max(fixed_tol, rtol * hi)
         if hi - lo <= tol:
             break
         widths.append(hi - lo)

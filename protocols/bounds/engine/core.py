@@ -92,6 +92,8 @@ POLISH_ABOVE = 1e-5
 #: merged on the lower side (engine/levels.py, :func:`_needs_fft`)
 SINGLE_WIDE = 0.05
 METHODS = ("auto", "enumerate", "conditioning", "fft")
+#: the polish's estimates are this many times finer than the coarse search's (delta_rtol)
+POLISH_FINER = 30
 
 
 def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *,
@@ -224,7 +226,7 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
         return coarse
     if coarse.error <= max(1e-10, rtol * coarse.upper, POLISH_ABOVE * coarse.upper):
         return coarse
-    fine_rtol = delta_rtol / 30
+    fine_rtol = delta_rtol / POLISH_FINER
 
     def fine(eps):
         return delta_of_epsilon([(atoms, n)], n, eps, side, rtol=fine_rtol, threshold=delta,
@@ -241,9 +243,14 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
         known = None
         a = max(coarse.lower - 0.1 * width, 0.5 * coarse.lower)
         b = min(coarse.upper + 0.1 * width, eps_max)
+    # the normal approximation's slope at the crossing: the search's hint for its last point,
+    # which certifies the other side near the crossing (without one, a polish whose points
+    # all lie near the crossing has no slope and keeps the coarse far end: laplace_metric,
+    # n = 1e4, an error of 1.4e-5 instead of 4e-7)
+    slope = gaussian_slope(atoms, n, delta, b) if a > 0 else None
     polished = epsilon_of_delta(fine, delta, side, eps_max=eps_max, rtol=rtol,
                                 bracket=(a, b) if a > 0 else None, max_evaluations=30,
-                                known=known, xtol=SEARCH_XTOL)
+                                known=known, xtol=SEARCH_XTOL, guess_slope=slope)
     lower = max(coarse.lower, polished.lower)
     upper = min(coarse.upper, polished.upper)
     value = upper if side == "upper" else lower
@@ -391,7 +398,10 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
     ``bracket`` (optional): an eps bracket to start each direction's search from (e.g. that of
     a direction with the same delta(eps) by symmetry; an upper end beyond the direction's
     eps_max means eps_max); the search checks it (two evaluations) and starts afresh where it
-    does not hold.
+    does not hold. On the upper side its lower end is first probed with the polish's
+    precision: where delta(bracket[0]) <= delta is certified, that direction's result is the
+    bracket [0, bracket[0]] (its crossing is not above the start; the caller keeps the
+    maximum of the directions' ends).
     """
     side = check_side(side)
     if isinstance(atoms_both_directions, RatioAtoms):
@@ -416,6 +426,21 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
             # many likelihood-ratio levels: merged into a few (engine/levels.py)
             results.append(_merged_lower(atoms, n, delta, top, rtol, delta_rtol))
             continue
+        known = None
+        if side == "upper" and bracket is not None and 0 < bracket[0] < top:
+            # A start from below (e.g. the best eps of other directions): with the polish's
+            # precision, one evaluation there often settles that this direction's crossing is
+            # not above it (a mirror image of a searched direction, whose atoms differ in the
+            # last bits, is otherwise searched in full: laplace_metric, n = 1e4, 17 FFTs).
+            # Its crossing then lies in [0, bracket[0]]: that bracket is returned.
+            probe = delta_of_epsilon([(atoms, n)], n, float(bracket[0]), side,
+                                     rtol=delta_rtol / POLISH_FINER, threshold=delta,
+                                     method=method, fft_step=fft_step)
+            if probe.upper <= delta:
+                end = float(bracket[0])
+                results.append(EpsilonEstimate(end, 0.0, end, end, False, 1, ((end, probe),)))
+                continue
+            known = {float(bracket[0]): probe}
         tol = _search_rtol(atoms, n, top, method, side) if rtol is None else rtol
 
         def fn(eps, atoms=atoms):
@@ -434,7 +459,7 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
                 slope = gaussian_slope(atoms, n, delta, guess)
         coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=tol, guess=guess,
                                   guess_slope=slope, bracket=start, resolution_stop=0.5,
-                                  xtol=SEARCH_XTOL)
+                                  xtol=SEARCH_XTOL, known=known)
         results.append(_polish(coarse, atoms, n, delta, side, top, tol, delta_rtol, method,
                                fft_step))
     lower = max(r.lower for r in results)

@@ -310,9 +310,13 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     # lower estimate crosses delta left of lo; step left by the log-gap between the two
     # estimates divided by the slope of ln delta, with a 50% margin. Symmetrically for
     # side="lower".
+    # side="lower" also when no point is certified below yet (below = inf): the bracket of the
+    # lower estimates can close on points whose upper estimates all exceed delta (10-RR,
+    # n = 1e9: an error of inf without this point)
     tol = max(xtol, rtol * hi)
     slope = log_slope()
-    if (evaluations < max_evaluations and below - above > 4 * tol and math.isfinite(below)
+    if (evaluations < max_evaluations and below - above > 4 * tol
+            and (math.isfinite(below) or side == "lower")
             and slope is not None and slope > 0 and lo in seen and hi in seen):
         e_lo, e_hi = seen[lo], seen[hi]
         if side == "upper" and e_lo.lower > 0 and lo > above:
