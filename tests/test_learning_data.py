@@ -318,3 +318,20 @@ def test_a_scenario_naming_missing_mnist_files_says_where_to_get_them(tmp_path, 
     assert "\n" not in message and "learning.data = 'elsewhere/mnist.npz'" in message
     assert "no such file or folder" in message and "not downloaded" in message
     assert "train-images-idx3-ubyte" in message
+
+
+def test_digits_read_from_the_file_equal_scikit_learns_loader(monkeypatch):
+    """Issue 32: the digits are read from scikit-learn's file without importing it; the
+    numbers equal ``sklearn.datasets.load_digits``'s, and without the file the loader is
+    used."""
+    sklearn_datasets = pytest.importorskip("sklearn.datasets")
+    from shufflesim.simulator.learning import data
+
+    assert data.digits_file() is not None
+    read = data.load_digits_dataset()
+    bunch = sklearn_datasets.load_digits()
+    assert read.x.dtype == np.float64 and np.array_equal(read.x, bunch.data)
+    assert np.array_equal(read.classes[read.y], bunch.target) and read.x.shape == (1797, 64)
+    monkeypatch.setattr(data, "digits_file", lambda: None)
+    loaded = data.load_digits_dataset()
+    assert np.array_equal(loaded.x, read.x) and np.array_equal(loaded.y, read.y)

@@ -42,7 +42,19 @@ import math
 import time
 from collections.abc import Callable, Sequence
 
-from shufflesim.protocols.accounting import baselines, brr_exact_pld, convolution, pairs, rdp
+from shufflesim.protocols.accounting import (
+    baselines,
+    blocks,
+    brr_exact_pld,
+    convolution,
+    enumeration,
+    lower_blocks,
+    neutral_blocks,
+    pairs,
+    pld,
+    profile,
+    rdp,
+)
 from shufflesim.protocols.accounting.convolution import Piece
 from shufflesim.protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
 from shufflesim.protocols.accounting.pld import RoundPLD, cached_round_plds, grid_interval
@@ -60,8 +72,9 @@ from shufflesim.protocols.errors import require
 from shufflesim.protocols.registry import Registry
 
 __all__ = ["COMPOSED_METHODS", "COMPOSING_BOUNDS", "ComposedMethod", "ComposedResult", "Round",
-           "compose_models", "compose_rounds", "composed_method_names", "composition_support",
-           "get_composed_method", "normalize_rounds", "pure_cap", "total_rounds"]
+           "clear_caches", "compose_models", "compose_rounds", "composed_method_names",
+           "composition_support", "get_composed_method", "normalize_rounds", "pure_cap",
+           "total_rounds"]
 
 
 
@@ -247,6 +260,18 @@ def compose_rounds(rounds, delta: float, method: str = "optimal-blanket",
     """The (eps, delta) of the whole sequence of ``rounds`` by ``method`` (see the module
     docstring); ``rounds``: a Round or a list of Rounds."""
     return get_composed_method(method).compute(rounds, delta, **options)
+
+
+def clear_caches() -> None:
+    """Empty the per-round caches of the accounting package (aggregates, round PLDs, profiles).
+    They only save work when the same round comes again (the methods of one ``bound --rounds``
+    share a round's PLD); a calibration over rounds never asks the same eps0 twice and calls
+    this after every evaluation, so that its memory stays that of one evaluation (issue 32)."""
+    for cached in (blocks.cached_block_aggregates, enumeration.cached_aggregates,
+                   lower_blocks.cached_lower_block_aggregates,
+                   neutral_blocks.cached_neutral_block_aggregates, pld.cached_round_plds,
+                   profile.round_profile):
+        cached.cache_clear()
 
 
 #: Catalogue bounds (protocols.bounds.catalogue) that compose, and the composed method.

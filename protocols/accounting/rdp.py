@@ -161,9 +161,14 @@ def _curve(sums: list[np.ndarray], orders: np.ndarray, outside) -> np.ndarray:
 
 #: Entries (S values x D values) of the pair's own symmetric enumeration above which the
 #: k-RR blanket pair's Renyi curve comes from the neutral block pairs instead (about n >= 3e5
-#: for 10-RR at eps0 = 1): there they are within about 1e-4 relative of the enumeration (issue
-#: 32; tests/test_accounting_fast_paths.py), below it they can be much looser at T = 1.
+#: for 10-RR at eps0 = 1): there they are within about 1e-4 relative of the enumeration over 10
+#: or more rounds (issue 32; tests/test_accounting_fast_paths.py), below it they can be much
+#: looser at T = 1.
 NEUTRAL_BLOCKS_FROM = 6e6
+#: The same over fewer than FEW_ROUNDS rounds (large Renyi orders): 0.9 % looser at T = 1 just
+#: above NEUTRAL_BLOCKS_FROM (10-RR, eps0 = 1, n = 2.7e5), 2e-5 at n = 1e6.
+NEUTRAL_BLOCKS_FROM_FEW = 2.4e7
+FEW_ROUNDS = 10
 
 
 def enumeration_entries(model, n: int) -> float:
@@ -176,11 +181,13 @@ def enumeration_entries(model, n: int) -> float:
     return (17.0 * sd_s + 1.0) * (17.0 * sd_h + 1.0)
 
 
-def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAULT_TAIL):
+def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAULT_TAIL,
+                           rounds: int = FEW_ROUNDS):
     """Aggregates of a dominating pair of the round: the block pairs of blocks.py for symmetric
     pairs without a neutral group (the clone pair, the brr blanket pair); for the k-RR blanket
     pair the neutral block pairs of neutral_blocks.py (shared with the round's PLD, cached) once
-    the pair's own enumeration exceeds :data:`NEUTRAL_BLOCKS_FROM` entries; else the pair itself
+    the pair's own enumeration exceeds :data:`NEUTRAL_BLOCKS_FROM` entries
+    (:data:`NEUTRAL_BLOCKS_FROM_FEW` over fewer than FEW_ROUNDS ``rounds``); else the pair itself
     (enumeration.py; cached at the PLD's tail). Below that size the neutral block pairs are not
     used: their m'-bins merge outcomes whose losses differ more than the former (S, h3) cells
     at small n, and the split of an aggregate into its extreme losses weighs heavily at the
@@ -190,8 +197,9 @@ def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAUL
         if tail != DEFAULT_TAIL:
             return block_aggregates(model, int(n), "upper", tail=tail)
         return cached_block_aggregates(model, int(n), "upper", DEFAULT_TAIL)
+    switch = NEUTRAL_BLOCKS_FROM if rounds >= FEW_ROUNDS else NEUTRAL_BLOCKS_FROM_FEW
     if (tail == DEFAULT_TAIL and neutral_blocks.applies(model)
-            and enumeration_entries(model, int(n)) > NEUTRAL_BLOCKS_FROM):
+            and enumeration_entries(model, int(n)) > switch):
         return neutral_blocks.cached_neutral_block_aggregates(model, int(n), DEFAULT_TAIL,
                                                               float(weak_rtol))
     if tail != DEFAULT_TAIL:
@@ -199,11 +207,13 @@ def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAUL
     return cached_aggregates(model, int(n), DEFAULT_TAIL, float(weak_rtol))
 
 
-def _pld_curve(model, n: int, weak_rtol: float, orders: np.ndarray):
+def _pld_curve(model, n: int, weak_rtol: float, orders: np.ndarray, rounds: int = 1):
     """Renyi curve of the round's pessimistic PLD's dominating pair (tail DEFAULT_TAIL), the
     outcomes not enumerated charged by :func:`outside_log_moment`. Also returns the curve
-    without that charge (not valid; only to tell whether the charge limits the result)."""
-    agg = _dominating_aggregates(model, int(n), float(weak_rtol))
+    without that charge (not valid; only to tell whether the charge limits the result).
+    ``rounds``: how many rounds the curve will be composed over (the choice of dominating pair,
+    :func:`_dominating_aggregates`; a curve on its own is taken as one round's)."""
+    agg = _dominating_aggregates(model, int(n), float(weak_rtol), rounds=rounds)
     outside = outside_log_moment(model, n, agg.outside_mass, orders, agg.shrink)
     sums = _log_moments(agg, model, n, orders)
     return (_curve(sums, orders, lambda d: outside),
@@ -243,9 +253,10 @@ def composed_curve(models, delta: float, weak_rtol: float = DEFAULT_WEAK_RTOL,
     order."""
     orders = np.asarray(orders, dtype=float)
     fast, bare, plain, own = np.zeros(orders.size), np.zeros(orders.size), [], {}
+    total = sum(int(repeat) for _, _, repeat in models)
     for i, (model, n, repeat) in enumerate(models):
         if is_symmetric(model):
-            curve, without = _pld_curve(model, int(n), weak_rtol, orders)
+            curve, without = _pld_curve(model, int(n), weak_rtol, orders, total)
             own[i] = _round_up(curve)
             fast += repeat * own[i]
             bare += repeat * _round_up(without)

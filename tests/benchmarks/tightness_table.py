@@ -321,19 +321,22 @@ def run(path: Path, randomizers: set[str] | None = None) -> None:
 
 
 def load(path: Path) -> dict[tuple, dict[str, dict]]:
-    """Records by point and method: the grid's file, plus the pair search's pairs.jsonl next
-    to it (only at points the grid has)."""
+    """Records by point and method: the grid's file, plus the lower-side evidence (pair search,
+    exact-lower through the FFT) of pairs.jsonl and times.jsonl next to it, at the grid's
+    points."""
     points: dict[tuple, dict] = {}
     for line in path.read_text().splitlines():
         r = json.loads(line)
         key = (r["randomizer"], r["epsilon0"], r["n"], r["delta"])
         points.setdefault(key, {})[r["method"]] = r
-    pairs = path.with_name("pairs.jsonl")
-    if pairs.exists():
-        for r in map(json.loads, pairs.read_text().splitlines()):
+    for extra in ("pairs.jsonl", "times.jsonl"):  # the lower side's evidence (PAIR, EXACT_FFT)
+        file = path.with_name(extra)
+        if not file.exists():
+            continue
+        for r in map(json.loads, file.read_text().splitlines()):
             key = (r["randomizer"], r["epsilon0"], r["n"], r["delta"])
-            if key in points:
-                points[key][r["method"]] = r
+            if key in points and r["method"] in (PAIR, EXACT_FFT) and r["epsilon"] is not None:
+                points[key][r["method"]] = dict(r, kind="lower", status=r.get("status"))
     return points
 
 

@@ -17,13 +17,14 @@ For k-RR with k = 3 the categories are the whole histogram, so the search over (
 reaches the exact curve there (krr_exact); for binary RR likewise (brr_exact).
 
 Certified evaluation: each trinomial pmf is a product of two binomial pmfs (relative error
-below ``_PMF_SLACK``); the groups are convolved directly when one is small (non-negative sums),
-else by FFT with the 2-norm error bound of certified_fft (a 2-D convolution is a 1-D one of the
-row-major flattened arrays with a row stride that leaves no wrap-around). A cell's computed term
-differs from the exact one by at most r (P + e^eps Q) + (1 + e^eps) E (E the 2-norm bound, which
-also bounds every entry); cells whose computed term is below minus that bound are 0 on both
-sides, and the others contribute at most their share, with the FFT part summed by
-Cauchy-Schwarz. The lower estimate subtracts all of it (and the rounding of the sum).
+below ``_PMF_SLACK`` each, ``_CELL_RELATIVE`` per cell after the convolution); the groups are
+convolved directly when one is small (non-negative sums), else by FFT with the 2-norm error
+bound of certified_fft (a 2-D convolution is a 1-D one of the row-major flattened arrays with
+a row stride that leaves no wrap-around). A cell's computed term differs from the exact one by
+at most r (P + e^eps Q) + (1 + e^eps) E (E the 2-norm bound, which also bounds every entry);
+cells whose computed term is below minus that bound are 0 on both sides, and the others
+contribute at most their share, with the FFT part summed by Cauchy-Schwarz. The lower estimate
+subtracts all of it (and the rounding of the sum).
 
 Cost: (n + 1)^2 cells per dataset, so n <= MAX_N.
 """
@@ -48,8 +49,14 @@ REFERENCE = ("000 Thm 14 generalized to mixed others, post-processed as 001 Thm 
              "(data processing on concrete dataset pairs)")
 #: largest n (the statistic has (n + 1)^2 cells)
 MAX_N = 2000
-#: relative error allowed for each trinomial pmf value (two binomial pmfs, a few ulps each)
-_PMF_SLACK = 1e-12
+#: relative error allowed for each binomial pmf value: a few ulps of scipy's pmf, plus the
+#: effect of the category masses' own rounding (relative ~1e-15 each, times up to n = 2000
+#: trials in the exponent)
+_PMF_SLACK = 1e-11
+#: relative error of a cell of P or Q: three groups, two pmfs each, multiplied in the
+#: convolution's terms (sums of non-negative terms keep the relative bound), plus the rounding
+#: of those products and sums (up to (_DIRECT + 1)^2 direct terms) and of the user's mixture
+_CELL_RELATIVE = 6 * _PMF_SLACK + 256 * 2.0 ** -53
 #: groups up to this size are convolved directly
 _DIRECT = 8
 _U = 2.0 ** -53
@@ -160,7 +167,7 @@ def pair_divergence(stat: PairStatistic, epsilon: float, reverse: bool = False) 
     scale = math.exp(epsilon)
     term = p - scale * q
     # every cell: |computed - exact| <= r (P + e^eps Q) + (1 + e^eps) E
-    relative = (3 * _PMF_SLACK + 8 * _U) * (p + scale * q)
+    relative = _CELL_RELATIVE * (p + scale * q)
     fft = (1.0 + scale) * stat.fft_error
     live = term > -(relative + fft)
     value = float(np.sum(np.maximum(term, 0.0)))
