@@ -11,7 +11,9 @@ it replaces:
 * enumeration.binomial_log_pmf_around (the lower block pairs' pmfs) agrees with Boost's pmf to
   1e-11 relative (pld.mass_relative_error allows 4e-11 and more) and is -inf off the support;
 * calibration of basic over T identical rounds by one engine delta question per eps0 finds the
-  eps0 of the search through compose_rounds (within the search's tolerance), certified.
+  eps0 of the search through compose_rounds (within the search's tolerance), certified;
+* basic's per-round eps by engine delta questions (baselines.round_epsilon) is the engine's eps
+  search result within 2e-4 relative, and certified (upper delta <= delta_t there).
 """
 
 from __future__ import annotations
@@ -21,10 +23,14 @@ import math
 import numpy as np
 import pytest
 
-from shufflesim.protocols.accounting import compose, neutral_blocks, pairs, rdp
+from shufflesim.protocols.accounting import baselines, compose, neutral_blocks, pairs, rdp
 from shufflesim.protocols.accounting.calibrate import largest_epsilon0
 from shufflesim.protocols.accounting.compose import Round, compose_rounds
 from shufflesim.protocols.accounting.enumeration import binomial_log_pmf_around
+from shufflesim.protocols.bounds.numerical.optimal import (
+    optimal_blanket_delta,
+    optimal_blanket_epsilon,
+)
 from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.randomizers import make_randomizer
 
@@ -116,3 +122,16 @@ def test_basic_calibration_by_question_matches_the_composed_search():
     at_low = compose_rounds([Round(factory(low), n, rounds)], 1e-6, "basic").epsilon
     at_high = compose_rounds([Round(factory(high), n, rounds)], 1e-6, "basic").epsilon
     assert at_low <= target * (1 + 1e-3) and at_high > target * (1 - 1e-3)
+
+
+@pytest.mark.parametrize(("name", "kw", "eps0", "n", "delta_t"), [
+    ("krr", {"domain_size": 10}, 1.0, 1000, 1e-6), ("krr", {"domain_size": 3}, 4.0, 10_000, 1e-9),
+    ("brr", {}, 1.0, 10_000, 1e-8)])
+def test_round_epsilon_by_questions_is_the_engines_eps_certified(name, kw, eps0, n, delta_t):
+    r = make_randomizer(name, epsilon0=eps0, **kw)
+    by_questions = baselines.round_epsilon(r, n, delta_t)
+    searched = optimal_blanket_epsilon(r, n, delta_t).epsilon
+    assert abs(by_questions - searched) <= 2e-4 * searched
+    # a certified point: the engine's upper delta there is at most delta_t
+    assert optimal_blanket_delta(r, n, by_questions, threshold=delta_t).delta <= delta_t
+    assert optimal_blanket_delta(r, n, by_questions * (1 - 2e-4)).delta > delta_t

@@ -253,9 +253,13 @@ def round_plds(model: CountModel, n: int, interval: float, side: str, *,
         else:
             ell, lo, hi = -agg.ell, -agg.hi, -agg.lo
         keep = mass > 0
-        mass, ell, lo, hi = mass[keep], ell[keep], lo[keep], hi[keep]
+        exact = agg.lo is agg.hi          # exact losses (block pairs): lo and hi are ell
+        if not keep.all():                # (only the arrays used below are filtered)
+            mass, ell = mass[keep], ell[keep]
+            if upper and not exact:
+                lo, hi = lo[keep], hi[keep]
         total = float(mass.sum())
-        if upper and agg.lo is agg.hi:    # exact losses: all mass at the widened loss
+        if upper and exact:               # exact losses: all mass at the widened loss
             _split_to_grid(acc, _widen(ell, True), mass, interval)
         elif upper:
             _upper_direction(acc, mass, ell, lo, hi, interval)

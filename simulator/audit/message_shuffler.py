@@ -275,7 +275,8 @@ class MessageShuffler:
         args = (messages.copy(), rng) + ((arrivals,) if self.arrivals else ())
         with contained(FIELD, self.source, self.function):
             returned = self.function(*args)
-        return numeric_array(returned, FIELD, self.source)
+        return numeric_array(returned, FIELD, self.source,
+                             complex_ok=np.iscomplexobj(messages))  # planar points
 
     @staticmethod
     def _cast(out: np.ndarray, messages: np.ndarray) -> np.ndarray:

@@ -131,6 +131,15 @@ def draw_rounds(randomizer, values: np.ndarray, config: PipelineConfig, trials: 
     return Rounds(times, sent, client, reports, count, end, batch, kept)
 
 
+def one_shuffle(n: int, config: PipelineConfig) -> bool:
+    """Every round releases its n messages as one uniformly shuffled batch: no dropout, no
+    timeout, no size trigger below n. The released multiset is then the shuffle model's, so
+    the claim's own eps at the audited pair (shuffle_level.claim_pair_epsilon) bounds what any
+    statistic of it can certify under the claim."""
+    return (config.dropout == 0 and config.timeout is None
+            and (config.batch_size is None or config.batch_size >= n))
+
+
 def schedule(times: np.ndarray, count: np.ndarray, end: np.ndarray, config: PipelineConfig
              ) -> tuple[np.ndarray, np.ndarray]:
     """(batch index of every message (-1: not sent), whether its batch is released) of T rounds

@@ -70,6 +70,7 @@ from shufflesim.simulator.audit.pipeline_batch import (
     Release,
     audit_shuffle_release,
     draw_rounds,
+    one_shuffle,
     permutation_release,
     released_batches,
     rounds_per_block,
@@ -228,7 +229,7 @@ def audit_pipeline(
               for a in attacks for w in (0, 1) for phase in (0, 1)}
     per_block = min(options.chunk, rounds_per_block(
         n * messages_per_client(randomizer) * getattr(client, "message_size", 1)))
-    sampled = shuffler is not None and _shuffler_sample(
+    sampled = shuffler is not None and shuffler_sample(
         shuffler, getattr(declared, "continuous", declared), values[0], config, options.trials,
         seq)
     for phase, size in ((0, options.selection_trials), (1, options.evaluation_trials)):
@@ -259,7 +260,7 @@ def audit_pipeline(
                 if progress is not None:
                     progress(done, total)
     if sampled:
-        _run_shuffler_sample(shuffler, client, values, config, sampled, per_block, seq)
+        run_shuffler_sample(shuffler, client, values, config, sampled, per_block, seq)
     holdout = options.selection_trials > 0
     per_bin = {name: ((counts[(name, 0, 0)], counts[(name, 1, 0)]) if holdout else (None, None),
                       (counts[(name, 0, 1)], counts[(name, 1, 1)])) for name in names}
@@ -288,7 +289,7 @@ def audit_pipeline(
                        source, note, pair)
 
 
-def _shuffler_sample(shuffler: MessageShuffler, declared, values, config: PipelineConfig,
+def shuffler_sample(shuffler: MessageShuffler, declared, values, config: PipelineConfig,
                      trials: int, seq: np.random.SeedSequence) -> int:
     """0 when a user's shuffler can see every trial, else the rounds per world it is called on
     (module docstring): its batches per round are measured on a pilot of the declared
@@ -309,7 +310,7 @@ def _shuffler_sample(shuffler: MessageShuffler, declared, values, config: Pipeli
     return sample
 
 
-def _run_shuffler_sample(shuffler: MessageShuffler, randomizer, values, config, rounds: int,
+def run_shuffler_sample(shuffler: MessageShuffler, randomizer, values, config, rounds: int,
                          per_block: int, seq: np.random.SeedSequence) -> None:
     """The user's shuffler on ``rounds`` rounds per world of its own streams (checks only)."""
     for w in (0, 1):
@@ -333,15 +334,6 @@ def _pooled_fit(world: int, observed, senders, pmf) -> FitResult:
     law = senders @ pmf
     stat, dof, p = chi_square_fit(observed, law / law.sum() if law.sum() > 0 else law)
     return FitResult(f"X{world}", "pooled chi-square", stat, dof, p, int(observed.sum()))
-
-
-def one_shuffle(n: int, config: PipelineConfig) -> bool:
-    """Every round releases its n messages as one uniformly shuffled batch: no dropout, no
-    timeout, no size trigger below n. The released multiset is then the shuffle model's, so
-    the claim's own eps at the audited pair (shuffle_level.claim_pair_epsilon) bounds what any
-    statistic of it can certify under the claim."""
-    return (config.dropout == 0 and config.timeout is None
-            and (config.batch_size is None or config.batch_size >= n))
 
 
 def shuffled_size(n: int, config: PipelineConfig | None) -> int:

@@ -23,39 +23,16 @@ that drops, alters or orders vector messages is judged on the vectors themselves
 
 :class:`ProjectedGradientClient` is the scalar client (the projection of the user's reports)
 that the audit's machinery loads; its ``vector_client`` is what the pipeline level sends
-instead (pipeline_level.py reads it through :func:`vector_client`).
-
-**The learned attack** (learned_attack.py, DP-Sniper style: Bichsel et al., IEEE S&P 2021)
-also runs on the raw released vectors (:func:`learned_pipeline`), so a leak off the inputs'
-difference, which the projection cannot see, is found. It needs every round to release the n
-messages as one batch (``one_shuffle``: no dropout, no timeout, no size trigger below n), so
-that a trial is one multiset of n vectors; its features are symmetric, so it reads the
-multiset. Its threshold is pair_upper.continuous_pair_epsilon of the scalar claim at the pair
-(x0, x1, others at x1): for the claimed isotropic Gaussian the report's likelihood ratio
-between g(x0) and g(x1) depends on the projection alone, and the part orthogonal to e is
-noise of one law in both worlds, so the shuffled vectors are a randomized post-processing of
-the shuffled projections (attach that noise to each) and have the same eps: the bound holds
-for every statistic of the raw vectors (the verdict ``implementation-learned``, its own test
-group in Holm's procedure).
+instead (pipeline_level.py reads it through :func:`vector_client`). The learned attack on the
+same released vectors: pipeline_learned.py.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from shufflesim.simulator.audit import pair_upper
-from shufflesim.simulator.audit.learned_attack import learned_audit, learned_verdict
 from shufflesim.simulator.audit.loading import FIELD, seed_global_state
-from shufflesim.simulator.audit.pipeline_batch import audit_shuffle_release, draw_rounds
-from shufflesim.simulator.audit.sampling import child
-from shufflesim.simulator.audit.shuffle_level import AuditOptions
 from shufflesim.simulator.usercode import UserCodeError, contained, numeric_array
-
-#: Most trials per world the learned attack takes at the pipeline level (it is one more row
-#: beside the projection's; fewer trials only cost it power).
-LEARNED_TRIALS = 200_000
-#: Spawn key of the learned attack's streams at the pipeline level.
-LEARNED_PIPELINE_KEY = 0x1EA3
 
 
 class VectorClient:
@@ -151,34 +128,3 @@ def vector_client(client) -> VectorClient | None:
     function = getattr(implementation, "function", None)
     return getattr(function, "vector_client", None)
 
-
-def learned_pipeline(vector: VectorClient, scalar, n: int, deltas, options, seed, config,
-                     x0: float, x1: float, x2: float):
-    """(the learned attack's AttackAudit, its verdicts per delta) on the pipeline's released
-    vector messages (module docstring), or None when a round is not one batch of n."""
-    if not (config.dropout == 0 and config.timeout is None and config.min_batch <= n
-            and (config.batch_size is None or config.batch_size >= n)):
-        return None
-    values = [np.concatenate(([x], np.full(n - 1, x2))) for x in (x0, x1)]
-    dim = vector.message_size
-
-    def draw(world: int, trials: int, rng: np.random.Generator) -> np.ndarray:
-        rounds = draw_rounds(vector, values[world], config, trials, rng)
-        release = audit_shuffle_release(rounds, rng)
-        return release.reports.reshape(trials, n, dim)
-
-    trials = min(int(options.trials), LEARNED_TRIALS)
-    learned_options = AuditOptions(trials, options.confidence, chunk=options.chunk,
-                                   holdout_fraction=options.holdout_fraction,
-                                   shortlist=options.shortlist)
-    audit = learned_audit(draw, n, deltas, learned_options, child(seed, LEARNED_PIPELINE_KEY),
-                          level="pipeline", randomizer=getattr(scalar, "name", ""),
-                          epsilon0=float(scalar.epsilon0),
-                          pair=f"g(x0 = {x0:g}) vs g(x1 = {x1:g}), others g({x2:g})",
-                          implementation=vector.source)
-    usable = x2 == x1 and pair_upper.applies(scalar)
-    verdicts = [learned_verdict(
-        audit, d, pair_upper.continuous_pair_epsilon(scalar, x0, x1, n, d) if usable else None,
-        "the claim's pair upper bound (pair_upper.py)", f"{scalar.name} gradient claim")
-        for d in audit.deltas]
-    return audit, verdicts

@@ -34,21 +34,23 @@ from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_gro
 from shufflesim.simulator.audit.audit_inputs import as_input, audit_triple
 from shufflesim.simulator.audit.binned import binned_pair, continuous_triple, is_binnable
 from shufflesim.simulator.audit.claim import Claim
-from shufflesim.simulator.audit.claim_lr import audit_claim_lr, is_lr_claim
+from shufflesim.simulator.audit.claim_lr import audit_claim_lr, is_lr_claim, lr_triple
 from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
 from shufflesim.simulator.audit.grading import attach_p_values, grade
 from shufflesim.simulator.audit.input_search import final_shuffle, search_pipeline, search_shuffle
+from shufflesim.simulator.audit.learned_rows import implementation_draw, learned_rows
 from shufflesim.simulator.audit.levels import ATTACKS, LEVELS, Level, as_level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import load_shuffler
 from shufflesim.simulator.audit.multi_message_level import audit_multi_message, is_multi_message
+from shufflesim.simulator.audit.pipeline_learned import audit_pipeline_learned, learned_pipeline
 from shufflesim.simulator.audit.pipeline_level import (
     audit_pipeline,
     identity_permutation,
     shuffled_size,
 )
 from shufflesim.simulator.audit.pipeline_multi import audit_pipeline_multi
-from shufflesim.simulator.audit.pipeline_vector import learned_pipeline, vector_client
+from shufflesim.simulator.audit.pipeline_vector import vector_client
 from shufflesim.simulator.audit.profile import profile_rows
 from shufflesim.simulator.audit.randomizer_level import RandomizerAuditOptions, audit_randomizer
 from shufflesim.simulator.audit.sampling import DEFAULT_CHUNK, child
@@ -95,7 +97,9 @@ class AuditSettings:
     (report i supports value x), an event family of the randomizer level's ``search`` attack
     (needed for local hashing, whose reports are all distinct); fresh_devices: run the
     implementation in this many fresh processes too and test whether its randomness repeats
-    across them (fresh_devices.py: import-time seeding, a fixed key).
+    across them (fresh_devices.py: import-time seeding, a fixed key); learned: false leaves
+    out the learned attack and the test at delta* of a continuous claim at the shuffle level
+    (learned_rows.py).
     """
 
     trials: int
@@ -122,6 +126,7 @@ class AuditSettings:
     claim_delta0: float = 0.0
     support: str | None = None
     fresh_devices: int | None = None
+    learned: bool = True
 
     def __post_init__(self) -> None:
         level = as_level(self.level)  # every registered level (levels.LEVELS)
@@ -379,8 +384,9 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     learned = None  # the learned attack's (audit, verdicts) at the pipeline level
     multi = is_multi_message(declared)  # the shuffle or pipeline level
     binned = is_binnable(declared) and not multi  # the shuffle or pipeline level
-    lr = settings.level is Level.SHUFFLE and is_lr_claim(declared) and not multi
+    lr = is_lr_claim(declared) and not multi  # claim_lr.py, pipeline_learned.py
     shuffler = load_shuffler(settings.shuffler)  # None, or the user's (message_shuffler.py)
+    raw = tested  # its raw reports: the learned attack's (learned_rows.py)
     if binned:  # a continuous scalar claim: its reports binned (binned.py)
         x0, x1, x2 = continuous_triple(declared, n, settings.delta[0], settings)
         tested, _ = binned_pair(tested, x0, x1, seed)
@@ -393,8 +399,11 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
         audit = _audit_multi(settings, tested, declared, n, options, seed, progress,
                              pipeline, shuffler)
         bound_n = n
-    elif lr:  # a continuous claim without output groups: its own likelihood ratio (claim_lr.py)
+    elif lr and settings.level is Level.SHUFFLE:  # no output groups: the claim's own LR
         audit, bound_n = audit_claim_lr(tested, n, settings.delta, options, seed), n
+    elif lr:  # ... and at the pipeline level the learned attack
+        audit, bound_n = audit_pipeline_learned(tested, n, settings.delta, options, seed,
+                                                pipeline or PipelineConfig(), shuffler), n
     elif settings.level is Level.SHUFFLE:
         others = x2
         if settings.others is not None:
@@ -451,6 +460,13 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
                                     bound_n, delta, where, audit.claim_pair.get(delta)))
         bound_rows += verdict_records(verdicts, {**context, "pair": audit.pair}, level,
                                       source)
+    if settings.level is Level.SHUFFLE and (binned or lr) and settings.learned:
+        l0, l1 = (x0, x1) if binned else lr_triple(declared)[:2]
+        bound_rows += learned_rows(implementation_draw(raw, l0, l1, n), declared, n,
+                                   settings.delta, options, seed, context, x0=l0, x1=l1,
+                                   source=source, claimed=claimed, bound_rows=bound_rows,
+                                   pair=f"(x0, x1, x2) = ({l0}, {l1}, {l1})", atoms=(l0, l1)
+                                   if np.ndim(l0) == 0 else ())
     return attach_p_values(
         records + implementation_records(own, {**context, "pair": audit.pair}, level, source,
                                          seconds=audit.seconds, note=audit.note) + bound_rows,
