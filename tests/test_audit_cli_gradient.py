@@ -84,6 +84,12 @@ def test_bad_gradient_flags_are_one_line_errors(tmp_path, extra, needle):
     assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], lines
 
 
+def test_fresh_devices_with_a_gradient_claim_is_one_line(tmp_path):
+    result = _run(["--implementation", _client(tmp_path, 1.0), *FLAGS, "--level", "randomizer",
+                   "--fresh-devices"])
+    assert result.exit_code == 2 and result.output.startswith("error: --fresh-devices = 4")
+
+
 def test_a_gradient_claim_needs_its_delta0(tmp_path):
     result = _run(["--implementation", _client(tmp_path, 1.0), "--gradient-clip", "1",
                    "--gradient-dim", "8", "--claim-epsilon0", "1", "--level", "randomizer"])
