@@ -304,7 +304,16 @@ def krr_exact_lower_epsilon(randomizer, n: int, delta: float) -> BoundResult:
     configuration as its lower end (k = 3, n <= MAX_N_FULL)."""
     start = time.perf_counter()
     _check(randomizer, n, delta, MAX_N_CORNERS)
-    lower, upper, where = _search(randomizer, n, delta, "lower")
+    # each pair on windows with bounded outside mass (krr3_blocks): the same pairs as
+    # _search(..., "lower") at a fraction of its one-user-at-a-time cost (n = 1000: 2.3 s)
+    search = krr3_blocks.BlockSearch(float(randomizer.epsilon0), n, delta,
+                                     k=int(randomizer.domain_size))
+    lower, upper, where = 0.0, 0.0, _corner_configs(n)[0]
+    for cfg in _corner_configs(n):
+        lo, hi = krr3_blocks.pair_bracket(search, cfg)
+        if lo > lower:
+            lower, where = lo, cfg
+        upper = max(upper, hi)
     scope = "the corners' neighbourhoods"
     return BoundResult("krr-exact-lower", BoundKind.LOWER, float(lower), float(delta),
                        float(max(0.0, upper - lower)), BoundStatus.PROVEN, REFERENCE,
