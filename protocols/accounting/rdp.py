@@ -162,15 +162,16 @@ def _curve(sums: list[np.ndarray], orders: np.ndarray, outside) -> np.ndarray:
 #: Over FEW_ROUNDS rounds or more, the k-RR blanket pair's Renyi curve comes from the neutral
 #: block pairs (neutral_blocks.py, shared with the round's PLD) once the pair's own symmetric
 #: enumeration has more than NEUTRAL_BLOCKS_FROM entries (S values x D values): 0, i.e. always.
-#: On the composition grid's k-RR points (k = 3, 10; eps0 0.5, 1, 4; n 1e3-1e5; T 10-1000) the
-#: result is within 2e-5 relative of the enumeration's, 5-15x faster (issue 32;
-#: tests/test_accounting_fast_paths.py).
+#: On the composition grid's k-RR points (k = 3, 10; eps0 0.5, 1, 4; n 1e3-1e5) with T = 30,
+#: 100 and 1000 the result is within 3e-5 relative of the enumeration's, and 5-15x faster
+#: below n = 1e5 (issue 32; tests/test_accounting_fast_paths.py).
 NEUTRAL_BLOCKS_FROM = 0.0
-#: The same over fewer than FEW_ROUNDS rounds (the large Renyi orders of T = 1 weigh the split
-#: ends of the blocks' m'-bins): rdp-blanket was up to 93 % looser at n = 1000, 8 % at n = 1e5
-#: (eps0 = 0.5), 0.9 % at n = 2.7e5 (10-RR, eps0 = 1), within 1e-4 from n = 1e6.
+#: The same over fewer than FEW_ROUNDS rounds (the large Renyi orders of few rounds weigh the
+#: split ends of the blocks' m'-bins): with blocks rdp-blanket was 1.2 % looser at n = 1000,
+#: T = 10 (10-RR, eps0 = 1), up to 93 % at n = 1000, 8 % at n = 1e5 (eps0 = 0.5) and 0.9 % at
+#: n = 2.7e5 (10-RR, eps0 = 1) with T = 1, within 1e-4 from n = 1e6.
 NEUTRAL_BLOCKS_FROM_FEW = 2.4e7
-FEW_ROUNDS = 10
+FEW_ROUNDS = 30
 
 
 def enumeration_entries(model, n: int) -> float:
