@@ -86,7 +86,7 @@ def test_pair_upper_bound_holds_against_quadrature_at_n2():
     fine grid: at the bound's eps the true delta is at most the audited delta, and 8 % below
     the bound it is above (the bound is tight to a few per cent)."""
     s = GAUSS.sigma
-    y = np.linspace(-32.0, 33.0, 1501)
+    y = np.linspace(-32.0, 33.0, 1201)
     w = stats.norm.pdf(y, 1.0, s) * (y[1] - y[0])
     a = np.exp(GAUSS.log_prob(0.0, y) - GAUSS.log_prob(1.0, y))
 
@@ -161,3 +161,63 @@ def test_orthogonal_leak_at_n10_and_false_violations_over_50_seeds():
                               AuditOptions(trials=20_000), seed)
         exceed += audit.epsilon_lb(1e-2) > bound
     assert exceed <= 6
+
+
+def _implementation_rows(rows):
+    return {r["bound"]: r for r in rows if r["row_type"] == "verdict"
+            and r.get("subject") == "implementation"}
+
+
+@pytest.mark.slow
+def test_audit_gradient_catches_an_orthogonal_leak_the_projection_misses():
+    """audit_gradient at the shuffle level (n = 2, delta = 0.01, 4 x 10^4 trials, about 9 s of
+    CPU): the projection onto the inputs' difference sees nothing (implementation-shuffled
+    consistent), the learned direction on the full reports convicts it
+    (implementation-shuffled-profile, a test group of its own); the claimed client passes the
+    learned rows (its binned goodness of fit, not this module's, came out at adjusted p 0.02
+    on this seed: within alpha, left alone)."""
+    from shufflesim.simulator.audit.gradient import audit_gradient
+    from shufflesim.simulator.audit.grading import failing
+
+    rows = audit_gradient(gradient_client(0.5), CLAIM, trials=40_000, level="shuffle", n=2,
+                          delta=(1e-2,), seed=0)
+    got = _implementation_rows(rows)
+    assert got["implementation-shuffled"]["verdict"] == "consistent"
+    found = got["implementation-shuffled-profile"]
+    assert found["verdict"] == "violated" and found["adjusted_p_value"] < 1e-6, found["reason"]
+    assert found["epsilon_lb"] > found["bound_epsilon"]
+    assert "delta* =" in found["reason"] and found["test_group"] is None
+    assert "implementation-shuffled-profile" in {r["bound"] for r in failing(rows, 0.95)}
+    assert any(r["row_type"] == "attack" and r["attack"] == "learned" for r in rows)
+    ok = audit_gradient(gradient_client(0.0), CLAIM, trials=40_000, level="shuffle", n=2,
+                        delta=(1e-2,), seed=0)
+    assert _implementation_rows(ok)["implementation-shuffled-profile"]["verdict"] == \
+        "consistent"
+    assert "implementation-shuffled-profile" not in {r["bound"] for r in failing(ok, 0.95)}
+
+
+def test_a_continuous_claim_gets_the_learned_rows_at_the_shuffle_level():
+    """A Gaussian client (sigma x 0.8) at n = 2, 10^4 trials: the learned attack rows and the
+    profile row beside the binned histogram attacks, each verdict row its own test group;
+    learned = False leaves them out."""
+    from shufflesim.simulator.audit.implementation import Claim
+    from shufflesim.simulator.audit.run import audit_implementation
+
+    sigma = 0.8 * GAUSS.sigma
+
+    def client(values, rng):
+        values = np.asarray(values, dtype=float)
+        return values + rng.normal(0.0, sigma, size=values.shape)
+
+    claim = Claim(GAUSS, delta0=1e-6)
+    rows = audit_implementation(client, claim, trials=10_000, level="shuffle", n=2,
+                                delta=(1e-2,), seed=0)
+    got = _implementation_rows(rows)
+    profile = got["implementation-shuffled-profile"]
+    assert profile["p_value"] is not None and profile.get("test_group") is None
+    assert 0 < profile["delta"] < 1 and profile["bound_epsilon"] > 0
+    attacks = {r["attack"] for r in rows if r["row_type"] == "attack"}
+    assert "learned" in attacks and any(a.endswith("-profile") for a in attacks)
+    without = audit_implementation(client, claim, trials=10_000, level="shuffle", n=2,
+                                   delta=(1e-2,), seed=0, learned=False)
+    assert "implementation-shuffled-profile" not in _implementation_rows(without)

@@ -55,9 +55,62 @@ ADVANCED_FRACTIONS = np.unique(np.concatenate([
     1.0 / (1.0 + np.exp(-np.linspace(-13.8, 13.8, 2001)))]))
 
 
+#: Relative width of the final bracket of :func:`round_epsilon` (the engine's own eps search
+#: polishes to about 1.7e-4; questions much closer to the crossing make the engine refine for
+#: 0.2-0.7 s each).
+ROUND_EPSILON_RTOL = 1e-4
+#: Engine questions :func:`round_epsilon` asks before it hands over to the engine's eps search.
+MAX_QUESTIONS = 40
+
+
+def round_epsilon(randomizer, n: int, delta_t: float) -> float:
+    """The single-round optimal-blanket eps at delta_t (000 Thm 13, upper side), found by
+    engine questions (optimal.optimal_blanket_delta with threshold delta_t, a few ms each at
+    n = 1e5) instead of the engine's eps search (0.4-2 s at delta_t = 1e-8; issue 32): the
+    upper end of a bracket [lo, hi] of relative width ROUND_EPSILON_RTOL whose upper delta
+    is certified <= delta_t, i.e. a valid (eps, delta_t) guarantee of the round. The bracket
+    starts at (0, eps0] (a pure eps0-LDP round has delta(eps0) = 0) and is narrowed by
+    regula falsi on ln(delta / delta_t) (Illinois variant), by quartering or geometric
+    bisection while an end has no finite value. Randomizers outside pairs.SUPPORTED, or a
+    search that does not settle in MAX_QUESTIONS questions, take the engine's eps search."""
+    n, delta_t = int(n), float(delta_t)
+    if getattr(randomizer, "name", None) not in pairs.SUPPORTED:
+        return optimal_blanket_epsilon(randomizer, n, delta_t).epsilon
+
+    def score(eps: float) -> float:
+        value = optimal_blanket_delta(randomizer, n, eps, threshold=delta_t).delta
+        return math.log(value / delta_t) if value > 0 else -math.inf
+
+    lo, hi = 0.0, float(randomizer.epsilon0)
+    g_lo, g_hi = math.inf, score(hi)     # eps = 0 is not asked (slow, and never certified)
+    if g_hi > 0:
+        return optimal_blanket_epsilon(randomizer, n, delta_t).epsilon
+    side = 0
+    for _ in range(MAX_QUESTIONS):
+        if hi - lo <= ROUND_EPSILON_RTOL * hi:
+            return hi
+        if math.isfinite(g_hi) and math.isfinite(g_lo):
+            x = hi - g_hi * (hi - lo) / (g_hi - g_lo)
+        else:
+            x = hi / 4.0 if lo == 0 else math.sqrt(lo * hi)
+        margin = 0.25 * ROUND_EPSILON_RTOL * hi     # strictly inside the bracket
+        x = min(max(x, lo + margin), hi - margin)
+        g = score(x)
+        if g > 0:
+            lo, g_lo = x, g
+            if side == -1:
+                g_hi *= 0.5
+            side = -1
+        else:
+            hi, g_hi = x, g
+            if side == 1:
+                g_lo *= 0.5
+            side = 1
+    return optimal_blanket_epsilon(randomizer, n, delta_t).epsilon
+
+
 def _round_epsilons(rounds, delta_t: float) -> list[tuple[float, int]]:
-    return [(optimal_blanket_epsilon(r.randomizer, int(r.n), delta_t).epsilon, r.repeat)
-            for r in rounds]
+    return [(round_epsilon(r.randomizer, int(r.n), delta_t), r.repeat) for r in rounds]
 
 
 def basic(rounds, delta: float, **_options) -> ComposedResult:

@@ -59,13 +59,16 @@ def lr_triple(declared) -> tuple:
     return x0, x1, x1
 
 
-def _statistic(declared, x0, x1, reports: np.ndarray) -> np.ndarray:
+def claim_statistic(declared, x0, x1, reports: np.ndarray) -> np.ndarray:
     """T per trial (module docstring) of reports shaped (trials, n, ...)."""
     n = reports.shape[1]
     log_ratio = (np.asarray(declared.log_prob(x0, reports), dtype=float)
                  - np.asarray(declared.log_prob(x1, reports), dtype=float))
     log_ratio = log_ratio.reshape(reports.shape[0], n, -1).sum(axis=2)
     return special.logsumexp(log_ratio, axis=1) - np.log(n)
+
+
+_statistic = claim_statistic  # the name the tests use
 
 
 def audit_claim_lr(tested, n: int, deltas, options, seed: np.random.SeedSequence, *,
@@ -126,5 +129,5 @@ def _statistic_trials(tested, declared, x, x0, x1, n: int, trials: int,
         values[:, 0] = x_arr
         values[:, 1:] = x1_arr
         reports = np.asarray(tested.randomize(values, rng))
-        out.append(_statistic(declared, x0, x1, reports))
+        out.append(claim_statistic(declared, x0, x1, reports))
     return np.concatenate(out) if out else np.empty(0)

@@ -15,6 +15,7 @@ fresh samples. A poor classifier only costs power.
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,10 +87,13 @@ def _newton(z: np.ndarray, y: np.ndarray, ridge: float) -> tuple[np.ndarray, flo
 
 
 def fit_logistic(features_a: np.ndarray, features_b: np.ndarray,
-                 backend: str = "auto") -> LogisticModel:
-    """A classifier of features of R(a) (label 1) against R(b) (label 0)."""
+                 backend: str = "auto", ridge: float = RIDGE) -> LogisticModel:
+    """A classifier of features of R(a) (label 1) against R(b) (label 0); ``ridge``: the L2
+    penalty on the standardised weights, per sample."""
     require(backend in ("auto", "numpy", "sklearn"), "backend", backend,
             "must be auto, numpy or sklearn")
+    require(isinstance(ridge, (int, float)) and 0 < ridge < math.inf, "ridge", ridge,
+            "must be a positive number")
     fa = np.asarray(features_a, dtype=float).reshape(len(features_a), -1)
     fb = np.asarray(features_b, dtype=float).reshape(len(features_b), -1)
     require(fa.shape[1] == fb.shape[1] and len(fa) >= 2 and len(fb) >= 2, "features",
@@ -100,11 +104,11 @@ def fit_logistic(features_a: np.ndarray, features_b: np.ndarray,
     if backend == "sklearn":
         from sklearn.linear_model import LogisticRegression  # the learn extra
 
-        model = LogisticRegression(C=1.0 / (RIDGE * len(y)), max_iter=200)
+        model = LogisticRegression(C=1.0 / (ridge * len(y)), max_iter=200)
         model.fit(z, y)
         return LogisticModel(model.coef_[0].copy(), float(model.intercept_[0]), mean, scale)
     with _one_blas_thread():
-        weights, intercept = _newton(z, y, RIDGE)
+        weights, intercept = _newton(z, y, ridge)
     return LogisticModel(weights, intercept, mean, scale)
 
 

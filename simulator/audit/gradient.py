@@ -35,6 +35,7 @@ another coordinate) is only tested along e: that is a limitation, not a false ve
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,9 +43,12 @@ import numpy as np
 from shufflesim.protocols.errors import require, require_positive_finite
 from shufflesim.protocols.randomizers import make_randomizer
 from shufflesim.simulator.audit.claim import Claim
+from shufflesim.simulator.audit.claim_lr import claim_statistic
+from shufflesim.simulator.audit.grading import METHOD, grade
+from shufflesim.simulator.audit.learned_rows import learned_rows
 from shufflesim.simulator.audit.loading import FIELD
 from shufflesim.simulator.audit.pipeline_vector import ProjectedGradientClient
-from shufflesim.simulator.audit.run import audit_implementation
+from shufflesim.simulator.audit.run import AuditSettings, audit_implementation, implementation_seed
 from shufflesim.simulator.usercode import UserCodeError, contained, numeric_array
 
 
@@ -121,12 +125,21 @@ def projected_client(client, claim: GradientClaim, source: str | None = None):
 
 
 def audit_gradient(client, claim: GradientClaim, *, trials: int, level: str = "randomizer",
-                   n: int | None = None, delta=(), seed: int = 0, **options) -> list[dict]:
+                   n: int | None = None, delta=(), seed: int = 0, learned: bool = True,
+                   **options) -> list[dict]:
     """Audit a Gaussian gradient client (``(gradients (k, dim), rng) -> reports (k, dim)``)
     against ``claim`` at ``level`` ("randomizer", "shuffle" or "pipeline"): the scalar audit of its
     projection (module docstring) against the registered ``gaussian`` claim on [0, 1]. Rows
     as :func:`simulator.audit.run.audit_implementation`'s; each row's ``note`` says what was
-    projected."""
+    projected.
+
+    At the shuffle level (``learned``, default true) the rows of the learned attack on the
+    *full* gradient reports are added (learned_rows.py): a direction chosen on held-out
+    trials, so a leak orthogonal to the inputs' difference is seen, and the test at delta*
+    against the scalar claim's profile at the pair (0 vs 1), which is that of the gradient
+    pair: under the claim a report is (e . y) e plus noise orthogonal to e with the same law
+    in both worlds, so the vector multiset and the scalar one have the same privacy profile.
+    All rows are graded as one Holm family."""
     require(level in ("randomizer", "shuffle", "pipeline"), "level", level,
             "a gradient client is audited at the randomizer, shuffle or pipeline level")
     require(options.pop("vectorized", True) is not False, "vectorized", False,
@@ -136,11 +149,70 @@ def audit_gradient(client, claim: GradientClaim, *, trials: int, level: str = "r
                else projected_client(client, claim))  # (pipeline_vector.py)
     rows = audit_implementation(wrapped, Claim(scalar), trials=trials,
                                 level=level, n=n, delta=delta, seed=seed, vectorized=True,
-                                **options)
+                                learned=learned and level == "pipeline",  # there: the
+                                **options)  # vectors (pipeline_learned.py); else on full reports
+    if level == "shuffle" and learned:
+        rows = _with_learned(rows, client, claim, n, delta, trials, seed, options)
     note = (f"gradient client (dim {claim.dim}, clip {claim.clip:g}, m "
             f"{claim.examples_per_client}, sigma {claim.sigma:.6g}) projected onto the "
             f"difference of its two inputs (Delta {claim.sensitivity:g}): audited as "
             f"gaussian(eps0 = {claim.epsilon0:g}, delta0 = {claim.delta0:g}) on [0, 1]")
     for row in rows:
-        row["gradient_projection"] = note
+        row.setdefault("gradient_projection", note)
     return rows
+
+
+def _with_learned(rows: list[dict], client, claim: GradientClaim, n, delta, trials: int,
+                  seed: int, options: dict) -> list[dict]:
+    """``rows`` (graded) with the learned rows of the full reports added, graded again as one
+    family (audit_gradient's docstring)."""
+    g_lo, g_hi = claim.inputs()
+    step = g_hi - g_lo
+    unit = step / np.linalg.norm(step)
+    scalar = claim.scalar
+    source = getattr(client, "__name__", repr(client))
+    settings = AuditSettings(trials=trials, level="shuffle", delta=delta, **{
+        k: v for k, v in options.items() if k in ("confidence", "holdout_fraction",
+                                                 "shortlist")})
+    opts = settings.options()
+
+    def draw(world: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        gradients = np.empty((size, n, g_lo.size))
+        gradients[:] = g_hi
+        gradients[:, 0] = g_lo if world == 0 else g_hi
+        gradients = gradients.reshape(-1, g_lo.size)
+        with contained(FIELD, source, client):
+            reports = client(gradients, rng)
+        reports = numeric_array(reports, FIELD, source)
+        if reports.shape != gradients.shape:
+            raise UserCodeError(FIELD, source, f"returned shape {reports.shape} for gradients "
+                                f"of shape {gradients.shape}: a gradient client returns one "
+                                "report of the gradient's shape per gradient")
+        return reports.astype(float).reshape(size, n, g_lo.size)
+
+    def claim_lr(reports: np.ndarray) -> np.ndarray:
+        return claim_statistic(scalar, 0.0, 1.0, (reports - g_lo) @ unit / claim.sensitivity)
+
+    context = {k: rows[0].get(k) for k in ("randomizer", "epsilon0", "n")} if rows else {}
+    extra = learned_rows(draw, scalar, n, settings.delta, opts, implementation_seed(seed),
+                         context, x0=0.0, x1=1.0, source=source,
+                         claimed=f"gradient client (dim {claim.dim}) of {scalar.name}",
+                         pair="(g_lo, g_hi, g_hi)", fixed={"claim-lr": claim_lr})
+    note = (f"gradient client (dim {claim.dim}, clip {claim.clip:g}, m "
+            f"{claim.examples_per_client}): its full reports, a learned direction; judged by "
+            "the scalar claim's profile at the pair (0 vs 1)")
+    for r in extra:
+        r["gradient_projection"] = note
+    for r in rows:  # graded once already: grade again from the rows' own reasons
+        r["reason"] = _ungraded(r.get("reason"))
+    return grade(rows + extra, opts.confidence)
+
+
+def _ungraded(reason):
+    """A verdict row's reason without what grading.grade added to it."""
+    if not isinstance(reason, str):
+        return reason
+    head = "not significant family-wise ("
+    if reason.startswith(head) and "; alone: " in reason:
+        reason = reason.split("; alone: ", 1)[1]
+    return re.sub(rf" \[{METHOD}-adjusted p = [^\]]*\]$", "", reason)

@@ -12,7 +12,9 @@ the shuffled output whatever order the caller's ``draw`` returns (:func:`multise
 
 * scalar reports z_1..z_n: order statistics (all n when n <= ORDER_RANKS, else ORDER_RANKS
   evenly spaced ranks, min and max included), the first three moments of the standardised
-  values, counts in BINS cells (pooled training quantiles), the number of exact repeats within
+  values and the products of the mean with itself and the second moment (the shuffled
+  multiset's log likelihood ratio is a log of a sum, not linear in the moments), counts in BINS
+  cells (pooled training quantiles), the number of exact repeats within
   the multiset, and the number of reports equal to each given atom (e.g. the inputs, which a
   leaking client sends in clear);
 * vector reports y_1..y_n (complex numbers are (re, im)): the scalar features of the projections
@@ -84,7 +86,13 @@ BINS = 16
 #: Cells of the score (pooled tuning quantiles) whose tails are the candidate events.
 SCORE_BINS = 256
 #: Training trials per world at most (the rest of the selection trials tune the threshold).
-MAX_TRAIN = 20_000
+MAX_TRAIN = 50_000
+#: L2 penalty of the classifier per training trial (classifier.fit_logistic): strong, because
+#: one report's change moves the multiset's features little and many features are collinear
+#: (a weaker penalty fitted noise: eps_lb of a Gaussian client at sigma x 0.8, n = 10, fell
+#: 0.003-0.007 below the profile test's threshold at a penalty of 1e-4, and came 0.0002-0.009
+#: above it at 0.2; seeds 0-2, 10^6 trials).
+RIDGE = 0.2
 #: Coordinates up to which per-coordinate sums and sums of squares are features.
 MAX_COORDINATES = 64
 #: Numbers drawn per chunk of trials (trials per chunk x n x dim).
@@ -120,7 +128,7 @@ class FeatureMap:
     scale: float
     cuts: np.ndarray
     ranks: np.ndarray
-    atoms: tuple[float, ...]
+    atoms: tuple[np.ndarray, ...]  # each of the reports' width (a complex atom: (re, im))
     coordinates: bool  # per-coordinate sums and sums of squares
 
     def __call__(self, reports: np.ndarray) -> np.ndarray:
@@ -153,8 +161,11 @@ def fit_feature_map(train0: np.ndarray, train1: np.ndarray,
     cuts = np.unique(np.quantile(z, np.linspace(0, 1, BINS + 1)[1:-1]))
     ranks = (np.arange(n) if n <= ORDER_RANKS
              else np.unique(np.round(np.linspace(0, n - 1, ORDER_RANKS)).astype(int)))
+    points = tuple(np.asarray(as_reports(np.asarray(a).reshape(1, 1, -1) if np.ndim(a) else
+                                         np.asarray([[a]])), dtype=float).reshape(-1)
+                   for a in atoms)
     return FeatureMap(direction, centre, scale, cuts, ranks,
-                      tuple(float(a) for a in atoms), dim > 1 and dim <= MAX_COORDINATES)
+                      tuple(p for p in points if p.size == dim), dim > 1 and dim <= MAX_COORDINATES)
 
 
 def multiset_features(reports: np.ndarray, fmap: FeatureMap) -> np.ndarray:
@@ -163,9 +174,10 @@ def multiset_features(reports: np.ndarray, fmap: FeatureMap) -> np.ndarray:
     z = reports @ fmap.direction if dim > 1 else reports[..., 0]
     u = (z - fmap.centre) / fmap.scale
     ordered = np.sort(z, axis=1)
-    cols = [ordered[:, fmap.ranks],
-            u.mean(axis=1, keepdims=True), (u * u).mean(axis=1, keepdims=True),
-            (u * u * u).mean(axis=1, keepdims=True)]
+    m1 = u.mean(axis=1, keepdims=True)
+    m2 = (u * u).mean(axis=1, keepdims=True)
+    cols = [ordered[:, fmap.ranks], m1, m2, (u * u * u).mean(axis=1, keepdims=True),
+            m1 * m1, m1 * m2, m1 * m1 * m1]
     cells = fmap.cuts.size + 1
     cell = np.searchsorted(fmap.cuts, z, side="right") + cells * np.arange(trials)[:, None]
     cols.append(np.bincount(cell.ravel(), minlength=trials * cells).reshape(trials, cells))
@@ -173,8 +185,8 @@ def multiset_features(reports: np.ndarray, fmap: FeatureMap) -> np.ndarray:
     if dim > 1:  # a repeated vector repeats its projection; also repeats in any coordinate
         first = np.sort(reports[..., 0], axis=1)
         cols.append((np.diff(first, axis=1) == 0).sum(axis=1, keepdims=True))
-    for a in fmap.atoms:
-        cols.append((reports == a).any(axis=2).sum(axis=1, keepdims=True))
+    for a in fmap.atoms:  # reports equal to the atom in every coordinate
+        cols.append((reports == a).all(axis=2).sum(axis=1, keepdims=True))
     if dim > 1:
         sq = (reports * reports).sum(axis=2)
         cols += [sq.sum(axis=1, keepdims=True), sq.max(axis=1, keepdims=True),
@@ -230,17 +242,42 @@ def split_selection(options: AuditOptions) -> tuple[int, int]:
     return train, sel - train
 
 
-def learned_audit(draw: Draw, n: int, deltas, options: AuditOptions,
-                  seed: np.random.SeedSequence | int, *, level: str = "shuffle",
-                  randomizer: str = "", epsilon0: float = math.nan, pair: str = "",
-                  implementation: str = "", atoms: Sequence[float] = (),
-                  progress: Callable[[int], None] | None = None) -> AttackAudit:
-    """The learned attack on the shuffled multiset (module docstring): ``draw(world, trials,
-    rng)`` returns the n reports of ``trials`` trials of world 0 (user 1 at x0) or 1 (at
-    x1); ``atoms``: report values whose exact occurrences are counted (e.g. the inputs).
-    Returns an AttackAudit (rows: attack ``learned`` x direction x delta; no exact values)."""
-    start = time.perf_counter()
-    deltas = check_deltas(deltas)
+@dataclass(frozen=True)
+class LearnedCounts:
+    """The learned score's cells (``edges``, pooled tuning quantiles) and the counts per cell
+    of the tuning and the evaluation trials of worlds 0 and 1: what the events are chosen on
+    and certified with (:func:`learned_audit`, shuffle_profile.py)."""
+
+    edges: np.ndarray
+    tune: tuple[np.ndarray, np.ndarray]
+    evaluation: tuple[np.ndarray, np.ndarray]
+    tune_trials: int
+    evaluation_trials: int
+    note: str
+    statistic: str = NAME
+
+    def describe(self, side: str, threshold: int) -> str:
+        edges = self.edges
+        what = "learned score" if self.statistic == NAME else self.statistic
+        if side == "upper":
+            return (f"{what} >= {edges[threshold - 1]:.6g}" if threshold
+                    else "every trial")
+        return (f"{what} < {edges[threshold]:.6g}" if threshold < edges.size
+                else "every trial")
+
+
+def learned_counts(draw: Draw, n: int, options: AuditOptions,
+                   seed: np.random.SeedSequence | int, *, atoms: Sequence[float] = (),
+                   progress: Callable[[int], None] | None = None,
+                   fixed: dict[str, Callable[[np.ndarray], np.ndarray]] | None = None,
+                   ) -> LearnedCounts | dict[str, LearnedCounts]:
+    """Train the feature map and the classifier, tune the cells and count the evaluation
+    trials (module docstring); ``draw`` and ``atoms`` as for :func:`learned_audit`.
+
+    ``fixed``: other statistics of the multiset, name -> function of a (trials, n, dim) array
+    fixed before any trial (e.g. a claim's own likelihood ratio, claim_lr.py), tabulated on
+    the same tuning and evaluation trials with cells at their own pooled tuning quantiles;
+    then a dict name -> counts is returned, the learned score under NAME."""
     require(isinstance(n, (int, np.integer)) and n >= 1, "n", n, "must be an integer >= 1")
     train, tune = split_selection(options)
     require(train >= 2 and tune >= 2, "holdout_fraction", options.holdout_fraction,
@@ -250,47 +287,82 @@ def learned_audit(draw: Draw, n: int, deltas, options: AuditOptions,
     seq = child(seq, LEARNED_KEY)
     tr = [_gather(draw, w, train, n, child(seq, w, 0), progress) for w in (0, 1)]
     fmap = fit_feature_map(tr[0], tr[1], atoms)
-    model = fit_logistic(fmap(tr[0]), fmap(tr[1]))
+    model = fit_logistic(fmap(tr[0]), fmap(tr[1]), ridge=RIDGE)
     del tr
+    scores = {NAME: lambda chunk: model.score(fmap(chunk)), **(fixed or {})}
+    names = list(scores)
 
-    def score(chunk: np.ndarray) -> np.ndarray:
-        return model.score(fmap(chunk))
+    def all_scores(chunk: np.ndarray) -> list[np.ndarray]:
+        return [np.asarray(scores[k](chunk), dtype=float).reshape(-1) for k in names]
 
-    tuned = [score(_gather(draw, w, tune, n, child(seq, w, 1), progress)) for w in (0, 1)]
-    edges = np.unique(np.quantile(np.concatenate(tuned), np.linspace(0, 1, SCORE_BINS + 1)[1:-1]))
-    cells = edges.size + 1
-    sel = [np.bincount(np.searchsorted(edges, t, side="right"), minlength=cells) for t in tuned]
-    ev = [_score_counts(draw, w, options.evaluation_trials, n, child(seq, w, 2), score, edges,
-                        progress) for w in (0, 1)]
-    budget = ErrorBudget(options.confidence, rows=2, events=options.shortlist)
+    tuned = [[] for _ in names]
+    for w in (0, 1):
+        got = all_scores(_gather(draw, w, tune, n, child(seq, w, 1), progress))
+        for i in range(len(names)):
+            tuned[i].append(got[i])
+    edges = [np.unique(np.quantile(np.concatenate(t), np.linspace(0, 1, SCORE_BINS + 1)[1:-1]))
+             for t in tuned]
+    sel = [tuple(np.bincount(np.searchsorted(e, x, side="right"), minlength=e.size + 1)
+                 for x in t) for e, t in zip(edges, tuned, strict=True)]
+    ev = [[np.zeros(e.size + 1, dtype=np.int64) for _ in (0, 1)] for e in edges]
+    for w in (0, 1):
+        def consume(chunk, w=w):
+            for i, x in enumerate(all_scores(chunk)):
+                ev[i][w] += np.bincount(np.searchsorted(edges[i], x, side="right"),
+                                        minlength=edges[i].size + 1)
 
-    def describe(side: str, threshold: int) -> str:
-        if side == "upper":
-            return (f"learned score >= {edges[threshold - 1]:.6g}" if threshold
-                    else "every trial")
-        return (f"learned score < {edges[threshold]:.6g}" if threshold < edges.size
-                else "every trial")
-
-    rows = []
-    for delta in deltas:
-        for d, direction in enumerate(DIRECTIONS):
-            a, b = (0, 1) if d == 0 else (1, 0)
-            events = select_events(sel[a], sel[b], tune, options.evaluation_trials, delta,
-                                   budget.limit_alpha, options.shortlist)
-            bound = evaluate_events(events, ev[a], ev[b], options.evaluation_trials, delta,
-                                    budget.limit_alpha, tune)
-            rows.append(AttackRow(NAME, direction, delta,
-                                  describe(bound.event.side, bound.event.threshold), bound,
-                                  budget.row_confidence))
+        _draw(draw, w, options.evaluation_trials, n, child(seq, w, 2), consume, progress)
     dim = fmap.direction.size
     what = ("scalar reports" if dim == 1 else
             f"{dim}-dimensional reports projected onto a learned direction (largest "
             f"components {_largest(fmap.direction)})")
-    note = (f"{NAME}: logistic regression on symmetric features of the shuffled multiset "
-            f"({what}); trained on {train} and tuned on {tune} held-out trials per world, "
-            f"certified on {options.evaluation_trials} fresh ones; {model.describe()}")
+    notes = {NAME: (f"{NAME}: logistic regression on symmetric features of the shuffled "
+                    f"multiset ({what}); trained on {train} and tuned on {tune} held-out "
+                    f"trials per world, certified on {options.evaluation_trials} fresh ones; "
+                    f"{model.describe()}")}
+    out = {k: LearnedCounts(edges[i], sel[i], tuple(ev[i]), tune, options.evaluation_trials,
+                            notes.get(k, f"{k}: a fixed statistic of the multiset, cells "
+                                      f"tuned on {tune} held-out trials per world"), k)
+           for i, k in enumerate(names)}
+    return out if fixed is not None else out[NAME]
+
+
+def learned_audit(draw: Draw, n: int, deltas, options: AuditOptions,
+                  seed: np.random.SeedSequence | int, *, level: str = "shuffle",
+                  randomizer: str = "", epsilon0: float = math.nan, pair: str = "",
+                  implementation: str = "", atoms: Sequence[float] = (),
+                  progress: Callable[[int], None] | None = None,
+                  counts: LearnedCounts | None = None) -> AttackAudit:
+    """The learned attack on the shuffled multiset (module docstring): ``draw(world, trials,
+    rng)`` returns the n reports of ``trials`` trials of world 0 (user 1 at x0) or 1 (at
+    x1); ``atoms``: report values whose exact occurrences are counted (e.g. the inputs);
+    ``counts``: a :func:`learned_counts` already made (then nothing is drawn).
+    Returns an AttackAudit (rows: attack ``learned`` x direction x delta; no exact values)."""
+    start = time.perf_counter()
+    deltas = check_deltas(deltas)
+    if counts is None:
+        counts = learned_counts(draw, n, options, seed, atoms=atoms, progress=progress)
+    budget = ErrorBudget(options.confidence, rows=2, events=options.shortlist)
+    rows = []
+    for delta in deltas:
+        for d, direction in enumerate(DIRECTIONS):
+            a, b = (0, 1) if d == 0 else (1, 0)
+            rows.append(AttackRow(NAME, direction, delta,
+                                  *_certify(counts, a, b, delta, budget, options.shortlist)))
     return AttackAudit(level, randomizer, float(epsilon0), int(n), pair, options, tuple(rows),
-                       time.perf_counter() - start, {}, (), implementation, note)
+                       time.perf_counter() - start, {}, (), implementation, counts.note)
+
+
+def _certify(counts: LearnedCounts, a: int, b: int, delta: float, budget: ErrorBudget,
+             shortlist: int):
+    """(event description, EventBound, row confidence) of direction (a, b) at delta."""
+    events = select_events(counts.tune[a], counts.tune[b], counts.tune_trials,
+                           counts.evaluation_trials, delta, budget.limit_alpha, shortlist)
+    bound = evaluate_events(events, counts.evaluation[a], counts.evaluation[b],
+                            counts.evaluation_trials, delta, budget.limit_alpha,
+                            counts.tune_trials)
+    return (counts.describe(bound.event.side, bound.event.threshold), bound,
+            budget.row_confidence)
 
 
 def _largest(w: np.ndarray, limit: int = 3) -> str:

@@ -34,6 +34,7 @@ import math
 import numpy as np
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
+from shufflesim.protocols.bounds.engine.core import delta_of_epsilon
 from shufflesim.protocols.bounds.numerical.optimal import epsilon_from_atoms
 from shufflesim.protocols.bounds.result import BoundKind
 from shufflesim.protocols.errors import require
@@ -143,3 +144,12 @@ def continuous_pair_epsilon(declared, x0: float, x1: float, n: int, delta: float
     out = [float(epsilon_from_atoms([atoms], int(n), float(delta - tau), kind=BoundKind.UPPER,
                                     method="continuous-pair").epsilon) for atoms in (fwd, back)]
     return max(out)
+
+
+def pair_delta(atoms: RatioAtoms, tau: float, n: int, epsilon: float, *,
+               rtol: float = 1e-3) -> float:
+    """An upper bound on delta(eps) of one direction of the pair: the engine's upper side for
+    ``atoms`` (one of :func:`pair_atoms`' two sets) plus ``tau`` (that of X0 vs X1; 0 for
+    X1 vs X0, whose atoms drop nothing)."""
+    est = delta_of_epsilon([(atoms, int(n))], int(n), float(epsilon), "upper", rtol=rtol)
+    return min(1.0, float(est.upper) + float(tau))

@@ -34,10 +34,11 @@ from shufflesim.simulator.audit.attacks import LR_RESOLUTION, require_finite_gro
 from shufflesim.simulator.audit.audit_inputs import as_input, audit_triple
 from shufflesim.simulator.audit.binned import binned_pair, continuous_triple, is_binnable
 from shufflesim.simulator.audit.claim import Claim
-from shufflesim.simulator.audit.claim_lr import audit_claim_lr, is_lr_claim
+from shufflesim.simulator.audit.claim_lr import audit_claim_lr, is_lr_claim, lr_triple
 from shufflesim.simulator.audit.fresh_devices import fresh_device_rows
 from shufflesim.simulator.audit.grading import attach_p_values, grade
 from shufflesim.simulator.audit.input_search import final_shuffle, search_pipeline, search_shuffle
+from shufflesim.simulator.audit.learned_rows import implementation_draw, learned_rows
 from shufflesim.simulator.audit.levels import ATTACKS, LEVELS, Level, as_level, attack_names
 from shufflesim.simulator.audit.loading import load_implementation
 from shufflesim.simulator.audit.message_shuffler import load_shuffler
@@ -96,7 +97,9 @@ class AuditSettings:
     (report i supports value x), an event family of the randomizer level's ``search`` attack
     (needed for local hashing, whose reports are all distinct); fresh_devices: run the
     implementation in this many fresh processes too and test whether its randomness repeats
-    across them (fresh_devices.py: import-time seeding, a fixed key).
+    across them (fresh_devices.py: import-time seeding, a fixed key); learned: false leaves
+    out the learned attack and the test at delta* of a continuous claim at the shuffle level
+    (learned_rows.py).
     """
 
     trials: int
@@ -123,6 +126,7 @@ class AuditSettings:
     claim_delta0: float = 0.0
     support: str | None = None
     fresh_devices: int | None = None
+    learned: bool = True
 
     def __post_init__(self) -> None:
         level = as_level(self.level)  # every registered level (levels.LEVELS)
@@ -382,6 +386,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
     binned = is_binnable(declared) and not multi  # the shuffle or pipeline level
     lr = is_lr_claim(declared) and not multi  # claim_lr.py, pipeline_learned.py
     shuffler = load_shuffler(settings.shuffler)  # None, or the user's (message_shuffler.py)
+    raw = tested  # its raw reports: the learned attack's (learned_rows.py)
     if binned:  # a continuous scalar claim: its reports binned (binned.py)
         x0, x1, x2 = continuous_triple(declared, n, settings.delta[0], settings)
         tested, _ = binned_pair(tested, x0, x1, seed)
@@ -429,7 +434,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
                                    progress=progress, shuffler=shuffler)
         bound_n = shuffled_size(n, pipeline)
         vector = vector_client(getattr(tested, "tested", None))  # a gradient client's vectors
-        if vector is not None:  # the learned attack on them too (pipeline_vector.py)
+        if vector is not None and settings.learned:  # the learned attack too (pipeline_learned)
             learned = learned_pipeline(vector, declared, n, settings.delta, options, seed,
                                        pipeline or PipelineConfig(), x0, x1, x2)
     records = attack_records(audit, context)
@@ -455,6 +460,13 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
                                     bound_n, delta, where, audit.claim_pair.get(delta)))
         bound_rows += verdict_records(verdicts, {**context, "pair": audit.pair}, level,
                                       source)
+    if settings.level is Level.SHUFFLE and (binned or lr) and settings.learned:
+        l0, l1 = (x0, x1) if binned else lr_triple(declared)[:2]
+        bound_rows += learned_rows(implementation_draw(raw, l0, l1, n), declared, n,
+                                   settings.delta, options, seed, context, x0=l0, x1=l1,
+                                   source=source, claimed=claimed, bound_rows=bound_rows,
+                                   pair=f"(x0, x1, x2) = ({l0}, {l1}, {l1})", atoms=(l0, l1)
+                                   if np.ndim(l0) == 0 else ())
     return attach_p_values(
         records + implementation_records(own, {**context, "pair": audit.pair}, level, source,
                                          seconds=audit.seconds, note=audit.note) + bound_rows,

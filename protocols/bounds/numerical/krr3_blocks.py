@@ -76,7 +76,7 @@ REL_PARAMETERS = 1e-12
 #: the blocks the (n0, n1) square starts with along each side
 START_SIDE = 8
 #: largest window (cells of one class's trinomial at n - 1 users) the search accepts
-MAX_CELLS = 25_000
+MAX_CELLS = 12_000
 
 
 def probabilities(epsilon0: float) -> tuple[float, float]:

@@ -322,7 +322,7 @@ SPECS: tuple[BoundSpec, ...] = (
         "pair (count statistic, 000 Thm 12 sufficiency; beyond n = 100 by blocks of datasets "
         "dominated by revealing reports)",
         BoundStatus.PROVEN, f"k-RR with k = 3, n <= {MAX_N_BLOCKS}, windows <= {krr3_blocks.MAX_CELLS} cells "
-        "(e.g. eps0 = 4: n <= 2500)", _is_krr3,
+        "(eps0 = 2: n <= 238; 4: n <= 1253; 10: n <= 4.8e5)", _is_krr3,
         krr_exact_epsilon, scope="specific"),
     BoundSpec(
         "krr-exact-lower", BoundKind.LOWER, "best dataset pair of shuffled k-RR over the counts "
