@@ -97,6 +97,10 @@ def prepare(*, trials: int | str = "auto", randomizer_name: str | None = None,
             raise UserError("a gradient claim (--gradient-clip, --gradient-dim) needs "
                             "--implementation, --claim-epsilon0 and --claim-delta0 > 0, "
                             "without --randomizer / --epsilon0")
+        if fresh_devices is not None:
+            raise UserError(f"--fresh-devices = {fresh_devices}: not available for a gradient "
+                            "claim (its client runs behind the projection); audit the "
+                            "gradient client's randomness without --gradient-clip")
         gradient_claim = audit_gradient.GradientClaim(
             epsilon0=claim_epsilon0, delta0=claim_delta0, **gradient)
         client = audit_loading.load_implementation(implementation).function

@@ -376,11 +376,14 @@ def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float]
     for name, p, u, v in (("a", pa, first[0], second[0]), ("b", pb, first[1], second[1])):
         lo, _ = binomial_window(max(int(m[0]) - 1, 0), p, THINNED_TAIL)
         _, hi = binomial_window(int(m[-1]), p, THINNED_TAIL)
-        grid = np.arange(lo, hi + 2)[None, :]
+        # the slices' M are consecutive and the grid is contiguous, so Bin(M - 1) at the grid
+        # and one below it and Bin(M) at the grid are windows of one table (same arguments,
+        # hence the same values as three separate tables, in a third of the pmf evaluations)
+        wide = np.arange(lo - 1, hi + 2)[None, :]
+        counts = np.append(m - 1, m[-1])[:, None]
         with np.errstate(invalid="ignore"):
-            prev = np.nan_to_num(np.exp(binom.logpmf(grid, m[:, None] - 1, p)))
-            shift = np.nan_to_num(np.exp(binom.logpmf(grid - 1, m[:, None] - 1, p)))
-        here = np.exp(binom.logpmf(grid, m[:, None], p))
+            table = np.nan_to_num(np.exp(binom.logpmf(wide, counts, p)))   # M - 1 = -1: 0
+        prev, shift, here = table[:-1, 1:], table[:-1, :-1], table[1:, 1:]
         outside += 2.0 * (float(binom.cdf(lo - 1, max(int(m[0]) - 1, 0), p))
                           + float(binom.sf(hi, int(m[-1]), p)))
         law0, law1 = (1 - u) * prev + u * shift, (1 - v) * prev + v * shift

@@ -94,14 +94,19 @@ END_SINGLES = 4
 START_BLOCKS = 8
 #: the windows leave at most this much binomial mass outside (bounded, not dropped)
 OUT_TARGET = 1e-40
+#: with a threshold, the windows may leave this fraction of it outside (charged in full: about
+#: 1e-6 of the finer pass's slack ETA / 10)
+OUT_FRACTION = 1e-9
 #: relative error of eps0 -> p and of e^eps (a few ulps), generously
 REL_PARAMETERS = 1e-12
 #: a block may add this fraction of ETA * threshold for too few uniform reporters
 TAIL_FRACTION = 1e-2
 #: windows whose length product exceeds this are convolved through the FFT (when allowed)
 FFT_MIN_WORK = 2_000_000
-#: the FFT's absolute slack on a suffix sum may reach this fraction of ETA * threshold
-FFT_BUDGET = 1e-3
+#: the FFT's absolute slack on a suffix sum may reach this fraction of ETA * threshold (1 % of
+#: the blocks' own slack; at 1e-3 the finer pass refused the FFT for most uniform reporters'
+#: convolutions at n = 1e7, whose bound is ~1.1x that, and convolved them directly)
+FFT_BUDGET = 1e-2
 #: randomizers whose shuffled curve is this one: binary RR, and Duchi et al.'s 1-D mechanism
 #: (reports +-B with P[+B | x] = 1/2 + x tanh(eps0/2)/2: each report is a mixture of the two
 #: extreme inputs' Bernoulli(p), Bernoulli(1 - p), i.e. of binary RR's. The others' mixtures are
@@ -119,14 +124,22 @@ class _PairPmf:
     """g = pmf of Z = Bin(ones, p) + Bin(zeros, 1 - p) on [lo, lo + len(g)), its suffix sums
     G (G[i] = sum_{j >= i} g[j], with G[len] = 0), a relative error bound ``rel`` of each
     entry of g and G, ``out``: an upper bound on the mass outside the windows, and ``abs2``: a
-    bound on the 2-norm of g's absolute (FFT) error (0 for the direct sum)."""
+    bound on the 2-norm of g's absolute (FFT) error (0 for the direct sum); ``need``: the
+    smallest FFT budget under which it was allowed (_convolve)."""
 
     lo: int
     g: np.ndarray
-    G: np.ndarray
     rel: float
     out: float
     abs2: float = 0.0
+    need: float = 0.0
+
+    @property
+    def G(self) -> np.ndarray:
+        """The suffix sums, computed on each use (non-negative terms: relative error <= len(g)
+        u, inside ``rel``); not stored, so that the cache holds twice as many pmfs (at n = 1e8
+        the finer pass's ~1400 pmfs did not fit in PMF_CACHE_BYTES with both arrays)."""
+        return np.concatenate([np.cumsum(self.g[::-1])[::-1], [0.0]])
 
     def suffix_error(self) -> np.ndarray:
         """Bound on the FFT's absolute error of G[i] (i = 0 .. len(g)): sqrt(len(g) - i) abs2
@@ -134,8 +147,11 @@ class _PairPmf:
         return np.sqrt(np.arange(len(self.g), -1, -1, dtype=float)) * self.abs2
 
 
-def _window(m: int, q: float) -> tuple[int, np.ndarray, float]:
-    """Bin(m, q)'s pmf on a window [lo, lo + len) and an upper bound on the mass outside it."""
+@functools.lru_cache(maxsize=256)
+def _window(m: int, q: float, out_target: float = OUT_TARGET) -> tuple[int, np.ndarray, float]:
+    """Bin(m, q)'s pmf on a window [lo, lo + len) and an upper bound (<= ``out_target`` unless
+    the window is everything) on the mass outside it. Cached (a split block shares its ones'
+    window with its first half and its zeros' window with its second); read-only."""
     if m == 0:
         return 0, np.ones(1), 0.0
     mean = m * q
@@ -150,86 +166,105 @@ def _window(m: int, q: float) -> tuple[int, np.ndarray, float]:
         if hi < m:
             out += float(binom.sf(hi, m, q))
         out *= 1.0 + 10 * REL_SPECIAL
-        if out <= OUT_TARGET or (lo == 0 and hi == m):
+        if out <= out_target or (lo == 0 and hi == m):
             break
         width *= 1.5
     pmf = np.asarray(binom.pmf(np.arange(lo, hi + 1), m, q), dtype=float)
+    pmf.flags.writeable = False
     return lo, pmf, out
 
 
 def _convolve(x: np.ndarray, y: np.ndarray, abs2: float, budget: float):
-    """(x * y, its 2-norm error bound): through the FFT where it is long and its error, with
-    the error carried in, keeps sqrt(len) * error within ``budget``; directly otherwise."""
+    """(x * y, its 2-norm error bound, need): through the FFT where it is long and its error,
+    with the error carried in, keeps need = sqrt(len) * error within ``budget``; directly
+    otherwise (need 0)."""
     if budget > 0 and len(x) * len(y) > FFT_MIN_WORK:
         err = fft_error_bound(x, y)
-        if math.sqrt(len(x) + len(y)) * (abs2 + err) <= budget:
+        need = math.sqrt(len(x) + len(y)) * (abs2 + err)
+        if need <= budget:
             z, err = fft_convolve(x, y, err)
-            return z, abs2 + err
+            return z, abs2 + err, need
     # direct sum: a carried error e of x becomes e * y, ||e * y||_2 <= ||e||_2 ||y||_1
-    return np.convolve(x, y), abs2 * float(np.sum(y)) * (1 + 1e-12)
+    return np.convolve(x, y), abs2 * float(np.sum(y)) * (1 + 1e-12), 0.0
 
 
-def _bytes_bounded_cache(max_bytes: int):
-    """An LRU cache of _PairPmf results bounded by their arrays' total size (at n = 1e8 one
-    entry holds ~1-2 MB: a count bound of 2048 entries could hold gigabytes)."""
-    def decorate(function):
-        store: OrderedDict = OrderedDict()
-        size = [0]
+class _PmfCache:
+    """The pair pmfs, LRU, bounded by their arrays' total size (at n = 1e8 one entry holds
+    ~1-2 MB: a count bound could hold gigabytes). Keyed without the FFT budget: an entry serves
+    every later budget its FFT slack fits (``need`` <= budget; a direct entry fits every
+    budget), so the ETA and ETA / 10 passes of one search share their pmfs."""
 
-        @functools.wraps(function)
-        def cached(*args):
-            hit = store.get(args)
-            if hit is not None:
-                store.move_to_end(args)
-                return hit
-            value = function(*args)
-            store[args] = value
-            size[0] += value.g.nbytes + value.G.nbytes
-            while size[0] > max_bytes and len(store) > 1:
-                _, old = store.popitem(last=False)
-                size[0] -= old.g.nbytes + old.G.nbytes
-            return value
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.store: OrderedDict = OrderedDict()
+        self.size = 0
 
-        def cache_clear() -> None:
-            store.clear()
-            size[0] = 0
-        cached.cache_clear = cache_clear
-        return cached
-    return decorate
+    def get(self, key, budget: float):
+        hit = self.store.get(key)
+        if hit is None or (hit.abs2 > 0 and hit.need > budget):
+            return None
+        self.store.move_to_end(key)
+        return hit
+
+    def put(self, key, value) -> None:
+        old = self.store.pop(key, None)
+        if old is not None:
+            self.size -= old.g.nbytes
+        self.store[key] = value
+        self.size += value.g.nbytes
+        while self.size > self.max_bytes and len(self.store) > 1:
+            _, old = self.store.popitem(last=False)
+            self.size -= old.g.nbytes
+
+    def cache_clear(self) -> None:
+        self.store.clear()
+        self.size = 0
 
 
-#: memory the pmf cache may hold
-PMF_CACHE_BYTES = 2**30
+#: memory the pmf cache may hold (n = 1e8, eps0 = 1: ~1400 pmfs of ~0.8 MB in the finer pass)
+PMF_CACHE_BYTES = 3 * 2**29
+_PMFS = _PmfCache(PMF_CACHE_BYTES)
 
 
-@_bytes_bounded_cache(PMF_CACHE_BYTES)
 def _pair_pmf(ones: int, zeros: int, epsilon0: float, uniform: int = 0,
-              budget: float = 0.0) -> _PairPmf:
-    """Z = Bin(ones, p) + Bin(zeros, 1 - p) + Bin(uniform, 1/2) on windows; ``budget`` > 0
-    allows the FFT where its absolute slack on a suffix sum stays below it."""
+              budget: float = 0.0, out_target: float = OUT_TARGET) -> _PairPmf:
+    """Z = Bin(ones, p) + Bin(zeros, 1 - p) + Bin(uniform, 1/2) on windows leaving at most
+    ``out_target`` outside each (bounded, carried); ``budget`` > 0 allows the FFT where its
+    absolute slack on a suffix sum stays below it. Cached (_PmfCache)."""
+    key = (ones, zeros, float(epsilon0), uniform, float(out_target))
+    hit = _PMFS.get(key, budget)
+    if hit is not None:
+        return hit
     p = 1.0 / (1.0 + math.exp(-epsilon0))
     q = 1.0 / (1.0 + math.exp(epsilon0))
-    lo_x, px, out_x = _window(ones, p)
-    lo_w, pw, out_w = _window(zeros, q)
-    g, abs2 = _convolve(px, pw, 0.0, budget)
+    lo_x, px, out_x = _window(ones, p, out_target)
+    lo_w, pw, out_w = _window(zeros, q, out_target)
+    g, abs2, need = _convolve(px, pw, 0.0, budget)
     lo, out, terms = lo_x + lo_w, out_x + out_w, len(px) + len(pw) + len(g)
     if uniform:
-        lo_u, pu, out_u = _window(uniform, 0.5)
-        g, abs2 = _convolve(g, pu, abs2, budget)
+        lo_u, pu, out_u = _window(uniform, 0.5, out_target)
+        g, abs2, need2 = _convolve(g, pu, abs2, budget)
+        need = max(need, need2)
         lo, out, terms = lo + lo_u, out + out_u, terms + len(pu) + len(g)
-    G = np.concatenate([np.cumsum(g[::-1])[::-1], [0.0]])
-    rel = 3.3 * REL_SPECIAL + 4 * terms * U
-    return _PairPmf(lo, g, G, rel, out, abs2)
+    rel = 3.3 * REL_SPECIAL + 4 * (terms + len(g)) * U
+    value = _PairPmf(lo, g, rel, out, abs2, need)
+    _PMFS.put(key, value)
+    return value
+
+
+_pair_pmf.cache_clear = _PMFS.cache_clear
 
 
 def pair_delta(epsilon: float, epsilon0: float, ones: int, zeros: int,
-               uniform: int = 0, budget: float = 0.0) -> Estimate:
+               uniform: int = 0, budget: float = 0.0,
+               out_target: float = OUT_TARGET) -> Estimate:
     """D(eps) of one pair (user 1 holds 1 vs 0; the others hold ``ones`` ones and ``zeros``
     zeros, plus ``uniform`` users reporting a uniform bit), bracketed: lower <= D <= upper
-    (module docstring; ``budget``: the FFT's allowed absolute slack, 0 for none)."""
+    (module docstring; ``budget``: the FFT's allowed absolute slack, 0 for none;
+    ``out_target``: the windows' outside mass, charged in full)."""
     if epsilon >= epsilon0:
         return Estimate(0.0, 0.0, 0.0, "brr-exact")
-    pmf = _pair_pmf(ones, zeros, float(epsilon0), uniform, budget)
+    pmf = _pair_pmf(ones, zeros, float(epsilon0), uniform, budget, out_target)
     e = math.exp(epsilon)
     p = 1.0 / (1.0 + math.exp(-epsilon0))
     q = 1.0 / (1.0 + math.exp(epsilon0))
@@ -274,14 +309,15 @@ def _kept_uniform(width: int, epsilon0: float, tail: float) -> tuple[int, float]
 
 
 def _block_upper(epsilon: float, epsilon0: float, n: int, first: int, last: int,
-                 tail: float, budget: float = 0.0) -> float:
+                 tail: float, budget: float = 0.0, out_target: float = OUT_TARGET) -> float:
     """Upper estimate of max_{first <= k <= last} D_k(eps) by one dominating pair: the
     last - first in-between users are revealed except those that report a uniform bit (a
     blanket draw, probability gamma = 2 / (e^eps0 + 1) each); D is non-increasing in the number
     of uniform reporters (adding an independent bit is post-processing), so the block's D is at
     most the pair's D with m of them plus P(fewer than m)."""
     m, below = _kept_uniform(last - first, float(epsilon0), tail)
-    return pair_delta(epsilon, epsilon0, first, n - 1 - last, m, budget).upper + below
+    return (pair_delta(epsilon, epsilon0, first, n - 1 - last, m, budget, out_target).upper
+            + below)
 
 
 def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
@@ -300,8 +336,9 @@ def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
     lower = 0.0
     upper = 0.0
     singles = sorted(set(range(min(END_SINGLES, n))) | set(range(max(0, n - END_SINGLES), n)))
+    out_target = max(OUT_TARGET, OUT_FRACTION * threshold)
     for k in singles:
-        est = pair_delta(epsilon, epsilon0, k, n - 1 - k)
+        est = pair_delta(epsilon, epsilon0, k, n - 1 - k, out_target=out_target)
         lower = max(lower, est.lower)
         upper = max(upper, est.upper)
     first, last = END_SINGLES, n - 1 - END_SINGLES
@@ -309,7 +346,9 @@ def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
     floor = eta * threshold
     # tail mass of "too few uniform reporters" a block may add: negligible against the
     # threshold (or against the largest single pair when there is none)
-    tail = max(TAIL_FRACTION * floor, 1e-300) if threshold > 0 else 1e-30
+    # the tail and the windows depend on the threshold only (not on eta), so that both passes
+    # of a search share their blocks' pmfs (_PmfCache); the tail is the finer pass's
+    tail = max(TAIL_FRACTION * (ETA / 10) * threshold, 1e-300) if threshold > 0 else 1e-30
     budget = FFT_BUDGET * floor
     leaves: list[tuple[int, int]] = []
 
@@ -318,13 +357,14 @@ def brr_exact_delta(epsilon: float, epsilon0: float, n: int,
         certified lower end (so that a flat stretch of D_k is accepted without splitting)."""
         nonlocal lower, upper
         middle = pair_delta(epsilon, epsilon0, (a + b) // 2, n - 1 - (a + b) // 2,
-                            budget=budget)
+                            budget=budget, out_target=out_target)
         lower = max(lower, middle.lower)
         if a == b:
             upper = max(upper, middle.upper)
             leaves.append((a, b))
             return
-        heapq.heappush(heap, (-_block_upper(epsilon, epsilon0, n, a, b, tail, budget), a, b))
+        heapq.heappush(heap, (-_block_upper(epsilon, epsilon0, n, a, b, tail, budget,
+                                            out_target), a, b))
 
     if first <= last and memo is not None and memo.get("blocks"):
         for a, b in memo["blocks"]:
