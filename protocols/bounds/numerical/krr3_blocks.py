@@ -45,6 +45,12 @@ and its error bounded by rho S(y) (S the same combination with absolute coeffici
 absolute FFT part, D is bracketed by sum (c - rho S)_+ and sum (c + rho S)_+ plus the absolute
 parts, the windows' outside mass times the coefficients' sum, and the summation's rounding.
 
+**k > 3 (pairs only).** ``population``, ``population_delta`` and ``pair_bracket`` also take k:
+there the count pair (x0, x1) of a dataset whose nr others hold values outside {x0, x1} is a
+post-processing of its histogram, so a pair's certified lower end is a proven *lower* bound
+(krr_exact's ``krr-exact-lower``); the blocks are not used for k > 3 (module krr_exact: the
+count pair is not sufficient there).
+
 Cost: one 2-D convolution per block (cached across the eps tried); the blocks near the corner
 (n0, n1) = (n - 1, 0) carry the maximum at large eps0. The blocks' work grows like
 (n p q)^2 per pair, so the search is used where the windows are small (``MAX_CELLS``); n <= 100
