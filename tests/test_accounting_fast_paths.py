@@ -59,11 +59,13 @@ def test_rdp_blanket_switches_to_neutral_blocks_only_for_large_enumerations(monk
 
 
 @pytest.mark.parametrize(("k", "eps0", "n", "rounds"), [
-    pytest.param(3, 1.0, 130_000, 100, marks=pytest.mark.slow), (10, 0.5, 250_000, 10)])
+    pytest.param(3, 1.0, 130_000, 100, marks=pytest.mark.slow), (10, 0.5, 10_000, 100),
+    pytest.param(3, 1.0, 1000, 30, marks=pytest.mark.slow)])
 def test_rdp_blanket_from_neutral_blocks_is_within_1e4_of_the_enumeration(monkeypatch, k, eps0,
                                                                           n, rounds):
     r = make_randomizer("krr", epsilon0=eps0, domain_size=k)
     model = pairs.blanket_model(r)
+    assert rounds >= rdp.FEW_ROUNDS
     assert rdp.enumeration_entries(model, n) > rdp.NEUTRAL_BLOCKS_FROM
     fast = rdp.epsilon_from_rdp(rdp.composed_curve([(model, n, rounds)], 1e-6), 1e-6)[0]
     monkeypatch.setattr(rdp, "NEUTRAL_BLOCKS_FROM", math.inf)
