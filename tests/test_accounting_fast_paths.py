@@ -32,6 +32,7 @@ from shufflesim.protocols.bounds.numerical.optimal import (
     optimal_blanket_epsilon,
 )
 from shufflesim.protocols.distributions import binom
+from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers import make_randomizer
 
 
@@ -139,3 +140,15 @@ def test_round_epsilon_by_questions_is_the_engines_eps_certified(name, kw, eps0,
     # a certified point: the engine's upper delta there is at most delta_t
     assert optimal_blanket_delta(r, n, by_questions, threshold=delta_t).delta <= delta_t
     assert optimal_blanket_delta(r, n, by_questions * (1 - 2e-4)).delta > delta_t
+
+
+def test_basic_calibration_by_question_refuses_what_compose_refuses():
+    def factory(eps0):
+        return make_randomizer("gaussian", epsilon0=eps0, delta0=1e-7)
+
+    reasons = []
+    for options in ({}, {"tail": 1e-15}):        # the question path, the compose path
+        with pytest.raises(ParameterError) as error:
+            largest_epsilon0(factory, 1.0, 1e-6, n=1000, rounds=10, method="basic", **options)
+        reasons.append(str(error.value))
+    assert reasons[0] == reasons[1] and "pure eps0-LDP rounds" in reasons[0]
