@@ -54,6 +54,10 @@ class EpsilonEstimate:
     #: the estimates behind ``lower`` and ``upper`` ((eps, Estimate) pairs), for a follow-up
     #: search that starts from this bracket without evaluating its ends again
     ends: tuple = field(default=(), compare=False, repr=False)
+    #: side="lower": True when ``upper`` comes only from the final probe past the bracket (no
+    #: point of the search itself was certified below delta); a follow-up polish is then
+    #: skipped (before that probe, such results had upper = inf and were never polished)
+    upper_probed: bool = field(default=False, compare=False, repr=False)
 
 
 #: at most this many Newton steps from a guess (:func:`_local_start`)
@@ -173,10 +177,11 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             above = max(above, eps)
         return side_value(eps)
 
-    def result(saturated: bool) -> EpsilonEstimate:
+    def result(saturated: bool, upper_probed: bool = False) -> EpsilonEstimate:
         value = below if side == "upper" else above
         ends = tuple((e, seen[e]) for e in (above, below) if e in seen)
-        return EpsilonEstimate(value, above, below, below - above, saturated, evaluations, ends)
+        return EpsilonEstimate(value, above, below, below - above, saturated, evaluations, ends,
+                               upper_probed and math.isfinite(below))
 
     lo = hi = None
     pending = guess if guess is not None and 0 < guess < eps_max else None
@@ -297,6 +302,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             x = min(crossing - edge, hi - edge)
         else:
             break
+        if side == "lower" and x - lo < resolution_stop * resolution():
+            break     # a move of the returned end inside the estimates' blur (as the stop above)
         fx = evaluate(x)
         if fx <= delta:
             hi, g_hi = x, step_coordinate(x)
@@ -315,6 +322,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     # n = 1e9: an error of inf without this point)
     tol = max(xtol, rtol * hi)
     slope = log_slope()
+    probed = side == "lower" and not math.isfinite(below)
     if (evaluations < max_evaluations and below - above > 4 * tol
             and (math.isfinite(below) or side == "lower")
             and slope is not None and slope > 0 and lo in seen and hi in seen):
@@ -325,6 +333,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         elif side == "lower" and e_hi.upper > 0 and hi < below:
             gap = math.log(max(e_hi.upper / delta, 1.0)) / slope
             evaluate(min(hi + 1.5 * gap + 2 * tol, below))
+            return result(False, probed)
     return result(False)
 
 
