@@ -302,8 +302,6 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             x = min(crossing - edge, hi - edge)
         else:
             break
-        if side == "lower" and x - lo < resolution_stop * resolution():
-            break     # a move of the returned end inside the estimates' blur (as the stop above)
         fx = evaluate(x)
         if fx <= delta:
             hi, g_hi = x, step_coordinate(x)
