@@ -400,7 +400,7 @@ def explain(records: dict[str, dict], label: str, upper_method: str, lower_metho
     if low.get("epsilon") and low.get("epsilon_error"):
         reach = (low["epsilon"] + low["epsilon_error"]) / low["epsilon"]
         if reach > 1.01:
-            codes.append(f"L ({reach:.3g}x)")
+            codes.append(f"L ({reach:.3g}x)" if math.isfinite(reach) else "L (bracket open)")
     if lower_method == EXACT_FFT:
         codes.append("F")
     pair = records.get(PAIR)
