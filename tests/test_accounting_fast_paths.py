@@ -5,9 +5,9 @@ it replaces:
   enumeration is large (rdp.NEUTRAL_BLOCKS_FROM; further up over few rounds): within 1e-4
   relative of the enumeration just above the switch, and never below the composed exact lower
   bound;
-* exact-lower over many rounds screens its candidate pairs on a coarser grid: the same value as
-  refining every candidate, and the coarse value of a candidate is never above its fine one by
-  more than float noise (both are lower bounds; the fine grid is the tighter);
+* exact-lower screens its candidate pairs on a coarser grid with smaller block pairs: the same
+  value as refining every candidate, and the screened value of a candidate is never above its
+  fine one by more than float noise (both are lower bounds; the fine one is the tighter);
 * enumeration.binomial_log_pmf_around (the lower block pairs' pmfs) agrees with Boost's pmf to
   1e-11 relative (pld.mass_relative_error allows 4e-11 and more) and is -inf off the support;
 * calibration of basic over T identical rounds by one engine delta question per eps0 finds the
@@ -32,6 +32,7 @@ from shufflesim.protocols.bounds.numerical.optimal import (
     optimal_blanket_epsilon,
 )
 from shufflesim.protocols.distributions import binom
+from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers import make_randomizer
 
 
@@ -59,11 +60,13 @@ def test_rdp_blanket_switches_to_neutral_blocks_only_for_large_enumerations(monk
 
 
 @pytest.mark.parametrize(("k", "eps0", "n", "rounds"), [
-    pytest.param(3, 1.0, 130_000, 100, marks=pytest.mark.slow), (10, 0.5, 250_000, 10)])
+    pytest.param(3, 1.0, 130_000, 100, marks=pytest.mark.slow), (10, 0.5, 10_000, 100),
+    pytest.param(3, 1.0, 1000, 30, marks=pytest.mark.slow)])
 def test_rdp_blanket_from_neutral_blocks_is_within_1e4_of_the_enumeration(monkeypatch, k, eps0,
                                                                           n, rounds):
     r = make_randomizer("krr", epsilon0=eps0, domain_size=k)
     model = pairs.blanket_model(r)
+    assert rounds >= rdp.FEW_ROUNDS
     assert rdp.enumeration_entries(model, n) > rdp.NEUTRAL_BLOCKS_FROM
     fast = rdp.epsilon_from_rdp(rdp.composed_curve([(model, n, rounds)], 1e-6), 1e-6)[0]
     monkeypatch.setattr(rdp, "NEUTRAL_BLOCKS_FROM", math.inf)
@@ -77,17 +80,19 @@ def test_rdp_blanket_from_neutral_blocks_is_within_1e4_of_the_enumeration(monkey
                                                          ("brr", {}, 20_000, 50)])
 def test_exact_lower_screening_gives_the_refined_maximum(monkeypatch, name, kw, n, rounds):
     r = make_randomizer(name, epsilon0=1.0, **kw)
-    assert rounds > compose.SCREEN_FROM_ROUNDS
+    assert n * rounds >= compose.SCREEN_FROM_WORK
     screened = compose_rounds([Round(r, n, rounds)], 1e-6, "exact-lower").epsilon
-    monkeypatch.setattr(compose, "SCREEN_FROM_ROUNDS", 10 ** 9)
+    monkeypatch.setattr(compose, "SCREEN_FROM_WORK", math.inf)
     every = compose_rounds([Round(r, n, rounds)], 1e-6, "exact-lower").epsilon
     assert screened == every
-    # the coarse grid gives a lower (or equal) value for every candidate
+    # the screen (coarser grid, smaller block budget) gives a lower (or equal) value for every
+    # candidate, within 1 %
     for model in pairs.exact_models(r):
         fine, step, _ = compose.compose_models([(model, n, rounds)], 1e-6, "lower")
         coarse, _, _ = compose.compose_models([(model, n, rounds)], 1e-6, "lower",
-                                              interval=step * compose.SCREEN_COARSENING)
-        assert coarse <= fine * (1 + 1e-9)
+                                              interval=step * compose.SCREEN_COARSENING,
+                                              screen=True)
+        assert fine * (1 - 1e-2) <= coarse <= fine * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("p", [0.5, 0.1, 0.77, 0.0123])
@@ -135,3 +140,15 @@ def test_round_epsilon_by_questions_is_the_engines_eps_certified(name, kw, eps0,
     # a certified point: the engine's upper delta there is at most delta_t
     assert optimal_blanket_delta(r, n, by_questions, threshold=delta_t).delta <= delta_t
     assert optimal_blanket_delta(r, n, by_questions * (1 - 2e-4)).delta > delta_t
+
+
+def test_basic_calibration_by_question_refuses_what_compose_refuses():
+    def factory(eps0):
+        return make_randomizer("gaussian", epsilon0=eps0, delta0=1e-7)
+
+    reasons = []
+    for options in ({}, {"tail": 1e-15}):        # the question path, the compose path
+        with pytest.raises(ParameterError) as error:
+            largest_epsilon0(factory, 1.0, 1e-6, n=1000, rounds=10, method="basic", **options)
+        reasons.append(str(error.value))
+    assert reasons[0] == reasons[1] and "pure eps0-LDP rounds" in reasons[0]

@@ -60,9 +60,13 @@ def test_a_gradient_client_from_the_command_line_equals_the_python_rows(tmp_path
 
 
 def test_a_correct_gradient_client_exits_0_at_the_pipeline_level(tmp_path):
+    report = tmp_path / "gradient.md"
     result = _run(["--implementation", _client(tmp_path, 1.0), *FLAGS, "--level", "pipeline",
-                   "--n", "2", "--delta", "1e-2", "--trials", "20000", "--fail-on-violation"])
+                   "--n", "2", "--delta", "1e-2", "--trials", "20000", "--fail-on-violation",
+                   "--report", str(report)])
     assert result.exit_code == 0, result.output
+    text = report.read_text()
+    assert "gradient client (dim 8, clip 1, m 4)" in text and "--gradient-clip 1" in text
     assert "level = pipeline, trials = 20000" in result.stdout
     assert "implementation-shuffled" in result.stdout
 

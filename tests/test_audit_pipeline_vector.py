@@ -194,3 +194,13 @@ def test_a_planar_claim_with_a_split_round_is_refused_in_one_line():
         audit_implementation(_planar(1.0), Claim(PLANAR), trials=1000, level="pipeline", n=10,
                              delta=(1e-3,), seed=0, pipeline=PipelineConfig(dropout=0.1))
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.slow
+def test_correct_planar_client_passes_at_the_pipeline_level_over_50_seeds():
+    """False violations of a correct planar client (n = 10, delta = 1e-3), 50 seeds x 2 x 10^4
+    rounds: at most 6 of 50."""
+    bad = sum(bool(failing(audit_implementation(
+        _planar(1.0), Claim(PLANAR), trials=20_000, level="pipeline", n=10, delta=(1e-3,),
+        seed=s), 0.95)) for s in range(50))
+    assert bad <= 6

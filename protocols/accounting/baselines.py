@@ -70,7 +70,8 @@ def round_epsilon(randomizer, n: int, delta_t: float) -> float:
     upper end of a bracket [lo, hi] of relative width ROUND_EPSILON_RTOL whose upper delta
     is certified <= delta_t, i.e. a valid (eps, delta_t) guarantee of the round. The bracket
     starts at (0, eps0] (a pure eps0-LDP round has delta(eps0) = 0) and is narrowed by
-    regula falsi on ln(delta / delta_t) (Illinois variant), by quartering or geometric
+    regula falsi on ln(delta / delta_t) (Illinois variant; each question a third of the
+    tolerance past the estimate, on the side not hit last), by quartering or geometric
     bisection while an end has no finite value. Randomizers outside pairs.SUPPORTED, or a
     search that does not settle in MAX_QUESTIONS questions, take the engine's eps search."""
     n, delta_t = int(n), float(delta_t)
@@ -91,6 +92,10 @@ def round_epsilon(randomizer, n: int, delta_t: float) -> float:
             return hi
         if math.isfinite(g_hi) and math.isfinite(g_lo):
             x = hi - g_hi * (hi - lo) / (g_hi - g_lo)
+            # a third of the tolerance past the estimate, on the side not hit last: a good
+            # estimate then closes the bracket in two questions, neither of them at the
+            # crossing itself (where the engine refines longest)
+            x *= 1.0 + (ROUND_EPSILON_RTOL / 3.0 if side == -1 else -ROUND_EPSILON_RTOL / 3.0)
         else:
             x = hi / 4.0 if lo == 0 else math.sqrt(lo * hi)
         margin = 0.25 * ROUND_EPSILON_RTOL * hi     # strictly inside the bracket

@@ -146,9 +146,10 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
 
 
 @functools.lru_cache(maxsize=4)
-def cached_block_aggregates(model: CountModel, n: int, side: str, tail: float) -> Aggregates:
+def cached_block_aggregates(model: CountModel, n: int, side: str, tail: float,
+                            max_entries: int = MAX_ENTRIES) -> Aggregates:
     """:func:`block_aggregates`, cached (a pure function of its arguments; arrays read-only)."""
-    agg = block_aggregates(model, int(n), side, tail=float(tail))
+    agg = block_aggregates(model, int(n), side, tail=float(tail), max_entries=int(max_entries))
     for array in (agg.p0, agg.p1, agg.ell, agg.lo, agg.hi):
         array.flags.writeable = False
     return agg

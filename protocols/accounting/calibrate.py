@@ -155,6 +155,7 @@ def _basic_by_question(randomizer, plan: tuple[int, int], target_epsilon: float,
     exactly where certified), which the secant search follows like ln(eps / target)."""
     start = time.perf_counter()
     n, rounds = plan
+    Round(randomizer, n, rounds)      # the checks of compose_rounds (pure eps0-LDP rounds, n)
     value, threshold, eps_t = basic_question(randomizer, n, rounds, target_epsilon, delta)
     if value > 0:
         scores[eps0] = math.log(value / threshold)

@@ -91,18 +91,20 @@ def _pieces(plds: Sequence[RoundPLD], repeat: int) -> tuple[Piece, Piece]:
 
 
 def compose_models(models: Sequence[tuple], delta: float, side: str, *, interval=None,
-                   tail: float = DEFAULT_TAIL, weak_rtol: float = DEFAULT_WEAK_RTOL):
+                   tail: float = DEFAULT_TAIL, weak_rtol: float = DEFAULT_WEAK_RTOL,
+                   screen: bool = False):
     """Compose per-round pairs: ``models`` is a list of (CountModel, n, repeat). Returns
     (epsilon, interval, per-round RoundPLD lists). Upper side: pessimistic; lower: optimistic.
     Each direction (P0 vs P1 in every round, P1 vs P0 in every round) is composed by one FFT
-    (convolution.py) and the larger eps is reported."""
+    (convolution.py) and the larger eps is reported. ``screen``: lower-side block pairs with a
+    small budget (pld.round_plds), for screening candidates."""
     t_total = sum(rep for _, _, rep in models)
     if interval is None:
         interval = grid_interval([(m, n) for m, n, _ in models], side, t_total)
     per_round, forward, backward = [], [], []
     for model, n, repeat in models:
         plds = cached_round_plds(model, int(n), float(interval), side, float(tail),
-                                 float(weak_rtol))
+                                 float(weak_rtol), bool(screen))
         per_round.append(plds)
         fwd, bwd = _pieces(plds, repeat)
         forward.append(fwd)
@@ -141,13 +143,15 @@ def _pair_key(model) -> tuple:
             model.w_neutral, model.w_null)
 
 
-#: exact-lower over more rounds than this first screens its candidate pairs on a grid
-#: SCREEN_COARSENING times coarser and refines only those that can matter (issue 32).
-SCREEN_FROM_ROUNDS = 16
+#: exact-lower first screens its candidate pairs on a grid SCREEN_COARSENING times coarser,
+#: with dominated block pairs of a small budget (pld.SCREEN_ENTRIES), and refines only those
+#: that can matter (issue 32).
 SCREEN_COARSENING = 4.0
-#: A candidate whose coarse value is below (1 - SCREEN_MARGIN) times the best refined value is
-#: not refined (the coarse grid lowers a value by about 0.5 %, far less than this margin).
+#: A candidate whose screened value is below (1 - SCREEN_MARGIN) times the best refined value
+#: is not refined (screening lowers a value by about 0.5 %, far less than this margin).
 SCREEN_MARGIN = 0.05
+#: Screening is skipped when every candidate is cheap (rounds x n below this).
+SCREEN_FROM_WORK = 1e6
 
 
 def _best_lower_method(name: str, models_of: Callable, reference: str, note: str):
@@ -155,12 +159,13 @@ def _best_lower_method(name: str, models_of: Callable, reference: str, note: str
     a round with fewer candidates uses its first), and the largest eps of them: each is a real
     dataset pair, hence a lower bound (issue 31: the best 000 Thm 14 triple, not the first).
 
-    Over more than SCREEN_FROM_ROUNDS rounds (and no ``interval`` given) the candidates are
-    first composed on a grid SCREEN_COARSENING times coarser (a valid, slightly lower, lower
-    bound each); they are refined on the fine grid best first, and a candidate whose coarse
-    value is below (1 - SCREEN_MARGIN) times the best refined value keeps its coarse value
-    (k-RR: the triple (x0, x1, x2) beats (x0, x1, x1) by 10-30 %, so one fine composition
-    instead of three). Every value is a lower bound, so their maximum is one."""
+    With several candidates, no ``interval`` given and enough work (rounds x n of at least
+    SCREEN_FROM_WORK), the candidates are first composed on a grid SCREEN_COARSENING times
+    coarser from block pairs of a small budget (a valid, slightly lower, lower bound each);
+    they are refined (the fine grid, the default budget) best first, and a candidate whose
+    screened value is below (1 - SCREEN_MARGIN) times the best refined value keeps its
+    screened value (k-RR: the triple (x0, x1, x2) beats (x0, x1, x1) by 10-30 %, so one fine
+    composition instead of three). Every value is a lower bound, so their maximum is one."""
     def compute(rounds, delta, *, interval=None, tail=DEFAULT_TAIL,
                 weak_rtol=DEFAULT_WEAK_RTOL) -> ComposedResult:
         start = time.perf_counter()
@@ -180,18 +185,18 @@ def _best_lower_method(name: str, models_of: Callable, reference: str, note: str
             seen.update(keys)
             candidates.append(models)
 
-        def run(models, step):
+        def run(models, step, screen=False):
             return compose_models(models, delta, "lower", interval=step, tail=tail,
-                                  weak_rtol=weak_rtol)
+                                  weak_rtol=weak_rtol, screen=screen)
 
         results = []          # (eps, step, per_round, label)
-        if (interval is None and len(candidates) > 1
-                and total_rounds(rounds) > SCREEN_FROM_ROUNDS):
+        work = sum(int(r.n) * r.repeat for r in rounds)
+        if interval is None and len(candidates) > 1 and work >= SCREEN_FROM_WORK:
             coarse = []
             for models in candidates:    # each candidate's own fine grid, as without screening
                 fine = grid_interval([(m, n) for m, n, _ in models], "lower",
                                      total_rounds(rounds))
-                coarse.append((run(models, fine * SCREEN_COARSENING), fine, models))
+                coarse.append((run(models, fine * SCREEN_COARSENING, True), fine, models))
             coarse.sort(key=lambda item: -item[0][0])
             for (eps_c, step_c, per_c), fine, models in coarse:
                 best = max((r[0] for r in results), default=-math.inf)

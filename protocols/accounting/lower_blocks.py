@@ -111,10 +111,11 @@ def lower_block_aggregates(model: CountModel, n: int, *, tail: float,
 
 
 @functools.lru_cache(maxsize=4)
-def cached_lower_block_aggregates(model: CountModel, n: int, tail: float) -> Aggregates:
+def cached_lower_block_aggregates(model: CountModel, n: int, tail: float,
+                                  max_entries: int = MAX_ENTRIES) -> Aggregates:
     """:func:`lower_block_aggregates`, cached (a pure function of its arguments; arrays
     read-only)."""
-    agg = lower_block_aggregates(model, int(n), tail=float(tail))
+    agg = lower_block_aggregates(model, int(n), tail=float(tail), max_entries=int(max_entries))
     for array in (agg.p0, agg.p1, agg.ell):
         array.flags.writeable = False
     return agg

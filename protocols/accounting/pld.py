@@ -59,6 +59,8 @@ from shufflesim.protocols.accounting.enumeration import (
 from shufflesim.protocols.accounting.pairs import CountModel
 from shufflesim.protocols.errors import require
 
+#: Entries of the dominated block pairs when screening lower-bound candidates (``screen``).
+SCREEN_ENTRIES = 1 << 16
 #: Largest grid the accumulator accepts.
 MAX_GRID = 1 << 26
 #: Upper-bound grid: interval = (smallest per-round loss scale) / UPPER_RESOLUTION.
@@ -224,23 +226,27 @@ def _grid_interval(interval: float, loss_max: float) -> float:
 
 def round_plds(model: CountModel, n: int, interval: float, side: str, *,
                tail: float = DEFAULT_TAIL, weak_rtol: float = DEFAULT_WEAK_RTOL,
-               both: bool = True) -> list[RoundPLD]:
+               both: bool = True, screen: bool = False) -> list[RoundPLD]:
     """The discretised PLDs of (P0, P1) and, if ``both``, of (P1, P0), for ``side`` "upper"
     (split, pessimistic) or "lower" (merged and rounded down, optimistic); see the module
     docstring. ``tail``: binomial tail mass left out per window; ``weak_rtol``: relative width
-    of the aggregates' loss intervals (enumeration.py)."""
+    of the aggregates' loss intervals (enumeration.py). ``screen`` (lower side): the dominated
+    block pairs with SCREEN_ENTRIES entries instead of their default budget (wider blocks: a
+    valid, slightly lower, lower bound at a fraction of the work; exact-lower's screening of
+    its candidates, compose.py)."""
     require(side in ("upper", "lower"), "side", side, "must be 'upper' or 'lower'")
     require(isinstance(n, (int, np.integer)) and n >= 1, "n", n, "must be an integer >= 1")
     start = time.perf_counter()
     interval = _grid_interval(float(interval), model.loss_max)
     eta = mass_relative_error(n)
+    budget = {"max_entries": SCREEN_ENTRIES} if screen and side == "lower" else {}
     if block_pairs_apply(model, side):   # O(blocks x D) block pairs (blocks.py)
-        agg = cached_block_aggregates(model, int(n), side, float(tail))
+        agg = cached_block_aggregates(model, int(n), side, float(tail), **budget)
     elif side == "upper" and neutral_blocks.applies(model):   # the same with h3 (k-RR)
         agg = neutral_blocks.cached_neutral_block_aggregates(model, int(n), float(tail),
                                                              float(weak_rtol))
     elif side == "lower" and lower_blocks.applies(model):     # unequal weights (lower)
-        agg = lower_blocks.cached_lower_block_aggregates(model, int(n), float(tail))
+        agg = lower_blocks.cached_lower_block_aggregates(model, int(n), float(tail), **budget)
     else:
         agg = cached_aggregates(model, int(n), float(tail), float(weak_rtol))
     upper = side == "upper"
@@ -292,14 +298,15 @@ def round_plds(model: CountModel, n: int, interval: float, side: str, *,
 
 @functools.lru_cache(maxsize=16)
 def cached_round_plds(model: CountModel, n: int, interval: float, side: str, tail: float,
-                      weak_rtol: float) -> tuple[RoundPLD, ...]:
+                      weak_rtol: float, screen: bool = False) -> tuple[RoundPLD, ...]:
     """:func:`round_plds` of one round (one direction when the pair is swap-symmetric, both
     otherwise), cached per (model, n, grid, side, tail, weak_rtol): a pure function of its
     arguments (``model`` is a frozen CountModel, a RoundPLD is frozen and never written), so
     a cached value is the value a new call computes. Shared by the PLD composition, the
     advanced composition and calibration over rounds."""
     plds = tuple(round_plds(model, int(n), float(interval), side, tail=float(tail),
-                            weak_rtol=float(weak_rtol), both=not model.is_swap_symmetric()))
+                            weak_rtol=float(weak_rtol), both=not model.is_swap_symmetric(),
+                            screen=bool(screen)))
     for item in plds:
         item.probs.flags.writeable = False
     return plds

@@ -159,16 +159,19 @@ def _curve(sums: list[np.ndarray], orders: np.ndarray, outside) -> np.ndarray:
                   axis=0)
 
 
-#: Entries (S values x D values) of the pair's own symmetric enumeration above which the
-#: k-RR blanket pair's Renyi curve comes from the neutral block pairs instead (about n >= 3e5
-#: for 10-RR at eps0 = 1): there they are within about 1e-4 relative of the enumeration over 10
-#: or more rounds (issue 32; tests/test_accounting_fast_paths.py), below it they can be much
-#: looser at T = 1.
-NEUTRAL_BLOCKS_FROM = 6e6
-#: The same over fewer than FEW_ROUNDS rounds (large Renyi orders): 0.9 % looser at T = 1 just
-#: above NEUTRAL_BLOCKS_FROM (10-RR, eps0 = 1, n = 2.7e5), 2e-5 at n = 1e6.
+#: Over FEW_ROUNDS rounds or more, the k-RR blanket pair's Renyi curve comes from the neutral
+#: block pairs (neutral_blocks.py, shared with the round's PLD) once the pair's own symmetric
+#: enumeration has more than NEUTRAL_BLOCKS_FROM entries (S values x D values): 0, i.e. always.
+#: On the composition grid's k-RR points (k = 3, 10; eps0 0.5, 1, 4; n 1e3-1e5) with T = 30,
+#: 100 and 1000 the result is within 3e-5 relative of the enumeration's, and 5-15x faster
+#: below n = 1e5 (issue 32; tests/test_accounting_fast_paths.py).
+NEUTRAL_BLOCKS_FROM = 0.0
+#: The same over fewer than FEW_ROUNDS rounds (the large Renyi orders of few rounds weigh the
+#: split ends of the blocks' m'-bins): with blocks rdp-blanket was 1.2 % looser at n = 1000,
+#: T = 10 (10-RR, eps0 = 1), up to 93 % at n = 1000, 8 % at n = 1e5 (eps0 = 0.5) and 0.9 % at
+#: n = 2.7e5 (10-RR, eps0 = 1) with T = 1, within 1e-4 from n = 1e6.
 NEUTRAL_BLOCKS_FROM_FEW = 2.4e7
-FEW_ROUNDS = 10
+FEW_ROUNDS = 30
 
 
 def enumeration_entries(model, n: int) -> float:
@@ -185,14 +188,13 @@ def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAUL
                            rounds: int = FEW_ROUNDS):
     """Aggregates of a dominating pair of the round: the block pairs of blocks.py for symmetric
     pairs without a neutral group (the clone pair, the brr blanket pair); for the k-RR blanket
-    pair the neutral block pairs of neutral_blocks.py (shared with the round's PLD, cached) once
-    the pair's own enumeration exceeds :data:`NEUTRAL_BLOCKS_FROM` entries
-    (:data:`NEUTRAL_BLOCKS_FROM_FEW` over fewer than FEW_ROUNDS ``rounds``); else the pair itself
-    (enumeration.py; cached at the PLD's tail). Below that size the neutral block pairs are not
-    used: their m'-bins merge outcomes whose losses differ more than the former (S, h3) cells
-    at small n, and the split of an aggregate into its extreme losses weighs heavily at the
-    large Renyi orders that T = 1 needs (rdp-blanket up to 93 % looser at n = 1000, 8 % at
-    n = 1e5, eps0 = 0.5, T = 1; within 1e-4 from n = 1e6)."""
+    pair the neutral block pairs of neutral_blocks.py (shared with the round's PLD, cached)
+    over FEW_ROUNDS ``rounds`` or more, and over fewer once the pair's own enumeration exceeds
+    :data:`NEUTRAL_BLOCKS_FROM_FEW` entries; else the pair itself (enumeration.py; cached at
+    the PLD's tail). Below that size and over few rounds the neutral block pairs are not used:
+    their m'-bins merge outcomes whose losses differ more than the former (S, h3) cells at
+    small n, and the split of an aggregate into its extreme losses weighs heavily at the large
+    Renyi orders that T = 1 needs."""
     if block_pairs_apply(model, "upper") and not neutral_blocks.applies(model):
         if tail != DEFAULT_TAIL:
             return block_aggregates(model, int(n), "upper", tail=tail)

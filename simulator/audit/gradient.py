@@ -149,7 +149,8 @@ def audit_gradient(client, claim: GradientClaim, *, trials: int, level: str = "r
                else projected_client(client, claim))  # (pipeline_vector.py)
     rows = audit_implementation(wrapped, Claim(scalar), trials=trials,
                                 level=level, n=n, delta=delta, seed=seed, vectorized=True,
-                                learned=False, **options)  # learned: on the full reports
+                                learned=learned and level == "pipeline",  # there: the
+                                **options)  # vectors (pipeline_learned.py); else on full reports
     if level == "shuffle" and learned:
         rows = _with_learned(rows, client, claim, n, delta, trials, seed, options)
     note = (f"gradient client (dim {claim.dim}, clip {claim.clip:g}, m "

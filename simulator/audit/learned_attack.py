@@ -276,8 +276,9 @@ def learned_counts(draw: Draw, n: int, options: AuditOptions,
 
     ``fixed``: other statistics of the multiset, name -> function of a (trials, n, dim) array
     fixed before any trial (e.g. a claim's own likelihood ratio, claim_lr.py), tabulated on
-    the same tuning and evaluation trials with cells at their own pooled tuning quantiles;
-    then a dict name -> counts is returned, the learned score under NAME."""
+    the same tuning and evaluation trials with cells at their own pooled tuning quantiles (the
+    training trials, which they do not need, tune them too); then a dict name -> counts is
+    returned, the learned score under NAME."""
     require(isinstance(n, (int, np.integer)) and n >= 1, "n", n, "must be an integer >= 1")
     train, tune = split_selection(options)
     require(train >= 2 and tune >= 2, "holdout_fraction", options.holdout_fraction,
@@ -288,8 +289,13 @@ def learned_counts(draw: Draw, n: int, options: AuditOptions,
     tr = [_gather(draw, w, train, n, child(seq, w, 0), progress) for w in (0, 1)]
     fmap = fit_feature_map(tr[0], tr[1], atoms)
     model = fit_logistic(fmap(tr[0]), fmap(tr[1]), ridge=RIDGE)
+    as_dict = fixed is not None
+    fixed = fixed or {}
+    # a fixed statistic needs no training: the training trials tune its cells too
+    early = {k: [np.asarray(f(t), dtype=float).reshape(-1) for t in tr]
+             for k, f in fixed.items()}
     del tr
-    scores = {NAME: lambda chunk: model.score(fmap(chunk)), **(fixed or {})}
+    scores = {NAME: lambda chunk: model.score(fmap(chunk)), **fixed}
     names = list(scores)
 
     def all_scores(chunk: np.ndarray) -> list[np.ndarray]:
@@ -298,8 +304,8 @@ def learned_counts(draw: Draw, n: int, options: AuditOptions,
     tuned = [[] for _ in names]
     for w in (0, 1):
         got = all_scores(_gather(draw, w, tune, n, child(seq, w, 1), progress))
-        for i in range(len(names)):
-            tuned[i].append(got[i])
+        for i, k in enumerate(names):
+            tuned[i].append(np.concatenate([early[k][w], got[i]]) if k in early else got[i])
     edges = [np.unique(np.quantile(np.concatenate(t), np.linspace(0, 1, SCORE_BINS + 1)[1:-1]))
              for t in tuned]
     sel = [tuple(np.bincount(np.searchsorted(e, x, side="right"), minlength=e.size + 1)
@@ -320,11 +326,12 @@ def learned_counts(draw: Draw, n: int, options: AuditOptions,
                     f"multiset ({what}); trained on {train} and tuned on {tune} held-out "
                     f"trials per world, certified on {options.evaluation_trials} fresh ones; "
                     f"{model.describe()}")}
-    out = {k: LearnedCounts(edges[i], sel[i], tuple(ev[i]), tune, options.evaluation_trials,
+    out = {k: LearnedCounts(edges[i], sel[i], tuple(ev[i]), tune + (train if k in early else 0),
+                            options.evaluation_trials,
                             notes.get(k, f"{k}: a fixed statistic of the multiset, cells "
-                                      f"tuned on {tune} held-out trials per world"), k)
+                                      f"tuned on {tune + train} held-out trials per world"), k)
            for i, k in enumerate(names)}
-    return out if fixed is not None else out[NAME]
+    return out if as_dict else out[NAME]
 
 
 def learned_audit(draw: Draw, n: int, deltas, options: AuditOptions,

@@ -434,7 +434,7 @@ def _run_implementation(settings: AuditSettings, tested: ImplementationRandomize
                                    progress=progress, shuffler=shuffler)
         bound_n = shuffled_size(n, pipeline)
         vector = vector_client(getattr(tested, "tested", None))  # a gradient client's vectors
-        if vector is not None:  # the learned attack on them too (pipeline_vector.py)
+        if vector is not None and settings.learned:  # the learned attack too (pipeline_learned)
             learned = learned_pipeline(vector, declared, n, settings.delta, options, seed,
                                        pipeline or PipelineConfig(), x0, x1, x2)
     records = attack_records(audit, context)

@@ -15,7 +15,8 @@ Three runs, each a fresh ``shufflesim run`` process per worker count (1, 2 and a
 For each it prints wall and CPU seconds (user + system of the process and its workers), the
 CPU per unit, the speed-up over 1 worker (wall) and the load average before and after, and
 checks that the tables are identical whatever the workers (the only assertion: no timing is
-asserted). Issue 32's target: 2 workers at least 1.8x faster than 1 on the 2-core machine, on a
+asserted; every process of a run computes with one BLAS thread, simulator/execution/blas.py,
+because the BLAS thread count changes the rounding of sums). Issue 32's target: 2 workers at least 1.8x faster than 1 on the 2-core machine, on a
 run of 20 units or more. Starting a worker process costs about a second of CPU (imports) and
 a k-RR repetition of 800000 users about 0.05 s, so the light runs show the fixed costs; n =
 800000 keeps one repetition below the batch path's threading threshold (32 MB of working

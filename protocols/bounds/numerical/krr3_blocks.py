@@ -45,6 +45,12 @@ and its error bounded by rho S(y) (S the same combination with absolute coeffici
 absolute FFT part, D is bracketed by sum (c - rho S)_+ and sum (c + rho S)_+ plus the absolute
 parts, the windows' outside mass times the coefficients' sum, and the summation's rounding.
 
+**k > 3 (pairs only).** ``population``, ``population_delta`` and ``pair_bracket`` also take k:
+there the count pair (x0, x1) of a dataset whose nr others hold values outside {x0, x1} is a
+post-processing of its histogram, so a pair's certified lower end is a proven *lower* bound
+(krr_exact's ``krr-exact-lower``); the blocks are not used for k > 3 (module krr_exact: the
+count pair is not sufficient there).
+
 Cost: one 2-D convolution per block (cached across the eps tried); the blocks near the corner
 (n0, n1) = (n - 1, 0) carry the maximum at large eps0. The blocks' work grows like
 (n p q)^2 per pair, so the search is used where the windows are small (``MAX_CELLS``); n <= 100
@@ -79,10 +85,10 @@ START_SIDE = 8
 MAX_CELLS = 12_000
 
 
-def probabilities(epsilon0: float) -> tuple[float, float]:
-    """(p, q) of 3-RR."""
+def probabilities(epsilon0: float, k: int = 3) -> tuple[float, float]:
+    """(p, q) of k-RR."""
     e0 = math.exp(epsilon0)
-    return e0 / (e0 + 2.0), 1.0 / (e0 + 2.0)
+    return e0 / (e0 + k - 1.0), 1.0 / (e0 + k - 1.0)
 
 
 def _binomial_window(m: int, theta: float, out_target: float) -> tuple[int, int, float]:
@@ -178,11 +184,11 @@ def _convolve(g: _Grid, h: _Grid, direct: bool = False) -> _Grid:
 
 
 def population(epsilon0: float, a0: int, a1: int, c: int, m: int, out_target: float,
-               direct: bool = False) -> _Grid:
+               direct: bool = False, k: int = 3) -> _Grid:
     """Z: the counts (x0, x1) of a0 users at x0, a1 at x1, c at the third value and m uniform
     reporters (``direct``: every convolution by the direct sum, no absolute error)."""
-    p, q = probabilities(epsilon0)
-    third = 1.0 / 3.0
+    p, q = probabilities(epsilon0, k)
+    third = 1.0 / k
     parts = [_trinomial(cnt, a, b, out_target / 4)
              for cnt, a, b in ((a0, p, q), (a1, q, p), (c, q, q), (m, third, third)) if cnt > 0]
     if not parts:
@@ -194,11 +200,14 @@ def population(epsilon0: float, a0: int, a1: int, c: int, m: int, out_target: fl
     return out
 
 
-def population_delta(epsilon: float, epsilon0: float, z: _Grid) -> tuple[float, float]:
-    """(lower, upper) of D(eps) = sum_y (P0 - e^eps P1)_+ with user 1 added to population z."""
+def population_delta(epsilon: float, epsilon0: float, z: _Grid,
+                     k: int = 3) -> tuple[float, float]:
+    """(lower, upper) of D(eps) = sum_y (P0 - e^eps P1)_+ with user 1 added to population z
+    (k-RR's user 1: x0 w.p. p, x1 w.p. q, neither w.p. r = 1 - p - q)."""
     if epsilon >= epsilon0:
         return 0.0, 0.0
-    p, q = probabilities(epsilon0)
+    p, q = probabilities(epsilon0, k)
+    r = max(1.0 - p - q, 0.0)
     e = math.exp(epsilon)
     rows, cols = z.z.shape
     zz = np.zeros((rows + 1, cols + 1))
@@ -207,11 +216,11 @@ def population_delta(epsilon: float, epsilon0: float, z: _Grid) -> tuple[float, 
     zz[:-1, :-1] = z.z
     s0[1:, :-1] = z.z
     s1[:-1, 1:] = z.z
-    t = (p - e * q) * s0 + (q - e * p) * s1 + (q - e * q) * zz
-    scale = (p + e * q) * s0 + (q + e * p) * s1 + (q + e * q) * zz
+    t = (p - e * q) * s0 + (q - e * p) * s1 + (r - e * r) * zz
+    scale = (p + e * q) * s0 + (q + e * p) * s1 + (r + e * r) * zz
     rho = z.rel + REL_PARAMETERS + 8 * U
     cells = t.size
-    weight = (p + e * q) + (q + e * p) + (q + e * q)
+    weight = (p + e * q) + (q + e * p) + (r + e * r)
     absolute = weight * (math.sqrt(z.z.size) * z.abs2 + z.out) * (1 + 1e-12)
     upper = float(np.sum(np.maximum(t + rho * scale, 0.0))) * (1 + (cells + 4) * U) + absolute
     lower = float(np.sum(np.maximum(t - rho * scale, 0.0))) * (1 - (cells + 4) * U) - absolute
@@ -233,13 +242,14 @@ class BlockSearch:
     on the curve's eps(delta)); ``best_lower`` is the largest eps at which a single dataset pair
     was certified to have D > delta (a proven lower bound), ``where`` that pair."""
 
-    def __init__(self, epsilon0: float, n: int, delta: float, max_blocks: int = 4000) -> None:
-        self.epsilon0, self.n, self.delta = float(epsilon0), int(n), float(delta)
+    def __init__(self, epsilon0: float, n: int, delta: float, max_blocks: int = 4000,
+                 k: int = 3) -> None:
+        self.epsilon0, self.n, self.delta, self.k = float(epsilon0), int(n), float(delta), int(k)
         self.max_blocks = max_blocks
         self.out_target = OUT_FRACTION * self.delta
         self.tail = TAIL_FRACTION * self.delta
-        _, q = probabilities(self.epsilon0)
-        self.gamma = 3.0 * q
+        _, q = probabilities(self.epsilon0, self.k)
+        self.gamma = self.k * q
         self._pops: dict = {}
         self._kept: dict = {}
         side = max(1, min(START_SIDE, n))
@@ -273,7 +283,7 @@ class BlockSearch:
         key = (a0, a1, c, m)
         z = self._pops.get(key)
         if z is None or (direct and z.abs2 > 0):
-            z = population(self.epsilon0, a0, a1, c, m, self.out_target, direct)
+            z = population(self.epsilon0, a0, a1, c, m, self.out_target, direct, self.k)
             self._pops[key] = z
             self.evaluations += 1
         return z
@@ -287,14 +297,15 @@ class BlockSearch:
         width = n - 1 - a0 - a1 - c
         if width == 0:
             z = self._population(a0, a1, c, 0)
-            lower, upper = population_delta(epsilon, self.epsilon0, z)
+            lower, upper = population_delta(epsilon, self.epsilon0, z, self.k)
             if z.abs2 > 0 and lower <= self.delta < upper:
                 # the FFT's absolute slack decides: the direct sum has none
                 z = self._population(a0, a1, c, 0, direct=True)
-                lower, upper = population_delta(epsilon, self.epsilon0, z)
+                lower, upper = population_delta(epsilon, self.epsilon0, z, self.k)
             return lower, upper
         m, below = self._kept_uniform(width)
-        _, upper = population_delta(epsilon, self.epsilon0, self._population(a0, a1, c, m))
+        _, upper = population_delta(epsilon, self.epsilon0, self._population(a0, a1, c, m),
+                                    self.k)
         return 0.0, upper + below
 
     def certify(self, epsilon: float) -> bool:
@@ -343,25 +354,36 @@ def _split(block, n: int):
     return [h for h in halves if h[0] + h[2] <= n - 1]
 
 
-def pair_epsilon(search: BlockSearch, config: tuple[int, int, int]) -> float:
-    """Certified lower end of one dataset pair's eps(delta) (bisection on its exact curve)."""
+def pair_bracket(search: BlockSearch, config: tuple[int, int, int]) -> tuple[float, float]:
+    """(lower, upper) of one dataset pair's eps(delta) by bisection on its certified curve:
+    lower = an eps with certified D > delta (0 if none), upper = one with D <= delta. For
+    k > 3 the pair is the count statistic (x0, x1) of a dataset whose nr others hold values
+    outside {x0, x1}: a post-processing, so ``lower`` is a proven lower bound there too."""
     n0, n1, nr = config
     z = search._population(n0, n1, nr, 0)
     lo, hi = 0.0, search.epsilon0
-    if population_delta(0.0, search.epsilon0, z)[0] <= search.delta:
-        return 0.0
+    low0, up0 = population_delta(0.0, search.epsilon0, z, search.k)
+    if up0 <= search.delta:
+        return 0.0, 0.0
+    if low0 <= search.delta:
+        return 0.0, hi
     for _ in range(60):
         if hi - lo <= 1e-10 * hi:
             break
         mid = 0.5 * (lo + hi)
-        lower, upper = population_delta(mid, search.epsilon0, z)
+        lower, upper = population_delta(mid, search.epsilon0, z, search.k)
         if lower > search.delta:
             lo = mid
         elif upper <= search.delta:
             hi = mid
         else:
             break
-    return lo
+    return lo, hi
+
+
+def pair_epsilon(search: BlockSearch, config: tuple[int, int, int]) -> float:
+    """Certified lower end of one dataset pair's eps(delta) (pair_bracket)."""
+    return pair_bracket(search, config)[0]
 
 
 def krr3_epsilon(epsilon0: float, n: int, delta: float, corners, rtol: float = 1e-6):

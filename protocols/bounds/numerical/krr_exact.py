@@ -195,6 +195,41 @@ class PairCurve:
         return certified_lower, hi_ok
 
 
+class WindowedCurve(PairCurve):
+    """A PairCurve of a population computed on windows (krr3_blocks.population): the exact
+    law's mass outside the windows, ``out``, moves each of P0, P1 by at most ``out`` in total,
+    so D(eps) moves by at most (1 + e^eps) out, added to the upper end and taken from the
+    lower one."""
+
+    def __init__(self, p0: np.ndarray, p1: np.ndarray, rel: float, out: float) -> None:
+        super().__init__(p0, p1, rel)
+        self.out = out
+
+    def delta(self, epsilon: float) -> tuple[float, float]:
+        lower, upper = super().delta(epsilon)
+        slack = (1.0 + math.exp(epsilon)) * self.out * (1 + 1e-12)
+        return max(0.0, lower - slack), upper + slack
+
+
+def windowed_pair_curve(epsilon0: float, k: int, n0: int, n1: int, nr: int,
+                        out_target: float) -> WindowedCurve:
+    """The certified curve of configuration (n0, n1, nr) from windowed trinomials (product of
+    two binomial pmfs, krr3_blocks) convolved directly: the same pair as krr_pair_curve at a
+    cost independent of the users added one at a time."""
+    z = krr3_blocks.population(epsilon0, n0, n1, nr, 0, out_target, direct=True, k=k)
+    p, q, r = _probabilities(epsilon0, k)
+    rows, cols = z.z.shape
+    zz = np.zeros((rows + 1, cols + 1))
+    s0 = np.zeros_like(zz)
+    s1 = np.zeros_like(zz)
+    zz[:-1, :-1] = z.z
+    s0[1:, :-1] = z.z
+    s1[:-1, 1:] = z.z
+    p0 = (p * s0 + q * s1 + r * zz).ravel()
+    p1 = (q * s0 + p * s1 + r * zz).ravel()
+    return WindowedCurve(p0, p1, z.rel + krr3_blocks.REL_PARAMETERS + 8 * U, z.out)
+
+
 def krr_pair_curve(epsilon0: float, k: int, n0: int, n1: int, nr: int) -> PairCurve:
     """The certified curve of configuration (n0, n1, nr), direction P0 || P1."""
     z, rel = config_pmf(epsilon0, k, n0, n1, nr)
@@ -304,7 +339,16 @@ def krr_exact_lower_epsilon(randomizer, n: int, delta: float) -> BoundResult:
     configuration as its lower end (k = 3, n <= MAX_N_FULL)."""
     start = time.perf_counter()
     _check(randomizer, n, delta, MAX_N_CORNERS)
-    lower, upper, where = _search(randomizer, n, delta, "lower")
+    # each pair on windows with bounded outside mass (windowed_pair_curve): the same pairs as
+    # _search(..., "lower") at a fraction of its one-user-at-a-time cost (n = 1000: 2.3 s)
+    epsilon0, k = float(randomizer.epsilon0), int(randomizer.domain_size)
+    lower, upper, where = 0.0, 0.0, _corner_configs(n)[0]
+    for cfg in _corner_configs(n):
+        curve = windowed_pair_curve(epsilon0, k, *cfg, krr3_blocks.OUT_FRACTION * delta)
+        lo, hi = curve.epsilon(delta, epsilon0)
+        if lo > lower:
+            lower, where = lo, cfg
+        upper = max(upper, hi)
     scope = "the corners' neighbourhoods"
     return BoundResult("krr-exact-lower", BoundKind.LOWER, float(lower), float(delta),
                        float(max(0.0, upper - lower)), BoundStatus.PROVEN, REFERENCE,
