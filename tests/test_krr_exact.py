@@ -125,3 +125,23 @@ def test_refusals():
         ke.krr_exact_lower_epsilon(KRR(epsilon0=1.0, domain_size=3), ke.MAX_N_CORNERS + 1, 1e-6)
     assert math.isfinite(ke.krr_exact_lower_epsilon(KRR(epsilon0=1.0, domain_size=8), 200,
                                                     1e-6).epsilon)
+
+
+def test_lower_refuses_two_values_whose_third_value_pairs_would_exceed_the_truth():
+    """2-RR has no value outside {x0, x1}: its "pairs with others at a third value" are no
+    datasets, and their value (0.3535 at eps0 = 1, n = 200) rose above the exact truth of
+    binary RR (brr-exact, 0.3182). krr-exact-lower must not apply to k = 2, and every proven
+    lower bound that does apply stays below brr-exact's upper end."""
+    from shufflesim.protocols.bounds import catalogue
+    from shufflesim.protocols.randomizers.registry import make_randomizer
+
+    two = make_randomizer("krr", epsilon0=1.0, domain_size=2)
+    assert "krr-exact-lower" not in {spec.name for spec in catalogue.applicable_bounds(two)}
+    with pytest.raises(ParameterError, match="domain_size"):
+        ke.krr_exact_lower_epsilon(two, 200, 1e-6)
+    truth = catalogue.evaluate("brr-exact", make_randomizer("brr", epsilon0=1.0), 200, 1e-6)
+    for spec in catalogue.applicable_bounds(two):
+        if spec.kind.value == "lower":
+            got = catalogue.evaluate(spec.name, two, 200, 1e-6)
+            if got.result is not None:
+                assert got.result.epsilon <= truth.result.epsilon, spec.name

@@ -252,6 +252,8 @@ def test_user_tables(tmp_path):
 
 
 def test_digits_without_scikit_learn_names_the_extra(monkeypatch):
+    # scikit-learn missing: neither its file (found without importing it) nor its module
+    monkeypatch.setitem(sys.modules, "sklearn", None)
     monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
     with pytest.raises(UserError, match=r"pip install 'shufflesim\[learn\]'"):
         train(LearningConfig(), 0)

@@ -123,7 +123,10 @@ def basic(rounds, delta: float, **_options) -> ComposedResult:
     rounds = normalize_rounds(rounds)
     require_probability_open("delta", delta)
     t = total_rounds(rounds)
-    eps = sum(e * k for e, k in _round_epsilons(rounds, delta / t))
+    if t == 1:  # one round: basic composition is the single-round bound itself, as asked
+        eps = optimal_blanket_epsilon(rounds[0].randomizer, int(rounds[0].n), delta).epsilon
+    else:
+        eps = sum(e * k for e, k in _round_epsilons(rounds, delta / t))
     return ComposedResult("basic", BoundKind.UPPER, math.nextafter(eps, math.inf), delta, t,
                           BoundStatus.PROVEN, "basic composition (Dwork et al. 2006) of "
                           "per-round optimal-blanket eps at delta / T",
@@ -233,8 +236,9 @@ def advanced(rounds, delta: float, *, tail: float = DEFAULT_TAIL,
 
 def naive_epsilon(rounds, delta: float) -> float:
     """T x (single-round optimal-blanket eps at delta): not a guarantee at delta (see module)."""
-    rounds = normalize_rounds(rounds)
-    return sum(e * k for e, k in _round_epsilons(rounds, delta))
+    rounds = normalize_rounds(rounds)  # the single-round rows' own value (engine eps search)
+    return sum(optimal_blanket_epsilon(r.randomizer, int(r.n), delta).epsilon * r.repeat
+               for r in rounds)
 
 
 METHODS = (

@@ -191,8 +191,7 @@ def run_pairs(path: Path) -> None:
 #: The bounds issue 31 added in session 11 (and 004 Lemma 5.8's, cheap), timed at n = 1e3,
 #: 1e6 and 1e8 for the closing note (brr-exact's times are session 10's, krr-exact's t31k's).
 TIMED = (("laplace_binary", "exact-lower"), ("laplace_binary", EXACT_FFT), ("oue4", PAIR),
-         ("rappor4", PAIR), ("laplace", "blanket_bennett_laplace"),
-         ("laplace", "blanket_hoeffding_laplace"))
+         ("laplace", "blanket_bennett_laplace"), ("laplace", "blanket_hoeffding_laplace"))
 TIMED_N = (1000, 10**6, 10**8)
 
 
@@ -401,7 +400,7 @@ def explain(records: dict[str, dict], label: str, upper_method: str, lower_metho
     if low.get("epsilon") and low.get("epsilon_error"):
         reach = (low["epsilon"] + low["epsilon_error"]) / low["epsilon"]
         if reach > 1.01:
-            codes.append(f"L ({reach:.3g}x)")
+            codes.append(f"L ({reach:.3g}x)" if math.isfinite(reach) else "L (bracket open)")
     if lower_method == EXACT_FFT:
         codes.append("F")
     pair = records.get(PAIR)

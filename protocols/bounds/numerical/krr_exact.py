@@ -339,6 +339,9 @@ def krr_exact_lower_epsilon(randomizer, n: int, delta: float) -> BoundResult:
     configuration as its lower end (k = 3, n <= MAX_N_FULL)."""
     start = time.perf_counter()
     _check(randomizer, n, delta, MAX_N_CORNERS)
+    require(_is_krr_with_a_third_value(randomizer), "domain_size",
+            getattr(randomizer, "domain_size", None),
+            "krr-exact-lower needs k >= 3 (2-RR is binary RR: use brr-exact or exact-lower)")
     # each pair on windows with bounded outside mass (windowed_pair_curve): the same pairs as
     # _search(..., "lower") at a fraction of its one-user-at-a-time cost (n = 1000: 2.3 s)
     epsilon0, k = float(randomizer.epsilon0), int(randomizer.domain_size)
@@ -356,6 +359,15 @@ def krr_exact_lower_epsilon(randomizer, n: int, delta: float) -> BoundResult:
                        f"best dataset pair over {scope}; at (n0, n1, nr) = {where}")
 
 
+def _is_krr_with_a_third_value(randomizer) -> bool:
+    """k-RR with k >= 3: the pairs' other users may hold a value outside {x0, x1}. For k = 2
+    there is none (a "third value" reporting x0 and x1 with q each would put mass on an output
+    that does not exist, and the "lower bound" of such a pair rose above the truth: 2-RR,
+    eps0 = 1, n = 200, delta = 1e-6 gave 0.3535 against brr-exact's 0.3182); 2-RR is binary RR,
+    for which brr-exact and exact-lower hold."""
+    return named("krr")(randomizer) and int(getattr(randomizer, "domain_size", 0)) >= 3
+
+
 def _is_krr3(randomizer) -> bool:
     return named("krr")(randomizer) and int(getattr(randomizer, "domain_size", 0)) == 3
 
@@ -371,6 +383,6 @@ SPECS: tuple[BoundSpec, ...] = (
     BoundSpec(
         "krr-exact-lower", BoundKind.LOWER, "best dataset pair of shuffled k-RR over the counts "
         "of x0, x1 and the rest among the other users (000 Thm 14 generalized to mixed others)",
-        BoundStatus.PROVEN, f"k-RR, n <= {MAX_N_CORNERS}", named("krr"),
+        BoundStatus.PROVEN, f"k-RR with k >= 3, n <= {MAX_N_CORNERS}", _is_krr_with_a_third_value,
         krr_exact_lower_epsilon, scope="specific"),
 )
