@@ -37,7 +37,7 @@ by revealing reports (protocols/bounds/numerical/krr3_blocks.py: the same exact 
 is a lower bound; at the n <= 100 points checked the worst pair was within them) up to
 MAX_N_CORNERS. Bounds:
 ``krr-exact`` (k = 3, upper, proven: the exact curve over every dataset) and
-``krr-exact-lower`` (any k, lower, proven: the best pair found).
+``krr-exact-lower`` (k >= 3, lower, proven: the best pair found).
 """
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ MAX_N_FULL = 100
 MAX_N_BLOCKS = 10**6
 #: the lower bound's corner neighbourhoods are evaluated up to this n
 MAX_N_CORNERS = 1500
+#: Smallest probability 1 - p of reporting another value that krr-exact(-lower) accepts
+#: (floating-point limit of its windowed trinomials, _check).
+MIN_OTHER_PROBABILITY = 1e-8
 #: corner neighbourhood: configurations with at most this many users outside the corner class
 CORNER_RADIUS = 3
 #: relative eps tolerance of each configuration's bisection
@@ -298,6 +301,12 @@ def _check(randomizer, n: int, delta: float, limit: int) -> None:
     require_probability_open("delta", delta)
     epsilon0 = float(randomizer.epsilon0)
     require(0 < epsilon0 <= 50, "epsilon0", epsilon0, "needs 0 < eps0 <= 50")
+    k = int(getattr(randomizer, "domain_size", 3))
+    # the windowed trinomials divide by 1 - p = (k - 1) / (e^eps0 + k - 1) and by theta's
+    # distance from 1: below MIN_OTHER_PROBABILITY they round to 0 (eps0 = 50 divided by zero)
+    require((k - 1.0) / (math.exp(epsilon0) + k - 1.0) >= MIN_OTHER_PROBABILITY, "epsilon0",
+            epsilon0, f"needs 1 - p = (k - 1) / (e^eps0 + k - 1) >= {MIN_OTHER_PROBABILITY:g} "
+            "for its windowed trinomials; use exact-lower / optimal-blanket")
 
 
 def krr_exact_epsilon(randomizer, n: int, delta: float) -> BoundResult:
