@@ -46,10 +46,8 @@ from shufflesim.simulator.audit.claim import Claim
 from shufflesim.simulator.audit.claim_lr import claim_statistic
 from shufflesim.simulator.audit.grading import METHOD, grade
 from shufflesim.simulator.audit.learned_rows import learned_rows
-from shufflesim.simulator.audit.loading import FIELD
-from shufflesim.simulator.audit.pipeline_vector import ProjectedGradientClient
+from shufflesim.simulator.audit.pipeline_vector import ProjectedGradientClient, client_reports
 from shufflesim.simulator.audit.run import AuditSettings, audit_implementation, implementation_seed
-from shufflesim.simulator.usercode import UserCodeError, contained, numeric_array
 
 
 @dataclass(frozen=True)
@@ -110,14 +108,7 @@ def projected_client(client, claim: GradientClaim, source: str | None = None):
     def projected(values, rng):
         x = np.asarray(values, dtype=float)
         gradients = g_lo + x.reshape(-1, 1) * step
-        with contained(FIELD, source, client):
-            reports = client(gradients, rng)
-        reports = numeric_array(reports, FIELD, source)
-        if reports.shape != gradients.shape:
-            raise UserCodeError(FIELD, source, f"returned shape {reports.shape} for gradients "
-                                f"of shape {gradients.shape}: a gradient client returns one "
-                                "report of the gradient's shape per gradient")
-        reports = reports.astype(float)
+        reports = client_reports(client, source, gradients, rng)
         return ((reports - g_lo) @ unit / delta).reshape(x.shape)
 
     projected.__name__ = f"{source} (projected onto the inputs' difference)"
@@ -181,14 +172,7 @@ def _with_learned(rows: list[dict], client, claim: GradientClaim, n, delta, tria
         gradients[:] = g_hi
         gradients[:, 0] = g_lo if world == 0 else g_hi
         gradients = gradients.reshape(-1, g_lo.size)
-        with contained(FIELD, source, client):
-            reports = client(gradients, rng)
-        reports = numeric_array(reports, FIELD, source)
-        if reports.shape != gradients.shape:
-            raise UserCodeError(FIELD, source, f"returned shape {reports.shape} for gradients "
-                                f"of shape {gradients.shape}: a gradient client returns one "
-                                "report of the gradient's shape per gradient")
-        return reports.astype(float).reshape(size, n, g_lo.size)
+        return client_reports(client, source, gradients, rng).reshape(size, n, g_lo.size)
 
     def claim_lr(reports: np.ndarray) -> np.ndarray:
         return claim_statistic(scalar, 0.0, 1.0, (reports - g_lo) @ unit / claim.sensitivity)

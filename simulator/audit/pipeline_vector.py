@@ -35,6 +35,20 @@ from shufflesim.simulator.audit.loading import FIELD, seed_global_state
 from shufflesim.simulator.usercode import UserCodeError, contained, numeric_array
 
 
+def client_reports(client, source: str, gradients: np.ndarray, rng) -> np.ndarray:
+    """The gradient client's reports of ``gradients`` (reports, dim), as floats; whatever it
+    raises, prints or returns of another shape or kind is answered in one line (UserCodeError
+    naming FIELD and ``source``)."""
+    with contained(FIELD, source, client):
+        reports = client(gradients, rng)
+    reports = numeric_array(reports, FIELD, source)
+    if reports.shape != gradients.shape:
+        raise UserCodeError(FIELD, source, f"returned shape {reports.shape} for gradients "
+                            f"of shape {gradients.shape}: a gradient client returns one "
+                            "report of the gradient's shape per gradient")
+    return reports.astype(float)
+
+
 class VectorClient:
     """The user's gradient client seen as a pipeline client: scalar inputs in, the raw vector
     reports out (shape ``values.shape + (dim,)``), checked to be finite numbers of the
@@ -69,16 +83,10 @@ class VectorClient:
         """The user's raw vector reports of the scalar inputs ``values`` (checked)."""
         x = np.asarray(values, dtype=float)
         gradients = self.g_lo + x.reshape(-1, 1) * self.step
-        with contained(FIELD, self.source, self.function):
-            reports = self.function(gradients, rng)
-        reports = numeric_array(reports, FIELD, self.source)
-        if reports.shape != gradients.shape:
-            raise UserCodeError(FIELD, self.source, f"returned shape {reports.shape} for "
-                                f"gradients of shape {gradients.shape}: a gradient client "
-                                "returns one report of the gradient's shape per gradient")
+        reports = client_reports(self.function, self.source, gradients, rng)
         if not np.isfinite(reports).all():
             raise UserCodeError(FIELD, self.source, "returned a report that is not finite")
-        return reports.astype(float).reshape(x.shape + self.g_lo.shape)
+        return reports.reshape(x.shape + self.g_lo.shape)
 
     def project(self, reports) -> np.ndarray:
         """s = e . (y - g_lo) / Delta for reports of shape (..., dim)."""

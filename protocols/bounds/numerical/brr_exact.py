@@ -147,19 +147,16 @@ class _PairPmf:
         return np.sqrt(np.arange(len(self.g), -1, -1, dtype=float)) * self.abs2
 
 
-@functools.lru_cache(maxsize=256)
-def _window(m: int, q: float, out_target: float = OUT_TARGET) -> tuple[int, np.ndarray, float]:
-    """Bin(m, q)'s pmf on a window [lo, lo + len) and an upper bound (<= ``out_target`` unless
-    the window is everything) on the mass outside it. Cached (a split block shares its ones'
-    window with its first half and its zeros' window with its second); read-only."""
-    if m == 0:
-        return 0, np.ones(1), 0.0
+def binomial_window(m: int, q: float, out_target: float, width: float = 14.0,
+                    margin: int = 8, growth: float = 1.5) -> tuple[int, int, float]:
+    """[lo, hi] holding Bin(m, q) (m >= 1) except for a mass <= ``out_target`` (or all of it),
+    and an upper bound on that mass (Boost's tails, rounded up): mean -+ (width sd + margin),
+    the width growing by ``growth`` until the outside mass is small enough."""
     mean = m * q
     sd = math.sqrt(m * q * (1.0 - q))
-    width = 14.0
     while True:
-        lo = max(0, int(math.floor(mean - width * sd - 8)))
-        hi = min(m, int(math.ceil(mean + width * sd + 8)))
+        lo = max(0, int(math.floor(mean - width * sd - margin)))
+        hi = min(m, int(math.ceil(mean + width * sd + margin)))
         out = 0.0
         if lo > 0:
             out += float(binom.cdf(lo - 1, m, q))
@@ -167,8 +164,18 @@ def _window(m: int, q: float, out_target: float = OUT_TARGET) -> tuple[int, np.n
             out += float(binom.sf(hi, m, q))
         out *= 1.0 + 10 * REL_SPECIAL
         if out <= out_target or (lo == 0 and hi == m):
-            break
-        width *= 1.5
+            return lo, hi, out
+        width *= growth
+
+
+@functools.lru_cache(maxsize=256)
+def _window(m: int, q: float, out_target: float = OUT_TARGET) -> tuple[int, np.ndarray, float]:
+    """Bin(m, q)'s pmf on a window [lo, lo + len) and an upper bound (<= ``out_target`` unless
+    the window is everything) on the mass outside it. Cached (a split block shares its ones'
+    window with its first half and its zeros' window with its second); read-only."""
+    if m == 0:
+        return 0, np.ones(1), 0.0
+    lo, hi, out = binomial_window(m, q, out_target)
     pmf = np.asarray(binom.pmf(np.arange(lo, hi + 1), m, q), dtype=float)
     pmf.flags.writeable = False
     return lo, pmf, out

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, U
+from shufflesim.protocols.bounds.numerical.brr_exact import binomial_window
 from shufflesim.protocols.bounds.numerical.certified_fft import fft_convolve, fft_error_bound
 from shufflesim.protocols.distributions import binom
 
@@ -96,21 +97,7 @@ def _binomial_window(m: int, theta: float, out_target: float) -> tuple[int, int,
     it), and that mass."""
     if m == 0:
         return 0, 0, 0.0
-    mean = m * theta
-    sd = math.sqrt(m * theta * (1.0 - theta))
-    width = 6.0
-    while True:
-        lo = max(0, int(math.floor(mean - width * sd - 4)))
-        hi = min(m, int(math.ceil(mean + width * sd + 4)))
-        out = 0.0
-        if lo > 0:
-            out += float(binom.cdf(lo - 1, m, theta))
-        if hi < m:
-            out += float(binom.sf(hi, m, theta))
-        out *= 1.0 + 10 * REL_SPECIAL
-        if out <= out_target or (lo == 0 and hi == m):
-            return lo, hi, out
-        width *= 1.25
+    return binomial_window(m, theta, out_target, width=6.0, margin=4, growth=1.25)
 
 
 @dataclass(frozen=True)
