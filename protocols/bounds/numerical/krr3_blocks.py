@@ -170,6 +170,19 @@ def _convolve(g: _Grid, h: _Grid, direct: bool = False) -> _Grid:
     return _Grid(g.lo0 + h.lo0, g.lo1 + h.lo1, z, rel, abs2, g.out + h.out)
 
 
+def user_one_shifts(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The others' 2-D count law z placed for user 1's report: (z, z shifted by one x0
+    report, z shifted by one x1 report), each on the grid one larger in both counts."""
+    rows, cols = z.shape
+    zz = np.zeros((rows + 1, cols + 1))
+    s0 = np.zeros_like(zz)
+    s1 = np.zeros_like(zz)
+    zz[:-1, :-1] = z
+    s0[1:, :-1] = z
+    s1[:-1, 1:] = z
+    return zz, s0, s1
+
+
 def population(epsilon0: float, a0: int, a1: int, c: int, m: int, out_target: float,
                direct: bool = False, k: int = 3) -> _Grid:
     """Z: the counts (x0, x1) of a0 users at x0, a1 at x1, c at the third value and m uniform
@@ -196,13 +209,7 @@ def population_delta(epsilon: float, epsilon0: float, z: _Grid,
     p, q = probabilities(epsilon0, k)
     r = max(1.0 - p - q, 0.0)
     e = math.exp(epsilon)
-    rows, cols = z.z.shape
-    zz = np.zeros((rows + 1, cols + 1))
-    s0 = np.zeros_like(zz)
-    s1 = np.zeros_like(zz)
-    zz[:-1, :-1] = z.z
-    s0[1:, :-1] = z.z
-    s1[:-1, 1:] = z.z
+    zz, s0, s1 = user_one_shifts(z.z)
     t = (p - e * q) * s0 + (q - e * p) * s1 + (r - e * r) * zz
     scale = (p + e * q) * s0 + (q + e * p) * s1 + (r + e * r) * zz
     rho = z.rel + REL_PARAMETERS + 8 * U

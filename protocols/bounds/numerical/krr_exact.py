@@ -221,13 +221,7 @@ def windowed_pair_curve(epsilon0: float, k: int, n0: int, n1: int, nr: int,
     cost independent of the users added one at a time."""
     z = krr3_blocks.population(epsilon0, n0, n1, nr, 0, out_target, direct=True, k=k)
     p, q, r = _probabilities(epsilon0, k)
-    rows, cols = z.z.shape
-    zz = np.zeros((rows + 1, cols + 1))
-    s0 = np.zeros_like(zz)
-    s1 = np.zeros_like(zz)
-    zz[:-1, :-1] = z.z
-    s0[1:, :-1] = z.z
-    s1[:-1, 1:] = z.z
+    zz, s0, s1 = krr3_blocks.user_one_shifts(z.z)
     p0 = (p * s0 + q * s1 + r * zz).ravel()
     p1 = (q * s0 + p * s1 + r * zz).ravel()
     return WindowedCurve(p0, p1, z.rel + krr3_blocks.REL_PARAMETERS + 8 * U, z.out)
