@@ -87,7 +87,7 @@ def test_closed_forms_warm(name):
 # ``simulator`` folders of the tree to compare with), alternating before and after.
 # ---------------------------------------------------------------------------------------------
 ROOT = Path(__file__).resolve().parents[2]
-CLI = "import sys; from shufflesim.simulator.cli import main; sys.argv[0] = 'shufflesim'; main()"
+CLI = "import sys; from shufflesim.simulator.cli import entry; sys.argv[0] = 'shufflesim'; entry()"
 FIG4 = ROOT / "scenarios" / "learning" / "fig4.toml"
 
 

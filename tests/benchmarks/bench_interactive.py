@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-CLI = "import sys; from shufflesim.simulator.cli import main; sys.argv[0] = 'shufflesim'; main()"
+CLI = "import sys; from shufflesim.simulator.cli import entry; sys.argv[0] = 'shufflesim'; entry()"
 KRR = ["--randomizer", "krr", "--domain-size", "10", "--delta", "1e-6", "-q"]
 
 #: name -> (argv after "python -c CODE", target)
