@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
+import subprocess
 import sys
 import textwrap
 import time
@@ -411,3 +412,34 @@ def test_the_runner_orders_units_longest_first_with_several_workers():
     recording = Recording()
     assert_same(run_with(recording, BATCH), run_with(InlineExecutor(), BATCH))
     assert recording.costs == sorted(recording.costs, reverse=True)
+
+
+def test_a_command_computes_with_one_blas_thread_unless_the_user_says_otherwise():
+    """Issue 32: the console script sets one BLAS thread before numpy loads (a ``bound``
+    rounds as a run does, and the engine stops spin-waiting on a second thread); a count
+    the user's environment sets is kept."""
+    pytest.importorskip("threadpoolctl")
+    from shufflesim.simulator.execution.blas import VARIABLES
+
+    probe = textwrap.dedent("""
+        import os, sys
+        from shufflesim.simulator.cli import app
+        def report():
+            import numpy  # noqa: F401  (loads its BLAS now, after entry's defaults)
+            from threadpoolctl import threadpool_info
+            counts = sorted({lib["num_threads"] for lib in threadpool_info()
+                             if lib["user_api"] == "blas"})
+            print(os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("MKL_NUM_THREADS"),
+                  counts)
+            sys.exit(0)
+        app.main = report
+        app.entry()
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
+    env["MKL_NUM_THREADS"] = "3"
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    openblas, mkl, counts = done.stdout.split(" ", 2)
+    assert openblas == "1" and mkl == "3"
+    assert counts.strip() in ("[1]", "[]")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import os
 import pkgutil
 import sys
 import warnings
@@ -119,8 +118,7 @@ def entry() -> None:
     as every process of a run does (simulator/execution/blas.py): the same rounding as a run's,
     and the engine's matrix-vector products stop spin-waiting on a second thread (the 100-round
     calibration of issue 32: 5.96 -> 3.74 s of CPU). Set before numpy loads its BLAS."""
-    for name in blas.VARIABLES:
-        os.environ.setdefault(name, str(blas.RUN_BLAS_THREADS))
+    blas.default_for_commands()
     try:
         main()
     except SystemExit as done:

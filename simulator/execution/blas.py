@@ -69,6 +69,14 @@ def one_blas_thread(threads: int = RUN_BLAS_THREADS) -> Iterator[bool]:
                 os.environ[name] = value
 
 
+def default_for_commands(threads: int = RUN_BLAS_THREADS) -> None:
+    """A command's default: ``threads`` BLAS threads in the libraries loaded from now on (the
+    variables), unless the user's environment already sets them (the console script calls it
+    before numpy loads, so a ``bound`` rounds as a run does)."""
+    for name in VARIABLES:
+        os.environ.setdefault(name, str(threads))
+
+
 _limited: set[int] = set()  # processes limited for good (by id: a forked child is not)
 
 
