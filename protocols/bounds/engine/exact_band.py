@@ -336,22 +336,65 @@ def _b_tables(n: int, w_pair: float, rho: float):
 @lru_cache(maxsize=4)
 def _x_tables(n: int, w_pair: float, q: float):
     """X | t ~ Bin(n - t, q) over the window of T: (x_lo, CX, CCX, outside mass, error);
-    q = 1: no X (a single entry of mass 1 at x = 0)."""
+    q = 1: no X (a single entry of mass 1 at x = 0). Built by :func:`_x_recurrence` (one
+    common window for every row, rows one user apart)."""
     m = n - t_plan(n, w_pair).t
     rows = m.size
     if q < 1.0:
-        x_lo, x_w = _window(m, q)
-        px, err = window_pmf(m, q, x_lo, x_w)
-        x_out = _outside(m, q, x_lo, x_w)
-        err = err + REL_SPECIAL + 2 * (x_w + 1) * U
-    else:
-        x_lo, x_w = np.zeros(rows), 1
-        px, err, x_out = np.ones((rows, 1)), 0.0, np.zeros(rows)
-    cx = np.zeros((rows, x_w + 1))
-    np.cumsum(px, axis=1, out=cx[:, 1:])
-    ccx = np.zeros((rows, x_w + 1))
-    np.cumsum(cx[:, 1:], axis=1, out=ccx[:, 1:])
-    return x_lo, cx, ccx, x_out, err
+        return _x_recurrence(m, q)
+    cx = np.zeros((rows, 2))
+    cx[:, 1] = 1.0
+    ccx = np.zeros((rows, 2))
+    ccx[:, 1] = 1.0
+    return np.zeros(rows), cx, ccx, np.zeros(rows), 0.0
+
+
+def _x_recurrence(m: np.ndarray, q: float):
+    """CX and CCX of X ~ Bin(m_r, q) for every row r, on one window [L, H] that holds every
+    row's own window (:func:`_window`): CX_r(x) = P~_r[L <= X <= x], CCX_r(x) = sum_{L <= y <= x}
+    CX_r(y), stored from x = L - 1 (both 0 there) to H.
+
+    The row with the fewest users m_0 is built as in :func:`window_pmf` on its own window; the
+    others follow by adding one user at a time (the rows of T are consecutive integers, so
+    their m are too): Bin(m + 1, q) = Bin(m, q) * ((1 - q) delta_0 + q delta_1), which carries
+    over to every prefix sum, CX_{m+1}(x) = (1 - q) CX_m(x) + q CX_m(x - 1), and to CCX alike.
+    P~_r is the start row restricted to its window, convolved: a sub-measure of Bin(m_r, q)
+    whose missing mass is the start row's outside mass (a convolution keeps a deficit and adds
+    none: the window of later rows starts at L and mass only moves right). Every entry is a sum
+    of two non-negative products, so its relative error grows by at most 4u per row (three
+    roundings and that of 1 - q): the error is the start row's plus 4u per row. The outside mass
+    of a row is its true mass outside [L, H] plus that deficit. Two vector operations per row
+    instead of a log table, a cumulative log sum, an exponential and two cumulative sums over
+    every row (10-RR, eps0 = 4, n = 1e5: 1076 rows x 2181 columns, 34 -> 18 ms)."""
+    rows = m.size
+    lo, width = _window(m, q)
+    first_x = float(lo.min())
+    top = float(np.max(np.minimum(lo + width - 1, m)))
+    w_all = int(top - first_x) + 1
+    order = np.argsort(m, kind="stable")
+    if np.any(np.diff(m[order]) != 1):
+        raise AssertionError("rows of T are not consecutive")
+    r0 = int(order[0])
+    px0, err0 = window_pmf(m[r0:r0 + 1], q, lo[r0:r0 + 1], width)
+    table = np.zeros((rows, 2, w_all + 1))       # [row, CX | CCX, x - L + 1]
+    offset = int(lo[r0] - first_x)
+    kept = min(width, w_all - offset)
+    start = table[r0]
+    np.cumsum(px0[0, :kept], out=start[0, offset + 1:offset + 1 + kept])
+    start[0, offset + 1 + kept:] = start[0, offset + kept]
+    np.cumsum(start[0, 1:], out=start[1, 1:])
+    stay = 1.0 - q
+    step = np.empty((2, w_all))
+    for prev, nxt in zip(order[:-1], order[1:], strict=True):
+        # m[nxt] = m[prev] + 1 (consecutive rows of T)
+        np.multiply(table[prev], stay, out=table[nxt])
+        np.multiply(table[prev, :, :-1], q, out=step)
+        np.add(table[nxt, :, 1:], step, out=table[nxt, :, 1:])
+    x_lo = np.full(rows, first_x)
+    deficit = float(_outside(m[r0:r0 + 1], q, lo[r0:r0 + 1], width)[0])
+    x_out = _outside(m, q, x_lo, w_all) + deficit
+    err = (err0 + REL_SPECIAL + 2 * (w_all + 1) * U) + 4 * rows * U * (1 + 1e-6)
+    return x_lo, table[:, 0], table[:, 1], x_out, err
 
 
 #: keys of tables built in this process: a hint only (the caches above may have evicted them)
