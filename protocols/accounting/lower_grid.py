@@ -1,6 +1,8 @@
 """A round's optimistic (lower-bound) PLD on the grid with second-order error: each grid cell's
-outcomes are merged, and half of each cell is merged with part of the cell above so that the
-group's privacy loss is exactly the grid point between them (issue 32).
+outcomes are merged, and a share of each cell is merged with part of the next cell above so
+that the group's privacy loss is exactly that cell's grid point (issue 32). The dual, for
+lower bounds, of the connect-the-dots split of Doroshenko, Ghazi, Kamath, Kumar, Manurangsi
+2022 (which splits outcomes for upper bounds).
 
 Rounding every loss down to the grid (the former lower side, pld.py) moves the P-law down by
 about interval / 2 per round, so a T-round composition needed a grid sqrt(T) times finer than
@@ -11,7 +13,11 @@ post-processing of the T-round mechanism), built in three steps, every one a pos
 
 1. the outcomes with loss in [g_j, g_j+1) (g_j = j interval) are merged into one outcome of
    masses (P_j, Q_j) and loss l_j = ln(P_j / Q_j) in [g_j, g_j+1);
-2. that outcome is split into two copies of half its masses, a_j and b_j (a coin flip);
+2. that outcome is split into a_j and b_j with shares s_j and 1 - s_j of both its masses (a
+   biased coin flip; any share is valid: s_j = r_j / (1 + r_j) with r_j the ratio of b_k's
+   excess to a whole cell j's deficit (below), then SHARE_PASSES passes of
+   s_j = (1 - s_k) r_j, so that a_j and b_k balance when the cells are alike, and a cell far
+   above its neighbour below gives most of its mass to b);
 3. a_j (loss below g_k, k the next cell above j holding an outcome) is merged with a part phi
    of b_k (loss at least g_k) so that the merged outcome has loss exactly g_k: phi = D / E,
    with the deficit D = e^g Q(a_j) - P(a_j) = P(a_j) expm1(g_k - l_j) and the excess
