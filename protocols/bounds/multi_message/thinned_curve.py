@@ -40,6 +40,9 @@ MAX_CENTRES = 3
 #: refinements of the best single threshold at the root, and their resolution
 PEAK_STEPS = 4
 PEAK_RESOLUTION = 2e-4
+#: thresholds moved along with the root: those that are the best of slices holding more than
+#: this share of the estimate
+SHARE_KEPT = 1e-3
 
 
 def prepared(tables: dict) -> dict:
@@ -124,6 +127,20 @@ class LowerCurve:
             out = np.maximum(out, np.maximum(p0 - e * p1, 0.0).sum(axis=0))
         return out
 
+    def best_shares(self, epsilon: float) -> np.ndarray:
+        """Per threshold: the summed positive values of the slices whose best threshold it is
+        (at eps, in the table with the largest estimate)."""
+        e = math.exp(epsilon)
+        best_total, shares = -1.0, np.zeros(len(self.thresholds))
+        for p0, p1 in self.masses:
+            gain = p0 - e * p1
+            top = np.max(gain, axis=1, initial=0.0)
+            if top.sum() > best_total and gain.shape[1]:
+                best_total = top.sum()
+                shares = np.bincount(np.argmax(gain, axis=1), weights=top,
+                                     minlength=gain.shape[1])
+        return shares
+
     def __call__(self, epsilon: float) -> float:
         return max(self.values(epsilon), default=0.0)
 
@@ -152,14 +169,18 @@ def _peak_step(curve: LowerCurve, epsilon: float) -> float | None:
     value falls off within ~0.005 of its best one at cheu d = 16: offsets 0.01 / 0.015 / 0.02
     gave 0.37 / 1.06 / 0.80 e-6): the vertex of the parabola through ln(value) at the best
     threshold so far and its two neighbours, or the midpoint towards the better neighbour where
-    a neighbour has no positive value; None when the step is below PEAK_RESOLUTION."""
+    a neighbour has no positive value, or a step outward where the best is the largest or
+    smallest threshold (cheu f = 0.1, n = 300: its best offset lies beyond OFFSETS); None when
+    the step is below PEAK_RESOLUTION."""
     values = curve.single_values(epsilon)
     t = np.array(curve.thresholds)
     order = np.argsort(t)
     t, values = t[order], values[order]
     j = int(np.argmax(values))
-    if not values[j] > 0 or j == 0 or j == t.size - 1:
+    if not values[j] > 0 or t.size < 2:
         return None
+    if j in (0, t.size - 1):        # the best is an end: step outward, twice the last gap
+        return t[j] + 2.0 * (t[j] - t[j - 1] if j else t[0] - t[1])
     (t0, t1, t2), (v0, v1, v2) = t[j - 1:j + 2], values[j - 1:j + 2]
     if v0 > 0 and v2 > 0:
         y0, y1, y2 = math.log(v0), math.log(v1), math.log(v2)
@@ -177,12 +198,17 @@ def largest_certified(curve: LowerCurve, delta: float, low: float, high: float) 
     certified by the caller's thresholds (curve(low) > delta). Thresholds are added at the
     root + OFFSETS (the regions of thinned_product_lower there), refined towards the best
     single threshold at that root (:func:`_peak_step`), then moved
-    along with the root (the best threshold minus eps is nearly constant) until the root moves
+    along with the root (a best threshold minus eps is nearly constant) until the root moves
     by at most CENTRE_RTOL. Returns low if nothing better is certified."""
     if not curve(low) > delta:
         return low
     centre = _root(curve, delta, low, high)
     curve.add(centre + c for c in OFFSETS)
+    shares = curve.best_shares(centre)
+    if shares.size and shares[curve.thresholds.index(centre + OFFSETS[-1])] > 0.01 * shares.sum():
+        # slices whose best region is the largest offset: the larger ones too (cheu f = 0.1,
+        # n = 300: the slices' best offsets spread over 0.05-0.5)
+        curve.add(centre + c for c in THRESHOLD_OFFSETS[len(OFFSETS):])
     for _ in range(PEAK_STEPS):
         step = _peak_step(curve, centre)
         if step is None:
@@ -192,7 +218,12 @@ def largest_certified(curve: LowerCurve, delta: float, low: float, high: float) 
     for _ in range(MAX_CENTRES):
         if abs(root - centre) <= CENTRE_RTOL * max(root, 1e-300):
             break
-        best = curve.thresholds[int(np.argmax(curve.single_values(centre)))]
-        curve.add([best + (root - centre)])
+        # the thresholds that are some slices' best (beyond 0.1 % of the estimate), and the
+        # best single one, moved along with the root
+        shares = curve.best_shares(centre)
+        keep = {curve.thresholds[int(np.argmax(curve.single_values(centre)))]}
+        keep.update(t for t, share in zip(curve.thresholds, shares, strict=True)
+                    if share > SHARE_KEPT * shares.sum())
+        curve.add(sorted(t + (root - centre) for t in keep))
         centre, root = root, _root(curve, delta, root, high)
     return root
