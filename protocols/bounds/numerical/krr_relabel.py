@@ -141,20 +141,25 @@ def _x_users(epsilon0: float, k: int, n0: int, n1: int) -> np.ndarray:
 
 
 def _joint(x_law: np.ndarray, rest_law: np.ndarray, n: int) -> np.ndarray:
-    """Z[c0, c1, t] of the others: t = reports in X of the x-users (x_law's a + b)."""
+    """Z[t, c0, c1] of the others: t = reports in X of the x-users (x_law's a + b); one more t
+    row for user 1."""
     nx = x_law.shape[0] - 1
     nm = rest_law.shape[0]
-    z = np.zeros((n + 1, n + 1, nx + 2))      # t + 1 for user 1
+    z = np.zeros((nx + 2, n + 1, n + 1))
     for a, b in zip(*np.nonzero(x_law)):
-        z[a:a + nm, b:b + nm, a + b] += x_law[a, b] * rest_law
+        z[a + b, a:a + nm, b:b + nm] += x_law[a, b] * rest_law
     return z
 
 
-def _user_one(z: np.ndarray, p: float, q: float, r_v: float) -> np.ndarray:
-    """Add user 1 (x0-law p at x0, q at x1, r_v = (k - 2) q into V'): its X reports raise t."""
-    out = r_v * z
-    out[1:, :, 1:] += p * z[:-1, :, :-1]
-    out[:, 1:, 1:] += q * z[:, :-1, :-1]
+def _user_one_slices(z: np.ndarray, a: np.ndarray, b: np.ndarray, p: float, q: float,
+                     r_v: float) -> np.ndarray:
+    """Z'[t, a, b] at the cells (a, b) after adding user 1 (p at x0, q at x1, r_v = (k - 2) q
+    into V'; its X reports raise t): three non-negative terms per entry."""
+    out = r_v * z[:, a, b]
+    ok = a > 0
+    out[1:, ok] += p * z[:-1, a[ok] - 1, b[ok]]
+    ok = b > 0
+    out[1:, ok] += q * z[:-1, a[ok], b[ok] - 1]
     return out
 
 
@@ -172,8 +177,6 @@ def relabel_terms(epsilon0: float, k: int, n0: int, n1: int, m: int, reveal: boo
     d = k - 2
     items = items or _items(epsilon0, k)
     others = _joint(_x_users(epsilon0, k, n0, n1), _trinomial(m, q, q, m + 1), n)
-    zp = _user_one(others, p, q, d * q)
-    zq = _user_one(others, q, p, d * q)
     p_terms, q_terms = [], []
     for s in range(n + 1):
         a = np.arange(n - s + 1)
@@ -185,8 +188,8 @@ def relabel_terms(epsilon0: float, k: int, n0: int, n1: int, m: int, reveal: boo
             ll = s - jj                        # rest users in V'
             if 0 <= ll <= m and jj >= e:
                 g[t] = items.law(ll, jj - e)
-        p_terms.append((zp[a, b, :] @ g).ravel())
-        q_terms.append((zq[a, b, :] @ g).ravel())
+        p_terms.append((_user_one_slices(others, a, b, p, q, d * q).T @ g).ravel())
+        q_terms.append((_user_one_slices(others, a, b, q, p, d * q).T @ g).ravel())
     return np.concatenate(p_terms), np.concatenate(q_terms)
 
 
