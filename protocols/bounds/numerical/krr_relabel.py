@@ -119,6 +119,7 @@ class _Items:
     def __init__(self, big_a: float, d: int) -> None:
         self.big_a, self.d = big_a, d
         self.memo: dict[tuple[int, int], np.ndarray] = {}
+        self.g_memo: dict[tuple[int, int, int, int], np.ndarray] = {}
 
     def law(self, rest: int, uniform: int) -> np.ndarray:
         key = (rest, uniform)
@@ -126,6 +127,21 @@ class _Items:
             self.memo[key] = np.convolve(_binomial(rest, self.big_a),
                                          _binomial(uniform, 1.0 / self.d))
         return self.memo[key]
+
+    def matrix(self, s: int, e: int, nx: int, m: int) -> np.ndarray:
+        """G_s[t, y'] for s items in V' (e of them revealed), t = x-users in X: row t has
+        J = nx - t uniform items and L = s - J rest users (zero where impossible)."""
+        key = (s, e, nx, m)
+        if key not in self.g_memo:
+            if len(self.g_memo) > 4 * (nx + m + 2):
+                self.g_memo.clear()             # configurations come grouped by nx
+            g = np.zeros((nx + 1, s - e + 1))
+            for t in range(nx + 1):
+                jj, ll = nx - t, s - (nx - t)
+                if 0 <= ll <= m and jj >= e:
+                    g[t] = self.law(ll, jj - e)
+            self.g_memo[key] = g
+        return self.g_memo[key]
 
 
 def _x_users(epsilon0: float, k: int, n0: int, n1: int) -> np.ndarray:
@@ -141,25 +157,38 @@ def _x_users(epsilon0: float, k: int, n0: int, n1: int) -> np.ndarray:
 
 
 def _joint(x_law: np.ndarray, rest_law: np.ndarray, n: int) -> np.ndarray:
-    """Z[t, c0, c1] of the others: t = reports in X of the x-users (x_law's a + b); one more t
-    row for user 1."""
+    """Z[sigma, t, c0] of the others: sigma = c0 + c1 (reports in X), t = reports in X of the
+    x-users (x_law's a + b); one more t and sigma row for user 1. For each t, the c0 axis is
+    the convolution of the x-users' row (a = c0's share) with the rest's (r0), a matrix product
+    with a Toeplitz matrix (sums of non-negative terms)."""
     nx = x_law.shape[0] - 1
-    nm = rest_law.shape[0]
-    z = np.zeros((nx + 2, n + 1, n + 1))
-    for a, b in zip(*np.nonzero(x_law)):
-        z[a + b, a:a + nm, b:b + nm] += x_law[a, b] * rest_law
+    nm = rest_law.shape[0] - 1                 # m
+    r0 = np.arange(nm + 1)
+    rest = np.zeros((nm + 1, nm + 1))          # rest[sigma_r, r0]
+    for sig in range(nm + 1):
+        rest[sig, : sig + 1] = rest_law[r0[: sig + 1], sig - r0[: sig + 1]]
+    z = np.zeros((n + 1, nx + 2, n + 1))
+    a = np.arange(nx + 1)
+    c0 = np.arange(n + 1)
+    for t in range(nx + 1):
+        row = np.zeros(nx + 1)
+        row[: t + 1] = x_law[a[: t + 1], t - a[: t + 1]]
+        lag = c0[:, None] - r0[None, :]         # toeplitz[c0, r0] = row[c0 - r0]
+        ok = (lag >= 0) & (lag <= nx)
+        toeplitz = np.where(ok, row[np.clip(lag, 0, nx)], 0.0)
+        z[t:t + nm + 1, t, :] = (toeplitz @ rest.T).T
     return z
 
 
-def _user_one_slices(z: np.ndarray, a: np.ndarray, b: np.ndarray, p: float, q: float,
-                     r_v: float) -> np.ndarray:
-    """Z'[t, a, b] at the cells (a, b) after adding user 1 (p at x0, q at x1, r_v = (k - 2) q
-    into V'; its X reports raise t): three non-negative terms per entry."""
-    out = r_v * z[:, a, b]
-    ok = a > 0
-    out[1:, ok] += p * z[:-1, a[ok] - 1, b[ok]]
-    ok = b > 0
-    out[1:, ok] += q * z[:-1, a[ok], b[ok] - 1]
+def _user_one(z: np.ndarray, sigma: int, p: float, q: float, r_v: float) -> np.ndarray:
+    """Z'[sigma, t, c0] (c0 <= sigma) after adding user 1 (p at x0, q at x1,
+    r_v = (k - 2) q into V'): its X reports raise sigma and t, at x0 also c0; three
+    non-negative terms per entry."""
+    out = r_v * z[sigma, :, : sigma + 1]
+    if sigma > 0:
+        below = z[sigma - 1]
+        out[1:, 1:] += p * below[:-1, :sigma]
+        out[1:, :] += q * below[:-1, : sigma + 1]
     return out
 
 
@@ -179,17 +208,10 @@ def relabel_terms(epsilon0: float, k: int, n0: int, n1: int, m: int, reveal: boo
     others = _joint(_x_users(epsilon0, k, n0, n1), _trinomial(m, q, q, m + 1), n)
     p_terms, q_terms = [], []
     for s in range(n + 1):
-        a = np.arange(n - s + 1)
-        b = n - s - a
-        e = max(0, s - m) if reveal else 0
-        g = np.zeros((nx + 1, s - e + 1))
-        for t in range(nx + 1):
-            jj = nx - t                        # uniform items in V'
-            ll = s - jj                        # rest users in V'
-            if 0 <= ll <= m and jj >= e:
-                g[t] = items.law(ll, jj - e)
-        p_terms.append((_user_one_slices(others, a, b, p, q, d * q).T @ g).ravel())
-        q_terms.append((_user_one_slices(others, a, b, q, p, d * q).T @ g).ravel())
+        sigma = n - s
+        g = items.matrix(s, max(0, s - m) if reveal else 0, nx, m)
+        p_terms.append((_user_one(others, sigma, p, q, d * q).T @ g).ravel())
+        q_terms.append((_user_one(others, sigma, q, p, d * q).T @ g).ravel())
     return np.concatenate(p_terms), np.concatenate(q_terms)
 
 
