@@ -167,3 +167,15 @@ def test_refusals():
         kr.krr_relabel_epsilon(KRR(epsilon0=1.0, domain_size=10), kr.MAX_N + 1, 1e-6)
     with pytest.raises(ParameterError, match="domain_size"):
         kr.krr_relabel_epsilon(KRR(epsilon0=1.0, domain_size=2), 10, 1e-6)
+
+
+def test_catalogue_declares_it_for_k_at_least_four_up_to_its_limit():
+    names = {spec.name for spec in cat.applicable_bounds(KRR(epsilon0=1.0, domain_size=4))}
+    assert "krr-relabel" in names
+    three = {spec.name for spec in cat.applicable_bounds(KRR(epsilon0=1.0, domain_size=3))}
+    assert "krr-relabel" not in three            # k = 3: krr-exact, which it equals
+    ev = cat.evaluate("krr-relabel", KRR(epsilon0=1.0, domain_size=10), 12, 1e-6)
+    assert ev.ok and ev.result.epsilon <= 1.0
+    refused = cat.evaluate("krr-relabel", KRR(epsilon0=1.0, domain_size=10),
+                           kr.CATALOGUE_MAX_N + 1, 1e-6)
+    assert not refused.ok and refused.error.startswith(f"n = {kr.CATALOGUE_MAX_N + 1}")
