@@ -26,6 +26,15 @@ it was registered), then by registration; items from modules outside the declara
 party, tests) follow in registration order. So what a registry holds, and in which order,
 does not depend on what was imported before.
 
+A declaration may instead be a mapping from each built-in's name to ``"module:attribute"``
+(its modules, in order of first appearance, are the declared modules). Until the registry is
+first read as a whole, looking up (``get``, ``in``) a name it declares imports only that name's
+module, and no entry point (issue 32: ``bound --randomizer krr`` imports k-RR, not every
+randomizer); the attribute must then be the item that module registered under the name.
+Reading the whole registry (``names``, ``items``, iteration, ``len``, an undeclared name)
+imports every declared module and the third-party ones as above, so a third-party plug-in is
+never looked up by a built-in name, and one that registers a built-in's name is refused then.
+
 A registry made with ``exported="SPECS"`` also reads, after importing each declared module,
 that module's tuple ``SPECS`` (if it has one) and registers its items, in order, as that
 module's: a module then exports its plug-ins as data instead of registering them (the bound
@@ -37,7 +46,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from shufflesim.protocols.errors import ParameterError
@@ -85,10 +94,26 @@ def _registering_module() -> str | None:
     return None
 
 
-def declared_modules(declared: str) -> tuple[str, ...]:
-    """The module names a declaration ``"module:NAME"`` lists (importing only that module)."""
+def _declaration(declared: str):
+    """The object a declaration ``"module:NAME"`` names (importing only that module)."""
     module, _, attribute = declared.partition(":")
-    return tuple(getattr(importlib.import_module(module), attribute))
+    return getattr(importlib.import_module(module), attribute)
+
+
+def declared_modules(declared: str) -> tuple[str, ...]:
+    """The module names a declaration ``"module:NAME"`` lists, in order: a tuple of module
+    names, or the modules of a mapping name -> ``"module:attribute"`` in order of first
+    appearance."""
+    listed = _declaration(declared)
+    if isinstance(listed, Mapping):
+        return tuple(dict.fromkeys(ref.partition(":")[0] for ref in listed.values()))
+    return tuple(listed)
+
+
+def declared_names(declared: str) -> Mapping[str, str]:
+    """name -> ``"module:attribute"`` of a declaration that is a mapping (empty for a tuple)."""
+    listed = _declaration(declared)
+    return listed if isinstance(listed, Mapping) else {}
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
@@ -131,6 +156,8 @@ class Registry(Generic[T]):
         self._counter = 0
         self._state = "empty" if declared else "loaded"
         self._ranks: dict[str, int] | None = None
+        self._exported_from: set[str] = set()  # declared modules whose exports are added
+        self._found: set[str] = set()  # declared names already looked up (and checked)
 
     def _load(self) -> None:
         """Import the declared modules, then the third-party ones (once; reads during the
@@ -140,14 +167,41 @@ class Registry(Generic[T]):
         self._state = "loading"
         try:
             for module in declared_modules(self.declared):
-                loaded = importlib.import_module(module)
-                for item in getattr(loaded, self.exported, ()) if self.exported else ():
-                    self._add(item.name, item, origin=module)
+                self._import(module)
             load_third_party()
         except BaseException:
             self._state = "empty"
             raise
         self._state = "loaded"
+
+    def _import(self, module: str):
+        """Import a declared module (it registers its items), and add its exports once."""
+        loaded = importlib.import_module(module)
+        if self.exported and module not in self._exported_from:
+            self._exported_from.add(module)
+            for item in getattr(loaded, self.exported, ()):
+                self._add(item.name, item, origin=module)
+        return loaded
+
+    def _load_for(self, name: object) -> None:
+        """Before the whole registry is loaded: import only the module declaring ``name``
+        when the declaration maps it (module docstring), else load everything."""
+        if self._state == "empty" and isinstance(name, str):
+            if name in self._found:
+                return
+            ref = declared_names(self.declared).get(name)
+            if ref is not None:
+                module, _, attribute = ref.partition(":")
+                item = getattr(self._import(module), attribute, _NOTHING)
+                found = self._items.get(name, _NOTHING)
+                if found is item:
+                    self._found.add(name)
+                    return
+                if found is not _NOTHING:
+                    raise RuntimeError(f"{self.what} {name!r} is declared as {ref!r}, but its "
+                                       "module registers another item under that name")
+                # not registered (e.g. removed since): the whole registry decides, as below
+        self._load()
 
     def _order(self) -> list[str]:
         """The names in declaration order (module docstring); an item put in ``_items``
@@ -188,13 +242,17 @@ class Registry(Generic[T]):
         own and must leave the registry as they found it); KeyError if it is not registered."""
         if name not in self._items:
             raise KeyError(f"{self.what} {name!r} is not registered")
+        self._found.discard(name)
         self._origins.pop(name, None)
         self._sequence.pop(name, None)
         return self._items.pop(name)
 
     def get(self, name: object) -> T:
         """The item registered as ``name``; ParameterError (field, value, hint) if none is."""
-        self._load()
+        self._load_for(name)
+        if isinstance(name, str) and name in self._items:
+            return self._items[name]
+        self._load()  # an unknown name: the message names every registered one
         if isinstance(name, str) and name in self._items:
             return self._items[name]
         close = closest(name, self._items) if isinstance(name, str) else None
@@ -217,7 +275,7 @@ class Registry(Generic[T]):
         return [self._items[name] for name in self._order()]
 
     def __contains__(self, name: object) -> bool:
-        self._load()
+        self._load_for(name)
         return name in self._items
 
     def __iter__(self) -> Iterator[str]:

@@ -1,34 +1,7 @@
-"""Modules imported on first use, so that the command line starts fast.
+"""Modules imported on first use: :func:`shufflesim.protocols.lazy.lazy_module`, re-exported
+for the simulator's modules (the implementation lives at the bottom of the layers, so that the
+maths in protocols/ can defer scipy.optimize too)."""
 
-``catalogue = lazy_module("shufflesim.protocols.bounds.catalogue")`` at the top of a command
-module binds the name at once (the import is where a reader expects it), but imports the module
-only when one of its attributes is first read: ``shufflesim --help`` and a command's argument
-checks then never pay for scipy.stats, pandas or the audit stack.
+from shufflesim.protocols.lazy import lazy_module
 
-The binding is a stand-in that forwards every attribute to the real module, imported with the
-ordinary :func:`importlib.import_module` at that moment; nothing is put in ``sys.modules``
-before then. (The standard library's ``importlib.util.LazyLoader`` does put a half-made module
-there, and a package made that way runs its submodules twice when one of them is imported
-directly first: two copies of one class.) A module already imported is returned as it is.
-"""
-
-from __future__ import annotations
-
-import importlib
-import sys
-from types import ModuleType
-
-
-class _Deferred(ModuleType):
-    """Forwards attribute reads to the module of the same name, imported on the first read."""
-
-    def __getattr__(self, attribute: str):
-        return getattr(importlib.import_module(self.__name__), attribute)
-
-    def __repr__(self) -> str:
-        return f"<module {self.__name__!r} (imported on first use)>"
-
-
-def lazy_module(name: str) -> ModuleType:
-    """The module ``name``, imported when one of its attributes is first used."""
-    return sys.modules.get(name) or _Deferred(name)
+__all__ = ["lazy_module"]

@@ -91,11 +91,15 @@ def edges(repo: pathlib.Path = REPO) -> dict[str, set[str]]:
 
 
 def declared(declaration: str) -> list[str]:
-    """Every module name listed by a plug-in declaration (its tuples of strings)."""
+    """Every module name listed by a plug-in declaration (its tuples of module names, and the
+    modules of its mappings name -> "module:attribute")."""
     loaded = importlib.import_module(declaration)
     out = []
     for name in getattr(loaded, "__all__", ()):
-        out.extend(getattr(loaded, name))
+        listed = getattr(loaded, name)
+        if isinstance(listed, dict):
+            listed = [ref.partition(":")[0] for ref in listed.values()]
+        out.extend(listed)
     return out
 
 

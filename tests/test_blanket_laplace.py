@@ -254,3 +254,26 @@ def test_order_against_the_engine_live(name, eps0, n):
         ev = cat.evaluate(reference, r, n, 1e-6)
         if ev.ok:
             assert min(ours) >= ev.result.epsilon, (reference, ours, ev.result.epsilon)
+
+
+@pytest.mark.parametrize("eps0,n,delta", [(0.05, 10**5, 1e-6), (1.0, 1000, 1e-6),
+                                          (4.0, 10**6, 1e-10), (8.0, 10**8, 1e-3)])
+@pytest.mark.parametrize("which", ["hoeffding", "bennett"])
+def test_newton_inversion_is_verified_and_short(monkeypatch, which, eps0, n, delta):
+    """Issue 32 (closed forms by bracketed Newton steps): the returned eps has delta <= delta,
+    eps - epsilon_error has delta > delta, the bracket is within the tolerance, and the search
+    takes few evaluations of the closed form (the former false-position search took 14-25)."""
+    log_name = f"{which}_log"
+    calls = []
+    original = getattr(bl, log_name)
+    monkeypatch.setattr(bl, log_name, lambda *a: calls.append(1) or original(*a))
+    bl._RESULTS.clear()
+    bound = getattr(bl, f"blanket_{which}_laplace")
+    delta_fn = getattr(bl, f"laplace_{which}_delta")
+    result = bound(make_randomizer("laplace", epsilon0=eps0), n, delta)
+    bl._RESULTS.clear()
+    assert 0 < result.epsilon < eps0
+    assert 0 < result.epsilon_error <= 1e-9
+    assert delta_fn(result.epsilon, eps0, n) <= delta
+    assert delta_fn(result.epsilon - result.epsilon_error, eps0, n) > delta
+    assert len(calls) <= 12

@@ -4,7 +4,8 @@ level, each one module plus one line in its package's declaration, are seen by e
 ``--level``, the JSON Schema of scenarios, and the randomizer and estimator conformance suites.
 
 The modules are written to a temporary folder; ``toy_declare.py`` there is the five
-declaration lines (appended to the tuples of protocols/plugins.py and simulator/plugins.py
+declaration lines (appended to the tuples, or for the randomizer its mapping, of
+protocols/plugins.py and simulator/plugins.py
 before any registry is read, as the edited files would hold them). Everything runs in fresh
 interpreters, so the project's own registries are untouched.
 """
@@ -97,7 +98,7 @@ register_level("toy_level", "the shuffle level again, under its own name", run)
 from shufflesim.protocols import plugins as p
 from shufflesim.simulator import plugins as s
 
-p.RANDOMIZERS += ("toy_randomizer",)
+p.RANDOMIZERS["toy_rr"] = "toy_randomizer:ToyRR"
 p.ESTIMATORS += ("toy_estimator",)
 p.BOUNDS += ("toy_bound",)
 s.ATTACKS += ("toy_attack",)

@@ -19,6 +19,8 @@ import sys
 
 import pytest
 
+from shufflesim.protocols.registry import declared_modules as listed_modules
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 #: Every registry, as "module:NAME" (test_the_list_of_registries_is_complete keeps it whole).
 REGISTRIES = (
@@ -76,7 +78,7 @@ def declared_modules() -> list[str]:
     for declaration in DECLARATIONS:
         loaded = importlib.import_module(declaration)
         for name in loaded.__all__:
-            out.extend(getattr(loaded, name))
+            out.extend(listed_modules(f"{declaration}:{name}"))
     return out
 
 
@@ -112,8 +114,7 @@ def test_every_built_in_comes_from_a_declared_module():
         found = registry(ref)
         if found.declared is None:
             continue
-        module, _, attribute = found.declared.partition(":")
-        listed = set(getattr(importlib.import_module(module), attribute))
+        listed = set(listed_modules(found.declared))
         strays = {name: found.origin(name) for name in found
                   if found.origin(name) not in listed
                   and str(found.origin(name)).startswith("shufflesim.")}
@@ -128,8 +129,7 @@ def test_every_declared_module_registers_something():
         if found.declared is not None:
             origins.setdefault(found.declared, set()).update(found.origin(n) for n in found)
     for declared, registering in origins.items():
-        module, _, attribute = declared.partition(":")
-        listed = set(getattr(importlib.import_module(module), attribute))
+        listed = set(listed_modules(declared))
         assert not listed - registering, f"{declared}: declared, registers nothing"
 
 

@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scipy import optimize
-
 from shufflesim.protocols.bounds.catalogue import BoundEvaluation, evaluate, get_bound
 from shufflesim.protocols.bounds.result import BoundKind
 from shufflesim.protocols.errors import (
@@ -25,6 +23,9 @@ from shufflesim.protocols.errors import (
     require_int_at_least,
     require_probability_open,
 )
+from shufflesim.protocols.lazy import lazy_module
+
+optimize = lazy_module("scipy.optimize")  # a root finder, loaded on first use (issue 32)
 
 #: Search range for eps0 (the generic bounds give eps = eps0 without amplification beyond it).
 EPSILON0_MIN = 1e-4

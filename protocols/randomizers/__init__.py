@@ -1,5 +1,6 @@
 """Local randomizers: one module per family, each registered by name; protocols/plugins.py
-declares the built-in ones (``RANDOMIZERS``), imported when the registry is first read."""
+declares the built-in ones (``RANDOMIZERS``: name -> ``"module:class"``): looking one name up
+imports its module alone, reading the whole registry imports them all."""
 
 from shufflesim.protocols.randomizers.base import Categorical, Interval, OutputGroups, Randomizer
 from shufflesim.protocols.randomizers.registry import (

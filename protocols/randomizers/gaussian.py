@@ -36,14 +36,17 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from shufflesim.protocols.distributions import norm
 from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.lazy import lazy_module
 from shufflesim.protocols.randomizers.analysis import NeighbourCandidates
 from shufflesim.protocols.randomizers.base import Interval, Randomizer
 from shufflesim.protocols.randomizers.numeric import UnbiasedReports
 from shufflesim.protocols.randomizers.registry import register
+
+optimize = lazy_module("scipy.optimize")  # a root finder, loaded on first use (issue 32)
 
 #: Relative margin by which the calibrated sigma's computed delta stays below the target.
 CALIBRATION_MARGIN = 1e-12

@@ -14,6 +14,7 @@ import time
 
 from shufflesim.protocols.bounds.result import BoundKind
 from shufflesim.protocols.errors import ParameterError
+from shufflesim.simulator.calls.heap import reuse_freed_memory
 from shufflesim.simulator.lazy import lazy_module
 
 compose = lazy_module("shufflesim.protocols.accounting.compose")
@@ -48,6 +49,7 @@ def composed_records(randomizer, n: int, delta: float, rounds: int,
     """One record per row of :func:`_composed_names` (the same keys as a single-round bound
     record, with ``rounds``); ``report`` is a progress callback with ``doing``."""
     plan = _composed_names(randomizer, names)
+    reuse_freed_memory()       # arrays of many MB come and go (heap.py)
     records = []
     for i, (name, method, why) in enumerate(plan):
         report.doing(name)
@@ -103,6 +105,7 @@ def calibrate_rounds(name: str, factory, n: int, target_epsilon: float, delta: f
         compose.composition_support(name)
     if method is None:
         raise ParameterError("method", name, f"does not compose over rounds: {why}")
+    reuse_freed_memory()       # arrays of many MB come and go (heap.py)
     result = rounds_calibration.largest_epsilon0(factory, target_epsilon, delta, n=n,
                                                  rounds=rounds, method=method, start=start)
     record = result.record()

@@ -1,7 +1,10 @@
 """The ``shufflesim`` command line (click).
 
-Sub-commands live in :mod:`simulator.cli.commands`, one module per command, each exposing a click
-command named ``command``; they are discovered automatically.
+Sub-commands live in :mod:`simulator.cli.commands`, one module per command, named as the command
+and exposing a click command named ``command``; they are discovered automatically, and a
+command's module is imported only when that command runs or ``--help`` lists the commands
+(issue 32: ``bound`` no longer imports the process pool of ``run`` nor the audit levels of
+``audit``).
 
 Every failure the user can act on ends as exactly one line on stderr, ``error: ...``, and no
 traceback: user errors (a bad value, a missing file) and click's own usage errors (an unknown
@@ -77,6 +80,26 @@ class _Group(click.Group):
             _fail(f"out of memory{detail}; reduce the problem size (n, the domain, the number "
                   "of trials) or the memory it needs", EXIT_USAGE)
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """The command names: the modules of :mod:`simulator.cli.commands` (none imported)."""
+        return sorted({*self.commands, *_command_modules()})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``, its module imported now (None: no such command)."""
+        if cmd_name not in self.commands and cmd_name in _command_modules():
+            loaded = importlib.import_module(f"{commands.__name__}.{cmd_name}")
+            if hasattr(loaded, "command"):
+                self.add_command(loaded.command, cmd_name)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """click's, after importing every command when the name is none of them: the error's
+        "did you mean" then chooses among all commands, as when all were imported at start."""
+        if args and self.get_command(ctx, click.utils.make_str(args[0])) is None:
+            for name in self.list_commands(ctx):
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
              **extra):
         if not standalone_mode:
@@ -101,10 +124,10 @@ def main() -> None:
     """Simulate, bound and audit the shuffle model of differential privacy."""
 
 
-for _module in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-    _loaded = importlib.import_module(f"{commands.__name__}.{_module.name}")
-    if hasattr(_loaded, "command"):
-        main.add_command(_loaded.command)
+def _command_modules() -> set[str]:
+    """The names of the modules in :mod:`simulator.cli.commands` (the folder listed, nothing
+    imported)."""
+    return {module.name for module in pkgutil.iter_modules(commands.__path__)}
 
 
 def entry() -> None:

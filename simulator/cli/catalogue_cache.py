@@ -123,16 +123,16 @@ DECLARATIONS = ("shufflesim.protocols.plugins", "shufflesim.simulator.plugins")
 
 
 def declarations_changed() -> bool:
-    """Whether a declaration module already loaded in this process holds tuples other than its
-    file's (read afresh: the files are tuples of module names). A module not loaded yet can
-    only hold its file's."""
+    """Whether a declaration module already loaded in this process holds tuples or mappings
+    other than its file's (read afresh: the files are tuples of module names and mappings of
+    names to "module:attribute"). A module not loaded yet can only hold its file's."""
     for name in DECLARATIONS:
         module = sys.modules.get(name)
         if module is None:
             continue
         fresh = runpy.run_path(module.__file__)
         for key, value in vars(module).items():
-            if key.isupper() and isinstance(value, tuple) and fresh.get(key) != value:
+            if key.isupper() and isinstance(value, (tuple, dict)) and fresh.get(key) != value:
                 return True
     return False
 

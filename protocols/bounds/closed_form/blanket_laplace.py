@@ -44,9 +44,12 @@ from shufflesim.protocols.bounds.closed_form.blanket import (
     BBGN19,
     EPSILON0_MAX,
     PARVBounds,
-    bennett_delta,
     delta_question,
-    hoeffding_delta,
+)
+from shufflesim.protocols.bounds.closed_form.concentration_log import (
+    bennett_log,
+    hoeffding_log,
+    invert_log_delta,
 )
 from shufflesim.protocols.bounds.numerical.clones import (
     DEFAULT_TOL,
@@ -54,7 +57,6 @@ from shufflesim.protocols.bounds.numerical.clones import (
     check_epsilon,
     check_epsilon0,
     check_n,
-    smallest_epsilon,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, named
@@ -75,21 +77,31 @@ def laplace_parv_bounds(epsilon: float, epsilon0: float) -> PARVBounds:
     a = e^eps - 1, max L <= e^{eps0/2} - e^{eps - eps0/2}, range <= (e^eps + 1) 2 sinh(eps0/2),
     E[L^2] <= (1 + e^{2 eps}) (2 e^{eps0/2} + e^{-eps0}) / 3 - 2 e^eps (2 e^{-eps0/2} - e^{-eps0})
     (module docstring: the derivation and the cancellation-free forms used)."""
+    return PARVBounds(*(np.array([v]) for v in laplace_parv_scalar(epsilon, epsilon0)[0]))
+
+
+def laplace_parv_scalar(epsilon: float, epsilon0: float) -> tuple[tuple, tuple]:
+    """:func:`laplace_parv_bounds` as floats (gamma, mean_gap, upper, width, second_moment),
+    rounded to their conservative sides, and the derivatives in eps of the last four (unrounded:
+    only the speed of the Newton steps depends on them, 004 Lemma 5.8's forms differentiated
+    with h = eps0/2): e^eps, -e^(eps - h), e^eps 2 sinh(h),
+    2 expm1(eps) e^eps A + (4/3) e^(eps - eps0) expm1(h)^2 (e^h + 2)."""
     eps, eps0 = float(epsilon), float(epsilon0)
     half = 0.5 * eps0
+    e, em1 = math.exp(eps), math.expm1(eps)
     em1_half = math.expm1(half)
     second_a = (2.0 * math.exp(half) + math.exp(-eps0)) / 3.0
-    second = (math.expm1(eps) ** 2 * second_a
-              + 4.0 / 3.0 * math.exp(eps - eps0) * em1_half**2 * (math.exp(half) + 2.0))
+    tail = 4.0 / 3.0 * math.exp(eps - eps0) * em1_half**2 * (math.exp(half) + 2.0)
+    second = em1**2 * second_a + tail
+    spread = 2.0 * math.sinh(half)
     up, down = 1.0 + _SLACK, 1.0 - _SLACK
-    return PARVBounds(
-        gamma=np.array([math.exp(-half) * down]),
-        mean_gap=np.array([math.expm1(eps) * down]),
-        # e^{eps0/2} - e^{eps - eps0/2} = e^{eps - eps0/2} expm1(eps0 - eps): exact sign at eps0
-        upper=np.array([math.exp(eps - half) * math.expm1(eps0 - eps) * up]),
-        width=np.array([(math.exp(eps) + 1.0) * 2.0 * math.sinh(half) * up]),
-        second_moment=np.array([second * up]),
-    )
+    values = (math.exp(-half) * down, em1 * down,
+              # e^{eps0/2} - e^{eps - eps0/2} = e^{eps - eps0/2} expm1(eps0 - eps): exact sign
+              # at eps0
+              math.exp(eps - half) * math.expm1(eps0 - eps) * up,
+              (e + 1.0) * spread * up, second * up)
+    slopes = (e, -math.exp(eps - half), e * spread, 2.0 * em1 * e * second_a + tail)
+    return values, slopes
 
 
 def laplace_hoeffding_delta(epsilon: float, epsilon0: float, n: int) -> float:
@@ -98,7 +110,7 @@ def laplace_hoeffding_delta(epsilon: float, epsilon0: float, n: int) -> float:
     epsilon, epsilon0 = check_epsilon(epsilon), check_epsilon0(epsilon0)
     if epsilon >= epsilon0:
         return 0.0
-    return hoeffding_delta(n, laplace_parv_bounds(epsilon, epsilon0))
+    return math.exp(hoeffding_log(check_n(n), *laplace_parv_scalar(epsilon, epsilon0))[0])
 
 
 def laplace_bennett_delta(epsilon: float, epsilon0: float, n: int) -> float:
@@ -107,7 +119,7 @@ def laplace_bennett_delta(epsilon: float, epsilon0: float, n: int) -> float:
     epsilon, epsilon0 = check_epsilon(epsilon), check_epsilon0(epsilon0)
     if epsilon >= epsilon0:
         return 0.0
-    return bennett_delta(n, laplace_parv_bounds(epsilon, epsilon0))
+    return math.exp(bennett_log(check_n(n), *laplace_parv_scalar(epsilon, epsilon0))[0])
 
 
 #: results by (method, eps0, n, delta, tol): pure functions of these (issue 18)
@@ -115,7 +127,11 @@ _RESULTS: OrderedDict = OrderedDict()
 _RESULTS_MAX = 4096
 
 
-def _result(method, delta_fn, reference, randomizer, n, delta, tol) -> BoundResult:
+def _result(method, log_form, reference, randomizer, n, delta, tol) -> BoundResult:
+    """The smallest eps with delta(eps) <= delta for the 004 bound ``log_form``
+    (concentration_log.hoeffding_log or bennett_log) with Lemma 5.8's parameters, by bracketed
+    Newton steps on ln delta (closed_form.newton; issue 32): the returned eps is a point where
+    ln delta was verified <= ln delta, delta(eps) = 0 for eps >= eps0."""
     epsilon0 = check_epsilon0(randomizer.epsilon0, maximum=EPSILON0_MAX)
     n = check_n(n)
     delta = check_delta(delta)
@@ -124,7 +140,13 @@ def _result(method, delta_fn, reference, randomizer, n, delta, tol) -> BoundResu
     hit = _RESULTS.get(key)
     if hit is not None:
         return replace(hit, seconds=time.perf_counter() - start)
-    eps, err = smallest_epsilon(lambda e: delta_fn(e, epsilon0, n), delta, epsilon0, tol)
+
+    def log_delta(eps: float) -> tuple[float, float]:
+        if eps >= epsilon0:
+            return -math.inf, 0.0
+        return log_form(n, *laplace_parv_scalar(eps, epsilon0))
+
+    eps, err = invert_log_delta(log_delta, delta, epsilon0, tol)
     note = f"gamma = e^(-eps0/2) = {math.exp(-epsilon0 / 2):.6g}; every pair in [0, 1]"
     if eps >= epsilon0:
         note += "; eps = eps0 means no amplification shown"
@@ -143,7 +165,7 @@ def blanket_hoeffding_laplace(randomizer, n: int, delta: float,
                               tol: float = DEFAULT_TOL) -> BoundResult:
     """004 Lemmas 5.3, 5.5 with the Laplace parameters of Lemma 5.1 (2) and Lemma 5.8 (the
     "Hoeffding, Laplace" curve of 004 Figure 3): the smallest eps whose delta(eps) <= delta."""
-    return _result("blanket_hoeffding_laplace", laplace_hoeffding_delta,
+    return _result("blanket_hoeffding_laplace", hoeffding_log,
                    f"{BBGN19}, Lemmas 5.1, 5.3, 5.5, 5.8", randomizer, n, delta, tol)
 
 
@@ -151,7 +173,7 @@ def blanket_bennett_laplace(randomizer, n: int, delta: float,
                             tol: float = DEFAULT_TOL) -> BoundResult:
     """004 Lemmas 5.3, 5.6 (as corrected by its authors) with the Laplace parameters of Lemma
     5.1 (2) and Lemma 5.8 (the "Bennett, Laplace" curve of 004 Figure 3)."""
-    return _result("blanket_bennett_laplace", laplace_bennett_delta,
+    return _result("blanket_bennett_laplace", bennett_log,
                    f"{BBGN19}, Lemmas 5.1, 5.3, 5.6 (corrected), 5.8", randomizer, n, delta, tol)
 
 

@@ -43,7 +43,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
 from shufflesim.protocols.bounds.engine import fft as engine_fft
@@ -70,6 +70,9 @@ from shufflesim.protocols.bounds.engine.methods import (
     _select,
 )
 from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.lazy import lazy_module
+
+optimize = lazy_module("scipy.optimize")  # a root finder, loaded on first use (issue 32)
 
 __all__ = [
     "Estimate",

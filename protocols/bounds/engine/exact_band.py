@@ -61,6 +61,12 @@ from functools import lru_cache
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from shufflesim.protocols.bounds.engine.band_recurrence import ROUNDINGS_PER_ROW, prefix_tables
+from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - read as exact_band.*
+    SHARE_ULPS,
+    _seen_parameters,
+    _shared_parameters,
+)
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, REL_SUM, TINY, Categories, U
 from shufflesim.protocols.bounds.engine.conditioning import choose_roles
 from shufflesim.protocols.bounds.engine.plans import t_plan
@@ -336,22 +342,46 @@ def _b_tables(n: int, w_pair: float, rho: float):
 @lru_cache(maxsize=4)
 def _x_tables(n: int, w_pair: float, q: float):
     """X | t ~ Bin(n - t, q) over the window of T: (x_lo, CX, CCX, outside mass, error);
-    q = 1: no X (a single entry of mass 1 at x = 0)."""
+    q = 1: no X (a single entry of mass 1 at x = 0); else :func:`_x_recurrence`."""
     m = n - t_plan(n, w_pair).t
     rows = m.size
     if q < 1.0:
-        x_lo, x_w = _window(m, q)
-        px, err = window_pmf(m, q, x_lo, x_w)
-        x_out = _outside(m, q, x_lo, x_w)
-        err = err + REL_SPECIAL + 2 * (x_w + 1) * U
-    else:
-        x_lo, x_w = np.zeros(rows), 1
-        px, err, x_out = np.ones((rows, 1)), 0.0, np.zeros(rows)
-    cx = np.zeros((rows, x_w + 1))
-    np.cumsum(px, axis=1, out=cx[:, 1:])
-    ccx = np.zeros((rows, x_w + 1))
-    np.cumsum(cx[:, 1:], axis=1, out=ccx[:, 1:])
-    return x_lo, cx, ccx, x_out, err
+        return _x_recurrence(m, q)
+    cx = np.zeros((rows, 2))
+    cx[:, 1] = 1.0
+    ccx = np.zeros((rows, 2))
+    ccx[:, 1] = 1.0
+    return np.zeros(rows), cx, ccx, np.zeros(rows), 0.0
+
+
+def _x_recurrence(m: np.ndarray, q: float):
+    """CX and CCX of X ~ Bin(m_r, q) for every row r on one window [L, H] holding every row's
+    own window: CX_r(x) = P~_r[L <= X <= x] and its prefix sums, from x = L - 1 to H. The row
+    with the fewest users is built as in :func:`window_pmf` on its own window, the others by
+    band_recurrence.prefix_tables (rows of T are consecutive, so m is too): a sub-measure whose
+    missing mass (the start row's outside mass) is added to every row's outside mass, with the
+    start row's error plus 4u per row."""
+    rows = m.size
+    lo, width = _window(m, q)
+    first_x = float(lo.min())
+    w_all = int(float(np.max(np.minimum(lo + width - 1, m))) - first_x) + 1
+    order = np.argsort(m, kind="stable")
+    if np.any(np.diff(m[order]) != 1):
+        raise AssertionError("rows of T are not consecutive")
+    r0 = int(order[0])
+    px0, err0 = window_pmf(m[r0:r0 + 1], q, lo[r0:r0 + 1], width)
+    start = np.zeros((2, w_all + 1))             # [CX | CCX, x - L + 1]
+    offset = int(lo[r0] - first_x)
+    kept = min(width, w_all - offset)
+    np.cumsum(px0[0, :kept], out=start[0, offset + 1:offset + 1 + kept])
+    start[0, offset + 1 + kept:] = start[0, offset + kept]
+    np.cumsum(start[0, 1:], out=start[1, 1:])
+    table = prefix_tables(start, r0, order, q, rows)
+    x_lo = np.full(rows, first_x)
+    deficit = float(_outside(m[r0:r0 + 1], q, lo[r0:r0 + 1], width)[0])
+    x_out = _outside(m, q, x_lo, w_all) + deficit
+    err = err0 + REL_SPECIAL + 2 * (w_all + 1) * U + ROUNDINGS_PER_ROW * rows * U * (1 + 1e-6)
+    return x_lo, table[:, 0], table[:, 1], x_out, err
 
 
 #: keys of tables built in this process: a hint only (the caches above may have evicted them)
@@ -461,40 +491,3 @@ def _t_tail_bound(cat: Categories, n: int, w_pair: float) -> float:
     pool = np.array(roles.pool, dtype=int)
     pool_pos = float(np.maximum(cat.c[pool], 0.0).max()) if pool.size else 0.0
     return (pair_pos * tp.tail_et + pool_pos * n * tp.tail_p) * (1 + 8 * U)
-
-
-#: a parameter within this many units in the last place of one seen before shares its tables
-SHARE_ULPS = 4
-_seen_parameters: dict[tuple[int, int], list[float]] = {}
-
-
-def _shared_parameters(n: int, w_pair: float, rho: float, q: float):
-    """(w_pair, rho, q), each replaced by a value of the same slot met before for n if it is
-    within SHARE_ULPS ulps of it (and strictly inside (0, 1), as both are), and the log factor
-    ``shift`` that covers the difference. The same group met at another eps has weights that
-    differ in the last bits (merged or renormalized categories), e.g. w_pair =
-    0.19979919846721214 and 0.1997991984672122 at 10-RR, eps0 = 0.01, n = 1e4, which cost a
-    second 17 ms table. Every cell (t, k, x) is a product of three binomial pmfs, and
-    |d ln P[Bin(m, p) = k] / dp| = |k / p - (m - k) / (1 - p)| <= m / min(p, 1 - p), so the
-    probability of each cell, of each window's outside mass, and hence E[S_+] and its bracket
-    change by a factor within exp(+-shift), shift = n sum |dp| / min(p, 1 - p) (minimum over
-    both values; ~1e-12 here). Where nothing is shared, shift = 0: the result is unchanged."""
-    out, shift = [], 0.0
-    for slot, value in enumerate((w_pair, rho, q)):
-        seen = _seen_parameters.setdefault((n, slot), [])
-        chosen = value
-        for old in seen:
-            low = min(old, value, 1.0 - old, 1.0 - value)
-            if old != value and low > 0 and \
-                    abs(old - value) <= SHARE_ULPS * math.ulp(max(old, value)):
-                chosen = old
-                shift += n * abs(old - value) / low
-                break
-        else:
-            if value not in seen:
-                seen.append(value)
-                del seen[:-8]
-        out.append(chosen)
-    if len(_seen_parameters) > 48:
-        del _seen_parameters[next(iter(_seen_parameters))]
-    return (*out, shift * (1 + 1e-6))

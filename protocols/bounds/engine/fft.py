@@ -48,7 +48,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import fft, optimize
+from scipy import fft
 
 from shufflesim.protocols.bounds.engine.common import (
     REL_SUM,
@@ -59,6 +59,9 @@ from shufflesim.protocols.bounds.engine.common import (
     minimise_unimodal,
 )
 from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.lazy import lazy_module
+
+optimize = lazy_module("scipy.optimize")  # one minimiser, loaded on first use (issue 32)
 
 L_MIN = 1 << 12
 L_MAX = 1 << 23

@@ -1,0 +1,35 @@
+"""Modules imported on first use, so that the command line starts fast (issue 32).
+
+``optimize = lazy_module("scipy.optimize")`` at the top of a module binds the name at once (the
+import is where a reader expects it), but imports the module only when one of its attributes is
+first read: ``shufflesim --help`` and a command's argument checks then never pay for
+scipy.stats, pandas or the audit stack, and a bound that never calls a root finder never pays
+for scipy.optimize (about 0.15 s of CPU: linprog's HiGHS, scipy.spatial, scipy.sparse).
+
+The binding is a stand-in that forwards every attribute to the real module, imported with the
+ordinary :func:`importlib.import_module` at that moment; nothing is put in ``sys.modules``
+before then. (The standard library's ``importlib.util.LazyLoader`` does put a half-made module
+there, and a package made that way runs its submodules twice when one of them is imported
+directly first: two copies of one class.) A module already imported is returned as it is.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from types import ModuleType
+
+
+class _Deferred(ModuleType):
+    """Forwards attribute reads to the module of the same name, imported on the first read."""
+
+    def __getattr__(self, attribute: str):
+        return getattr(importlib.import_module(self.__name__), attribute)
+
+    def __repr__(self) -> str:
+        return f"<module {self.__name__!r} (imported on first use)>"
+
+
+def lazy_module(name: str) -> ModuleType:
+    """The module ``name``, imported when one of its attributes is first used."""
+    return sys.modules.get(name) or _Deferred(name)

@@ -1,0 +1,66 @@
+"""Issue 32: exact_band's X tables by the one-user recurrence (exact_band._x_recurrence) equal
+the tables built row by row (window_pmf and two cumulative sums over the same common window)
+within the stated relative error plus the stated missing mass, and a wrong recurrence is
+caught by the same comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from shufflesim.protocols.bounds.engine import exact_band
+from shufflesim.protocols.bounds.engine.plans import t_plan
+
+
+def _row_by_row(m, q, x_lo, width):
+    """CX and CCX of every row on the common window [x_lo, x_lo + width), built directly."""
+    lo = np.asarray(x_lo, dtype=float)
+    px, err = exact_band.window_pmf(m, q, lo, width)
+    cx = np.zeros((m.size, width + 1))
+    np.cumsum(px, axis=1, out=cx[:, 1:])
+    ccx = np.zeros_like(cx)
+    np.cumsum(cx[:, 1:], axis=1, out=ccx[:, 1:])
+    return cx, ccx, err + exact_band.REL_SPECIAL + 2 * (width + 1) * exact_band.U
+
+
+def _check(x_lo, cx, ccx, x_out, err, m, q):
+    ref_cx, ref_ccx, ref_err = _row_by_row(m, q, x_lo, cx.shape[1] - 1)
+    rel = err + ref_err
+    # missing mass: an entry of CX (CCX) is short by at most x_out (x_out times the columns)
+    cols = np.arange(cx.shape[1])[None, :]
+    assert np.all(np.abs(cx - ref_cx) <= rel * ref_cx + x_out[:, None])
+    assert np.all(np.abs(ccx - ref_ccx) <= rel * ref_ccx + x_out[:, None] * cols)
+    assert np.all(cx <= ref_cx * (1 + rel))          # a sub-measure: never above
+    return float(np.max(np.abs(cx - ref_cx) / np.maximum(ref_cx, 1e-300) * (ref_cx > 1e-12)))
+
+
+@pytest.mark.parametrize("n,w_pair,q", [(60, 0.3, 0.4), (3000, 0.05, 0.13),
+                                        (100_000, 0.0314, 0.1299), (5000, 0.6, 0.97)])
+def test_recurrence_tables_match_the_row_by_row_tables(n, w_pair, q):
+    m = n - t_plan(n, w_pair).t
+    x_lo, cx, ccx, x_out, err = exact_band._x_recurrence(m, q)
+    assert err < 1e-8 and np.all(x_out < 1e-15)
+    worst = _check(x_lo, cx, ccx, x_out, err, m, q)
+    assert worst < 1e-9
+
+
+def test_a_wrong_recurrence_is_caught(monkeypatch):
+    """Negative control: a recurrence that adds a user with probability q (1 + 1e-6) drifts
+    past the stated error."""
+    n, w_pair, q = 3000, 0.05, 0.13
+    m = n - t_plan(n, w_pair).t
+    real_multiply = np.multiply
+    calls = {"n": 0}
+
+    def skewed(a, b, *args, **kwargs):
+        if isinstance(b, float) and b == q:
+            calls["n"] += 1
+            b = q * (1 + 1e-6)
+        return real_multiply(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(exact_band.np, "multiply", skewed)
+    x_lo, cx, ccx, x_out, err = exact_band._x_recurrence(m, q)
+    monkeypatch.undo()
+    assert calls["n"] > 0
+    with pytest.raises(AssertionError):
+        _check(x_lo, cx, ccx, x_out, err, m, q)

@@ -1,0 +1,87 @@
+"""Issue 32: a command imports what it uses. Checked by the modules a fresh interpreter holds
+(sys.modules), never by timing:
+
+- ``import shufflesim.simulator.cli`` (what the console script runs first) loads no numpy, no
+  scipy, no process pool, no audit stack and no command's module: commands are imported on
+  dispatch (simulator/cli/app.py);
+- ``bound`` and ``calibrate`` of k-RR over rounds end without scipy.optimize (about 0.1 s of
+  CPU: linprog's HiGHS, scipy.sparse, scipy.spatial), the executors and process pools of
+  ``run``, the audit levels, and any randomizer module but k-RR's (the randomizer registry
+  imports only the module a name needs, protocols/registry.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from shufflesim.protocols import plugins
+
+#: What no command's start-up may import (modules and their submodules).
+HEAVY = ("numpy", "scipy", "multiprocessing", "concurrent.futures.process",
+         "shufflesim.simulator.audit", "shufflesim.simulator.execution.executors",
+         "shufflesim.protocols.bounds", "shufflesim.protocols.randomizers")
+
+#: What a k-RR ``bound`` / ``calibrate`` over rounds must not import.
+NOT_FOR_KRR = ("scipy.optimize", "scipy.stats", "scipy.integrate", "scipy.sparse",
+               "scipy.spatial", "multiprocessing", "concurrent.futures.process",
+               "shufflesim.simulator.audit", "shufflesim.simulator.execution.executors",
+               "shufflesim.simulator.execution.worker_process", "shufflesim.simulator.calls.run",
+               "shufflesim.simulator.calls.audit", "shufflesim.simulator.cli.commands.run",
+               "shufflesim.simulator.cli.commands.audit")
+
+#: Runs argv through the console script's entry() and prints sys.modules as JSON at exit.
+COMMAND = '''
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.__stderr__))
+from shufflesim.simulator.cli import entry
+sys.argv[0] = "shufflesim"
+entry()
+'''
+
+
+def _under(modules, prefixes) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+def _commands(modules) -> list[str]:
+    return sorted(m for m in modules if m.startswith("shufflesim.simulator.cli.commands."))
+
+
+def _modules_after(code: str, *args: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr.splitlines()[:1]
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def test_importing_the_command_line_loads_no_heavy_module():
+    code = ("import json, sys; import shufflesim.simulator.cli; "
+            "print(json.dumps(sorted(sys.modules)), file=sys.stderr)")
+    modules = _modules_after(code)
+    assert "click" in modules  # the check sees what is imported
+    assert not _under(modules, HEAVY)
+    assert not _commands(modules)
+
+
+KRR = ["--randomizer", "krr", "--domain-size", "10", "--delta", "1e-6", "-q", "--n", "1000",
+       "--rounds", "3", "--method", "optimal-blanket"]
+
+
+@pytest.mark.parametrize("command", [["bound", "--epsilon0", "1", "--method", "exact-lower"],
+                                     ["calibrate", "--target-epsilon", "1"]])
+def test_a_krr_command_over_rounds_loads_only_what_it_uses(command):
+    modules = _modules_after(COMMAND, *command, *KRR)
+    assert "scipy.special" in modules and "shufflesim.protocols.randomizers.krr" in modules
+    assert not _under(modules, NOT_FOR_KRR)
+    others = {ref.partition(":")[0] for name, ref in plugins.RANDOMIZERS.items()
+              if name not in ("krr", "rappor")}
+    # k-RR's module imports RAPPOR's; a bound module may import the randomizer it is about
+    # (blanket_laplace: laplace, gaussian_sum: gaussian), but the registry imports no other
+    used_by_bounds = {"shufflesim.protocols.randomizers.laplace",
+                      "shufflesim.protocols.randomizers.gaussian"}
+    assert not (others - used_by_bounds) & set(modules)
+    assert _commands(modules) == [f"shufflesim.simulator.cli.commands.{command[0]}"]
