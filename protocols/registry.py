@@ -157,6 +157,7 @@ class Registry(Generic[T]):
         self._state = "empty" if declared else "loaded"
         self._ranks: dict[str, int] | None = None
         self._exported_from: set[str] = set()  # declared modules whose exports are added
+        self._found: set[str] = set()  # declared names already looked up (and checked)
 
     def _load(self) -> None:
         """Import the declared modules, then the third-party ones (once; reads during the
@@ -186,14 +187,20 @@ class Registry(Generic[T]):
         """Before the whole registry is loaded: import only the module declaring ``name``
         when the declaration maps it (module docstring), else load everything."""
         if self._state == "empty" and isinstance(name, str):
+            if name in self._found:
+                return
             ref = declared_names(self.declared).get(name)
             if ref is not None:
                 module, _, attribute = ref.partition(":")
                 item = getattr(self._import(module), attribute, _NOTHING)
-                if self._items.get(name, _NOTHING) is not item:
-                    raise RuntimeError(f"{self.what} {name!r} is declared as {ref!r}, "
-                                       "which its module does not register under that name")
-                return
+                found = self._items.get(name, _NOTHING)
+                if found is item:
+                    self._found.add(name)
+                    return
+                if found is not _NOTHING:
+                    raise RuntimeError(f"{self.what} {name!r} is declared as {ref!r}, but its "
+                                       "module registers another item under that name")
+                # not registered (e.g. removed since): the whole registry decides, as below
         self._load()
 
     def _order(self) -> list[str]:
@@ -235,6 +242,7 @@ class Registry(Generic[T]):
         own and must leave the registry as they found it); KeyError if it is not registered."""
         if name not in self._items:
             raise KeyError(f"{self.what} {name!r} is not registered")
+        self._found.discard(name)
         self._origins.pop(name, None)
         self._sequence.pop(name, None)
         return self._items.pop(name)

@@ -90,7 +90,7 @@ def test_an_unknown_name_loads_everything_and_names_every_item(toy, monkeypatch)
 
 def test_a_declaration_that_its_module_does_not_match_is_refused(toy):
     _, reg = toy
-    with pytest.raises(RuntimeError, match="'wrong' is declared as .*_two:Alpha"):
+    with pytest.raises(RuntimeError, match="'wrong' is declared as .*_two:Alpha'"):
         reg.get("wrong")
 
 
@@ -99,6 +99,15 @@ def test_a_name_registered_twice_is_refused_after_a_lookup_by_name(toy):
     reg.get("alpha")
     with pytest.raises(RuntimeError, match="thing 'alpha' registered twice"):
         reg.register("alpha", object())
+
+
+def test_a_declared_name_removed_is_unknown(toy, monkeypatch):
+    _, reg = toy
+    monkeypatch.setattr(registries, "load_third_party", lambda: None)
+    reg.get("alpha")
+    reg.remove("alpha")
+    with pytest.raises(ParameterError, match="'alpha': unknown thing"):
+        reg.get("alpha")
 
 
 def test_the_randomizer_declaration_is_what_the_modules_register():

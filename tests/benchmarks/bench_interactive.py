@@ -14,6 +14,8 @@ bounds each run. Rows of other issues' lanes (learning: 33, ``list``: 27) are le
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -125,3 +127,86 @@ def test_issue_32_rows():
             wall, cpu, rss, load, status = _run(argv, path, timeout)
             print(f"{name} | {label} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {load:.1f} | "
                   f"{status} | {target}", flush=True)
+
+
+# --- start-up: what a command imports, and what that costs (issue 32, lane t32i) -----------
+
+#: Prints, at exit, the modules a command (argv after the code) ended with, one JSON list.
+_DUMP = ("import atexit, json, sys; "
+         "atexit.register(lambda: print(json.dumps(list(sys.modules)), file=sys.__stderr__)); "
+         "from shufflesim.simulator.cli import entry; sys.argv[0] = 'shufflesim'; entry()")
+#: Imports the modules of a JSON list (argv[1]) in their order: a command's imports alone.
+_IMPORT = ("import importlib, json, sys\n"
+           "for m in json.load(open(sys.argv[1])):\n"
+           "    if m not in sys.modules and m != '__main__':\n"
+           "        try: importlib.import_module(m)\n"
+           "        except Exception: pass\n")
+
+#: name -> argv of the command whose imports are measured
+STARTUP = {
+    "bound-1e5-T100": ROWS["bound-1e5-T100"][0],
+    "calibrate-rounds": ROWS["calibrate-rounds"][0],
+    "bound-1e5-eps4 (one round)": ROWS["optimal-blanket-1e5-eps4"][0],
+}
+
+
+def _modules_of(argv: list[str], pythonpath: str | None, path) -> int:
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    done = subprocess.run([sys.executable, "-c", _DUMP, *argv], env=env, capture_output=True,
+                          text=True, timeout=900)
+    path.write_text(done.stderr.strip().splitlines()[-1])
+    return len(json.loads(path.read_text()))
+
+
+@pytest.mark.benchmark
+def test_issue_32_startup_rows(tmp_path):
+    """The CPU of a command's imports alone: a fresh process importing exactly the modules the
+    command ended with (listed by a first run), as this machine runs Python
+    (PYTHONDONTWRITEBYTECODE=1: every project module compiled in every process) and with a
+    warm bytecode cache (what an installed package has); and whole commands that are
+    start-up only (``--help``, ``import shufflesim.simulator.cli``, ``list`` from its
+    snapshot)."""
+    before = os.environ.get("BENCH_BEFORE")
+    trees = ([("before", before)] if before else []) + [("after", None)]
+    cache = tmp_path / "pycache"
+    print("\nrow | tree | modules | import CPU s (no bytecode cache) | import CPU s (bytecode "
+          "cache) | load")
+    for name, argv in STARTUP.items():
+        for label, path in trees:
+            listed = tmp_path / f"{label}-{len(name)}.json"
+            count = _modules_of(argv, path, listed)
+            plain = _run(["-c", _IMPORT, str(listed)], path, 300)
+            with _bytecode_cache(cache):
+                _run(["-c", _IMPORT, str(listed)], path, 300)  # fills the cache
+                cached = _run(["-c", _IMPORT, str(listed)], path, 300)
+            print(f"imports of {name} | {label} | {count} | {plain[1]:.2f} | {cached[1]:.2f} | "
+                  f"{plain[3]:.1f}", flush=True)
+    print("\nrow | tree | wall s | CPU s | peak RSS MB | load | exit")
+    whole = {"--help": ["-c", CLI, "--help"],
+             "import shufflesim.simulator.cli": ["-c", "import shufflesim.simulator.cli"],
+             "list": ["-c", CLI, "list"]}
+    for name, argv in whole.items():
+        for label, path in trees:
+            wall, cpu, rss, load, status = _run(argv, path, 300)
+            print(f"{name} | {label} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {load:.1f} | "
+                  f"{status}", flush=True)
+
+
+@contextlib.contextmanager
+def _bytecode_cache(folder):
+    """Within: the processes this one starts write and read bytecode under ``folder`` (the
+    environment's PYTHONDONTWRITEBYTECODE lifted)."""
+    saved = {key: os.environ.get(key) for key in ("PYTHONDONTWRITEBYTECODE",
+                                                  "PYTHONPYCACHEPREFIX")}
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
