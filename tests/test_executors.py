@@ -5,7 +5,6 @@ as one line; the CLI options."""
 from __future__ import annotations
 
 import io
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -325,10 +324,22 @@ def test_an_interrupted_map_stops_the_workers(pool):
     """(Last in the module: it stops the shared pool.)"""
     results = pool.map_unordered(slow_square, 1, list(range(50)))
     next(results)
-    processes = multiprocessing.active_children()  # the pool's workers
+    processes = list(pool._pool._processes.values())  # the pool's workers
     results.close()  # the consumer stops early (as after KeyboardInterrupt)
     assert pool._pool is None
     assert processes and all(not p.is_alive() for p in processes)
+
+
+def test_a_closed_pool_lets_its_workers_exit_without_waiting_for_them():
+    """Issue 32: after the last unit the driver writes the tables while the workers exit."""
+    executor = ProcessExecutor(2, inline_seconds=0, driver_computes=False)
+    assert dict(executor.map_unordered(square, 2, [1, 2, 3])) == {0: 2, 1: 8, 2: 18}
+    processes = list(executor._pool._processes.values())
+    executor.close()
+    assert executor._pool is None and processes
+    for process in processes:
+        process.join(timeout=30)
+    assert all(not p.is_alive() for p in processes)
 
 
 

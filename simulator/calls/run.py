@@ -12,6 +12,7 @@ from pathlib import Path
 from shufflesim.simulator.calls.toml_text import to_toml
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.executors import DASK, LOCAL, default_workers, make_executor
+from shufflesim.simulator.execution.trace import record_start, span
 from shufflesim.simulator.lazy import lazy_module
 
 cost = lazy_module("shufflesim.simulator.calls.cost")
@@ -26,6 +27,12 @@ model = lazy_module("shufflesim.simulator.scenario.model")
 def load(scenario, seed: int | None = None):
     """The validated Scenario of a path (str or Path naming an existing ``.toml`` file), TOML
     text, a dict of the same keys, or a Scenario; ``seed`` overrides its seed."""
+    record_start("driver-start")  # when tracing (execution/trace.py): creation to here
+    with span("load"):
+        return _load(scenario, seed)
+
+
+def _load(scenario, seed):
     if isinstance(scenario, model.Scenario):
         loaded = scenario
     elif isinstance(scenario, Mapping):
@@ -44,8 +51,9 @@ def plan(loaded, workers: int | None = None):
     """Cost before work (simulator.calls.cost): the scenario's own limits applied, its time and
     memory estimated and checked (a run that cannot finish within the limits is refused with
     a remedy). Returns the estimate."""
-    cost.apply_scenario_limits(loaded)
-    return cost.check(cost.run_cost(loaded), workers or default_workers())
+    with span("plan"):
+        cost.apply_scenario_limits(loaded)
+        return cost.check(cost.run_cost(loaded), workers or default_workers())
 
 
 def execute(loaded, out: Path | str | None = None, *, workers: int | None = None,
@@ -70,8 +78,9 @@ def metadata(loaded) -> dict[str, str]:
 
 def write(loaded, run_dir: Path, tables) -> list[Path]:
     """Write the tables into ``run_dir`` and drop its part files (the run is complete)."""
-    written = results.write_tables(run_dir, tables, metadata(loaded))
-    resume.finish(run_dir, written)
+    with span("write"):
+        written = results.write_tables(run_dir, tables, metadata(loaded))
+        resume.finish(run_dir, written)
     return written
 
 

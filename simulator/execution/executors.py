@@ -19,9 +19,10 @@ changes a result, so the assembled tables do not depend on the executor or the w
   ``inline_seconds = 0`` always uses the pool, and so does a map whose items' estimated
   costs (:meth:`Executor.expect`) repay the start beyond the largest item. With the pool,
   this process computes too (``driver_computes``, the default): the pool has N - 1
-  processes, every item is submitted to it at once, and between collecting results this
-  process takes the first item the pool has not started (one queue served from the front by
-  both, so with the runner's longest-first order the shortest items come last); N processes
+  processes, each holding one item at a time (the next is submitted as it returns one),
+  and between collecting results this process takes the next item itself (one queue served
+  from the front by both, so with the runner's longest-first order the shortest items come
+  last, and no item waits in a busy process's queue while another is idle); N processes
   compute, one fewer process is started, and this process computes while the workers start.
   Each worker gets (cores // N) threads, at least one, for the batch path's own threads
   (simulator/batch/threads.py; results do not depend on them), and one BLAS thread, like the
@@ -44,7 +45,6 @@ changes a result, so the assembled tables do not depend on the executor or the w
 
 from __future__ import annotations
 
-import collections
 import importlib
 import logging
 import multiprocessing
@@ -64,9 +64,10 @@ from typing import Any
 
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.blas import limit_in_worker
+from shufflesim.simulator.execution.feed import Feed
+from shufflesim.simulator.execution.trace import span
 from shufflesim.simulator.execution.worker_process import (
     BATCH_THREADS,
-    _call_with_shared,
     _initialize_pool_worker,
     _sigint_ignored_while_spawning,
 )
@@ -243,81 +244,65 @@ class ProcessExecutor(Executor):
 
     def _pooled(self, function, shared, items, indices):
         """The items of ``indices`` on the pool and, with ``driver_computes``, here too, from
-        one queue in the order given: every item is submitted to the pool at once (the
-        pool's processes take them in order, each as soon as it is free, whatever this
-        process is doing), and between collecting results this process takes the first
-        item the pool has not started (cancelled there) and runs it. Both work from the
-        front, so with the items ordered longest first (the runner's order) the last ones
-        are the shortest and neither side waits long for the other at the end.
-
-        The pool moves ``pool_size + 1`` items at once to its processes' queue, where they
-        can no longer be taken back; the first submitted are therefore the last (shortest)
-        ones, so that no long item waits there while the workers start."""
-        pool = self._start_pool(shared)
-        finished: queue.SimpleQueue = queue.SimpleQueue()  # futures, as the pool ends them
-        futures: dict = {}  # submitted and not yet yielded -> index
-        reserved = self.pool_size + 1 if self.driver_computes else 0
-        order = indices[len(indices) - reserved:] + indices[:len(indices) - reserved] \
-            if len(indices) > reserved else list(indices)
+        one queue served from the front in the order given. The pool holds at most one item
+        per process: a thread (execution/feed.py) hands a process its next item as soon as
+        it has returned one, and between collecting results this process takes the next item
+        itself. No item waits in a process's queue while another process is idle (the pool
+        moves every item it is given into its processes' queue, beyond recall: with all
+        items submitted at once, the last long units waited there while this process sat
+        idle, issue 32), and with the runner's longest-first order both sides end on the
+        short items."""
+        feed = Feed(indices, self.pool_size)
         try:
             # in this (main) thread, with SIGINT ignored: the first submits start the workers
-            with _sigint_ignored_while_spawning():
-                for index in order:
-                    future = pool.submit(_call_with_shared, function, items[index])
-                    futures[future] = index
-                    future.add_done_callback(finished.put)
+            with span("pool-start"), _sigint_ignored_while_spawning():
+                pool = self._start_pool(shared)
+                feed.start(pool, function, items)
         except Exception:  # e.g. the state does not pickle: the pool is of no use
+            feed.stop()
             self.close(terminate=True)
             raise
-        # candidates for this process, in the order given
-        unstarted = collections.deque(sorted(futures, key=futures.__getitem__))
+        remaining = len(indices)
         try:
-            while futures:
+            while remaining:
                 while True:  # every result the pool has ready
                     try:
-                        future = finished.get_nowait()
+                        index, future = feed.finished.get_nowait()
                     except queue.Empty:
                         break
-                    if future in futures and not future.cancelled():
-                        yield futures.pop(future), future.result()
-                index = self._take_first(unstarted, futures) if self.driver_computes else None
+                    remaining -= 1
+                    yield index, future.result()
+                index = feed.take() if self.driver_computes and remaining else None
                 if index is not None:
+                    remaining -= 1
                     yield index, function(shared, items[index])
                     self.inline_items += 1
-                elif futures:
+                elif remaining:
                     # a bounded wait: a signal the kernel delivers to another thread (the
                     # pool's threads) only sets Python's flag, and the main thread runs its
                     # handler when it wakes, so SIGTERM ends the run within
                     # SIGNAL_POLL_SECONDS, not at the next finished unit (issue 26)
                     try:
-                        future = finished.get(timeout=SIGNAL_POLL_SECONDS)
+                        index, future = feed.finished.get(timeout=SIGNAL_POLL_SECONDS)
                     except queue.Empty:
                         continue
-                    if future in futures and not future.cancelled():
-                        yield futures.pop(future), future.result()
+                    remaining -= 1
+                    yield index, future.result()
         except Exception:
-            for future in futures:
-                future.cancel()
+            feed.stop()  # items not started are dropped; running ones end on their own
             raise
         except BaseException:  # interrupted, or the consumer stopped early
+            feed.stop()
             self.close(terminate=True)
             raise
-
-    @staticmethod
-    def _take_first(unstarted: collections.deque, futures: dict) -> int | None:
-        """The first submitted item the pool has not started (cancelled there, for this
-        process), else None."""
-        while unstarted:
-            future = unstarted.popleft()
-            if future.cancel():
-                return futures.pop(future)
-        return None
+        feed.stop()
 
     def close(self, terminate: bool = False) -> None:
-        """Stop the pool: wait for the workers to exit, or with ``terminate`` (after an
-        interruption) stop them at once, running items included: the stop event ends every
-        worker's watchdog with ``os._exit``, and the pool, seeing a worker end, terminates and
-        joins the others."""
+        """Stop the pool: let the workers exit (without waiting for them here: they exit
+        while the caller writes its tables, and the interpreter joins them at its exit), or
+        with ``terminate`` (after an interruption) stop them at once and wait, running items
+        included: the stop event ends every worker's watchdog with ``os._exit``, and the pool,
+        seeing a worker end, terminates and joins the others."""
         pool, stop = self._pool, self._stop
         self._pool = self._shared = self._stop = None
         if self._driver_threads is not None:  # this process's batch threads as they were
@@ -327,7 +312,8 @@ class ProcessExecutor(Executor):
             return
         if terminate:
             stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+        with span("pool-shutdown"):
+            pool.shutdown(wait=terminate, cancel_futures=True)
 
     def describe(self) -> str:
         return f"local processes (workers={self.workers})"

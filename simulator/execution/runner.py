@@ -21,6 +21,7 @@ from shufflesim.simulator.execution.blas import one_blas_thread
 from shufflesim.simulator.execution.executors import Executor, InlineExecutor
 from shufflesim.simulator.execution.resume import DirectoryParts, MemoryParts, run_fingerprint
 from shufflesim.simulator.execution.simulation import make_setup
+from shufflesim.simulator.execution.trace import Traced, span, target
 from shufflesim.simulator.execution.units import (
     RunState,
     assemble,
@@ -62,16 +63,16 @@ def run_scenario(
 
 
 def _run(scenario, progress, executor, run_dir, memory_per_worker):
-    setups = tuple(make_setup(point) for point in scenario.points)
-    # before any part file: a unit that cannot fit in the machine is refused
-    # (memory_per_worker: the bytes a worker may take and where that limit comes from)
-    check_machine(scenario.points, setups, *(memory_per_worker or ()))
+    with span("setups"):
+        setups = tuple(make_setup(point) for point in scenario.points)
+        # before any part file: a unit that cannot fit in the machine is refused
+        # (memory_per_worker: the bytes a worker may take and where that limit comes from)
+        check_machine(scenario.points, setups, *(memory_per_worker or ()))
     state = RunState(scenario, setups, tuple(PRODUCERS.values()))
     units = plan_run(state)
-    if run_dir is None:
-        store = MemoryParts()
-    else:
-        store = DirectoryParts.open(run_dir, run_fingerprint(scenario, units), units)
+    with span("parts-open"):
+        store = (MemoryParts() if run_dir is None else
+                 DirectoryParts.open(run_dir, run_fingerprint(scenario, units), units))
     with store:
         finished = store.done
         missing = [unit for unit in units if unit.key not in finished]
@@ -83,9 +84,12 @@ def _run(scenario, progress, executor, run_dir, memory_per_worker):
             costs = {unit.key: unit_cost(state, unit) for unit in missing}
             missing.sort(key=lambda unit: -costs[unit.key])
             executor.expect([costs[unit.key] for unit in missing])
-        for index, tables in executor.map_unordered(run_work_unit, state, missing):
-            store.put(missing[index], tables)
+        task = run_work_unit if target() is None else Traced(run_work_unit)  # trace.py
+        for index, tables in executor.map_unordered(task, state, missing):
+            with span("unit-store", key=missing[index].key):
+                store.put(missing[index], tables)
             done += 1
             if progress is not None:
                 progress(done, len(units))
-        return assemble(units, store.get)
+        with span("assemble"):
+            return assemble(units, store.get)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shufflesim.simulator.execution.blas import limit_in_worker
+from shufflesim.simulator.execution.trace import record_start
 
 Task = Callable[[Any, Any], Any]
 #: The batch path's thread pool (its MAX_THREADS is set in each worker).
@@ -83,6 +84,7 @@ def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: 
         importlib.import_module(BATCH_THREADS).MAX_THREADS = threads
     _WORKER_SHARED["state"] = pickle.loads(shared)
     limit_in_worker()  # after the state: its imports loaded numpy's BLAS
+    record_start("worker-start")  # when tracing (trace.py): creation to ready
 
 
 @contextlib.contextmanager
