@@ -126,10 +126,11 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
         mm = m[sl][None, :]
         base = pmf * weight[sl][None, :]
         p0 = base * (mm + alpha * D) / mm
-        p1 = base * (mm + beta * D) / mm
+        den = mm + beta * D
+        p1 = base * den / mm
         with np.errstate(divide="ignore", invalid="ignore"):
-            den = mm + beta * D
-            ell = np.where(den > 0, np.log1p((alpha - beta) * D / np.where(den > 0, den, 1.0)),
+            positive = den > 0
+            ell = np.where(positive, np.log1p((alpha - beta) * D / np.where(positive, den, 1.0)),
                            0.0)
         nz = (pmf > 0) & ((p0 > 0) | (p1 > 0))
         parts.append((p0[nz], p1[nz], ell[nz]))

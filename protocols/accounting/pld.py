@@ -178,10 +178,18 @@ class _Accumulator:
         self.low = 0
         self.values = np.zeros(0)
 
-    def add(self, index: np.ndarray, weight: np.ndarray) -> None:
+    def add(self, index: np.ndarray, weight: np.ndarray, span: tuple[int, int] | None = None,
+            ) -> None:
+        """Add ``weight`` at the grid indices ``index`` (``span``: their (min, max), if
+        known)."""
         if index.size == 0:
             return
-        lo, hi = int(index.min()), int(index.max())
+        lo, hi = span if span is not None else (int(index.min()), int(index.max()))
+        self.cover(lo, hi)
+        self.values += np.bincount(index - self.low, weights=weight, minlength=self.values.size)
+
+    def cover(self, lo: int, hi: int) -> None:
+        """Grow the range to hold the indices lo .. hi."""
         if self.values.size == 0:
             self.low, self.values = lo, np.zeros(hi - lo + 1)
         elif lo < self.low or hi >= self.low + self.values.size:
@@ -192,7 +200,6 @@ class _Accumulator:
             grown = np.zeros(new_high - new_low + 1)
             grown[self.low - new_low:self.low - new_low + self.values.size] = self.values
             self.low, self.values = new_low, grown
-        self.values += np.bincount(index - self.low, weights=weight, minlength=self.values.size)
 
 
 def _split_to_grid(acc: _Accumulator, loss: np.ndarray, mass: np.ndarray,
@@ -203,8 +210,13 @@ def _split_to_grid(acc: _Accumulator, loss: np.ndarray, mass: np.ndarray,
     frac = np.expm1(-(loss - base * interval)) / math.expm1(-interval)
     frac = np.clip(frac * (1 + 1e-12), 0.0, 1.0)
     index = base.astype(np.int64)
-    acc.add(index, mass * (1.0 - frac))
-    acc.add(index + 1, mass * frac)
+    if index.size == 0:
+        return
+    lo, hi = int(index.min()), int(index.max())
+    acc.cover(lo, hi + 1)
+    acc.add(index, mass * (1.0 - frac), (lo, hi))
+    index += 1
+    acc.add(index, mass * frac, (lo + 1, hi + 1))
 
 
 def _widen(values: np.ndarray, up: bool) -> np.ndarray:
