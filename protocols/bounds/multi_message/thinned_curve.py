@@ -193,33 +193,13 @@ def _peak_step(curve: LowerCurve, epsilon: float) -> float | None:
     return None if abs(new - t1) <= PEAK_RESOLUTION else new
 
 
-def largest_certified(curve: LowerCurve, delta: float, low: float, high: float) -> float:
-    """A point eps in [low, high] with curve(eps) > delta verified; ``low`` must already be
-    certified by the caller's thresholds (curve(low) > delta). Thresholds are added at the
-    root + OFFSETS (the regions of thinned_product_lower there), refined towards the best
-    single threshold at that root (:func:`_peak_step`), then moved
-    along with the root (a best threshold minus eps is nearly constant) until the root moves
-    by at most CENTRE_RTOL. Returns low if nothing better is certified."""
-    if not curve(low) > delta:
-        return low
-    centre = _root(curve, delta, low, high)
-    curve.add(centre + c for c in OFFSETS)
-    shares = curve.best_shares(centre)
-    if shares.size and shares[curve.thresholds.index(centre + OFFSETS[-1])] > 0.01 * shares.sum():
-        # slices whose best region is the largest offset: the larger ones too (cheu f = 0.1,
-        # n = 300: the slices' best offsets spread over 0.05-0.5)
-        curve.add(centre + c for c in THRESHOLD_OFFSETS[len(OFFSETS):])
-    for _ in range(PEAK_STEPS):
-        step = _peak_step(curve, centre)
-        if step is None:
-            break
-        curve.add([step])
-    root = _root(curve, delta, centre, high)
+def _follow(curve: LowerCurve, delta: float, centre: float, root: float, high: float) -> float:
+    """Move the thresholds that are some slices' best at ``centre`` (beyond SHARE_KEPT of the
+    estimate) and the best single one along with the root (a best threshold minus eps is
+    nearly constant) until the root moves by at most CENTRE_RTOL; returns the root."""
     for _ in range(MAX_CENTRES):
         if abs(root - centre) <= CENTRE_RTOL * max(root, 1e-300):
             break
-        # the thresholds that are some slices' best (beyond 0.1 % of the estimate), and the
-        # best single one, moved along with the root
         shares = curve.best_shares(centre)
         keep = {curve.thresholds[int(np.argmax(curve.single_values(centre)))]}
         keep.update(t for t, share in zip(curve.thresholds, shares, strict=True)
@@ -227,3 +207,28 @@ def largest_certified(curve: LowerCurve, delta: float, low: float, high: float) 
         curve.add(sorted(t + (root - centre) for t in keep))
         centre, root = root, _root(curve, delta, root, high)
     return root
+
+
+def largest_certified(curve: LowerCurve, delta: float, low: float, high: float) -> float:
+    """A point eps in [low, high] with curve(eps) > delta verified; ``low`` must already be
+    certified by the caller's thresholds at low + OFFSETS (curve(low) > delta). The thresholds
+    that matter there (and the larger offsets of kernels.THRESHOLD_OFFSETS where slices' best
+    is the largest one) follow the root (:func:`_follow`); the best single threshold at the
+    root is then refined (:func:`_peak_step`) and followed again. Returns low if nothing
+    better is certified."""
+    if not curve(low) > delta:
+        return low
+    shares = curve.best_shares(low)
+    top = low + OFFSETS[-1]
+    if top in curve.thresholds and \
+            shares[curve.thresholds.index(top)] > 0.01 * shares.sum():
+        # slices whose best region is the largest offset: the larger ones too (cheu f = 0.1,
+        # n = 300: the slices' best offsets spread over 0.05-0.5)
+        curve.add(low + c for c in THRESHOLD_OFFSETS[len(OFFSETS):])
+    root = _follow(curve, delta, low, _root(curve, delta, low, high), high)
+    for _ in range(PEAK_STEPS):
+        step = _peak_step(curve, root)
+        if step is None:
+            break
+        curve.add([step])
+    return _follow(curve, delta, root, _root(curve, delta, root, high), high)
