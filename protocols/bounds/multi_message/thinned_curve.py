@@ -37,6 +37,8 @@ OFFSETS = THRESHOLD_OFFSETS[:6]
 CENTRE_RTOL = 1e-4
 ROOT_RTOL = 1e-7
 MAX_CENTRES = 3
+#: (slice, a) cells of at most this mass (both components) are left out of every region
+CELL_DROP = 1e-20
 #: refinements of the best single threshold at the root, and their resolution
 PEAK_STEPS = 4
 PEAK_RESOLUTION = 2e-4
@@ -49,15 +51,34 @@ def prepared(tables: dict) -> dict:
     """The eps- and threshold-independent arrays of :func:`region_masses` for one table of
     kernels.thinned_tables: the component weights of every (slice, a) cell, each top-sum array
     flattened, and the cut of threshold 0 on the row-shifted flat l_b (a row's cuts stay within
-    2 LOG_CLIP of its shift, so they never reach a neighbouring row: no clipping needed)."""
+    2 LOG_CLIP of its shift, so they never reach a neighbouring row: no clipping needed).
+
+    The a cells are narrowed to each slice's own run of cells heavier than CELL_DROP (the grid
+    is the union over slices: cheu d = 16, n = 1e4 keeps 689 of 882 columns). Leaving cells
+    out of every region keeps each region's sum a valid lower estimate; it loses at most their
+    mass (< 1e-16 there)."""
     a0, a1, ga, la = tables["a"]
     rows, width = tables["shape"]
     c1, c2 = tables["c1"][:, None], tables["c2"][:, None]
+    w0, w1, wg = c1 * a0, c1 * a1, c2 * ga
+    cut0 = tables["shift"] - la
+    heavy = (w0 + w1 + wg) > CELL_DROP
+    if heavy.any():
+        first = np.where(heavy.any(axis=1), np.argmax(heavy, axis=1), 0)
+        last = np.where(heavy.any(axis=1),
+                        heavy.shape[1] - 1 - np.argmax(heavy[:, ::-1], axis=1), 0)
+        span = int(np.max(last - first)) + 1
+        if span < heavy.shape[1]:
+            cols = np.minimum(first[:, None] + np.arange(span)[None, :], heavy.shape[1] - 1)
+            keep = cols <= last[:, None]
+            rr = np.arange(rows)[:, None]
+            w0, w1, wg = (np.where(keep, x[rr, cols], 0.0) for x in (w0, w1, wg))
+            cut0 = cut0[rr, cols]
     r = np.arange(rows)[:, None]
     return {
-        "w": (c1 * a0, c1 * a1, c2 * ga),
+        "w": (w0, w1, wg),
         "tops": tuple(np.ascontiguousarray(tables["tops"][:, :, i]).ravel() for i in range(3)),
-        "cut0": tables["shift"] - la,
+        "cut0": cut0,
         "flat": tables["flat"],
         "position": np.arange(tables["flat"].size, dtype=float),
         "end": (2 * r + 1) * width + r - 1,
