@@ -18,6 +18,7 @@ import pytest
 from shufflesim.protocols.bounds import catalogue as cat
 from shufflesim.protocols.bounds.numerical import krr_exact as ke
 from shufflesim.protocols.bounds.numerical import krr_relabel as kr
+from shufflesim.protocols.bounds.numerical.small_n_truth import small_n_truth_epsilon
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers.krr import KRR
 
@@ -134,6 +135,18 @@ def test_search_bracket_contains_the_truth(k, epsilon0, delta):
     truth = truth_epsilon(epsilon0, k, n, delta)
     assert res.epsilon - res.epsilon_error - 1e-7 <= truth <= res.epsilon + 1e-7
     assert res.epsilon_error <= 1e-3 * res.epsilon
+
+
+@pytest.mark.parametrize("k, n, epsilon0, delta", [
+    (4, 6, 1.0, 1e-3), (10, 7, 1.0, 1e-4), (5, 6, 3.0, 1e-6)])
+def test_bracket_meets_the_small_n_truth_module(k, n, epsilon0, delta):
+    """The same truth by the project's small-n module (every dataset, merged outputs,
+    certified): krr-relabel's bracket overlaps it and is within 1e-5 of it."""
+    r = KRR(epsilon0=epsilon0, domain_size=k)
+    lo, hi = small_n_truth_epsilon(r, n, delta)
+    res = kr.krr_relabel_epsilon(r, n, delta)
+    assert res.epsilon >= lo and res.epsilon - res.epsilon_error <= hi
+    assert res.epsilon <= hi * (1 + 1e-5)
 
 
 @pytest.mark.parametrize("epsilon0, delta, n", [

@@ -59,12 +59,15 @@ k = 3 (d = 1) both coincide with krr_exact's exact curve.
 Tested against the 50-digit brute force over every dataset's full histogram (small_n_truth)
 for k = 4, 5 at small n, including spread configurations, and against krr_exact for k = 3.
 
-**Certified numerics.** (c0, c1) and J are built from closed-form trinomials (REL_TRI each):
-the users at x0/x1 (with user 1) contribute (a, b) with J implied (a + b + J = their number),
-the rest (c0, c1) with L implied. Their 3-D joint (c0, c1, t = the x-users in X) is a direct
-sum of non-negative terms, and y' enters through G_{s,J}(y') = (Bin(L, A) * Bin(J - e, 1/d))(y')
-by matrix products (non-negative sums). Every entry of P~, Q~ has relative error <= REL (below);
-krr_exact.PairCurve brackets the divergence and the eps bisection.
+**Certified numerics.** Every category probability is computed from e0 = e^eps0 without a
+subtraction (p = e0 / (e0 + k - 1), q, (k - 2) q, 1 - 2q = (e0 + k - 3) / (e0 + k - 1),
+A = e0 / (e0 + k - 3), 1 - A = (k - 3) / (e0 + k - 3)): relative error <= 8u each. The
+trinomials of the x0-users, x1-users and the rest and G's binomials are built by adding one user
+at a time (non-negative sums; REL_PMF), so no log-gamma error enters. The x-users' 2-D
+convolution, the joint (sigma, t, c0) law by Toeplitz products, user 1 and the matrix products
+with G_{s,J}(y') = (Bin(L, A) * Bin(J - e, 1/d))(y') are sums of non-negative terms: every entry
+of P~, Q~ is within REL relative, plus TINY_MASS in all for underflow.
+krr_exact.WindowedCurve brackets the divergence and the eps bisection.
 
 Cost: about (n + 1)^2 (m + 1) / 2 cells per configuration and n (n + 1) / 2 configurations,
 each screened by one unsorted evaluation at the running maximum: 0.003 s CPU per configuration
@@ -78,16 +81,12 @@ import math
 import time
 
 import numpy as np
-from scipy.special import gammaln
 
 from shufflesim.protocols.bounds.engine.common import U
 from shufflesim.protocols.bounds.numerical.krr_exact import (
-    REL_TRI,
-    PairCurve,
+    WindowedCurve,
     _check,
     _corner_configs,
-    _probabilities,
-    _trinomial,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, named
@@ -104,32 +103,59 @@ MAX_N = 100
 CATALOGUE_MAX_N = 40
 
 
-def _binomial(size: int, a: float) -> np.ndarray:
-    """Bin(size, a) pmf in closed form (log-gamma; relative error <= REL_TRI like a trinomial)."""
-    j = np.arange(size + 1, dtype=float)
-    if a >= 1.0:
-        out = np.zeros(size + 1)
-        out[-1] = 1.0
-        return out
-    logp = (gammaln(size + 1.0) - gammaln(j + 1) - gammaln(size - j + 1)
-            + np.where(j > 0, j * math.log(a), 0.0)
-            + np.where(size - j > 0, (size - j) * math.log1p(-a), 0.0))
-    return np.exp(logp)
+class _Laws:
+    """The closed-form-free pmfs of one (eps0, k): every category probability computed directly
+    from e0 = e^eps0 (no subtraction: relative error <= 8u each, module docstring), and the
+    trinomials / binomials of N <= MAX_N users by adding one user at a time (each entry a sum of
+    at most three non-negative products per step), so every entry is within REL_PMF relative;
+    entries below the smallest normal float may underflow (absolute slack TINY_MASS)."""
 
-
-class _Items:
-    """G_{s,J} = Bin(L, A) * Bin(J - e, 1/d) for the item counts (L, J - e), memoised."""
-
-    def __init__(self, big_a: float, d: int) -> None:
-        self.big_a, self.d = big_a, d
+    def __init__(self, epsilon0: float, k: int) -> None:
+        e0 = math.exp(epsilon0)
+        den = e0 + (k - 1)
+        self.p, self.q, self.v = e0 / den, 1.0 / den, (k - 2) / den
+        d = k - 2
+        self.d = d
+        # (a, b, rest) per class: x0-users, x1-users, rest users (to V' w.p. (e0 + k - 3) / den)
+        self.classes = {"x0": (self.p, self.q, self.v), "x1": (self.q, self.p, self.v),
+                        "rest": (self.q, self.q, (e0 + (k - 3)) / den)}
+        self.tri: dict[str, list[np.ndarray]] = {c: [np.ones((1, 1))] for c in self.classes}
+        # G's binomials: d-RR(z) at z w.p. A = e0 / (e0 + k - 3); uniform at z w.p. 1 / d
+        big_a, not_a = e0 / (e0 + (k - 3)), (k - 3) / (e0 + (k - 3))
+        self.bins = {"A": ((not_a, big_a), [np.ones(1)]),
+                     "U": (((d - 1) / d, 1.0 / d), [np.ones(1)])}
         self.memo: dict[tuple[int, int], np.ndarray] = {}
         self.g_memo: dict[tuple[int, int, int, int], np.ndarray] = {}
 
+    def trinomial(self, cls: str, count: int) -> np.ndarray:
+        """T[i, j] = P(i of ``count`` users of class ``cls`` report x0, j report x1)."""
+        a, b, c = self.classes[cls]
+        table = self.tri[cls]
+        while len(table) <= count:
+            old = table[-1]
+            size = old.shape[0] + 1
+            new = np.zeros((size, size))
+            new[:-1, :-1] = c * old
+            new[1:, :-1] += a * old
+            new[:-1, 1:] += b * old
+            table.append(new)
+        return table[count]
+
+    def binomial(self, kind: str, count: int) -> np.ndarray:
+        (miss, hit), table = self.bins[kind]
+        while len(table) <= count:
+            old = table[-1]
+            new = np.zeros(old.size + 1)
+            new[:-1] = miss * old
+            new[1:] += hit * old
+            table.append(new)
+        return table[count]
+
     def law(self, rest: int, uniform: int) -> np.ndarray:
+        """The law of y': Bin(rest, A) * Bin(uniform, 1/d)."""
         key = (rest, uniform)
         if key not in self.memo:
-            self.memo[key] = np.convolve(_binomial(rest, self.big_a),
-                                         _binomial(uniform, 1.0 / self.d))
+            self.memo[key] = np.convolve(self.binomial("A", rest), self.binomial("U", uniform))
         return self.memo[key]
 
     def matrix(self, s: int, e: int, nx: int, m: int) -> np.ndarray:
@@ -148,12 +174,12 @@ class _Items:
         return self.g_memo[key]
 
 
-def _x_users(epsilon0: float, k: int, n0: int, n1: int) -> np.ndarray:
+def _x_users(laws: _Laws, n0: int, n1: int) -> np.ndarray:
     """T[a, b]: the law of the reports x0 (a), x1 (b) of the n0 users at x0 and n1 at x1 (the
     others of them, n0 + n1 - a - b, are uniform items in V')."""
-    p, q, _ = _probabilities(epsilon0, k)
-    t0 = _trinomial(n0, p, q, n0 + 1)
-    t1 = _trinomial(n1, q, p, n1 + 1)
+    t0, t1 = laws.trinomial("x0", n0), laws.trinomial("x1", n1)
+    if n1 > n0:
+        t0, t1, n0, n1 = t1, t0, n1, n0
     out = np.zeros((n0 + n1 + 1, n0 + n1 + 1))
     for i, j in zip(*np.nonzero(t1)):
         out[i:i + n0 + 1, j:j + n0 + 1] += t1[i, j] * t0
@@ -197,58 +223,65 @@ def _user_one(z: np.ndarray, sigma: int, p: float, q: float, r_v: float) -> np.n
 
 
 def relabel_terms(epsilon0: float, k: int, n0: int, n1: int, m: int, reveal: bool,
-                  items: _Items | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  laws: _Laws | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(P~, Q~) of configuration (n0, n1, m) on the cells (c0, c1, y'), direction P || Q, each
     entry within relative REL: with ``reveal`` the upper pair (excess items revealed; it
     dominates every dataset with these counts: module docstring's theorem), without it the
-    concentrated dataset's exact pair (a lower bound). ``items`` shares G's binomials across
+    concentrated dataset's exact pair (a lower bound). ``laws`` shares the pmfs across
     configurations of one (eps0, k)."""
     require(k >= 3, "domain_size", k, "krr-relabel needs k >= 3 (2-RR: use brr-exact)")
-    p, q, _ = _probabilities(epsilon0, k)
+    laws = laws or _Laws(epsilon0, k)
+    p, q, v = laws.p, laws.q, laws.v
     n = n0 + n1 + m + 1
     nx = n0 + n1 + 1                          # x-users including user 1
-    d = k - 2
-    items = items or _items(epsilon0, k)
-    others = _joint(_x_users(epsilon0, k, n0, n1), _trinomial(m, q, q, m + 1), n)
+    others = _joint(_x_users(laws, n0, n1), laws.trinomial("rest", m), n)
     p_terms, q_terms = [], []
     for s in range(n + 1):
         sigma = n - s
-        g = items.matrix(s, max(0, s - m) if reveal else 0, nx, m)
-        p_terms.append((_user_one(others, sigma, p, q, d * q).T @ g).ravel())
-        q_terms.append((_user_one(others, sigma, q, p, d * q).T @ g).ravel())
+        g = laws.matrix(s, max(0, s - m) if reveal else 0, nx, m)
+        p_terms.append((_user_one(others, sigma, p, q, v).T @ g).ravel())
+        q_terms.append((_user_one(others, sigma, q, p, v).T @ g).ravel())
     return np.concatenate(p_terms), np.concatenate(q_terms)
 
 
-def _items(epsilon0: float, k: int) -> _Items:
-    p, q, _ = _probabilities(epsilon0, k)
-    return _Items(min(1.0, p / (1.0 - 2.0 * q)), k - 2)
-
-
 def relabel_curves(epsilon0: float, k: int, n0: int, n1: int, m: int
-                   ) -> tuple[PairCurve, PairCurve]:
+                   ) -> tuple[WindowedCurve, WindowedCurve]:
     """(upper, lower) certified curves of configuration (n0, n1, m), direction P || Q
     (:func:`relabel_terms` with and without the reveal)."""
-    items = _items(epsilon0, k)
-    return tuple(PairCurve(*relabel_terms(epsilon0, k, n0, n1, m, reveal, items), REL)
+    laws = _Laws(epsilon0, k)
+    return tuple(_curve(*relabel_terms(epsilon0, k, n0, n1, m, reveal, laws))
                  for reveal in (True, False))
+
+
+def _curve(p_terms: np.ndarray, q_terms: np.ndarray) -> WindowedCurve:
+    """The certified curve: relative error REL per entry, absolute TINY_MASS in all."""
+    return WindowedCurve(p_terms, q_terms, REL, TINY_MASS)
 
 
 def upper_delta(p_terms: np.ndarray, q_terms: np.ndarray, epsilon: float) -> float:
     """A certified upper end of sum (P - e^eps Q)_+ without sorting (the search's screen):
     each true term is <= (p (1 + REL) - e^eps q (1 - REL))_+, computed with a few roundings
-    (4u relative, and e^eps within 2u), summed with relative error <= (terms) u."""
+    (4u relative, and e^eps within 2u), summed with relative error <= (terms) u, plus the
+    underflow slack (1 + e^eps) TINY_MASS."""
     e = math.exp(epsilon) * (1 - 2 * U)
     terms = np.maximum(p_terms * (1 + REL + 4 * U) - e * q_terms * (1 - REL - 4 * U), 0.0)
-    return float(terms.sum()) * (1 + (terms.size + 2) * U)
+    return (float(terms.sum()) * (1 + (terms.size + 2) * U)
+            + (1 + math.exp(epsilon)) * TINY_MASS * (1 + 1e-12))
 
 
-#: relative error of an entry of P~, Q~: five closed-form pmfs (trinomials of the x0-users, the
-#: x1-users and the rest, G's two binomials: REL_TRI each, which also covers the rounding of p
-#: and q, relative ~1e-16, raised to powers <= MAX_N), then products and non-negative sums: the
-#: x-users' 2-D convolution adds up to (MAX_N + 2)^2 terms per cell, the joint, G's convolution
-#: and the matrix product up to MAX_N + 4 each, user 1 three (each sum of N non-negative terms
-#: within (N + 1) u); doubled for the compounding of these factors
-REL = 5 * REL_TRI + 2 * ((MAX_N + 2) ** 2 + 8 * (MAX_N + 4)) * U
+#: relative error of a pmf entry: category probabilities within 8u (module docstring), raised
+#: to at most MAX_N factors, plus <= 3u of rounding per added user
+REL_PMF = 12 * MAX_N * U
+#: relative error of an entry of P~, Q~: five pmfs (trinomials of the x0-users, the x1-users
+#: and the rest, G's two binomials), then products and non-negative sums: the x-users' 2-D
+#: convolution adds up to (MAX_N + 2)^2 terms per cell, the joint, G's convolution and the
+#: matrix product up to MAX_N + 4 each, user 1 three with its probabilities within 8u (each
+#: sum of N non-negative terms within (N + 1) u); doubled for the compounding of these factors
+REL = 5 * REL_PMF + 2 * ((MAX_N + 2) ** 2 + 8 * (MAX_N + 4)) * U
+#: total absolute error from underflow: entries below the smallest normal float (2.2e-308) lose
+#: their relative accuracy; fewer than 1e9 operations touch them, each off by <= 2^-1074 plus
+#: the entry itself, so 1e-290 covers the sum over <= 1e7 cells with a wide margin
+TINY_MASS = 1e-290
 
 
 def _search(epsilon0: float, k: int, n: int, delta: float):
@@ -258,15 +291,15 @@ def _search(epsilon0: float, k: int, n: int, delta: float):
     corners = [(a, b) for a, b, _ in _corner_configs(n)]
     seen = set(corners)
     configs = corners + [(a, b) for a in range(n) for b in range(n - a) if (a, b) not in seen]
-    items = _items(epsilon0, k)
+    laws = _Laws(epsilon0, k)
     best_hi, best_lo, where = 0.0, 0.0, configs[0]
     for n0, n1 in configs:
         m = n - 1 - n0 - n1
-        terms = relabel_terms(epsilon0, k, n0, n1, m, True, items)
+        terms = relabel_terms(epsilon0, k, n0, n1, m, True, laws)
         if best_hi > 0 and upper_delta(*terms, best_hi) <= delta:
             continue
-        hi = PairCurve(*terms, REL).epsilon(delta, epsilon0)[1]
-        lower_curve = PairCurve(*relabel_terms(epsilon0, k, n0, n1, m, False, items), REL)
+        hi = _curve(*terms).epsilon(delta, epsilon0)[1]
+        lower_curve = _curve(*relabel_terms(epsilon0, k, n0, n1, m, False, laws))
         lo = lower_curve.epsilon(delta, epsilon0)[0]
         best_hi = max(best_hi, hi)
         if lo > best_lo:
