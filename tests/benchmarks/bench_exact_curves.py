@@ -20,6 +20,7 @@ import time
 import pytest
 
 from shufflesim.protocols.bounds import catalogue as cat
+from shufflesim.protocols.bounds.numerical.krr_relabel import krr_relabel_epsilon
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers import make_randomizer
 
@@ -72,8 +73,6 @@ def test_exact_curve_time(bound, name, options, epsilon0, n, delta):
 def test_krr_relabel_direct_time(epsilon0, delta):
     """10-RR at n = 100 (issue 31's two points above 1.01 in session 11), through the module's
     krr_relabel_epsilon (the catalogue declares n <= 40)."""
-    from shufflesim.protocols.bounds.numerical.krr_relabel import krr_relabel_epsilon
-
     randomizer = make_randomizer("krr", epsilon0=epsilon0, domain_size=10)
     load0 = os.getloadavg()[0]
     wall, cpu = time.perf_counter(), _cpu()
