@@ -69,10 +69,8 @@ from shufflesim.protocols.bounds.engine.methods import (
     _conditioning,
     _select,
 )
+from shufflesim.protocols.bounds.engine.roots import falling_root
 from shufflesim.protocols.errors import ParameterError
-from shufflesim.protocols.lazy import lazy_module
-
-optimize = lazy_module("scipy.optimize")  # a root finder, loaded on first use (issue 32)
 
 __all__ = [
     "Estimate",
@@ -305,8 +303,8 @@ def gaussian_guess(atoms: RatioAtoms, n: int, delta: float, eps_max: float) -> f
         with np.errstate(all="ignore"):
             if log_ratio(0.0) <= 0 or log_ratio(eps_max) >= 0:
                 return None
-            guess = float(optimize.brentq(log_ratio, 0.0, eps_max, xtol=1e-12, rtol=1e-10))
-        return guess if math.isfinite(guess) else None
+            guess = falling_root(log_ratio, 0.0, eps_max)
+        return guess if guess is not None and math.isfinite(guess) else None
     except (ValueError, ZeroDivisionError, OverflowError, FloatingPointError):
         return None
 
