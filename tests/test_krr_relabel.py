@@ -192,3 +192,17 @@ def test_catalogue_declares_it_for_k_at_least_four_up_to_its_limit():
     refused = cat.evaluate("krr-relabel", KRR(epsilon0=1.0, domain_size=10),
                            kr.CATALOGUE_MAX_N + 1, 1e-6)
     assert not refused.ok and refused.error.startswith(f"n = {kr.CATALOGUE_MAX_N + 1}")
+
+
+def test_result_contract_and_monotonicity():
+    """The BoundResult contract (name, kind, status, delta, a non-negative error) and the
+    orders any privacy bound keeps: smaller at larger delta, larger at larger eps0, and never
+    above eps0."""
+    def eps(epsilon0, delta, n=12):
+        res = kr.krr_relabel_epsilon(KRR(epsilon0=epsilon0, domain_size=5), n, delta)
+        assert (res.method, res.kind.value, res.status.value) == ("krr-relabel", "upper", "proven")
+        assert res.delta == delta and 0 <= res.epsilon_error <= 1e-4 * max(res.epsilon, 1e-9)
+        assert res.epsilon <= epsilon0
+        return res.epsilon
+    assert eps(1.0, 1e-3) < eps(1.0, 1e-6) < eps(1.0, 1e-9)
+    assert eps(0.5, 1e-6) < eps(1.0, 1e-6) < eps(2.0, 1e-6)
