@@ -65,6 +65,7 @@ from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
 from shufflesim.protocols.bounds.engine.eps_search import EpsilonEstimate, epsilon_of_delta
 from shufflesim.protocols.bounds.engine.input_error import tilted_input_slack
 from shufflesim.protocols.bounds.engine.methods import (
+    BLOCKS_WORTH,
     _applicable,
     _conditioning,
     _select,
@@ -170,7 +171,8 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
         lo, hi = _conditioning(active, rtol, atol, threshold, decide_only)
         undecided = threshold is None or lo <= threshold < hi
         reachable = engine_fft.expected_gap(active, engine_fft.L_MAX)
-        if (method == "auto" and undecided and hi - lo > max(rtol * hi, atol)
+        # within BLOCKS_WORTH of the request the bracket is kept (methods.BLOCKS_WORTH)
+        if (method == "auto" and undecided and hi - lo > BLOCKS_WORTH * max(rtol * hi, atol)
                 and reachable < 0.5 * (hi - lo) / hi):
             # Both brackets are valid: keep their intersection.
             merged = _levels_lower(groups, epsilon, rtol, atol, threshold, merge_levels)
