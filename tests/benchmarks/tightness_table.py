@@ -45,10 +45,11 @@ CONFIGS = [
     ("witch_hat", "witch_hat", {"height": 2.0, "brim": 0.4}),
     ("laplace_metric", "laplace_metric", {"low": -1.0, "high": 2.0}),
 ]
+CONFIGS_BY_LABEL = {label: (name, params) for label, name, params in CONFIGS}
 #: Bounds added for issue 31 (left out of "before").
 NEW = {"brr-exact", "brr-exact-lower", "blanket_hoeffding_laplace", "blanket_bennett_laplace",
        "krr-exact", "krr-exact-lower", "exact-lower-best", "pair-search-lower",
-       "exact-lower-fft"}
+       "exact-lower-fft", "krr-relabel"}
 
 
 #: Bounds that issue 31 made work for one configuration (laplace_binary's exact-lower failed
@@ -105,6 +106,8 @@ def _evaluate(task: tuple) -> dict:
         ev = _pair_search(randomizer, n, delta)
     elif method == EXACT_FFT:
         ev = _exact_fft(randomizer, n, delta)
+    elif method == RELABEL:
+        ev = _relabel(randomizer, n, delta)
     else:
         ev = cat.evaluate(method, randomizer, n, delta)
     ok = ev.ok
@@ -156,6 +159,50 @@ def _exact_fft(randomizer, n: int, delta: float) -> _PairEvaluation:
                                                            engine_method="fft"))
     except ParameterError as error:
         return _PairEvaluation(error=str(error))
+
+
+#: krr-relabel (protocols/bounds/numerical/krr_relabel.py, k-RR with k >= 4): the catalogue
+#: declares it for n <= 40 (2-3 CPU s); at the grid's n = 100 it is called directly (about 100
+#: CPU s), by ``relabel``, where the ratio is above 1.01; recorded in relabel.jsonl.
+RELABEL = "krr-relabel"
+RELABEL_N = 100
+RELABEL_CPU_CAP = 400.0
+
+
+def _relabel(randomizer, n: int, delta: float) -> _PairEvaluation:
+    from shufflesim.protocols.bounds.numerical.krr_relabel import krr_relabel_epsilon
+    try:
+        return _PairEvaluation(krr_relabel_epsilon(randomizer, n, delta, limit=RELABEL_N))
+    except ParameterError as error:
+        return _PairEvaluation(error=str(error))
+
+
+def run_relabel(path: Path, grid: Path) -> None:
+    """krr-relabel at every k-RR (k >= 4) point of the grid with n = RELABEL_N whose ratio is
+    above 1.01 (resumable JSONL next to the grid's file)."""
+    done = set()
+    if path.exists():
+        done = {(r["randomizer"], r["epsilon0"], r["n"], r["delta"])
+                for r in map(json.loads, path.read_text().splitlines())}
+    worker = CappedWorker()
+    with path.open("a") as out:
+        for key, recs in sorted(load(grid).items()):
+            label, eps0, n, delta = key
+            params = dict(CONFIGS_BY_LABEL[label][1])
+            if (CONFIGS_BY_LABEL[label][0] != "krr" or params.get("domain_size", 0) < 4
+                    or n != RELABEL_N or key in done):
+                continue
+            ua, _ = best(recs, "upper", True)
+            la, _ = best(recs, "lower", True)
+            if ua is None or not la or ua / la <= 1.01:
+                continue
+            rec = {"randomizer": label, "epsilon0": eps0, "n": n, "delta": delta,
+                   "method": RELABEL, "kind": "upper"}
+            rec.update(worker.run(("krr", params, eps0, n, delta, RELABEL),
+                                  cpu_cap=RELABEL_CPU_CAP, wall_cap=4 * RELABEL_CPU_CAP))
+            rec["load"] = os.getloadavg()[0]
+            out.write(json.dumps(rec) + "\n")
+            out.flush()
 
 
 def run_pairs(path: Path) -> None:
@@ -348,14 +395,17 @@ def load(path: Path) -> dict[tuple, dict[str, dict]]:
     for r in _records(path):
         key = (r["randomizer"], r["epsilon0"], r["n"], r["delta"])
         points.setdefault(key, {})[r["method"]] = r
-    for extra in ("pairs.jsonl", "times.jsonl"):  # the lower side's evidence (PAIR, EXACT_FFT)
+    # the lower side's evidence (PAIR, EXACT_FFT) and krr-relabel at n = 100 (RELABEL)
+    for extra in ("pairs.jsonl", "times.jsonl", "relabel.jsonl"):
         file = path.with_name(extra)
         if not file.exists():
             continue
         for r in map(json.loads, file.read_text().splitlines()):
             key = (r["randomizer"], r["epsilon0"], r["n"], r["delta"])
-            if key in points and r["method"] in (PAIR, EXACT_FFT) and r["epsilon"] is not None:
-                points[key][r["method"]] = dict(r, kind="lower", status=r.get("status"))
+            if key in points and r["method"] in (PAIR, EXACT_FFT, RELABEL) \
+                    and r["epsilon"] is not None:
+                kind = "upper" if r["method"] == RELABEL else "lower"
+                points[key][r["method"]] = dict(r, kind=kind, status=r.get("status"))
     return points
 
 
@@ -608,6 +658,8 @@ if __name__ == "__main__":
         print(render_times(file), end="")
     elif command == "pairs":         # pairs /work/notes/t31t-grid/pairs.jsonl
         run_pairs(file)
+    elif command == "relabel":       # relabel /work/notes/t31t-grid/relabel.jsonl GRID
+        run_relabel(file, Path(sys.argv[3]))
     elif command == "truth":         # truth results/issue31/truth.jsonl
         run_truth(file)
     elif command == "summary":
