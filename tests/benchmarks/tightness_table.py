@@ -447,6 +447,9 @@ LEGEND = {
     "F": "exact-lower through the engine's FFT (unmerged likelihood-ratio levels) is the best "
          "lower bound",
     "C": "a method hit its per-evaluation cap",
+    "O": "open side: a continuous output (no small-n truth, no exact curve), neither bound's "
+         "bracket is wide and no cap was hit; the gap lies between the two methods named in "
+         "the row, and which of them is loose is not known",
     "N": "no proven amplification: the best proven upper bound is eps0 itself (within 1e-6)",
     "R": "a bound resting on the stronger-clone reduction (001's variation-ratio; 000 Sec. 3.3 "
          "shows the reduction's post-processing wrong) is within 1.01 of the proven lower "
@@ -494,7 +497,7 @@ def explain(records: dict[str, dict], label: str, upper_method: str, lower_metho
         codes.append("M")
     if any(r["error"].startswith("capped") for r in records.values()):
         codes.append("C")
-    return ", ".join(codes) or f"{upper_method} vs {lower_method}"
+    return ", ".join(codes) or "O"
 
 
 def _fmt(x) -> str:
