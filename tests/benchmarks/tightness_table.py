@@ -447,6 +447,14 @@ LEGEND = {
     "F": "exact-lower through the engine's FFT (unmerged likelihood-ratio levels) is the best "
          "lower bound",
     "C": "a method hit its per-evaluation cap",
+    "O": "open side: a continuous output (no small-n truth, no exact curve), neither bound's "
+         "bracket is wide and no cap was hit; the gap lies between the two methods named in "
+         "the row, and which of them is loose is not known",
+    "N": "no proven amplification: the best proven upper bound is eps0 itself (within 1e-6)",
+    "R": "a bound resting on the stronger-clone reduction (001's variation-ratio; 000 Sec. 3.3 "
+         "shows the reduction's post-processing wrong) is within 1.01 of the proven lower "
+         "bound or below it (factor < 1: that unproven bound is contradicted there); the "
+         "open gap is on the proven upper side",
 }
 
 
@@ -456,6 +464,17 @@ def explain(records: dict[str, dict], label: str, upper_method: str, lower_metho
     if ratio <= 1.01:
         return ""
     codes = []
+    eps0 = next(iter(records.values()))["epsilon0"]
+    upper = min((r["epsilon"] for r in records.values() if r["kind"] == "upper"
+                 and r["status"] == "proven" and r["epsilon"] is not None), default=None)
+    if upper is not None and upper >= eps0 * (1 - 1e-6):
+        codes.append("N")
+    lower = records.get(lower_method, {}).get("epsilon")
+    relying = [r["epsilon"] for r in records.values() if r["kind"] == "upper"
+               and r["status"] == "relies-on-stronger-clone-reduction"
+               and r["epsilon"] is not None]
+    if lower and relying and min(relying) <= lower * 1.01:
+        codes.append(f"R ({min(relying) / lower:.4g}x)")
     opt = records.get("optimal-blanket")
     if opt is not None and opt["epsilon"] is not None and opt["status"] != "proven":
         codes.append(f"A (optimal-blanket {opt['epsilon']:.4g})")
@@ -478,7 +497,7 @@ def explain(records: dict[str, dict], label: str, upper_method: str, lower_metho
         codes.append("M")
     if any(r["error"].startswith("capped") for r in records.values()):
         codes.append("C")
-    return ", ".join(codes) or f"{upper_method} vs {lower_method}"
+    return ", ".join(codes) or "O"
 
 
 def _fmt(x) -> str:
