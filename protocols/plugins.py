@@ -61,6 +61,7 @@ BOUNDS: tuple[str, ...] = tuple(_B + m for m in (
     "numerical.metric",
     "numerical.brr_exact",
     "numerical.krr_exact",
+    "numerical.krr_relabel",
     "closed_form.blanket",
     "closed_form.blanket_randomizer",
     "closed_form.blanket_laplace",

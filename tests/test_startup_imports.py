@@ -76,7 +76,10 @@ KRR = ["--randomizer", "krr", "--domain-size", "10", "--delta", "1e-6", "-q", "-
 def test_a_krr_command_over_rounds_loads_only_what_it_uses(command):
     modules = _modules_after(COMMAND, *command, *KRR)
     assert "scipy.special" in modules and "shufflesim.protocols.randomizers.krr" in modules
-    assert not _under(modules, NOT_FOR_KRR)
+    heavy = _under(modules, NOT_FOR_KRR)
+    assert not heavy, (f"{command[0]} of k-RR over rounds imported {heavy[:5]}: import it on "
+                       "first use (protocols/lazy.py), or, if the computation now calls it, "
+                       "take it out of NOT_FOR_KRR and say what it costs")
     others = {ref.partition(":")[0] for name, ref in plugins.RANDOMIZERS.items()
               if name not in ("krr", "rappor")}
     # k-RR's module imports RAPPOR's; a bound module may import the randomizer it is about

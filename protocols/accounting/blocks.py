@@ -118,7 +118,10 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
     tail_d = float(np.max(interval_mass(0, h_lo - 1, s_pair, 0.5)
                           + interval_mass(h_hi + 1, s_pair, s_pair, 0.5)))
     cols = max(1, CHUNK // t.size)
-    parts = []
+    # the outcomes kept are written straight into arrays of the largest possible size (no
+    # list of parts to concatenate: issue 32), in the order the parts would have had
+    out = [np.empty(t.size * s_pair.size + 1) for _ in range(3)]
+    size = 0
     for first in range(0, s_pair.size, cols):        # chunks of blocks: bounded memory
         sl = slice(first, first + cols)
         pmf = np.exp(_half_binomial_log_pmf(s_pair[sl], t))           # (t, blocks)
@@ -126,16 +129,22 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
         mm = m[sl][None, :]
         base = pmf * weight[sl][None, :]
         p0 = base * (mm + alpha * D) / mm
-        p1 = base * (mm + beta * D) / mm
+        den = mm + beta * D
+        p1 = base * den / mm
         with np.errstate(divide="ignore", invalid="ignore"):
-            den = mm + beta * D
-            ell = np.where(den > 0, np.log1p((alpha - beta) * D / np.where(den > 0, den, 1.0)),
+            positive = den > 0
+            ell = np.where(positive, np.log1p((alpha - beta) * D / np.where(positive, den, 1.0)),
                            0.0)
-        nz = (pmf > 0) & ((p0 > 0) | (p1 > 0))
-        parts.append((p0[nz], p1[nz], ell[nz]))
-    p0, p1, ell = (np.concatenate([part[i] for part in parts]) for i in range(3))
+        nz = ((pmf > 0) & ((p0 > 0) | (p1 > 0))).ravel()
+        count = int(np.count_nonzero(nz))
+        for target, values in zip(out, (p0, p1, ell), strict=True):
+            np.compress(nz, values.ravel(), out=target[size:size + count])
+        size += count
     if zero > 0:
-        p0, p1, ell = np.append(p0, zero), np.append(p1, zero), np.append(ell, 0.0)
+        for target, value in zip(out, (zero, zero, 0.0), strict=True):
+            target[size] = value
+        size += 1
+    p0, p1, ell = (target[:size] for target in out)
     factor0 = 1.0 + abs(alpha) / sbar
     factor1 = 1.0 + abs(beta) / sbar
     shrink = float(np.min(first_s / last)) if side == "upper" else 1.0

@@ -102,6 +102,45 @@ def interval_mass(lo, hi, trials, p: float) -> np.ndarray:
     return np.clip(mass, 0.0, 1.0)
 
 
+def row_interval_masses(lo: np.ndarray, hi: np.ndarray, trials: np.ndarray,
+                        p: float) -> np.ndarray:
+    """:func:`interval_mass` of rows of intervals (2-D arrays, each row's non-empty intervals
+    in increasing order), with the same values: an end shared by two neighbours (hi of one
+    is lo - 1 of the next, both on the same side of the mean) is evaluated once, so the
+    binomial tails are computed about once per interval instead of twice (issue 32: the
+    neutral bins of every k-RR round PLD)."""
+    lo, hi, trials = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (lo, hi, trials)))
+    if p <= 0.0 or p >= 1.0 or lo.ndim != 2 or lo.shape[1] < 2:
+        return interval_mass(lo, hi, trials, p)
+    live = lo <= hi
+    up = live & (lo > trials * p)
+    down = live & ~(lo > trials * p)
+    joined = np.zeros(lo.shape, dtype=bool)         # interval b starts where b - 1 ends
+    joined[:, 1:] = (lo[:, 1:] - 1 == hi[:, :-1]) & live[:, 1:] & live[:, :-1]
+    mass = np.zeros(lo.shape)
+    if down.any():                                  # cdf(hi) - cdf(lo - 1)
+        at_hi = np.zeros(lo.shape)
+        at_hi[down] = binom.cdf(hi[down], trials[down], p)
+        at_lo = np.zeros(lo.shape)
+        shared = np.zeros(lo.shape, dtype=bool)
+        shared[:, 1:] = joined[:, 1:] & down[:, 1:] & down[:, :-1]
+        at_lo[:, 1:][shared[:, 1:]] = at_hi[:, :-1][shared[:, 1:]]
+        rest = down & ~shared
+        at_lo[rest] = binom.cdf(lo[rest] - 1, trials[rest], p)
+        mass[down] = at_hi[down] - at_lo[down]
+    if up.any():                                    # sf(lo - 1) - sf(hi)
+        at_lo = np.zeros(lo.shape)
+        at_lo[up] = binom.sf(lo[up] - 1, trials[up], p)
+        at_hi = np.zeros(lo.shape)
+        shared = np.zeros(lo.shape, dtype=bool)
+        shared[:, :-1] = joined[:, 1:] & up[:, 1:] & up[:, :-1]
+        at_hi[:, :-1][shared[:, :-1]] = at_lo[:, 1:][shared[:, :-1]]
+        rest = up & ~shared
+        at_hi[rest] = binom.sf(hi[rest], trials[rest], p)
+        mass[up] = at_lo[up] - at_hi[up]
+    return np.clip(mass, 0.0, 1.0)
+
+
 @dataclass(frozen=True)
 class NeutralBins:
     """Bins of h3 | N (N = remaining draws) for N in [n_min, n_min + rows): ends (lo, hi),
@@ -139,8 +178,8 @@ def neutral_bins(model: CountModel, n: int, n_min: int, n_max: int, tail: float,
     blo = np.concatenate([np.zeros((N.size, 1)), starts, hi[:, None] + 1], axis=1)
     bhi = np.concatenate([lo[:, None] - 1, ends, N[:, None]], axis=1)
     NN = np.broadcast_to(N[:, None], blo.shape)
-    mass = interval_mass(blo, bhi, NN, rho)
-    mean = NN * rho * interval_mass(blo - 1, bhi - 1, np.maximum(NN - 1, 0), rho)
+    mass = row_interval_masses(blo, bhi, NN, rho)
+    mean = NN * rho * row_interval_masses(blo - 1, bhi - 1, np.maximum(NN - 1, 0), rho)
     empty = blo > bhi
     return NeutralBins(n_min, np.where(empty, 0.0, blo), np.where(empty, 0.0, bhi),
                        np.where(empty, 0.0, mass), np.where(empty, 0.0, mean))
@@ -181,20 +220,25 @@ def binomial_log_pmf_around(S: np.ndarray, p: float, c: np.ndarray, t: np.ndarra
     out = np.full((t.size, S.size), -np.inf)
     zero = int(np.searchsorted(t, 0))
     up = t[zero:]
+    # a step off the support has ratio <= 0: its log is -inf, and so is every sum after it
+    # (the support is contiguous around c), so the result is -inf exactly off the support
     if up.size > 1:
         i = up[:-1, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            steps = np.log((S - c - i) / (c + i + 1.0)) + log_odds
-        out[zero + 1:] = log_c + np.cumsum(np.nan_to_num(steps, nan=-np.inf), axis=0)
+        with np.errstate(divide="ignore"):
+            steps = np.log(np.maximum((S - c - i) / (c + i + 1.0), 0.0))
+        if log_odds:
+            steps += log_odds
+        out[zero + 1:] = log_c + np.cumsum(steps, axis=0)
     out[zero] = log_c
     down = -t[:zero][::-1]  # 1, 2, ...
     if down.size:
         i = down[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            steps = np.log((c - i + 1.0) / (S - c + i)) - log_odds
-        out[:zero] = (log_c + np.cumsum(np.nan_to_num(steps, nan=-np.inf), axis=0))[::-1]
-    h1 = c + t[:, None]
-    return np.where((h1 >= 0) & (h1 <= S), out, -np.inf)
+        with np.errstate(divide="ignore"):
+            steps = np.log(np.maximum((c - i + 1.0) / (S - c + i), 0.0))
+        if log_odds:
+            steps -= log_odds
+        out[:zero] = (log_c + np.cumsum(steps, axis=0))[::-1]
+    return out
 
 
 def symmetric_aggregates(model: CountModel, n: int, *, tail: float = DEFAULT_TAIL,

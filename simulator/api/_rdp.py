@@ -30,7 +30,7 @@ def rdp(randomizer, /, *, n: int | None = None, rounds: int = 1,
     >>> c = shufflesim.rdp("krr", epsilon0=1.0, domain_size=2, n=1000, rounds=10,
     ...                    orders=[8, 32], method="rdp-blanket", delta=1e-6)
     >>> c[["order", "rdp_epsilon", "epsilon"]].round(4).values.tolist()
-    [[8.0, 0.0636, 1.6066], [32.0, 0.2553, 0.5574]]
+    [[8.0, 0.0636, 1.6066], [32.0, 0.2543, 0.5564]]
     """
     if isinstance(randomizer, Sequence) and not isinstance(randomizer, str):
         parts = [dict(p) for p in randomizer]

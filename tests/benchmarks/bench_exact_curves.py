@@ -20,6 +20,7 @@ import time
 import pytest
 
 from shufflesim.protocols.bounds import catalogue as cat
+from shufflesim.protocols.bounds.numerical.krr_relabel import krr_relabel_epsilon
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers import make_randomizer
 
@@ -31,6 +32,8 @@ ROWS = [
     ("krr-exact", "krr", dict(domain_size=3), 10.0, 10**8, 1e-8),
     ("krr-exact-lower", "krr", dict(domain_size=3), 4.0, 10**3, 1e-12),
     ("krr-exact-lower", "krr", dict(domain_size=10), 1.0, 100, 1e-12),
+    ("krr-relabel", "krr", dict(domain_size=10), 1.0, 40, 1e-12),
+    ("krr-relabel", "krr", dict(domain_size=10), 1.0, 10**3, 1e-12),
     ("brr-exact", "brr", {}, 1.0, 10**3, 1e-6),
     ("brr-exact", "brr", {}, 1.0, 10**6, 1e-6),
     ("brr-exact", "brr", {}, 4.0, 10**8, 1e-6),
@@ -63,3 +66,20 @@ def test_exact_curve_time(bound, name, options, epsilon0, n, delta):
     if result.kind.value == "upper":
         lower = cat.get_bound("exact-lower").compute(randomizer, n, delta).epsilon
         assert result.epsilon >= lower * (1 - 1e-9)
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("epsilon0, delta", [(1.0, 1e-12), (4.0, 1e-4)])
+def test_krr_relabel_direct_time(epsilon0, delta):
+    """10-RR at n = 100 (issue 31's two points above 1.01 in session 11), through the module's
+    krr_relabel_epsilon (the catalogue declares n <= 40)."""
+    randomizer = make_randomizer("krr", epsilon0=epsilon0, domain_size=10)
+    load0 = os.getloadavg()[0]
+    wall, cpu = time.perf_counter(), _cpu()
+    result = krr_relabel_epsilon(randomizer, 100, delta)
+    wall, cpu = time.perf_counter() - wall, _cpu() - cpu
+    print(f"\nkrr-relabel krr10 eps0={epsilon0:g} n=100 delta={delta:g}: {result.epsilon:.9g} "
+          f"(error {result.epsilon_error:.2g}) wall {wall:.2f} s, CPU {cpu:.2f} s, "
+          f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
+    lower = cat.get_bound("exact-lower").compute(randomizer, 100, delta).epsilon
+    assert result.epsilon >= lower * (1 - 1e-9)

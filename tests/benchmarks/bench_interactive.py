@@ -74,6 +74,14 @@ SNIPPETS = {
         "print(best)\n",
         "< 5 s (000 Thm 14 over the 30 triples with x0 = 0 of a cyclic geometric randomizer "
         "over 7 values, R(x)(y) ~ e^(-eps0 d(x, y) / 3), eps0 = 1, n = 1000)"),
+    "optimal-blanket-around-switch": (
+        "from shufflesim.protocols.randomizers import make_randomizer\n"
+        "from shufflesim.protocols.bounds import catalogue\n"
+        "for eps0 in (1.0, 0.5):\n"
+        "    r = make_randomizer('krr', epsilon0=eps0, domain_size=10)\n"
+        "    for n in (30000, 40000, 50000, 60000):\n"
+        "        catalogue.evaluate('optimal-blanket', r, n, 1e-6)\n",
+        "< 0.05 s per call (eight calls here, 10-RR, around exact_band.MAX_CELLS)"),
     "blanket-hoeffding-cold": (
         "from shufflesim.protocols.randomizers import make_randomizer\n"
         "from shufflesim.protocols.bounds import catalogue\n"

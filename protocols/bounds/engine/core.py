@@ -65,14 +65,13 @@ from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
 from shufflesim.protocols.bounds.engine.eps_search import EpsilonEstimate, epsilon_of_delta
 from shufflesim.protocols.bounds.engine.input_error import tilted_input_slack
 from shufflesim.protocols.bounds.engine.methods import (
+    BLOCKS_WORTH,
     _applicable,
     _conditioning,
     _select,
 )
+from shufflesim.protocols.bounds.engine.roots import falling_root
 from shufflesim.protocols.errors import ParameterError
-from shufflesim.protocols.lazy import lazy_module
-
-optimize = lazy_module("scipy.optimize")  # a root finder, loaded on first use (issue 32)
 
 __all__ = [
     "Estimate",
@@ -172,7 +171,8 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
         lo, hi = _conditioning(active, rtol, atol, threshold, decide_only)
         undecided = threshold is None or lo <= threshold < hi
         reachable = engine_fft.expected_gap(active, engine_fft.L_MAX)
-        if (method == "auto" and undecided and hi - lo > max(rtol * hi, atol)
+        # within BLOCKS_WORTH of the request the bracket is kept (methods.BLOCKS_WORTH)
+        if (method == "auto" and undecided and hi - lo > BLOCKS_WORTH * max(rtol * hi, atol)
                 and reachable < 0.5 * (hi - lo) / hi):
             # Both brackets are valid: keep their intersection.
             merged = _levels_lower(groups, epsilon, rtol, atol, threshold, merge_levels)
@@ -305,8 +305,8 @@ def gaussian_guess(atoms: RatioAtoms, n: int, delta: float, eps_max: float) -> f
         with np.errstate(all="ignore"):
             if log_ratio(0.0) <= 0 or log_ratio(eps_max) >= 0:
                 return None
-            guess = float(optimize.brentq(log_ratio, 0.0, eps_max, xtol=1e-12, rtol=1e-10))
-        return guess if math.isfinite(guess) else None
+            guess = falling_root(log_ratio, 0.0, eps_max)
+        return guess if guess is not None and math.isfinite(guess) else None
     except (ValueError, ZeroDivisionError, OverflowError, FloatingPointError):
         return None
 

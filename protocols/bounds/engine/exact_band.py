@@ -355,29 +355,36 @@ def _x_tables(n: int, w_pair: float, q: float):
 
 
 def _x_recurrence(m: np.ndarray, q: float):
-    """CX and CCX of X ~ Bin(m_r, q) for every row r on one window [L, H] holding every row's
-    own window: CX_r(x) = P~_r[L <= X <= x] and its prefix sums, from x = L - 1 to H. The row
-    with the fewest users is built as in :func:`window_pmf` on its own window, the others by
-    band_recurrence.prefix_tables (rows of T are consecutive, so m is too): a sub-measure whose
-    missing mass (the start row's outside mass) is added to every row's outside mass, with the
-    start row's error plus 4u per row."""
+    """CX and CCX of X ~ Bin(m_r, q) for every row r: CX_r(x) = P~_r[X <= x] and its prefix
+    sums, x from x_lo - 1 to x_lo + width - 1. The row with the fewest users is built as in
+    :func:`window_pmf` on its own window, the others by band_recurrence.prefix_tables (rows of
+    T are consecutive, so m is too): P~ is a sub-measure whose missing mass (the start row's
+    outside mass) is added to every row's outside mass, with the start row's error plus 5u per
+    row. The columns are x = z + c (m - m_0) - 1 + j on one window of z, c = 0 where q <= 1/2
+    (the mass drifts right by q a row) and c = 1 otherwise (it drifts left by 1 - q): the window
+    is each row's own width plus min(q, 1 - q) rows (q = 0.82, 1270 rows: 2235 -> ~1430)."""
     rows = m.size
     lo, width = _window(m, q)
-    first_x = float(lo.min())
-    w_all = int(float(np.max(np.minimum(lo + width - 1, m))) - first_x) + 1
     order = np.argsort(m, kind="stable")
     if np.any(np.diff(m[order]) != 1):
         raise AssertionError("rows of T are not consecutive")
     r0 = int(order[0])
+    drift = 1.0 if q > 0.5 else 0.0
+    z_lo = lo - drift * (m - m[r0])
+    first_z = float(z_lo.min())
+    top = float(np.max(np.minimum(lo + width - 1, m) - drift * (m - m[r0])))
+    if drift:                                     # the start row's window holds all mass
+        top = max(top, float(lo[r0]) + width - 1)
+    w_all = int(top - first_z) + 1
     px0, err0 = window_pmf(m[r0:r0 + 1], q, lo[r0:r0 + 1], width)
-    start = np.zeros((2, w_all + 1))             # [CX | CCX, x - L + 1]
-    offset = int(lo[r0] - first_x)
+    start = np.zeros((2, w_all + 1))             # [CX | CCX, z - first_z + 1]
+    offset = int(lo[r0] - first_z)
     kept = min(width, w_all - offset)
     np.cumsum(px0[0, :kept], out=start[0, offset + 1:offset + 1 + kept])
     start[0, offset + 1 + kept:] = start[0, offset + kept]
     np.cumsum(start[0, 1:], out=start[1, 1:])
-    table = prefix_tables(start, r0, order, q, rows)
-    x_lo = np.full(rows, first_x)
+    table = prefix_tables(start, r0, order, q, rows, leftward=bool(drift))
+    x_lo = first_z + drift * (m - m[r0])
     deficit = float(_outside(m[r0:r0 + 1], q, lo[r0:r0 + 1], width)[0])
     x_out = _outside(m, q, x_lo, w_all) + deficit
     err = err0 + REL_SPECIAL + 2 * (w_all + 1) * U + ROUNDINGS_PER_ROW * rows * U * (1 + 1e-6)

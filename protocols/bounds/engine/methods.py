@@ -27,6 +27,12 @@ SHIFT_OUTCOMES_MAX = 256     # enumerated outcomes of the small groups beside th
 MULTI_BLOCKS = (8, 32, 128, 512)   # refinements of the conditioning method, in order
 LEAF_BUDGET = 1_000_000      # leaf evaluations allowed for one refinement
 CHEAP_LEAVES = 50_000        # refinements below this cost go on even without progress
+#: The single style's bracket within this many times the requested width is kept: the block
+#: refinements gain at most that factor there, and each costs a plan (plans.multi_plan) and
+#: ~30 ms at n = 5e4. Issue 32: at 10-RR, eps0 = 1, n = 5e4-6e4 (tables above
+#: exact_band.MAX_CELLS) the polish's estimates ask for 1.7e-4 relative, the single style gives
+#: 2.2e-4 (1.5e-4 from n = 7e4 on), and four 8-block refinements took 0.23 of 0.26 s.
+BLOCKS_WORTH = 2.0
 #: Bytes the enumeration may take (count vectors, their cached sub-problems, the temporaries
 #: of their probabilities): many categories and few users (a continuous randomizer's fine
 #: decomposition, n = 2) give few count vectors of many columns each (issue 26: 16 GB).
@@ -96,6 +102,8 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
             hi = conditioning_bounds(cat, values, p_hi, value_err, n_blocks)[1]
         best_lo, best_hi = max(best_lo, lo), min(best_hi, hi)
         if best_hi - best_lo <= max(rtol * best_hi, atol):
+            break
+        if not n_blocks and best_hi - best_lo <= BLOCKS_WORTH * max(rtol * best_hi, atol):
             break
         if threshold is not None and (best_hi <= threshold or best_lo > threshold):
             break

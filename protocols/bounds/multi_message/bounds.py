@@ -25,7 +25,13 @@ from shufflesim.protocols.bounds.multi_message.models import (
     is_multi_message,
     pair_model,
     thinned_model,
+    thinned_tables_of,
     third_values,
+)
+from shufflesim.protocols.bounds.multi_message.thinned_curve import OFFSETS as CURVE_OFFSETS
+from shufflesim.protocols.bounds.multi_message.thinned_curve import LowerCurve
+from shufflesim.protocols.bounds.multi_message.thinned_curve import (
+    largest_certified as curve_largest_certified,
 )
 from shufflesim.protocols.bounds.numerical.two_count import TwoCountPair, two_count_delta
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
@@ -272,19 +278,23 @@ def exact_lower_bound(randomizer, n: int, delta: float) -> BoundResult:
     found = epsilon_of_delta(lambda e: lower_delta(randomizer, n, e, cheap), delta, "lower",
                              eps_max=_eps_max(randomizer), rtol=RTOL)
     chosen_models = cheap
-    at_found = (lower_delta(randomizer, n, found.value, dense).lower
-                if dense and found.value > 0 else 0.0)
+    # the dense models' regions, evaluated once per set of thresholds: their lower estimate at
+    # every eps follows (thinned_curve.LowerCurve)
+    owners = [(m, tables) for m in dense for tables in thinned_tables_of(m[3], big_n)]
+    curve = LowerCurve([tables for _, tables in owners])
+    at_found = 0.0
+    if owners and found.value > 0:
+        curve.add(found.value + c for c in CURVE_OFFSETS)
+        at_found = curve(found.value)
     if at_found > delta:
-        # the dense models' estimates are lower estimates only: bisect on them between the
-        # cheap models' eps and the proven upper bound's (certified points only)
+        # the dense estimates are lower estimates only: the largest certified eps between the
+        # cheap models' eps and the proven upper bound's
         top = epsilon_of_delta(lambda e: upper_delta(randomizer, n, e), delta, "upper",
                                eps_max=_eps_max(randomizer), rtol=RTOL)
-        low, high = _largest_certified(
-            lambda e: lower_delta(randomizer, n, e, dense).lower, delta, found.value,
-            min(top.value, _eps_max(randomizer)), math.log(at_found / delta),
-            _cheap_slope(lambda e: lower_delta(randomizer, n, e, cheap).lower, found.value))
+        low = curve_largest_certified(curve, delta, found.value,
+                                      min(top.value, _eps_max(randomizer)))
         found = EpsilonEstimate(low, low, top.value, top.value - low, False, 0)
-        chosen_models = dense
+        chosen_models = [owners[curve.best_index(low)][0]]
     x0, x1, x_star, chosen = (chosen_models[0] if len(chosen_models) == 1 else  # no evaluation
                               max(chosen_models,
                                   key=lambda m: m[3].delta(big_n, found.value).lower))

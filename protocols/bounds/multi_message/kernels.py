@@ -360,6 +360,29 @@ def _heavy_rows(mass: np.ndarray) -> slice:
     return slice(first, last)
 
 
+def _consecutive_pmfs(first: int, rows: int, lo: int, hi: int, p: float) -> np.ndarray:
+    """Bin(first + i, p) at the points lo, ..., hi - 1, rows i = 0, ..., rows - 1 (first = -1:
+    a row of zeros). The first row with a positive count comes from log-space pmfs, the next
+    ones by adding one trial at a time, Bin(c + 1, p) = (1 - p) Bin(c, p) + p Bin(c, p)(. - 1)
+    on the same points (the point lo - 1 taken as 0): the rows are then the pmfs of a
+    sub-measure whose missing mass is the first row's below lo (a convolution keeps a deficit
+    and adds none), with a relative error growing by 4u per row (two non-negative products and
+    a sum, and the rounding of 1 - p): 4e-13 at 900 rows, far inside RELATIVE_SLACK. Issue 32:
+    the pmf table of cheu d = 16, n = 1e4 (910 x 885 per column) 0.1 s of logpmf -> ~3 ms."""
+    table = np.zeros((rows, hi - lo))
+    points = np.arange(lo, hi)
+    begin = 1 if first < 0 else 0                      # Bin(-1): no mass
+    with np.errstate(invalid="ignore"):
+        table[begin] = np.nan_to_num(np.exp(binom.logpmf(points, first + begin, p)))
+    stay = 1.0 - p
+    step = np.empty(hi - lo - 1)
+    for i in range(begin + 1, rows):
+        np.multiply(table[i - 1], stay, out=table[i])
+        np.multiply(table[i - 1, :-1], p, out=step)
+        table[i, 1:] += step
+    return table
+
+
 def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float],
                    first: tuple[float, float], second: tuple[float, float]) -> dict:
     """The eps-independent arrays of :func:`thinned_product_lower` (one row per slice M on a
@@ -379,13 +402,12 @@ def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float]
         # the slices' M are consecutive and the grid is contiguous, so Bin(M - 1) at the grid
         # and one below it and Bin(M) at the grid are windows of one table (same arguments,
         # hence the same values as three separate tables, in a third of the pmf evaluations)
-        wide = np.arange(lo - 1, hi + 2)[None, :]
-        counts = np.append(m - 1, m[-1])[:, None]
-        with np.errstate(invalid="ignore"):
-            table = np.nan_to_num(np.exp(binom.logpmf(wide, counts, p)))   # M - 1 = -1: 0
+        table = _consecutive_pmfs(int(m[0]) - 1, m.size + 1, lo - 1, hi + 2, p)
         prev, shift, here = table[:-1, 1:], table[:-1, :-1], table[1:, 1:]
-        outside += 2.0 * (float(binom.cdf(lo - 1, max(int(m[0]) - 1, 0), p))
-                          + float(binom.sf(hi, int(m[-1]), p)))
+        # the windows' tails (the lower one is largest at the smallest M, the upper one at the
+        # largest), and once more the start row's lower tail: _consecutive_pmfs' missing mass
+        low_tail = float(binom.cdf(lo - 1, max(int(m[0]) - 1, 0), p))
+        outside += 2.0 * (2.0 * low_tail + float(binom.sf(hi, int(m[-1]), p)))
         law0, law1 = (1 - u) * prev + u * shift, (1 - v) * prev + v * shift
         ratio = np.clip(np.nan_to_num(_log_ratio(law0, law1), nan=-LOG_CLIP, posinf=LOG_CLIP,
                                       neginf=-LOG_CLIP), -LOG_CLIP, LOG_CLIP)
@@ -395,9 +417,13 @@ def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float]
     rows = np.arange(lb.shape[0])[:, None]
     # the a side in descending l_a per row: the cuts eps + c - l_a of thinned_product_lower
     # are then ascending along the flattened rows, and searchsorted runs over sorted keys
-    # (issue 32: ~4x faster on cheu d = 16); the sums over a row do not depend on its order
-    desc = np.argsort(-tables["a"][3], axis=1, kind="stable")
-    tables["a"] = tuple(x[rows, desc] for x in tables["a"])
+    # (issue 32: ~4x faster on cheu d = 16); the sums over a row do not depend on its order.
+    # l_a = ln((1 - u + u r) / (1 - v + v r)) with r = Bin(M - 1)(a - 1) / Bin(M - 1)(a)
+    # increasing in a is monotone (increasing iff u > v): reversed views where it increases,
+    # instead of a sort and four gathers (only cells without mass, clipped, fall out of order)
+    first_a, second_a = first[0], second[0]
+    if first_a > second_a:
+        tables["a"] = tuple(x[:, ::-1] for x in tables["a"])
     # eps-independent parts of thinned_product_lower: the sorted l_b of every row, shifted by
     # row and flattened (one searchsorted for all rows), and the cumulative sums from the top
     # (largest l_b first: top[k] = mass of the k largest) of b0, b1 and gb side by side (one

@@ -162,6 +162,11 @@ class ThinnedProductModel:
         return kernels.interval(max(values, default=0.0), 1.0, "thinned-product")
 
 
+def thinned_tables_of(model: ThinnedProductModel, blanket_count: int) -> tuple:
+    """kernels.thinned_tables of the model (one per direction; none when too large)."""
+    return _thinned_tables(model, blanket_count)
+
+
 @lru_cache(maxsize=16)
 def _thinned_tables(model: ThinnedProductModel, blanket_count: int) -> tuple:
     tail = kernels.THINNED_TAIL
