@@ -298,6 +298,16 @@ def test_dask_connects_on_first_use():
     dask.close()
 
 
+def warmed(executor: ProcessExecutor) -> ProcessExecutor:
+    """The executor with its workers started and ready (their start-up probes done): a
+    worker gets items only once ready (execution/feed.py), which takes seconds on a loaded
+    machine, so that tests of who computes what do not depend on timing."""
+    executor.warm()
+    for probe in executor._ready:
+        probe.result(timeout=600)
+    return executor
+
+
 def worker_threads(shared, item):
     time.sleep(0.05)
     return os.environ.get("OPENBLAS_NUM_THREADS"), batch_threads.MAX_THREADS, os.getpid()
@@ -308,7 +318,7 @@ def test_this_process_computes_beside_the_pool_and_takes_back_what_it_has_not_st
     (one fewer start-up, no idle core); every item once, the same results; the workers'
     numerical libraries get cores // N threads each."""
     expected = {i: 3 * i * i for i in range(30)}
-    with ProcessExecutor(2, inline_seconds=0) as hybrid:
+    with warmed(ProcessExecutor(2, inline_seconds=0)) as hybrid:
         assert hybrid.pool_size == 1
         assert dict(hybrid.map_unordered(slow_square, 3, list(range(30)))) == expected
         assert 0 < hybrid.inline_items < 30  # both computed
@@ -330,16 +340,21 @@ def test_an_interrupted_map_stops_the_workers(pool):
     assert processes and all(not p.is_alive() for p in processes)
 
 
-def test_a_closed_pool_lets_its_workers_exit_without_waiting_for_them():
-    """Issue 32: after the last unit the driver writes the tables while the workers exit."""
+def test_closing_ends_idle_and_starting_workers_at_once():
+    """Issue 32: after the last unit, or when a run never used its warm workers (a bad
+    scenario), closing ends them at once: the driver does not wait for a worker to finish
+    its imports."""
     executor = ProcessExecutor(2, inline_seconds=0, driver_computes=False)
     assert dict(executor.map_unordered(square, 2, [1, 2, 3])) == {0: 2, 1: 8, 2: 18}
     processes = list(executor._pool._processes.values())
     executor.close()
     assert executor._pool is None and processes
-    for process in processes:
-        process.join(timeout=30)
     assert all(not p.is_alive() for p in processes)
+    starting = ProcessExecutor(2)
+    starting.warm(modules=("shufflesim.simulator.execution.warm_imports",))
+    processes = list(starting._pool._processes.values())
+    starting.close()
+    assert processes and all(not p.is_alive() for p in processes)
 
 
 
@@ -360,7 +375,7 @@ def test_every_process_of_a_run_computes_with_one_blas_thread():
     from shufflesim.simulator.execution.blas import one_blas_thread
 
     before = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
-    with one_blas_thread() as applied, ProcessExecutor(2, inline_seconds=0) as hybrid:
+    with one_blas_thread() as applied, warmed(ProcessExecutor(2, inline_seconds=0)) as hybrid:
         assert applied and os.environ["OPENBLAS_NUM_THREADS"] == "1"
         found = dict(hybrid.map_unordered(blas_threads, None, list(range(8))))
     assert {tuple(counts) for counts, _ in found.values()} <= {(1,), ()}
@@ -378,7 +393,7 @@ def test_items_are_served_from_the_front_to_both_the_pool_and_this_process():
     """One queue from the front: the items start roughly in the order given (with the
     runner's longest-first order the shortest come last), both sides take part, and costs
     that repay the start make the pool start at once (no inline phase)."""
-    with ProcessExecutor(2, inline_seconds=60.0) as hybrid:
+    with warmed(ProcessExecutor(2, inline_seconds=60.0)) as hybrid:
         hybrid.expect([5.0] * 20)
         found = dict(hybrid.map_unordered(started, 1, list(range(20))))
         assert hybrid._pool is not None and 0 < hybrid.inline_items < 20
@@ -454,3 +469,48 @@ def test_a_command_computes_with_one_blas_thread_unless_the_user_says_otherwise(
     openblas, mkl, counts = done.stdout.split(" ", 2)
     assert openblas == "1" and mkl == "3"
     assert counts.strip() in ("[1]", "[]")
+
+
+def imported(shared, item):
+    return shared in sys.modules, os.getpid()
+
+
+def test_warm_workers_import_while_this_process_works_and_get_items_only_once_started():
+    """Issue 32: warm() starts the workers before the run's state exists, importing the
+    given modules; a map's state reaches them later. A worker still starting holds no item:
+    a short map ends in this process without waiting for it."""
+    with ProcessExecutor(2, inline_seconds=0) as hybrid:
+        assert dict(hybrid.map_unordered(square, 3, list(range(5)))) == {
+            i: 3 * i * i for i in range(5)}
+        assert hybrid.inline_items == 5  # the worker was still starting
+    module = "shufflesim.simulator.execution.trace_report"
+    with ProcessExecutor(2, inline_seconds=0) as hybrid:
+        hybrid.warm(modules=(module,))
+        warmed(hybrid)
+        found = dict(hybrid.map_unordered(imported, module, list(range(6))))
+        assert dict(hybrid.map_unordered(square, 2, [1, 2])) == {0: 2, 1: 8}  # a new state
+    in_worker = [value for value, pid in found.values() if pid != os.getpid()]
+    assert in_worker and all(in_worker)
+
+
+def size(shared, item):
+    return len(shared), os.getpid()
+
+
+def test_a_state_larger_than_a_pipe_reaches_every_worker():
+    """The state queue must not block the driver before a worker reads (a 4 MB state, far
+    beyond a pipe's 64 kB buffer); the check runs in a thread so that a regression fails
+    within a minute instead of hanging the suite."""
+    import threading
+
+    big, found = b"x" * (4 << 20), {}
+
+    def mapped():
+        with warmed(ProcessExecutor(2, inline_seconds=0, driver_computes=False)) as pool:
+            found.update(pool.map_unordered(size, big, list(range(4))))
+
+    thread = threading.Thread(target=mapped, daemon=True)
+    thread.start()
+    thread.join(timeout=600)
+    assert not thread.is_alive(), "the map hung"
+    assert {length for length, _ in found.values()} == {len(big)} and len(found) == 4

@@ -37,6 +37,9 @@ def test_every_unit_of_a_two_process_run_is_recorded_once(tmp_path, monkeypatch)
     monkeypatch.setenv(ENV, str(path))
     scenario = parse_scenario(TEXT)
     with ProcessExecutor(2, inline_seconds=0) as executor:
+        executor.warm()
+        for probe in executor._ready:  # the worker started (it then records its start-up)
+            probe.result(timeout=600)
         run_scenario(scenario, executor=executor)
     events = [json.loads(line) for line in path.read_text().splitlines()]
     units = [e["key"] for e in events if e["event"] == "unit"]

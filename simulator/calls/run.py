@@ -6,6 +6,7 @@ through the runner, its tables returned and, with an output directory, written a
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -56,14 +57,34 @@ def plan(loaded, workers: int | None = None):
         return cost.check(cost.run_cost(loaded), workers or default_workers())
 
 
+#: What a run's worker processes import while the driver loads the scenario (start).
+WARM_MODULES = ("shufflesim.simulator.execution.warm_imports",)
+
+
+def start(workers: int | None = None, executor: str | None = None,
+          scheduler: str | None = None):
+    """The executor of a run, started before the scenario is loaded (a context manager):
+    with more than one local worker, the worker processes start now and import what the
+    run's units need (WARM_MODULES) while this process loads and plans the scenario (issue
+    32: a worker's start costs about as much as the load); :func:`execute` with ``pool``
+    runs on it. Workers a short run does not use are ended when it closes."""
+    kind = executor or (DASK if scheduler is not None else LOCAL)
+    pool = make_executor(kind, workers, scheduler)
+    pool.warm(WARM_MODULES)
+    return pool
+
+
 def execute(loaded, out: Path | str | None = None, *, workers: int | None = None,
-            executor: str | None = None, scheduler: str | None = None, progress=None):
+            executor: str | None = None, scheduler: str | None = None, progress=None,
+            pool=None):
     """Run ``loaded`` (after :func:`plan`): (tables, run directory or None). With ``out`` the
     units' part files go to ``out/<name>/.parts`` (an interrupted run resumes from them);
-    without, nothing is written."""
+    without, nothing is written. ``pool``: an executor from :func:`start` (the caller closes
+    it), else one is made from ``workers``, ``executor`` and ``scheduler`` and closed."""
     kind = executor or (DASK if scheduler is not None else LOCAL)
     run_dir = None if out is None else Path(out) / loaded.name
-    with make_executor(kind, workers, scheduler) as pool:
+    with contextlib.nullcontext(pool) if pool is not None else \
+            make_executor(kind, workers, scheduler) as pool:
         tables = runner.run_scenario(
             loaded, progress=progress, executor=pool, run_dir=run_dir,
             memory_per_worker=cost.memory_per_worker(min(pool.workers,

@@ -69,6 +69,7 @@ from shufflesim.simulator.execution.trace import span
 from shufflesim.simulator.execution.worker_process import (
     BATCH_THREADS,
     _initialize_pool_worker,
+    _ready,
     _sigint_ignored_while_spawning,
 )
 
@@ -109,6 +110,10 @@ class Executor(ABC):
         weights: simulator.execution.units.unit_cost); an executor may use them to decide
         how to start. Items are expected in the order to run them (longest first)."""
 
+    def warm(self, modules: Sequence[str] = ()) -> None:  # noqa: B027 (optional hook)
+        """Start workers now, importing ``modules``, before the work is known (optional:
+        ProcessExecutor starts its processes; others do nothing)."""
+
     def close(self) -> None:  # noqa: B027 (optional hook: most executors hold nothing)
         """Release workers (idempotent)."""
 
@@ -133,6 +138,8 @@ class InlineExecutor(Executor):
 # ---------------------------------------------------------------------------------------------
 # Local processes
 # ---------------------------------------------------------------------------------------------
+#: The state of a pool that has received none (a map's state may be None).
+_NO_STATE = object()
 #: Longest wait (seconds) of the calling process for a unit, so that it handles signals.
 SIGNAL_POLL_SECONDS = 0.2
 
@@ -145,11 +152,12 @@ def threads_per_process(workers: int) -> int:
 class ProcessExecutor(Executor):
     """Local worker processes (spawn); see the module docstring.
 
-    The pool is started on first need and kept until :meth:`close`, so several maps with the
-    same shared state (the same object) pay for the workers once. The state goes to the
-    workers as the pool's ``initargs``, pickled once per worker; tasks carry only the function
-    and the item. A map with another state starts a new pool. An item that raises cancels the
-    items not yet started; an interruption (or closing the generator early) stops the workers.
+    The pool is started on first need, or earlier by :meth:`warm` (its workers then import
+    while the caller loads the scenario), and kept until :meth:`close`, so several maps pay
+    for the workers once. A map's state is pickled once and reaches each worker once,
+    through a queue (worker_process._call_with_shared); tasks carry only the function, the
+    item and the state's number. An item that raises cancels the items not yet started; an
+    interruption (or closing the generator early) stops the workers.
     """
 
     def __init__(self, workers: int | None = None, inline_seconds: float = INLINE_SECONDS,
@@ -167,7 +175,10 @@ class ProcessExecutor(Executor):
         self.driver_computes = driver_computes
         self._clock = clock
         self._pool: ProcessPoolExecutor | None = None
-        self._shared: Any = None  # the state the pool's workers hold
+        self._shared: Any = _NO_STATE  # the state last sent to the pool's workers
+        self._token = 0  # its number
+        self._states: Any = None  # the pool's state queue
+        self._ready: list = []  # the pool's start-up probes (worker_process._ready)
         self._stop: Any = None  # the pool's stop event (close with terminate)
         #: Items that ran in the calling process in the last map (for tests and reports).
         self.inline_items = 0
@@ -217,23 +228,47 @@ class ProcessExecutor(Executor):
         if rest:
             yield from self._pooled(function, shared, items, rest)
 
+    def warm(self, modules: Sequence[str] = ()) -> None:
+        """Start the worker processes now, before any state exists, importing ``modules``
+        (e.g. those of the run's units), so that they start while the caller loads the
+        scenario (issue 32: a worker's start costs about as much as the driver's load). A
+        no-op with one worker. If the run then stays in this process, :meth:`close` ends
+        them at once."""
+        if self.workers > 1 and self._pool is None:
+            with span("pool-warm"), _sigint_ignored_while_spawning():
+                self._spawn(tuple(modules))
+
+    def _spawn(self, modules: tuple[str, ...] = ()) -> None:
+        """Create the pool and submit one start-up probe per process (the submits start the
+        processes; the probes' completion says they are ready: feed.Feed)."""
+        main_thread = threading.current_thread() is threading.main_thread()
+        context = multiprocessing.get_context("spawn")
+        # a Queue, not a SimpleQueue: put() must not block on a state larger than a pipe's
+        # buffer before any worker reads it (a feeder thread writes; copies meant for
+        # workers that end unread are dropped at exit)
+        self._stop, self._states = context.Event(), context.Queue()
+        self._states.cancel_join_thread()
+        self._pool = ProcessPoolExecutor(
+            max_workers=self.pool_size, mp_context=context,
+            initializer=_initialize_pool_worker,
+            initargs=(os.getpid(), main_thread, self._stop, self._states,
+                      threads_per_process(self.workers), modules))
+        self._ready = [self._pool.submit(_ready) for _ in range(self.pool_size)]
+        if self.driver_computes and self._driver_threads is None:  # its share of cores
+            self._driver_threads = importlib.import_module(BATCH_THREADS).limit_threads(
+                threads_per_process(self.workers))
+
     def _start_pool(self, shared: Any) -> ProcessPoolExecutor:
-        if self._pool is not None and self._shared is not shared:
-            self.close()  # its workers hold another state
+        """The pool (started if need be), its workers able to read ``shared``: a new state
+        is pickled once and put on the state queue once per worker."""
         if self._pool is None:
-            main_thread = threading.current_thread() is threading.main_thread()
+            self._spawn()
+        if self._shared is not shared:
             state = pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
-            context = multiprocessing.get_context("spawn")
-            self._stop = context.Event()
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.pool_size, mp_context=context,
-                initializer=_initialize_pool_worker,
-                initargs=(os.getpid(), main_thread, self._stop, state,
-                          threads_per_process(self.workers)))
+            self._token += 1
+            for _ in range(self.pool_size):
+                self._states.put((self._token, state))
             self._shared = shared
-            if self.driver_computes and self._driver_threads is None:  # its share of cores
-                self._driver_threads = importlib.import_module(BATCH_THREADS).limit_threads(
-                    threads_per_process(self.workers))
         return self._pool
 
     @property
@@ -257,7 +292,7 @@ class ProcessExecutor(Executor):
             # in this (main) thread, with SIGINT ignored: the first submits start the workers
             with span("pool-start"), _sigint_ignored_while_spawning():
                 pool = self._start_pool(shared)
-                feed.start(pool, function, items)
+                feed.start(pool, function, items, self._token, self._ready)
         except Exception:  # e.g. the state does not pickle: the pool is of no use
             feed.stop()
             self.close(terminate=True)
@@ -298,22 +333,28 @@ class ProcessExecutor(Executor):
         feed.stop()
 
     def close(self, terminate: bool = False) -> None:
-        """Stop the pool: let the workers exit (without waiting for them here: they exit
-        while the caller writes its tables, and the interpreter joins them at its exit), or
-        with ``terminate`` (after an interruption) stop them at once and wait, running items
-        included: the stop event ends every worker's watchdog with ``os._exit``, and the pool,
-        seeing a worker end, terminates and joins the others."""
+        """Stop the pool's workers at once and wait for them (milliseconds): they are idle
+        after a map, or still starting (warm), or, with ``terminate`` (after an
+        interruption), running items that are abandoned. The stop event ends every worker's
+        watchdog with ``os._exit``, and each process is sent SIGTERM (a worker still in its
+        spawn bootstrap has no watchdog yet)."""
         pool, stop = self._pool, self._stop
-        self._pool = self._shared = self._stop = None
+        self._pool = self._stop = self._states = None
+        self._shared, self._ready = _NO_STATE, []
         if self._driver_threads is not None:  # this process's batch threads as they were
             importlib.import_module(BATCH_THREADS).limit_threads(self._driver_threads)
             self._driver_threads = None
         if pool is None:
             return
-        if terminate:
-            stop.set()
+        # idle workers, or ones still starting (warm), have nothing to finish: end them now
+        # (a worker still in its spawn bootstrap would otherwise print a traceback when this
+        # process's semaphores are gone; SIGTERM ends it silently)
+        stop.set()
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            if process.is_alive():
+                process.terminate()
         with span("pool-shutdown"):
-            pool.shutdown(wait=terminate, cancel_futures=True)
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def describe(self) -> str:
         return f"local processes (workers={self.workers})"

@@ -5,7 +5,8 @@ processes' call queue as room appears (one running and one waiting per process),
 there can no longer be taken back. With every item of a run submitted at once, the last long
 units of audit_krr waited in the worker's queue while the driver, which computes beside the
 pool, had nothing left to do. :class:`Feed` keeps the queue in this process instead: the pool
-holds one item per process, and the next is submitted as soon as a process returns one.
+holds one item per process, the first when the process has started (a worker still importing
+holds none), and the next as soon as the process returns one.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ Task = Callable[[Any, Any], Any]
 
 class Feed:
     """One queue of item indices served from the front to this process (:meth:`take`) and to
-    a process pool, which holds at most ``slots`` of them at a time (one per process): the
-    first ``slots`` are submitted by :meth:`start`, and a thread submits the next each time
-    the pool returns one. Finished items arrive in :attr:`finished` as ``(index, future)``."""
+    a process pool, which holds at most ``slots`` of them at a time (one per process): a
+    thread submits a process's first item when the process has started and the next each
+    time the pool returns one. Finished items arrive in :attr:`finished` as
+    ``(index, future)``."""
 
     def __init__(self, indices: Sequence[int], slots: int) -> None:
         self._pending = collections.deque(indices)
@@ -42,11 +44,15 @@ class Feed:
         with self._lock:
             return None if self._stopped or not self._pending else self._pending.popleft()
 
-    def start(self, pool: ProcessPoolExecutor, function: Task, items: Sequence[Any]) -> None:
-        """Submit the first items (in the calling thread: this may start the processes) and
-        start the thread that submits the rest."""
+    def start(self, pool: ProcessPoolExecutor, function: Task, items: Sequence[Any],
+              token: int, ready: Sequence[Future]) -> None:
+        """Start the thread that submits the items, one per process: a process's first item
+        when its start-up probe (``ready``, worker_process._ready) has finished, so that no
+        item waits for a worker still starting while this process could run it, and the
+        next each time the pool returns one. ``token`` names the state the items need
+        (worker_process._call_with_shared)."""
         def submit(index: int) -> None:
-            future = pool.submit(_call_with_shared, function, items[index])
+            future = pool.submit(_call_with_shared, function, items[index], token)
             future.add_done_callback(lambda done: self._done(index, done))
 
         def refill() -> None:
@@ -63,11 +69,10 @@ class Feed:
                     self.finished.put((index, failed))
                     return
 
-        for _ in range(self._slots):
-            index = self.take()
-            if index is None:
-                break
-            submit(index)
+        for probe in list(ready)[:self._slots]:
+            probe.add_done_callback(lambda _probe: self._free.release())
+        for _ in range(self._slots - len(ready)):  # probes already consumed: slots are free
+            self._free.release()
         self._thread = threading.Thread(target=refill, name="shufflesim-pool-feed",
                                         daemon=True)
         self._thread.start()

@@ -4,7 +4,8 @@
 
 * one text row per process over the run's wall time (``s`` start-up, ``#`` a unit, ``-`` idle
   between units, letters for the driver's phases: L load, P plan, S set-ups and memory probe,
-  O opening the parts, Q the pool's start, A assembly, W writing, X the pool's shutdown);
+  O opening the parts, q and Q the pool's early and late start, A assembly, W writing, X the
+  pool's shutdown);
 * per process: start-up wall and CPU, units run, their wall and CPU, and its idle time while
   units remained to run elsewhere (from its first unit to the run's last unit end);
 * the serial parts: from the driver's creation to the first unit, and from the last unit's
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 
 #: The letter of each driver phase in the Gantt rows.
 LETTERS = {"load": "L", "plan": "P", "setups": "S", "parts-open": "O", "pool-start": "Q",
+           "pool-warm": "q",
            "assemble": "A", "write": "W", "pool-shutdown": "X", "unit-store": "w"}
 WIDTH = 96
 
@@ -121,7 +123,8 @@ def summary(trace: Trace) -> str:
         start = ("" if process.start is None else
                  f"start-up {process.start[1] - process.start[0]:.2f} s wall "
                  f"{process.start[2]:.2f} s CPU (ready at {process.start[1] - origin:.2f} s); ")
-        total = "" if process.exit_cpu is None else f"; process CPU {process.exit_cpu:.2f} s"
+        final = _final_cpu(process)
+        total = "" if final is None else f"; process CPU {final:.2f} s"
         out.append(f"  {process.role} {process.pid}: {start}{len(process.units)} units, "
                    f"{busy:.2f} s wall, {cpu:.2f} s CPU; first unit at {begin - origin:.2f} s, "
                    f"idle {idle:.2f} s before the last unit's end{total}")
@@ -159,17 +162,32 @@ def cpu_path(trace: Trace) -> float | None:
     driver = next((p for p in trace.processes.values() if p.role == "driver"), None)
     if driver is None or driver.exit_cpu is None:
         return None
-    pool = next((e for e in driver.phases if e["event"] == "pool-start"), None)
+    pool = _pool_start(driver)
     units = trace.units
     last_end = max((u["t1"] for u in units), default=None)
     after = [e for e in driver.phases if last_end is not None and e["t0"] >= last_end]
     tail = driver.exit_cpu - min((e["cpu0"] for e in after), default=driver.exit_cpu)
     path = driver.exit_cpu
     for process in trace.processes.values():
-        if process is driver or process.exit_cpu is None or pool is None:
+        cpu = _final_cpu(process)
+        if process is driver or cpu is None or pool is None:
             continue
-        path = max(path, pool["cpu0"] + process.exit_cpu + tail)
+        path = max(path, pool["cpu0"] + cpu + tail)
     return path
+
+
+def _pool_start(driver: Process) -> dict | None:
+    """The driver's event that started the workers: its early start (warm) or the pool's."""
+    starts = [e for e in driver.phases if e["event"] in ("pool-warm", "pool-start")]
+    return min(starts, key=lambda e: e["t0"], default=None)
+
+
+def _final_cpu(process: Process) -> float | None:
+    """A process's CPU at its exit, or at the end of its last unit (workers are ended
+    without an exit record when the pool closes)."""
+    if process.exit_cpu is not None:
+        return process.exit_cpu
+    return max((u["cpu1"] for u in process.units), default=None)
 
 
 def replay(trace: Trace) -> float | None:
@@ -186,7 +204,7 @@ def replay(trace: Trace) -> float | None:
         return None
     mine = sorted(driver.units, key=lambda u: u["t0"])
     free = [mine[0]["cpu0"] if mine else 0.0]
-    pool = next((e for e in driver.phases if e["event"] == "pool-start"), None)
+    pool = _pool_start(driver)
     for process in trace.processes.values():
         if process is not driver and process.start is not None and pool is not None:
             free.append(pool["cpu0"] + process.start[2])

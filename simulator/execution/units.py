@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copyreg
 import dataclasses
-import math
 import re
 import types
 from collections.abc import Callable, Iterable, Mapping
@@ -126,11 +125,12 @@ MESSAGE_SECONDS = 2e-6
 #: Estimated seconds of a producer unit whose point has the producer's section (an audit, a
 #: bounds table, a training run: unknown in advance, taken as heavier than a small
 #: simulation unit, and low enough that a few of them do not start worker processes at once:
-#: executors.ProcessExecutor.expect), plus SQRT_N_SECONDS per sqrt(n) (a point's bounds and
-#: audit grow with n: the engine's grids grow like sqrt(n)); a producer whose section is
+#: executors.ProcessExecutor.expect); the same for every point, so that producer units keep
+#: the plan's order among themselves (session 12: an estimate growing like sqrt(n) put
+#: audit_krr's and scaling_audit's cheap n = 1000 audits first and their n = 100 ones, 2-3x
+#: dearer, last, where they decide when the processes finish); a producer whose section is
 #: absent returns nothing at once.
 PRODUCER_SECONDS = 0.5
-SQRT_N_SECONDS = 1e-3
 
 
 def unit_cost(state: RunState, unit: WorkUnit) -> float:
@@ -143,9 +143,7 @@ def unit_cost(state: RunState, unit: WorkUnit) -> float:
         return unit.repetitions * point.settings.population.n * per_report
     points = (state.scenario.points if unit.point is None
               else (state.scenario.points[unit.point],))
-    with_section = [point for point in points if unit.producer in point.settings.sections]
-    return float(sum(PRODUCER_SECONDS + SQRT_N_SECONDS * math.sqrt(point.settings.population.n)
-                     for point in with_section))
+    return PRODUCER_SECONDS * sum(unit.producer in point.settings.sections for point in points)
 
 
 class UnitError(UserError):

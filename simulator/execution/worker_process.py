@@ -1,7 +1,7 @@
 """The worker side of the local process executor (simulator/execution/executors.py): a
 worker ends with its parent (the kernel's parent-death signal on Linux, and a watchdog thread
 everywhere), ignores SIGINT, sets the batch path's threads, keeps the run's shared state,
-unpickled once, for every item it runs, and computes with the run's one BLAS thread
+unpickled once per state, for every item it runs, and computes with the run's one BLAS thread
 (simulator/execution/blas.py)."""
 
 from __future__ import annotations
@@ -69,22 +69,28 @@ def _initialize_worker(parent: int, death_signal: bool, stop: Any = None) -> Non
                      name="shufflesim-parent-watchdog", daemon=True).start()
 
 
-def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, shared: bytes,
-                            threads: int | None = None) -> None:
+def _initialize_pool_worker(parent: int, death_signal: bool, stop: Any, states: Any,
+                            threads: int | None = None, modules: tuple[str, ...] = ()) -> None:
     """The pool's initializer: :func:`_initialize_worker`, then ``threads`` threads for the
-    batch path, then keep the run's shared state, unpickled once per worker from the pool's
-    ``initargs``, then one BLAS thread, as in the driver of a run (blas.py: the BLAS thread
-    count changes the rounding of sums, and a unit's rows must not depend on the process it
-    ran in). The state travels pickled so that
-    the heavy imports it needs (numpy, scipy, pyarrow: seconds on a loaded machine) happen
-    after the worker is tied to its parent, not before: a run killed while its workers start
+    batch path, then the ``modules`` the run will need (imported while the driver loads the
+    scenario, when the pool starts before it: ProcessExecutor.warm), then one BLAS thread, as
+    in the driver of a run (blas.py: the BLAS thread count changes the rounding of sums, and a
+    unit's rows must not depend on the process it ran in). The run's state arrives later,
+    pickled, through ``states`` (:func:`_call_with_shared`), so the heavy imports it needs
+    happen after the worker is tied to its parent: a run killed while its workers start
     leaves none behind."""
     _initialize_worker(parent, death_signal, stop)
     if threads is not None:  # the batch path's own threads (results do not depend on them)
         importlib.import_module(BATCH_THREADS).MAX_THREADS = threads
-    _WORKER_SHARED["state"] = pickle.loads(shared)
-    limit_in_worker()  # after the state: its imports loaded numpy's BLAS
+    _WORKER_SHARED["states"] = states
+    for module in modules:
+        importlib.import_module(module)
+    limit_in_worker()  # after the imports: they loaded numpy's BLAS (later ones: the variables)
     record_start("worker-start")  # when tracing (trace.py): creation to ready
+
+
+def _ready() -> None:
+    """A no-op task: its completion says that a worker has started (executors.Feed)."""
 
 
 @contextlib.contextmanager
@@ -103,6 +109,16 @@ def _sigint_ignored_while_spawning():
         # (A Ctrl-C during these few milliseconds is lost; the next one is handled.)
 
 
-def _call_with_shared(function: Task, item: Any) -> Any:
-    """Worker side: run one item with the state the initializer kept."""
+def _call_with_shared(function: Task, item: Any, token: int) -> Any:
+    """Worker side: run one item with the run's state ``token``, read once per worker from
+    the pool's state queue (the driver puts one pickled copy per worker; copies of earlier
+    states are skipped)."""
+    if _WORKER_SHARED.get("token") != token:
+        _WORKER_SHARED.pop("state", None)
+        while True:
+            number, data = _WORKER_SHARED["states"].get()
+            if number == token:
+                break
+        _WORKER_SHARED["state"], _WORKER_SHARED["token"] = pickle.loads(data), token
+        limit_in_worker()  # a no-op once limited (blas.py)
     return function(_WORKER_SHARED["state"], item)

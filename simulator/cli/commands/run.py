@@ -134,15 +134,25 @@ def command(scenario: Path, out_dir: Path, seed: int | None, workers: int | None
 
 def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
          executor: str | None, scheduler: str | None, quiet: bool, signals: _Signals) -> None:
-    loaded = run_call.load(scenario, seed)
-    run_dir = out_dir / loaded.name
-    estimate = run_call.plan(loaded, workers)
+    # the workers start (and import) while this process loads the scenario (issue 32)
+    with run_call.start(workers, executor, scheduler) as pool:
+        loaded = run_call.load(scenario, seed)
+        run_dir = out_dir / loaded.name
+        estimate = run_call.plan(loaded, workers)
+        tables = _execute(loaded, out_dir, run_dir, estimate, quiet, signals, pool)
+    with signals.held():  # the tables go in place whole; a signal now waits for them
+        written = run_call.write(loaded, run_dir, tables)
+    if not quiet:
+        for path in written:
+            click.echo(f"wrote {path} ({tables[path.stem].num_rows} rows)")
+
+
+def _execute(loaded, out_dir: Path, run_dir: Path, estimate, quiet: bool, signals: _Signals,
+             pool):
     try:
         with ProgressReport(f"running {loaded.name} ({estimate.describe()})",
                             enabled=not quiet) as progress:
-            tables, run_dir = run_call.execute(loaded, out_dir, workers=workers,
-                                               executor=executor, scheduler=scheduler,
-                                               progress=progress)
+            tables, _ = run_call.execute(loaded, out_dir, pool=pool, progress=progress)
     except BrokenProcessPool:
         if signals.received is not None:  # the signal reached the workers first
             raise Interrupted(signals.received) from None
@@ -157,8 +167,4 @@ def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
         detail = str(error) or "MemoryError"
         raise UserError(f"out of memory ({detail}): run again with fewer --workers or a "
                         f"smaller batch.memory_mb{_kept_parts(run_dir)}") from None
-    with signals.held():  # the tables go in place whole; a signal now waits for them
-        written = run_call.write(loaded, run_dir, tables)
-    if not quiet:
-        for path in written:
-            click.echo(f"wrote {path} ({tables[path.stem].num_rows} rows)")
+    return tables
