@@ -1,6 +1,6 @@
 """methods.BLOCKS_WORTH (issue 32): the conditioning method keeps its single style when that
-bracket is within twice the requested width, instead of block refinements that gain at most
-that factor (10-RR, eps0 = 1, n = 5e4: four 8-block refinements were 0.23 of 0.26 s CPU)."""
+bracket is within 2.5 times the requested width, instead of block refinements that gain at
+most that factor (10-RR, eps0 = 1, n = 5e4: four 8-block refinements were 0.23 of 0.26 s CPU)."""
 
 import shufflesim.protocols.bounds.engine.methods as methods
 from shufflesim.protocols.bounds import catalogue

@@ -31,8 +31,10 @@ CHEAP_LEAVES = 50_000        # refinements below this cost go on even without pr
 #: refinements gain at most that factor there, and each costs a plan (plans.multi_plan) and
 #: ~30 ms at n = 5e4. Issue 32: at 10-RR, eps0 = 1, n = 5e4-6e4 (tables above
 #: exact_band.MAX_CELLS) the polish's estimates ask for 1.7e-4 relative, the single style gives
-#: 2.2e-4 (1.5e-4 from n = 7e4 on), and four 8-block refinements took 0.23 of 0.26 s.
-BLOCKS_WORTH = 2.0
+#: 2.2e-4 (1.5e-4 from n = 7e4 on), and four 8-block refinements took 0.23 of 0.26 s; at 3-RR,
+#: eps0 = 1, n = 4e4 the single style gives 3.6e-4 (2.16x; 0.39 -> 0.02 s). On 367 k-RR / brr /
+#: oue / hr values 9 moved, each within its former stated error (largest 1.2e-5 relative).
+BLOCKS_WORTH = 2.5
 #: Bytes the enumeration may take (count vectors, their cached sub-problems, the temporaries
 #: of their probabilities): many categories and few users (a continuous randomizer's fine
 #: decomposition, n = 2) give few count vectors of many columns each (issue 26: 16 GB).
