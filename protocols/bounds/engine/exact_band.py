@@ -56,7 +56,6 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -70,6 +69,7 @@ from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - re
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, REL_SUM, TINY, Categories, U
 from shufflesim.protocols.bounds.engine.conditioning import choose_roles
 from shufflesim.protocols.bounds.engine.plans import t_plan
+from shufflesim.protocols.bounds.engine.table_cache import TABLE_BYTES, bounded_cache
 from shufflesim.protocols.distributions import binom
 
 __all__ = ["applicable", "band_bounds", "band_plan", "reduced"]
@@ -325,7 +325,7 @@ def _helper() -> ThreadPoolExecutor:
     return _helpers[pid]
 
 
-@lru_cache(maxsize=4)
+@bounded_cache(4, TABLE_BYTES)
 def _b_tables(n: int, w_pair: float, rho: float):
     """B | t ~ Bin(t, rho) over the window of T: (b_lo, pmf, SB, SSB, outside mass, error)."""
     t = t_plan(n, w_pair).t
@@ -339,7 +339,7 @@ def _b_tables(n: int, w_pair: float, rho: float):
     return b_lo, pb, sb, ssb, _outside(t, rho, b_lo, b_w), err + REL_SPECIAL + 2 * (b_w + 2) * U
 
 
-@lru_cache(maxsize=4)
+@bounded_cache(4, TABLE_BYTES)
 def _x_tables(n: int, w_pair: float, q: float):
     """X | t ~ Bin(n - t, q) over the window of T: (x_lo, CX, CCX, outside mass, error);
     q = 1: no X (a single entry of mass 1 at x = 0); else :func:`_x_recurrence`."""
