@@ -137,7 +137,8 @@ def scaled(shared, item):
 
 
 def test_the_shared_state_is_pickled_once_per_worker_not_per_item(pool):
-    """The state travels in the pool's initargs: at most one pickle per worker process."""
+    """The state is pickled once per state (it reaches each worker once, through the pool's
+    state queue), not per item."""
     state = CountedState(5)
     assert dict(pool.map_unordered(scaled, state, list(range(20)))) == {
         i: 5 * i for i in range(20)}
