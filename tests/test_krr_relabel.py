@@ -18,7 +18,7 @@ import pytest
 from shufflesim.protocols.bounds import catalogue as cat
 from shufflesim.protocols.bounds.numerical import krr_exact as ke
 from shufflesim.protocols.bounds.numerical import krr_relabel as kr
-from shufflesim.protocols.bounds.numerical.small_n_truth import small_n_truth_epsilon
+from shufflesim.protocols.bounds.numerical.small_n_truth import _partitions, small_n_truth_epsilon
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers.krr import KRR
 
@@ -39,17 +39,6 @@ def _law(epsilon0: float, k: int, values: list[int]) -> dict:
                 new[tuple(g)] = new.get(tuple(g), mp.mpf(0)) + pr * row[y]
         law = new
     return law
-
-
-def _partitions(total: int, parts: int, largest: int | None = None):
-    if total == 0:
-        yield ()
-        return
-    if parts == 0:
-        return
-    for first in range(min(total, largest or total), 0, -1):
-        for tail in _partitions(total - first, parts - 1, first):
-            yield (first, *tail)
 
 
 def datasets(n: int, k: int):
