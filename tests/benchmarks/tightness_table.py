@@ -478,7 +478,8 @@ def explain(records: dict[str, dict], label: str, upper_method: str, lower_metho
     opt = records.get("optimal-blanket")
     if opt is not None and opt["epsilon"] is not None and opt["status"] != "proven":
         codes.append(f"A (optimal-blanket {opt['epsilon']:.4g})")
-    if label in TRUTH_SIDE and upper_method == "optimal-blanket":
+    if label in TRUTH_SIDE and upper_method == "optimal-blanket" \
+            and not TRUTH_SIDE[label].startswith("not reached"):
         codes.append("T")
     low = records.get(lower_method, {})
     if low.get("epsilon") and low.get("epsilon_error"):
