@@ -501,6 +501,16 @@ def explain(records: dict[str, dict], label: str, upper_method: str, lower_metho
     return ", ".join(codes) or "O"
 
 
+def zero_lower(upper: float | None, lower: float | None) -> str:
+    """The explanation of a point whose best proven lower bound is 0 (no ratio exists)."""
+    if lower is None or lower != 0.0 or upper is None:
+        return ""
+    if upper == 0.0:
+        return "closed at eps = 0 (delta alone covers the pair)"
+    return ("Z: the lower pairs' total variation is below delta, so they show no eps > 0; "
+            "the upper side is not known to be tight")
+
+
 def _fmt(x) -> str:
     return "-" if x is None else f"{x:.5g}"
 
@@ -519,10 +529,14 @@ def render(path: Path) -> str:
         la, la_m = best(recs, "lower", True)
         before = ub / lb if ub is not None and lb else None
         after = ua / la if ua is not None and la else None
-        why = ("no proven lower bound (" + ", ".join(
-            f"{m}: {r['error'][:50]}" for m, r in recs.items()
-            if r["kind"] == "lower" and r["epsilon"] is None) + ")") if la is None else (
-            explain(recs, key[0], ua_m, la_m, after) if after is not None else "")
+        if la is None:
+            why = "no proven lower bound (" + ", ".join(
+                f"{m}: {r['error'][:50]}" for m, r in recs.items()
+                if r["kind"] == "lower" and r["epsilon"] is None) + ")"
+        elif after is None:
+            why = zero_lower(ua, la)
+        else:
+            why = explain(recs, key[0], ua_m, la_m, after)
         lines.append(
             f"| {key[0]} | {key[1]:g} | {key[2]:.0e} | {key[3]:.0e} | {_fmt(ub)} ({ub_m}) | "
             f"{_fmt(lb)} ({lb_m}) | {_fmt(before)} | {_fmt(ua)} ({ua_m}) | {_fmt(la)} ({la_m}) "
