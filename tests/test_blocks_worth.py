@@ -11,7 +11,8 @@ from shufflesim.protocols.randomizers import make_randomizer
 EXACT_BAND_5E4 = 0.00970041018
 
 
-def test_no_block_refinement_and_the_upper_bound_stays_above_the_exact_value(monkeypatch):
+def _count_block_refinements(monkeypatch) -> list[int]:
+    """The n_blocks of every conditioning evaluation, appended as they happen."""
     calls = []
     original = methods.conditioning_bounds
 
@@ -20,6 +21,11 @@ def test_no_block_refinement_and_the_upper_bound_stays_above_the_exact_value(mon
         return original(cat, values, probs, value_err, n_blocks)
 
     monkeypatch.setattr(methods, "conditioning_bounds", counting)
+    return calls
+
+
+def test_no_block_refinement_and_the_upper_bound_stays_above_the_exact_value(monkeypatch):
+    calls = _count_block_refinements(monkeypatch)
     r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
     upper = catalogue.evaluate("optimal-blanket", r, 50_000, 1e-6).result
     assert calls and max(calls) == 0          # the single style only (before: four 8-block)
@@ -35,14 +41,7 @@ def test_a_wide_single_style_is_still_refined(monkeypatch):
     """Where the single style is wider than BLOCKS_WORTH times the request, the refinements
     still run (the rule does not switch them off)."""
     monkeypatch.setattr(methods, "BLOCKS_WORTH", 1.0)
-    calls = []
-    original = methods.conditioning_bounds
-
-    def counting(cat, values, probs, value_err, n_blocks):
-        calls.append(n_blocks)
-        return original(cat, values, probs, value_err, n_blocks)
-
-    monkeypatch.setattr(methods, "conditioning_bounds", counting)
+    calls = _count_block_refinements(monkeypatch)
     r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
     catalogue.evaluate("optimal-blanket", r, 50_000, 1e-6)
     assert max(calls) > 0
