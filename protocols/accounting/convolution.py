@@ -42,6 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shufflesim.protocols.bounds.engine.fft import integer_power
+
 #: Mass of the composed law allowed outside the FFT range on each side (Chernoff bound).
 TAIL_TRUNCATION = 1e-15
 #: Floating-point allowance of the FFT per entry of the circle.
@@ -186,25 +188,6 @@ def _range(pieces: Sequence[Piece], truncation: float) -> tuple[int, int]:
     return lo, hi
 
 
-def _power(f: np.ndarray, times: int) -> np.ndarray:
-    """f ** times for a complex spectrum by repeated squaring, in place on f's own buffer and
-    one more (numpy's complex power goes through a complex log and exp per entry: 2-5x
-    slower for T = 100-1000; issue 32). Rounding, against long double (a 50,000-entry
-    Gaussian on 2^20 points, T = 1000): largest entry error 2.5e-14 (numpy's power 4.8e-15),
-    summed over the spectrum 3.7e-14, i.e. at most about 1e-19 per entry of the inverse FFT,
-    far inside FFT_SLACK."""
-    if times <= 1:
-        return f
-    result = None
-    while times:
-        if times & 1:
-            result = f.copy() if result is None else np.multiply(result, f, out=result)
-        times >>= 1
-        if times:
-            np.multiply(f, f, out=f)
-    return result
-
-
 def compose(pieces: Sequence[Piece], interval: float, side: str, *,
             truncation: float = TAIL_TRUNCATION) -> Composed:
     """The composition of ``pieces`` (module docstring) on ``side`` "upper" or "lower"."""
@@ -227,7 +210,7 @@ def compose(pieces: Sequence[Piece], interval: float, side: str, *,
         c = np.asarray(p.probs, dtype=float)
         if c.size > circle:     # fold onto the circle (circular convolution of the folds)
             c = np.bincount(np.arange(c.size) % circle, weights=c, minlength=circle)
-        f = _power(np.fft.rfft(c, circle), int(p.repeat))
+        f = integer_power(np.fft.rfft(c, circle), int(p.repeat), overwrite=True)
         spectrum = f if spectrum is None else spectrum * f
     values = np.fft.irfft(spectrum, circle)
     out = np.take(values, (lo + np.arange(size)) % circle)
