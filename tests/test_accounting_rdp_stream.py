@@ -67,3 +67,68 @@ def test_few_rounds_at_small_n_stream_the_pair_itself():
     assert isinstance(agg, enumeration.AggregateStream)
     wide = rdp._dominating_aggregates(model, 300, 0.002, tail=rdp.RDP_TAIL, rounds=1)
     assert isinstance(wide, enumeration.AggregateStream)
+
+
+def test_pld_and_renyi_moments_share_one_split(monkeypatch):
+    """The round's PLD and its Renyi moments split the same aggregates once (pld.upper_split,
+    memoised on the cached aggregates); the moments equal those of the split of the masses
+    raised by their allowance, as before the sharing."""
+    from shufflesim.protocols.accounting import blocks, pld
+
+    model, n = pairs.clone_model(1.5), 3000
+    interval = max(model.loss_scale(n) / 200.0, model.loss_max * 2e-7)
+    assert interval == pld.grid_interval([(model, n)], "upper", 1)
+    agg = blocks.block_aggregates(model, n, "upper", tail=1e-15)
+    calls = []
+    real = pld._split_to_grid
+    monkeypatch.setattr(pld, "_split_to_grid", lambda *a: calls.append(1) or real(*a))
+    low, values = pld.upper_split(agg, interval, 0)
+    assert calls == [1] and (interval, 0) in agg.grids
+    got = rdp._log_moments(agg, model, n, rdp.ORDERS)     # the memo: no second split
+    assert calls == [1]
+    eta = pld.mass_relative_error(n)
+    acc = pld._Accumulator()
+    real(acc, pld._widen(agg.ell, True), agg.p0 * (1 + eta), interval)
+    keep = acc.values > 0
+    losses = (np.arange(acc.values.size) + acc.low) * interval
+    expected = rdp._log_sums(np.log(acc.values[keep]), losses[keep], rdp.ORDERS)
+    np.testing.assert_allclose(got[0], expected, rtol=1e-13, atol=1e-13)
+    # the PLD's masses are the split scaled by 1 - eta (and its top carries the shaved mass)
+    (p,) = pld.round_plds(model, n, interval, "upper", both=False)
+    with_low = np.zeros(values.size)
+    with_low[p.lower_index - low:p.lower_index - low + p.probs.size] = p.probs
+    head = slice(0, p.lower_index - low + p.probs.size - 1)
+    np.testing.assert_allclose(with_low[head], values[head] * (1 - eta), rtol=1e-15, atol=0)
+    assert not values.flags.writeable
+
+
+@pytest.mark.parametrize(("k", "eps0", "n", "rounds"), [(10, 1.0, 20_000, 100), (3, 4.0, 2000, 10)])
+def test_basic_started_from_advanced_profile_is_certified_and_within_rtol(monkeypatch, k, eps0,
+                                                                         n, rounds):
+    """basic after advanced starts its per-round eps search at the round's profile (the PLD
+    that advanced built): fewer engine questions, the same engine-certified answer within the
+    search's tolerance (baselines.round_epsilon)."""
+    from shufflesim.protocols.accounting import baselines, compose
+    from shufflesim.protocols.bounds.numerical.optimal import optimal_blanket_delta
+
+    r = make_randomizer("krr", epsilon0=eps0, domain_size=k)
+    compose.clear_caches()
+    asked = []
+    real = baselines.optimal_blanket_delta
+    monkeypatch.setattr(baselines, "optimal_blanket_delta",
+                        lambda *a, **kw: asked.append(a[2]) or real(*a, **kw))
+    cold = compose.compose_rounds([compose.Round(r, n, rounds)], 1e-6, "basic").epsilon
+    cold_questions = len(asked)
+    assert baselines._profile_start(r, n, 1e-6 / rounds, rounds) is None
+    compose.compose_rounds([compose.Round(r, n, rounds)], 1e-6, "advanced")
+    start = baselines._profile_start(r, n, 1e-6 / rounds, rounds)
+    assert start is not None
+    asked.clear()
+    warm = compose.compose_rounds([compose.Round(r, n, rounds)], 1e-6, "basic").epsilon
+    assert len(asked) < cold_questions
+    assert abs(warm - cold) <= 2 * baselines.ROUND_EPSILON_RTOL * cold
+    eps_t = warm / rounds
+    assert real(r, n, eps_t, threshold=1e-6 / rounds).delta <= 1e-6 / rounds
+    assert optimal_blanket_delta(r, n, eps_t * (1 - 2e-4)).delta > 1e-6 / rounds
+    compose.clear_caches()
+    assert baselines._profile_start(r, n, 1e-6 / rounds, rounds) is None

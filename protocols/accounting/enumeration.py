@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -67,6 +67,9 @@ class Aggregates:
     #: smallest Sa / S of a block pair (blocks.py, neutral_blocks.py; 1: the pair itself):
     #: the block pairs' denominators are at least this times the pair's (rdp.py)
     shrink: float = 1.0
+    #: pld.upper_split's memo: (interval, direction) -> the P-masses split onto that grid
+    #: (shared by a round's PLD and its Renyi curve; it goes with a cached Aggregates)
+    grids: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def window(trials, p: float, tail: float) -> tuple[np.ndarray, np.ndarray]:

@@ -43,10 +43,9 @@ from shufflesim.protocols.accounting.enumeration import (
 )
 from shufflesim.protocols.accounting.pld import (
     _Accumulator,
-    _split_to_grid,
     _upper_direction,
-    _widen,
     mass_relative_error,
+    upper_split,
 )
 from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
@@ -198,23 +197,22 @@ def _log_moments(agg, model, n: int, orders: np.ndarray) -> list[np.ndarray]:
     Aggregates, or an AggregateStream (summed batch by batch onto the same grid)."""
     eta = mass_relative_error(n)
     interval = max(model.loss_scale(n) / 200.0, model.loss_max * 2e-7)
-    # exact losses (block pairs): each mass at its widened loss
-    exact = not isinstance(agg, AggregateStream) and agg.lo is agg.hi
-    accs = [_Accumulator() for _ in range(1 if model.is_swap_symmetric() else 2)]
-    for p0, p1, ell, lo, hi in _batches(agg):
-        for d, acc in enumerate(accs):
-            if d == 0:
-                mass, loss, low, high = p0, ell, lo, hi
-            else:
-                mass, loss, low, high = p1, -ell, -hi, -lo
-            if exact:
-                _split_to_grid(acc, _widen(loss, True), mass * (1 + eta), interval)
-            else:
-                _upper_direction(acc, mass * (1 + eta), loss, low, high, interval)
+    directions = 1 if model.is_swap_symmetric() else 2
+    if isinstance(agg, AggregateStream):
+        accs = [_Accumulator() for _ in range(directions)]
+        for p0, p1, ell, lo, hi in _batches(agg):
+            for d, acc in enumerate(accs):
+                if d == 0:
+                    _upper_direction(acc, p0 * (1 + eta), ell, lo, hi, interval)
+                else:
+                    _upper_direction(acc, p1 * (1 + eta), -ell, -hi, -lo, interval)
+        grids = [(acc.low, acc.values) for acc in accs]
+    else:                     # the split of the round's PLD (pld.upper_split), shared
+        grids = [upper_split(agg, interval, d) for d in range(directions)]
+        grids = [(low, values * (1 + eta)) for low, values in grids]
     sums = []
-    for acc in accs:
-        losses = (np.arange(acc.values.size) + acc.low) * interval
-        weights = acc.values
+    for low, weights in grids:
+        losses = (np.arange(weights.size) + low) * interval
         keep = weights > 0
         sums.append(_log_sums(np.log(weights[keep]), losses[keep], orders))
     return sums
