@@ -183,7 +183,14 @@ def neutral_bins(model: CountModel, n: int, n_min: int, n_max: int, tail: float,
     bhi = np.concatenate([lo[:, None] - 1, ends, N[:, None]], axis=1)
     NN = np.broadcast_to(N[:, None], blo.shape)
     mass = row_interval_masses(blo, bhi, NN, rho)
-    mean = NN * rho * row_interval_masses(blo - 1, bhi - 1, np.maximum(NN - 1, 0), rho)
+    # E[h3; lo <= h3 <= hi] = N rho P[lo - 1 <= Bin(N - 1, rho) <= hi - 1], and from
+    # F_N(k) = F_{N-1}(k - 1) + (1 - rho) f(k) (f the pmf of Bin(N - 1, rho)) that probability
+    # is mass - (1 - rho) (f(hi) - f(lo - 1)): two pmfs, about 20x cheaper than the two cdfs
+    # of another row_interval_masses (issue 32; no cancellation: on a tail bin the pmf term
+    # is a small share of the mass; the bin {0}, whose mean is 0, is set to 0)
+    pmf = functools.partial(binom.pmf, n=np.maximum(NN - 1, 0), p=rho)
+    inside = mass - (1.0 - rho) * (pmf(bhi) - pmf(blo - 1))
+    mean = NN * rho * np.where(bhi <= 0, 0.0, np.clip(inside, 0.0, 1.0))
     empty = blo > bhi
     return NeutralBins(n_min, np.where(empty, 0.0, blo), np.where(empty, 0.0, bhi),
                        np.where(empty, 0.0, mass), np.where(empty, 0.0, mean))
