@@ -23,6 +23,11 @@ from shufflesim.protocols.bounds.engine.conditioning import (
 from shufflesim.protocols.bounds.engine.enumerate import composition_count, joint_outcomes
 
 ENUMERATE_MAX = 300_000      # joint count vectors for the "enumerate" method (auto)
+#: One group with more count vectors than this goes to the exact band sum where it applies
+#: (engine/exact_band.py; both are exact up to ~1e-9 relative): an eps search over 70 000-176 000
+#: vectors (2-RR's blanket at n = 373, 3-RR's at n = 100) took 0.07-0.11 s, the band 0.01-0.02 s
+#: (issue 32); at ~19 000 vectors (10-RR, n = 193) both take ~0.015 s.
+ENUMERATE_BAND_ABOVE = 20_000
 SHIFT_OUTCOMES_MAX = 256     # enumerated outcomes of the small groups beside the main one
 MULTI_BLOCKS = (8, 32, 128, 512)   # refinements of the conditioning method, in order
 LEAF_BUDGET = 1_000_000      # leaf evaluations allowed for one refinement
@@ -130,7 +135,11 @@ def _applicable(method: str, cats: list[Categories]) -> bool:
 
 
 def _select(cats: list[Categories]) -> str:
-    if _enumeration_size(cats) <= ENUMERATE_MAX and enumeration_bytes(cats) <= ENUMERATE_BYTES_MAX:
+    size = _enumeration_size(cats)
+    if (size > ENUMERATE_BAND_ABOVE and len(cats) == 1 and _applicable("conditioning", cats)
+            and exact_band.applicable(cats[0])):
+        return "conditioning"         # the exact band sum (see _conditioning)
+    if size <= ENUMERATE_MAX and enumeration_bytes(cats) <= ENUMERATE_BYTES_MAX:
         return "enumerate"
     if _applicable("conditioning", cats):
         return "conditioning"
