@@ -84,8 +84,8 @@ def test_a_krr_command_over_rounds_loads_only_what_it_uses(command):
                        "first use (protocols/lazy.py), or, if the computation now calls it, "
                        "take it out of NOT_FOR_KRR and say what it costs")
     others = {ref.partition(":")[0] for name, ref in plugins.RANDOMIZERS.items()
-              if name not in ("krr", "rappor")}
-    # k-RR's module imports RAPPOR's; a bound module may import the randomizer it is about
+              if name != "krr"}
+    # a bound module may import the randomizer it is about
     # (blanket_laplace: laplace, gaussian_sum: gaussian), but the registry imports no other
     used_by_bounds = {"shufflesim.protocols.randomizers.laplace",
                       "shufflesim.protocols.randomizers.gaussian"}
@@ -95,7 +95,9 @@ def test_a_krr_command_over_rounds_loads_only_what_it_uses(command):
 
 #: What ``bound`` of k-RR over rounds, every applicable bound, must not import: the modules of
 #: bounds that do not apply to k-RR or do not compose (listed from protocols/bounds/declared.py),
-#: and the scenario and user-code machinery (the cost check needs neither).
+#: 001's variation-ratio machinery (exact-lower's single-round search), the exact binary-RR
+#: curve (composed for binary randomizers only), RAPPOR (k-RR shares only its anchors), and the
+#: scenario and user-code machinery (the cost check needs neither).
 NOT_FOR_KRR_ROUNDS = ("shufflesim.protocols.bounds.multi_message",
                       "shufflesim.protocols.bounds.personalized",
                       "shufflesim.protocols.bounds.numerical.krr_exact",
@@ -103,6 +105,10 @@ NOT_FOR_KRR_ROUNDS = ("shufflesim.protocols.bounds.multi_message",
                       "shufflesim.protocols.bounds.numerical.krr_relabel",
                       "shufflesim.protocols.bounds.numerical.metric",
                       "shufflesim.protocols.bounds.closed_form",
+                      "shufflesim.protocols.bounds.numerical.variation_ratio",
+                      "shufflesim.protocols.bounds.numerical.two_count",
+                      "shufflesim.protocols.bounds.numerical.brr_exact",
+                      "shufflesim.protocols.randomizers.rappor",
                       "shufflesim.simulator.scenario", "shufflesim.simulator.usercode")
 
 
