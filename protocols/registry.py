@@ -35,6 +35,9 @@ Reading the whole registry (``names``, ``items``, iteration, ``len``, an undecla
 imports every declared module and the third-party ones as above, so a third-party plug-in is
 never looked up by a built-in name, and one that registers a built-in's name is refused then.
 
+A mapping's reference may also be a bare ``"module"``: the item is then whatever that module
+registers (or exports, below) under the name (the bounds: several per module).
+
 A registry made with ``exported="SPECS"`` also reads, after importing each declared module,
 that module's tuple ``SPECS`` (if it has one) and registers its items, in order, as that
 module's: a module then exports its plug-ins as data instead of registering them (the bound
@@ -192,9 +195,10 @@ class Registry(Generic[T]):
             ref = declared_names(self.declared).get(name)
             if ref is not None:
                 module, _, attribute = ref.partition(":")
-                item = getattr(self._import(module), attribute, _NOTHING)
+                loaded = self._import(module)
                 found = self._items.get(name, _NOTHING)
-                if found is item:
+                item = getattr(loaded, attribute, _NOTHING) if attribute else found
+                if found is item and found is not _NOTHING:
                     self._found.add(name)
                     return
                 if found is not _NOTHING:
@@ -246,6 +250,32 @@ class Registry(Generic[T]):
         self._origins.pop(name, None)
         self._sequence.pop(name, None)
         return self._items.pop(name)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the whole registry has been read (every declared module imported)."""
+        return self._state == "loaded"
+
+    def registered(self, name: str) -> T | None:
+        """The item registered as ``name`` so far, or None: imports nothing (a declared name
+        whose module is not imported yet is None)."""
+        return self._items.get(name)
+
+    def undeclared(self) -> list[str]:
+        """The names registered by modules outside the declaration (third-party plug-ins,
+        registration by a call), in registration order, after reading the entry points; no
+        declared module is imported. One that takes a declared name is a RuntimeError
+        ("registered twice"), as when the whole registry is read."""
+        load_third_party()
+        modules = set(declared_modules(self.declared)) if self.declared else set()
+        last = self._counter  # an item put in ``_items`` directly counts as registered last
+        names = [name for name in sorted(self._items, key=lambda n: self._sequence.get(n, last))
+                 if self._origins.get(name) not in modules]
+        if self.declared and self._state == "empty":
+            taken = [name for name in names if name in declared_names(self.declared)]
+            if taken:
+                raise RuntimeError(f"{self.what} {taken[0]!r} registered twice")
+        return names
 
     def get(self, name: object) -> T:
         """The item registered as ``name``; ParameterError (field, value, hint) if none is."""

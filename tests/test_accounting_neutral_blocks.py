@@ -57,3 +57,33 @@ def test_composed_upper_stays_above_exact_lower():
         upper = compose_rounds([Round(r, n, t)], 1e-6, "optimal-blanket").epsilon
         lower = compose_rounds([Round(r, n, t)], 1e-6, "exact-lower").epsilon
         assert lower <= upper <= lower * 1.01
+
+
+@pytest.mark.parametrize(("k", "eps0", "n", "tail"), [(3, 1.0, 400, 1e-15), (10, 4.0, 300, 1e-60),
+                                                      (10, 0.5, 2000, 1e-15)])
+def test_neutral_bins_masses_and_partial_means_are_exact(k, eps0, n, tail):
+    """enumeration.neutral_bins: P[h3 in bin | N] and E[h3; bin | N] against the sums of the
+    binomial pmf over each bin (the means come from the masses and two pmfs, issue 32)."""
+    from scipy.special import gammaln
+
+    model = pairs.blanket_model(make_randomizer("krr", epsilon0=eps0, domain_size=k))
+    wsum = model.w_neutral + model.w_null
+    rho = model.w_neutral / wsum
+    n_min, n_max = n // 3, n - n // 4
+    bins = enumeration.neutral_bins(model, n, n_min, n_max, tail, 0.002)
+    assert bins.mass.shape[1] >= 4
+    for N in range(n_min, n_max + 1, 7):
+        row = N - n_min
+        h = np.arange(N + 1, dtype=float)
+        log_pmf = (gammaln(N + 1) - gammaln(h + 1) - gammaln(N - h + 1) + h * np.log(rho)
+                   + (N - h) * np.log1p(-rho))
+        pmf = np.exp(log_pmf)
+        for b in range(bins.mass.shape[1]):
+            lo, hi = bins.lo[row, b], bins.hi[row, b]
+            inside = (h >= lo) & (h <= hi)
+            mass, mean = pmf[inside].sum(), (h * pmf)[inside].sum()
+            if bins.mass[row, b] == 0.0 and lo == hi == 0.0:     # an empty bin
+                assert bins.mean[row, b] == 0.0
+                continue
+            assert bins.mass[row, b] == pytest.approx(mass, rel=1e-9, abs=1e-300)
+            assert bins.mean[row, b] == pytest.approx(mean, rel=1e-9, abs=1e-300)

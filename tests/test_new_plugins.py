@@ -100,7 +100,7 @@ from shufflesim.simulator import plugins as s
 
 p.RANDOMIZERS["toy_rr"] = "toy_randomizer:ToyRR"
 p.ESTIMATORS += ("toy_estimator",)
-p.BOUNDS += ("toy_bound",)
+p.BOUNDS["toy-bound"] = "toy_bound"
 s.ATTACKS += ("toy_attack",)
 s.LEVELS += ("toy_level",)
 ''',

@@ -7,7 +7,10 @@
 - ``bound`` and ``calibrate`` of k-RR over rounds end without scipy.optimize (about 0.1 s of
   CPU: linprog's HiGHS, scipy.sparse, scipy.spatial), the executors and process pools of
   ``run``, the audit levels, and any randomizer module but k-RR's (the randomizer registry
-  imports only the module a name needs, protocols/registry.py).
+  imports only the module a name needs, protocols/registry.py);
+- ``bound`` of k-RR over rounds, every applicable bound, imports no module of a bound it does
+  not compute (the catalogue lists those from protocols/bounds/declared.py), nor the scenario
+  and user-code machinery.
 """
 
 from __future__ import annotations
@@ -81,10 +84,37 @@ def test_a_krr_command_over_rounds_loads_only_what_it_uses(command):
                        "first use (protocols/lazy.py), or, if the computation now calls it, "
                        "take it out of NOT_FOR_KRR and say what it costs")
     others = {ref.partition(":")[0] for name, ref in plugins.RANDOMIZERS.items()
-              if name not in ("krr", "rappor")}
-    # k-RR's module imports RAPPOR's; a bound module may import the randomizer it is about
+              if name != "krr"}
+    # a bound module may import the randomizer it is about
     # (blanket_laplace: laplace, gaussian_sum: gaussian), but the registry imports no other
     used_by_bounds = {"shufflesim.protocols.randomizers.laplace",
                       "shufflesim.protocols.randomizers.gaussian"}
     assert not (others - used_by_bounds) & set(modules)
     assert _commands(modules) == [f"shufflesim.simulator.cli.commands.{command[0]}"]
+
+
+#: What ``bound`` of k-RR over rounds, every applicable bound, must not import: the modules of
+#: bounds that do not apply to k-RR or do not compose (listed from protocols/bounds/declared.py),
+#: 001's variation-ratio machinery (exact-lower's single-round search), the exact binary-RR
+#: curve (composed for binary randomizers only), RAPPOR (k-RR shares only its anchors), and the
+#: scenario and user-code machinery (the cost check needs neither).
+NOT_FOR_KRR_ROUNDS = ("shufflesim.protocols.bounds.multi_message",
+                      "shufflesim.protocols.bounds.personalized",
+                      "shufflesim.protocols.bounds.numerical.krr_exact",
+                      "shufflesim.protocols.bounds.numerical.krr3_blocks",
+                      "shufflesim.protocols.bounds.numerical.krr_relabel",
+                      "shufflesim.protocols.bounds.numerical.metric",
+                      "shufflesim.protocols.bounds.closed_form",
+                      "shufflesim.protocols.bounds.numerical.variation_ratio",
+                      "shufflesim.protocols.bounds.numerical.two_count",
+                      "shufflesim.protocols.bounds.numerical.brr_exact",
+                      "shufflesim.protocols.randomizers.rappor",
+                      "shufflesim.simulator.scenario", "shufflesim.simulator.usercode")
+
+
+def test_a_krr_bound_over_rounds_imports_no_bound_it_does_not_compute():
+    modules = _modules_after(COMMAND, "bound", "--epsilon0", "1", *KRR[:-2])
+    assert "shufflesim.protocols.accounting.compose" in modules  # it composed
+    extra = _under(modules, NOT_FOR_KRR_ROUNDS)
+    assert not extra, (f"bound of k-RR over rounds imported {extra[:5]}: a bound that does not "
+                       "compose is listed from its declared facts (protocols/bounds/declared.py)")

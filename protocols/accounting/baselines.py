@@ -63,7 +63,8 @@ ROUND_EPSILON_RTOL = 1e-4
 MAX_QUESTIONS = 40
 
 
-def round_epsilon(randomizer, n: int, delta_t: float) -> float:
+def round_epsilon(randomizer, n: int, delta_t: float,
+                  start: tuple[float, float] | None = None) -> float:
     """The single-round optimal-blanket eps at delta_t (000 Thm 13, upper side), found by
     engine questions (optimal.optimal_blanket_delta with threshold delta_t, a few ms each at
     n = 1e5) instead of the engine's eps search (0.4-2 s at delta_t = 1e-8; issue 32): the
@@ -73,7 +74,14 @@ def round_epsilon(randomizer, n: int, delta_t: float) -> float:
     regula falsi on ln(delta / delta_t) (Illinois variant; each question a third of the
     tolerance past the estimate, on the side not hit last), by quartering or geometric
     bisection while an end has no finite value. Randomizers outside pairs.SUPPORTED, or a
-    search that does not settle in MAX_QUESTIONS questions, take the engine's eps search."""
+    search that does not settle in MAX_QUESTIONS questions, take the engine's eps search.
+
+    ``start`` = (eps, width): an eps near the answer and a scale of its error, e.g. the
+    round's profile eps at delta_t and its grid step (profile.py, when another method has
+    built it). The bracket then starts at eps (if the engine certifies it) and eps - 2, 8,
+    32 widths below, instead of (0, eps0] (issue 32: about 5 questions instead of 11-12 at
+    n = 1e5-1e6). Only the start changes: the answer is still the upper end of an engine-
+    certified bracket of relative width ROUND_EPSILON_RTOL."""
     n, delta_t = int(n), float(delta_t)
     if getattr(randomizer, "name", None) not in pairs.SUPPORTED:
         return optimal_blanket_epsilon(randomizer, n, delta_t).epsilon
@@ -83,9 +91,27 @@ def round_epsilon(randomizer, n: int, delta_t: float) -> float:
         return math.log(value / delta_t) if value > 0 else -math.inf
 
     lo, hi = 0.0, float(randomizer.epsilon0)
-    g_lo, g_hi = math.inf, score(hi)     # eps = 0 is not asked (slow, and never certified)
-    if g_hi > 0:
-        return optimal_blanket_epsilon(randomizer, n, delta_t).epsilon
+    g_lo, g_hi = math.inf, math.nan      # eps = 0 is not asked (slow, and never certified)
+    if start is not None and 0.0 < start[0] < hi:
+        guess, width = float(start[0]), float(start[1])
+        g = score(guess)
+        if g > 0:
+            lo, g_lo = guess, g
+        else:
+            hi, g_hi = guess, g
+            for k in (2.0, 8.0, 32.0):
+                x = guess - k * width
+                if x <= 0.0:
+                    break
+                g = score(x)
+                if g > 0:
+                    lo, g_lo = x, g
+                    break
+                hi, g_hi = x, g
+    if math.isnan(g_hi):
+        g_hi = score(hi)
+        if g_hi > 0:
+            return optimal_blanket_epsilon(randomizer, n, delta_t).epsilon
     side = 0
     for _ in range(MAX_QUESTIONS):
         if hi - lo <= ROUND_EPSILON_RTOL * hi:
@@ -114,8 +140,28 @@ def round_epsilon(randomizer, n: int, delta_t: float) -> float:
     return optimal_blanket_epsilon(randomizer, n, delta_t).epsilon
 
 
+def _profile_start(randomizer, n: int, delta_t: float, t: int) -> tuple[float, float] | None:
+    """(eps, grid step) of the round's profile at delta_t when ``advanced`` (or another method)
+    has built that profile in this process (profile.round_profile.peek), else None: a start
+    for :func:`round_epsilon`, never built for it."""
+    try:
+        model = pairs.blanket_model(randomizer)
+    except ParameterError:
+        return None
+    interval = grid_interval([(model, int(n))], "upper", int(t))
+    prof = round_profile.peek(model, int(n), interval, float(DEFAULT_TAIL),
+                              float(DEFAULT_WEAK_RTOL))
+    if prof is None:
+        return None
+    eps = float(prof.epsilon_for([delta_t])[0])
+    return (eps, prof.interval) if math.isfinite(eps) else None
+
+
 def _round_epsilons(rounds, delta_t: float) -> list[tuple[float, int]]:
-    return [(round_epsilon(r.randomizer, int(r.n), delta_t), r.repeat) for r in rounds]
+    t = total_rounds(rounds)
+    return [(round_epsilon(r.randomizer, int(r.n), delta_t,
+                           _profile_start(r.randomizer, int(r.n), delta_t, t)), r.repeat)
+            for r in rounds]
 
 
 def basic(rounds, delta: float, **_options) -> ComposedResult:

@@ -137,8 +137,9 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
                            0.0)
         nz = ((pmf > 0) & ((p0 > 0) | (p1 > 0))).ravel()
         count = int(np.count_nonzero(nz))
-        for target, values in zip(out, (p0, p1, ell), strict=True):
-            np.compress(nz, values.ravel(), out=target[size:size + count])
+        every = count == nz.size        # (a copy: np.compress costs about 14x as much, and
+        for target, values in zip(out, (p0, p1, ell), strict=True):    # a mask 2.5x; issue 32)
+            target[size:size + count] = values.ravel() if every else values.ravel()[nz]
         size += count
     if zero > 0:
         for target, value in zip(out, (zero, zero, 0.0), strict=True):

@@ -49,9 +49,12 @@ from shufflesim.protocols.accounting.rounds import (
     pure_cap,
     total_rounds,
 )
-from shufflesim.protocols.bounds.numerical import brr_exact
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
 from shufflesim.protocols.errors import require, require_probability_open
+from shufflesim.protocols.lazy import lazy_module
+
+#: the exact binary-RR curve, imported when a binary randomizer is composed (issue 32)
+brr_exact = lazy_module("shufflesim.protocols.bounds.numerical.brr_exact")
 
 __all__ = ["METHODS", "brr_exact_lower_composed", "brr_exact_upper_composed", "dominating_pld"]
 

@@ -236,6 +236,37 @@ def _upper_direction(acc, mass, ell, lo, hi, interval) -> None:
     _split_to_grid(acc, lo, mass * (1.0 - share), interval)
 
 
+def upper_split(agg, interval: float, direction: int) -> tuple[int, np.ndarray]:
+    """(lowest grid index, masses) of the pessimistic split (module docstring: each aggregate
+    at its two loss ends, each end between its two grid points; exact losses at the widened
+    loss) of ``agg``'s P-masses of one ``direction`` (0: P0 with losses ell, 1: P1 with -ell)
+    onto the grid of step ``interval``, the masses as enumerated: the split is linear in the
+    masses, so a caller scales the result by its own allowance (the PLD by 1 - eta, the Renyi
+    moments of rdp.py by 1 + eta). Memoised on ``agg`` (read-only arrays): a round's PLD and
+    its Renyi curve split the same aggregates once (issue 32)."""
+    key = (float(interval), int(direction))
+    if key in agg.grids:
+        return agg.grids[key]
+    if direction == 0:
+        mass, ell, lo, hi = agg.p0, agg.ell, agg.lo, agg.hi
+    else:
+        mass, ell, lo, hi = agg.p1, -agg.ell, -agg.hi, -agg.lo
+    exact = agg.lo is agg.hi          # exact losses (block pairs): lo and hi are ell
+    keep = mass > 0
+    if not keep.all():
+        mass, ell = mass[keep], ell[keep]
+        if not exact:
+            lo, hi = lo[keep], hi[keep]
+    acc = _Accumulator()
+    if exact:
+        _split_to_grid(acc, _widen(ell, True), mass, interval)
+    else:
+        _upper_direction(acc, mass, ell, lo, hi, interval)
+    acc.values.flags.writeable = False
+    agg.grids[key] = (acc.low, acc.values)
+    return agg.grids[key]
+
+
 def _grid_interval(interval: float, loss_max: float) -> float:
     require(isinstance(interval, float) and 0 < interval < math.inf, "interval", interval,
             "must be a finite number > 0")
@@ -274,25 +305,17 @@ def round_plds(model: CountModel, n: int, interval: float, side: str, *,
     for d in range(2 if both else 1):
         acc = _Accumulator()
         mass = (agg.p0 if d == 0 else agg.p1) * (1.0 - eta)
-        if d == 0:
-            ell, lo, hi = agg.ell, agg.lo, agg.hi
-        else:
-            ell, lo, hi = -agg.ell, -agg.hi, -agg.lo
-        other = agg.p1 if d == 0 else agg.p0     # the Q-masses (lower side)
         keep = mass > 0
-        exact = agg.lo is agg.hi          # exact losses (block pairs): lo and hi are ell
-        if not keep.all():                # (only the arrays used below are filtered)
-            mass, ell = mass[keep], ell[keep]
-            if upper and not exact:
-                lo, hi = lo[keep], hi[keep]
-            if not upper:
-                other = other[keep]
-        total = float(mass.sum())
-        if upper and exact:               # exact losses: all mass at the widened loss
-            _split_to_grid(acc, _widen(ell, True), mass, interval)
-        elif upper:
-            _upper_direction(acc, mass, ell, lo, hi, interval)
+        if upper:                         # split (shared with rdp.py), then scaled
+            total = float((mass if keep.all() else mass[keep]).sum())
+            acc.low, values = upper_split(agg, interval, d)
+            acc.values = values * (1.0 - eta)
         else:                             # merged, balanced onto the grid (lower_grid.py)
+            ell = agg.ell if d == 0 else -agg.ell
+            other = agg.p1 if d == 0 else agg.p0     # the Q-masses
+            if not keep.all():
+                mass, ell, other = mass[keep], ell[keep], other[keep]
+            total = float(mass.sum())
             acc.low, acc.values = lower_grid.balanced_floor(mass, other, ell, interval, eta)
         probs = np.clip(acc.values, 0.0, None)
         low = acc.low

@@ -23,7 +23,7 @@ guarantee for the round (000 Thm 13 pair, Zhu-Dong-Wang 2022 for domination; pld
 
 from __future__ import annotations
 
-import functools
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,8 +84,35 @@ def profile_of(plds) -> RoundProfile:
     return RoundProfile(float(interval), curve)
 
 
-@functools.lru_cache(maxsize=16)
-def round_profile(model, n: int, interval: float, tail: float, weak_rtol: float) -> RoundProfile:
-    """The profile of one round's pessimistic PLD (pld.cached_round_plds), cached."""
-    return profile_of(cached_round_plds(model, int(n), float(interval), "upper", float(tail),
-                                        float(weak_rtol)))
+class _Profiles:
+    """:func:`round_profile`'s cache (at most ``size`` entries, the oldest dropped first), with
+    :meth:`peek`: a method that can use a profile but should not build one for itself asks
+    whether another method built it (basic's per-round eps, baselines.py)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: OrderedDict = OrderedDict()
+
+    def __call__(self, model, n: int, interval: float, tail: float,
+                 weak_rtol: float) -> RoundProfile:
+        key = (model, int(n), float(interval), float(tail), float(weak_rtol))
+        if key not in self.data:
+            self.data[key] = profile_of(cached_round_plds(model, int(n), float(interval),
+                                                          "upper", float(tail),
+                                                          float(weak_rtol)))
+            while len(self.data) > self.size:
+                self.data.popitem(last=False)
+        return self.data[key]
+
+    def peek(self, model, n: int, interval: float, tail: float,
+             weak_rtol: float) -> RoundProfile | None:
+        return self.data.get((model, int(n), float(interval), float(tail), float(weak_rtol)))
+
+    def cache_clear(self) -> None:
+        self.data.clear()
+
+
+#: The profile of one round's pessimistic PLD (pld.cached_round_plds), cached:
+#: round_profile(model, n, interval, tail, weak_rtol); round_profile.peek(...) the cached one
+#: or None.
+round_profile = _Profiles(16)

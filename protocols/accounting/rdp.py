@@ -37,16 +37,15 @@ from shufflesim.protocols.accounting.blocks import (
 from shufflesim.protocols.accounting.enumeration import (
     DEFAULT_TAIL,
     DEFAULT_WEAK_RTOL,
-    aggregates,
-    cached_aggregates,
+    AggregateStream,
+    aggregate_stream,
     is_symmetric,
 )
 from shufflesim.protocols.accounting.pld import (
     _Accumulator,
-    _split_to_grid,
     _upper_direction,
-    _widen,
     mass_relative_error,
+    upper_split,
 )
 from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
@@ -170,29 +169,52 @@ def _outside_below(c: float, g: float, r: float, w1: float, w2: float, wn: float
         return np.where(np.isnan(split), np.inf, split).min(axis=(0, 1))
 
 
+#: Outcomes of an aggregate stream put onto the grid at once (enumeration.AggregateStream).
+STREAM_CHUNK = 1 << 18
+
+
+def _batches(agg):
+    """The (p0, p1, ell, lo, hi) arrays of ``agg``: all at once for Aggregates, in batches of
+    about STREAM_CHUNK outcomes for an AggregateStream (memory of one batch)."""
+    if not isinstance(agg, AggregateStream):
+        yield agg.p0, agg.p1, agg.ell, agg.lo, agg.hi
+        return
+    batch, size = [], 0
+    for part in agg.parts:
+        batch.append(part)
+        size += part[0].size
+        if size >= STREAM_CHUNK:
+            yield tuple(np.concatenate(arrays) for arrays in zip(*batch, strict=True))
+            batch, size = [], 0
+    if batch:
+        yield tuple(np.concatenate(arrays) for arrays in zip(*batch, strict=True))
+
+
 def _log_moments(agg, model, n: int, orders: np.ndarray) -> list[np.ndarray]:
     """Per direction (one if swap-symmetric), log E_P[e^{(alpha - 1) L}] over the enumerated
     outcomes: each aggregate split into its two extreme losses keeping P- and Q-mass (a
-    dominating pair, pld.py) on the grid, masses raised by their relative error."""
+    dominating pair, pld.py) on the grid, masses raised by their relative error. ``agg``:
+    Aggregates, or an AggregateStream (summed batch by batch onto the same grid)."""
     eta = mass_relative_error(n)
     interval = max(model.loss_scale(n) / 200.0, model.loss_max * 2e-7)
+    directions = 1 if model.is_swap_symmetric() else 2
+    if isinstance(agg, AggregateStream):
+        accs = [_Accumulator() for _ in range(directions)]
+        for p0, p1, ell, lo, hi in _batches(agg):
+            for d, acc in enumerate(accs):
+                if d == 0:
+                    _upper_direction(acc, p0 * (1 + eta), ell, lo, hi, interval)
+                else:
+                    _upper_direction(acc, p1 * (1 + eta), -ell, -hi, -lo, interval)
+        grids = [(acc.low, acc.values) for acc in accs]
+    else:                     # the split of the round's PLD (pld.upper_split), shared
+        grids = [upper_split(agg, interval, d) for d in range(directions)]
+        grids = [(low, values * (1 + eta)) for low, values in grids]
     sums = []
-    for d in (0, 1):
-        if d == 0:
-            mass, ell, lo, hi = agg.p0, agg.ell, agg.lo, agg.hi
-        else:
-            mass, ell, lo, hi = agg.p1, -agg.ell, -agg.hi, -agg.lo
-        acc = _Accumulator()
-        if agg.lo is agg.hi:      # exact losses (block pairs): each mass at its widened loss
-            _split_to_grid(acc, _widen(ell, True), mass * (1 + eta), interval)
-        else:
-            _upper_direction(acc, mass * (1 + eta), ell, lo, hi, interval)
-        losses = (np.arange(acc.values.size) + acc.low) * interval
-        weights = acc.values
+    for low, weights in grids:
+        losses = (np.arange(weights.size) + low) * interval
         keep = weights > 0
         sums.append(_log_sums(np.log(weights[keep]), losses[keep], orders))
-        if model.is_swap_symmetric():
-            break
     return sums
 
 
@@ -233,8 +255,8 @@ def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAUL
     pairs without a neutral group (the clone pair, the brr blanket pair); for the k-RR blanket
     pair the neutral block pairs of neutral_blocks.py (shared with the round's PLD, cached)
     over FEW_ROUNDS ``rounds`` or more, and over fewer once the pair's own enumeration exceeds
-    :data:`NEUTRAL_BLOCKS_FROM_FEW` entries; else the pair itself (enumeration.py; cached at
-    the PLD's tail). Below that size and over few rounds the neutral block pairs are not used:
+    :data:`NEUTRAL_BLOCKS_FROM_FEW` entries; else the pair itself (enumeration.py, as an
+    AggregateStream: summed part by part, never held whole). Below that size and over few rounds the neutral block pairs are not used:
     their m'-bins merge outcomes whose losses differ more than the former (S, h3) cells at
     small n, and the split of an aggregate into its extreme losses weighs heavily at the large
     Renyi orders that T = 1 needs."""
@@ -247,9 +269,9 @@ def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAUL
             and enumeration_entries(model, int(n)) > switch):
         return neutral_blocks.cached_neutral_block_aggregates(model, int(n), DEFAULT_TAIL,
                                                               float(weak_rtol))
-    if tail != DEFAULT_TAIL:
-        return aggregates(model, int(n), tail=tail, weak_rtol=weak_rtol)
-    return cached_aggregates(model, int(n), DEFAULT_TAIL, float(weak_rtol))
+    # the pair itself, streamed (issue 32: at n = 1000 the wide windows hold 32 million
+    # aggregates; summed part by part, not kept)
+    return aggregate_stream(model, int(n), tail=float(tail), weak_rtol=float(weak_rtol))
 
 
 def _pld_curve(model, n: int, weak_rtol: float, orders: np.ndarray, rounds: int = 1):

@@ -14,8 +14,14 @@ Public API: :func:`bound_names`, :func:`get_bound`, :func:`applicable_bounds`, :
 silently dropped), :func:`evaluate_many`, and :func:`catalogue_markdown` (docs/bounds.md).
 
 Each bound is registered beside its function, in its own module, into
-:data:`protocols.bounds.spec.BOUNDS`, which imports the modules that protocols/plugins.py
-declares (``BOUNDS``) when it is first read.
+:data:`protocols.bounds.spec.BOUNDS`; protocols/plugins.py declares each built-in bound's
+module (``BOUNDS``), and protocols/bounds/declared.py what is known of it before that module is
+imported (issue 32). So the names (:func:`bound_names`), the facts of one bound
+(:func:`bound_facts`) and the bounds that apply to a randomizer (:func:`applicable_facts`) cost
+no bound module; :func:`get_bound` imports only the module of the bound asked for, and
+:func:`applicable_bounds` only those of the bounds that apply. The entry points of third-party
+plug-ins are read whenever every name is needed (a name, a duplicate and an unknown name are
+reported as when every module is imported).
 """
 
 from __future__ import annotations
@@ -24,25 +30,41 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
+from shufflesim.protocols.bounds.declared import FACTS
 from shufflesim.protocols.bounds.result import BoundResult
 from shufflesim.protocols.bounds.spec import (
     BOUNDS,
     BoundEvaluation,
+    BoundFacts,
     BoundSpec,
     single_message,
 )
 from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.registry import declared_names
 
-__all__ = ["BoundEvaluation", "BoundSpec", "all_bounds", "applicable_bounds", "bound_names",
-           "catalogue_markdown", "evaluate", "evaluate_many", "get_bound"]
+__all__ = ["BoundEvaluation", "BoundFacts", "BoundSpec", "all_bounds", "applicable_bounds",
+           "applicable_facts", "bound_facts", "bound_names", "catalogue_markdown", "evaluate",
+           "evaluate_many", "get_bound"]
 
 
 # ------------------------------------------------------------------------------------------
 # Public API
 # ------------------------------------------------------------------------------------------
+def _known() -> list[BoundSpec | BoundFacts]:
+    """Every bound in the catalogue's order (the declared ones, then third-party and registered
+    by a call): a BoundSpec once its module is imported, else its declared facts (a declared
+    bound without facts is imported)."""
+    if BOUNDS.complete:
+        return BOUNDS.values()
+    extra = BOUNDS.undeclared()  # reads the entry points first, as reading every module does
+    known = [BOUNDS.registered(name) or FACTS.get(name) or BOUNDS.get(name)
+             for name in declared_names(BOUNDS.declared)]
+    return known + [BOUNDS.registered(name) for name in extra]
+
+
 def bound_names() -> list[str]:
     """Names of every registered bound, sorted."""
-    return BOUNDS.names()
+    return sorted(item.name for item in _known())
 
 
 def get_bound(name: str) -> BoundSpec:
@@ -50,13 +72,29 @@ def get_bound(name: str) -> BoundSpec:
     return BOUNDS.get(name)
 
 
+def bound_facts(name: str) -> BoundSpec | BoundFacts:
+    """What is known of bound ``name`` without computing it (name, kind, statuses, reference,
+    ``applies_to``): its declared facts until its module is imported, else its BoundSpec;
+    ParameterError on the field "method" for an unknown name."""
+    return BOUNDS.registered(name) or FACTS.get(name) or BOUNDS.get(name)
+
+
 def all_bounds() -> list[BoundSpec]:
     return [get_bound(name) for name in bound_names()]
 
 
+def applicable_facts(randomizer) -> list[BoundSpec | BoundFacts]:
+    """The bounds that apply to ``randomizer``, sorted by name, as :func:`bound_facts`: no
+    bound module is imported."""
+    return sorted((item for item in _known() if item.applies_to(randomizer)),
+                  key=lambda item: item.name)
+
+
 def applicable_bounds(randomizer) -> list[BoundSpec]:
-    """The registered bounds that apply to ``randomizer`` (regime still checked at compute)."""
-    return [spec for spec in all_bounds() if spec.applies_to(randomizer)]
+    """The registered bounds that apply to ``randomizer``, sorted by name (regime still checked
+    at compute); only their modules are imported."""
+    specs = [get_bound(item.name) for item in applicable_facts(randomizer)]
+    return [spec for spec in specs if spec.applies_to(randomizer)]
 
 
 def evaluate(name: str, randomizer, n: int, delta: float) -> BoundEvaluation:

@@ -32,8 +32,35 @@ from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStat
 from shufflesim.protocols.registry import Registry
 
 
+class _Statuses:
+    """The statuses of a bound with ``status`` and ``also`` (BoundSpec, BoundFacts)."""
+
+    @property
+    def statuses(self) -> tuple[BoundStatus, ...]:
+        return (self.status, *self.also)
+
+    @property
+    def status_label(self) -> str:
+        return ", ".join(s.value for s in self.statuses)
+
+
 @dataclass(frozen=True)
-class BoundSpec:
+class BoundFacts(_Statuses):
+    """What the catalogue knows of a built-in bound before importing the module that computes
+    it (protocols/bounds/declared.py; issue 32): its name, kind, primary status and further
+    caveats, reference, and ``applies_to``, a predicate of this module equal to the bound's
+    own (tests/test_bound_facts.py checks every fact against the module's BoundSpec)."""
+
+    name: str
+    kind: BoundKind
+    status: BoundStatus
+    reference: str
+    applies_to: Callable[[object], bool]
+    also: tuple[BoundStatus, ...] = ()
+
+
+@dataclass(frozen=True)
+class BoundSpec(_Statuses):
     """One registered bound.
 
     name: the method name (also ``BoundResult.method``); kind: upper or lower; reference: paper
@@ -80,13 +107,6 @@ class BoundSpec:
         return (f"{self.name} needs a pure eps0-LDP randomizer (delta0 = 0); {label} has "
                 f"delta0 = {delta0:g}")
 
-    @property
-    def statuses(self) -> tuple[BoundStatus, ...]:
-        return (self.status, *self.also)
-
-    @property
-    def status_label(self) -> str:
-        return ", ".join(s.value for s in self.statuses)
 
 
 @dataclass(frozen=True)
@@ -161,6 +181,38 @@ def named(*names: str) -> Callable[[object], bool]:
     def predicate(randomizer) -> bool:
         return getattr(randomizer, "name", None) in names
     predicate.__doc__ = f"randomizer is one of {names}"
+    return predicate
+
+
+def krr_domain(smallest: int, largest: int | None = None) -> Callable[[object], bool]:
+    """The predicate "k-RR with smallest <= k (<= largest)"."""
+    def predicate(randomizer) -> bool:
+        if not named("krr")(randomizer):
+            return False
+        k = int(getattr(randomizer, "domain_size", 0))
+        return smallest <= k and (largest is None or k <= largest)
+    predicate.__doc__ = f"k-RR with {smallest} <= k" + (f" <= {largest}" if largest else "")
+    return predicate
+
+
+def metric_dp(randomizer) -> bool:
+    """Randomizers declaring metric privacy (``metric_variation_ratio``)."""
+    return bool(getattr(randomizer, "metric_privacy", False)) and hasattr(
+        randomizer, "metric_variation_ratio")
+
+
+def multi_message(randomizer) -> bool:
+    """Multi-message randomizers (several messages per user, 001 Table 3)."""
+    return bool(getattr(randomizer, "multi_message", False))
+
+
+def personalized_users(*names: str) -> Callable[[object], bool]:
+    """The predicate "users with per-user budgets (protocols.bounds.personalized.bounds.
+    PersonalizedUsers), of one of the randomizers ``names`` (none: any)"."""
+    def predicate(subject) -> bool:
+        return getattr(subject, "output_kind", None) == "personalized" and (
+            not names or getattr(getattr(subject, "randomizer", None), "name", "?") in names)
+    predicate.__doc__ = "per-user budgets" + (f" of one of {names}" if names else "")
     return predicate
 
 

@@ -34,8 +34,8 @@ from shufflesim.protocols.randomizers.analysis import (
     VariationRatioRow,
     ldp_row,
 )
+from shufflesim.protocols.randomizers.anchors import bit_patterns, unique_anchors
 from shufflesim.protocols.randomizers.base import CategoricalRandomizer, OutputGroups
-from shufflesim.protocols.randomizers.rappor import bit_patterns, unique_anchors
 from shufflesim.protocols.randomizers.registry import register
 
 #: ``output_groups`` sums over subsets of the distinct anchors (4^m work).

@@ -17,8 +17,8 @@ from shufflesim.protocols.randomizers.analysis import (
     grr_total_variation,
     ldp_row,
 )
+from shufflesim.protocols.randomizers.anchors import unique_anchors
 from shufflesim.protocols.randomizers.base import CategoricalRandomizer, OutputGroups
-from shufflesim.protocols.randomizers.rappor import unique_anchors
 from shufflesim.protocols.randomizers.registry import register
 
 

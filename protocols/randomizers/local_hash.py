@@ -40,12 +40,12 @@ from shufflesim.protocols.randomizers.analysis import (
     grr_total_variation,
     ldp_row,
 )
+from shufflesim.protocols.randomizers.anchors import bit_patterns, unique_anchors
 from shufflesim.protocols.randomizers.base import (
     MAX_ENUMERABLE_OUTPUTS,
     CategoricalRandomizer,
     OutputGroups,
 )
-from shufflesim.protocols.randomizers.rappor import bit_patterns, unique_anchors
 from shufflesim.protocols.randomizers.registry import register
 
 #: Hash evaluations per chunk in ``aggregate`` (bounds the temporary memory).

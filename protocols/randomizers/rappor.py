@@ -24,40 +24,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers.analysis import (
     OUTPUT_GROUPS,
     PERMUTATION,
     VariationRatioRow,
     ldp_row,
 )
+from shufflesim.protocols.randomizers.anchors import bit_patterns, unique_anchors
 from shufflesim.protocols.randomizers.base import CategoricalRandomizer, OutputGroups
 from shufflesim.protocols.randomizers.registry import register
 
 #: Random numbers drawn per chunk in ``randomize`` (bounds the temporary memory to ~32 MB).
 _CHUNK_ELEMENTS = 1 << 22
-#: Largest number of distinct anchors ``output_groups`` accepts (2^m bit patterns).
-_MAX_ANCHORS = 16
-
-
-def unique_anchors(anchors: tuple, domain_size: int) -> tuple[tuple, np.ndarray, np.ndarray]:
-    """Validate ``anchors`` against [0, domain_size) and return (anchors as ints, the distinct
-    anchors, the position of each anchor among the distinct ones)."""
-    anchors = tuple(int(a) for a in anchors)
-    if not anchors:
-        raise ParameterError("anchors", anchors, "needs at least one anchor input")
-    for a in anchors:
-        if not 0 <= a < domain_size:
-            raise ParameterError("anchors", a, f"must lie in [0, {domain_size})")
-    distinct, position = np.unique(np.asarray(anchors, dtype=np.int64), return_inverse=True)
-    if distinct.size > _MAX_ANCHORS:
-        raise ParameterError("anchors", len(distinct), f"at most {_MAX_ANCHORS} distinct anchors")
-    return anchors, distinct, position
-
-
-def bit_patterns(m: int) -> np.ndarray:
-    """All 2^m patterns of m bits, shape (2^m, m), as 0/1 integers."""
-    return (np.arange(1 << m)[:, None] >> np.arange(m)) & 1
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from shufflesim.protocols.randomizers.analysis import (
     VariationRatioRow,
     ldp_row,
 )
+from shufflesim.protocols.randomizers.anchors import bit_patterns, unique_anchors
 from shufflesim.protocols.randomizers.base import CategoricalRandomizer, OutputGroups
-from shufflesim.protocols.randomizers.rappor import bit_patterns, unique_anchors
 from shufflesim.protocols.randomizers.registry import register
 
 #: Random numbers drawn per chunk in ``randomize`` (bounds the temporary memory).

@@ -26,8 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from shufflesim.simulator.errors import ScenarioError, UserError
-from shufflesim.simulator.population.base import CATEGORICAL
-from shufflesim.simulator.scenario.model import BatchPath, ShuffleMode
+from shufflesim.simulator.lazy import lazy_module
+
+#: the scenario's model and the population (the run's setups); ``bound`` and ``calibrate`` ask
+#: only machine_bytes and format_bytes of this module, without them (issue 32)
+model = lazy_module("shufflesim.simulator.scenario.model")
+population = lazy_module("shufflesim.simulator.population.base")
 
 #: A simulator.batch.run.BatchSetup (not imported: that module imports this one).
 BatchSetup = Any
@@ -79,14 +83,14 @@ def _affordable_mb(mb: int) -> bool:
 
 def data_bytes_per_user(setup: BatchSetup) -> int:
     """Bytes per user of one repetition's data (and budgets) on the reports path."""
-    categories = setup.data.kind == CATEGORICAL and setup.domain_size is not None
+    categories = setup.data.kind == population.CATEGORICAL and setup.domain_size is not None
     values = CATEGORY_BYTES if categories else DATA_BYTES
     return values + (0 if setup.budget.is_constant else BUDGET_BYTES)
 
 
 def aggregate_path_possible(setup: BatchSetup) -> bool:
     """Whether ``batch.path = "aggregate"`` is valid for this setup (simulator.scenario.model)."""
-    return (setup.randomizer.has_aggregate_sampler and setup.data.kind == CATEGORICAL
+    return (setup.randomizer.has_aggregate_sampler and setup.data.kind == population.CATEGORICAL
             and setup.budget.is_constant and not getattr(setup.estimator, "uses_budgets", False))
 
 
@@ -113,14 +117,14 @@ def check_domain(setup: BatchSetup, memory_mb: int) -> None:
 def check_batch_setup(setup: BatchSetup, memory_mb: int) -> None:
     """Refuse a reports-path setup whose repetitions cannot fit ``memory_mb`` (module
     docstring). Called with the measured bytes per user."""
-    if setup.path is not BatchPath.REPORTS:
+    if setup.path is not model.BatchPath.REPORTS:
         return
     memory = memory_mb * MiB
     per_repetition = setup.bytes_per_repetition
     if per_repetition <= memory:
         return
     data = setup.n * data_bytes_per_user(setup)
-    perform = setup.shuffle is ShuffleMode.PERFORM
+    perform = setup.shuffle is model.ShuffleMode.PERFORM
     if data <= DATA_SHARE * memory:
         if not perform:
             return  # users are randomized in slices within the budget

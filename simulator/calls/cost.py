@@ -22,11 +22,14 @@ import re
 from dataclasses import dataclass
 
 from shufflesim.protocols.errors import shown
-from shufflesim.simulator import usercode
 from shufflesim.simulator.batch import memory
-from shufflesim.simulator.batch.memory import format_bytes
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import format_duration
+from shufflesim.simulator.lazy import lazy_module
+
+#: user code's time limit, set from a scenario's [limits] (not needed by bound, calibrate)
+usercode = lazy_module("shufflesim.simulator.usercode")
+format_bytes = memory.format_bytes
 
 #: Work estimated beyond this many seconds is refused by default (one day).
 DEFAULT_MAX_SECONDS = 86_400.0

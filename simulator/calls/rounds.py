@@ -29,7 +29,7 @@ def _composed_names(randomizer, names: list[str] | None) -> list[tuple[str, str 
     if names is None:
         rows += [(m, m, "") for m in compose.composed_method_names()
                  if compose.get_composed_method(m).applies(randomizer)]
-        for spec in catalogue.applicable_bounds(randomizer):
+        for spec in catalogue.applicable_facts(randomizer):  # no bound module imported
             method, why = compose.composition_support(spec.name)
             if method is None:
                 rows.append((spec.name, None, why))
@@ -59,7 +59,7 @@ def composed_records(randomizer, n: int, delta: float, rounds: int,
                   "rounds": rounds, "epsilon_error": None, "status": "", "statuses": [],
                   "reference": "", "seconds": 0.0, "note": "", "error": ""}
         if method is None:
-            spec = catalogue.get_bound(name)
+            spec = catalogue.bound_facts(name)
             record.update(kind=spec.kind.value, status=spec.status.value,
                           statuses=spec.status_label.split(", "), reference=spec.reference,
                           error=f"does not compose over rounds: {why}")
@@ -86,7 +86,7 @@ def composed_kind(name: str) -> BoundKind:
     catalogue bound that does not compose keeps its own kind)."""
     if name in compose.composed_method_names():
         return compose.get_composed_method(name).kind
-    return catalogue.get_bound(name).kind
+    return catalogue.bound_facts(name).kind
 
 
 def upper_composed_methods(randomizer=None) -> list[str]:

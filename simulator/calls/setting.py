@@ -64,7 +64,7 @@ def resolve_methods(methods, field: str = "method", composed: bool = False) -> l
     for name in methods:
         try:
             if name not in extra:
-                catalogue.get_bound(name)
+                catalogue.bound_facts(name)  # validated without importing its module
         except ParameterError as error:
             requirement = error.requirement
             if composed:

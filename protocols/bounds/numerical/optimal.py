@@ -27,8 +27,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
-from shufflesim.protocols.bounds.numerical import two_count
-from shufflesim.protocols.bounds.numerical import variation_ratio as vr
 from shufflesim.protocols.bounds.numerical.atom_sets import DEFAULT_CELLS
 from shufflesim.protocols.bounds.numerical.candidates import (
     REFERENCE_LOWER,
@@ -62,6 +60,12 @@ from shufflesim.protocols.bounds.numerical.decompositions import (
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp
 from shufflesim.protocols.errors import require, require_int_at_least
+from shufflesim.protocols.lazy import lazy_module
+
+#: 001's triple candidates and two-count deltas: exact-lower's single-round search only (a
+#: composed bound over rounds does not need them; issue 32)
+two_count = lazy_module("shufflesim.protocols.bounds.numerical.two_count")
+vr = lazy_module("shufflesim.protocols.bounds.numerical.variation_ratio")
 
 #: relative precision of delta that a calibration question asks of the engine where its answer
 #: is not yet decided (the eps search's polish asks 5e-3 / 30 ~ 1.7e-4)

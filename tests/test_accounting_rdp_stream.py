@@ -1,0 +1,134 @@
+"""Renyi moments of the k-RR blanket pair from a stream of aggregates (issue 32, rdp-blanket
+over fewer than 30 rounds at small n: the whole aggregate set of the wide windows was 32 million
+outcomes, 6 GB, at n = 1000).
+
+enumeration.aggregate_stream must give exactly the outcomes of enumeration.aggregates, and
+rdp._log_moments must give the same moments from the stream, batch by batch, as from the
+whole arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from shufflesim.protocols.accounting import enumeration, pairs, rdp
+from shufflesim.protocols.randomizers import make_randomizer
+
+
+def _blanket(k: int, eps0: float):
+    return pairs.blanket_model(make_randomizer("krr", epsilon0=eps0, domain_size=k))
+
+
+@pytest.mark.parametrize(("k", "eps0", "n", "tail"), [(3, 1.0, 300, 1e-15), (10, 0.5, 200, 1e-40),
+                                                      (3, 4.0, 150, 1e-60)])
+def test_stream_holds_exactly_the_aggregates(k, eps0, n, tail):
+    model = _blanket(k, eps0)
+    whole = enumeration.aggregates(model, n, tail=tail, weak_rtol=0.002)
+    stream = enumeration.aggregate_stream(model, n, tail=tail, weak_rtol=0.002)
+    parts = list(stream.parts)
+    assert len(parts) > 1
+    for i, name in enumerate(("p0", "p1", "ell", "lo", "hi")):
+        np.testing.assert_array_equal(np.concatenate([p[i] for p in parts]),
+                                      getattr(whole, name))
+    assert (stream.outside0, stream.outside1, stream.outcomes, stream.outside_mass) == \
+        (whole.outside0, whole.outside1, whole.outcomes, whole.outside_mass)
+
+
+def test_stream_of_a_pair_that_is_not_symmetric_is_its_aggregates():
+    model = pairs.exact_models(make_randomizer("krr", epsilon0=1.0, domain_size=3))
+    model = next(m for m in model if not enumeration.is_symmetric(m))
+    whole = enumeration.aggregates(model, 60)
+    stream = enumeration.aggregate_stream(model, 60)
+    (part,) = list(stream.parts)
+    np.testing.assert_array_equal(part[2], whole.ell)
+    assert stream.outside0 == whole.outside0
+
+
+@pytest.mark.parametrize("chunk", [1 << 10, 1 << 14])
+def test_moments_from_the_stream_batch_by_batch_are_the_whole_sums(monkeypatch, chunk):
+    model = _blanket(3, 1.0)
+    n = 300
+    whole = enumeration.aggregates(model, n, tail=1e-30, weak_rtol=0.002)
+    expected = rdp._log_moments(whole, model, n, rdp.ORDERS)
+    monkeypatch.setattr(rdp, "STREAM_CHUNK", chunk)
+    batches = list(rdp._batches(enumeration.aggregate_stream(model, n, tail=1e-30)))
+    assert len(batches) > 1
+    assert sum(b[0].size for b in batches) == whole.p0.size
+    got = rdp._log_moments(enumeration.aggregate_stream(model, n, tail=1e-30), model, n,
+                           rdp.ORDERS)
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_few_rounds_at_small_n_stream_the_pair_itself():
+    model = _blanket(3, 1.0)
+    agg = rdp._dominating_aggregates(model, 300, 0.002, rounds=1)
+    assert isinstance(agg, enumeration.AggregateStream)
+    wide = rdp._dominating_aggregates(model, 300, 0.002, tail=rdp.RDP_TAIL, rounds=1)
+    assert isinstance(wide, enumeration.AggregateStream)
+
+
+def test_pld_and_renyi_moments_share_one_split(monkeypatch):
+    """The round's PLD and its Renyi moments split the same aggregates once (pld.upper_split,
+    memoised on the cached aggregates); the moments equal those of the split of the masses
+    raised by their allowance, as before the sharing."""
+    from shufflesim.protocols.accounting import blocks, pld
+
+    model, n = pairs.clone_model(1.5), 3000
+    interval = max(model.loss_scale(n) / 200.0, model.loss_max * 2e-7)
+    assert interval == pld.grid_interval([(model, n)], "upper", 1)
+    agg = blocks.block_aggregates(model, n, "upper", tail=1e-15)
+    calls = []
+    real = pld._split_to_grid
+    monkeypatch.setattr(pld, "_split_to_grid", lambda *a: calls.append(1) or real(*a))
+    low, values = pld.upper_split(agg, interval, 0)
+    assert calls == [1] and (interval, 0) in agg.grids
+    got = rdp._log_moments(agg, model, n, rdp.ORDERS)     # the memo: no second split
+    assert calls == [1]
+    eta = pld.mass_relative_error(n)
+    acc = pld._Accumulator()
+    real(acc, pld._widen(agg.ell, True), agg.p0 * (1 + eta), interval)
+    keep = acc.values > 0
+    losses = (np.arange(acc.values.size) + acc.low) * interval
+    expected = rdp._log_sums(np.log(acc.values[keep]), losses[keep], rdp.ORDERS)
+    np.testing.assert_allclose(got[0], expected, rtol=1e-13, atol=1e-13)
+    # the PLD's masses are the split scaled by 1 - eta (and its top carries the shaved mass)
+    (p,) = pld.round_plds(model, n, interval, "upper", both=False)
+    with_low = np.zeros(values.size)
+    with_low[p.lower_index - low:p.lower_index - low + p.probs.size] = p.probs
+    head = slice(0, p.lower_index - low + p.probs.size - 1)
+    np.testing.assert_allclose(with_low[head], values[head] * (1 - eta), rtol=1e-15, atol=0)
+    assert not values.flags.writeable
+
+
+@pytest.mark.parametrize(("k", "eps0", "n", "rounds"), [(10, 1.0, 20_000, 100), (3, 4.0, 2000, 10)])
+def test_basic_started_from_advanced_profile_is_certified_and_within_rtol(monkeypatch, k, eps0,
+                                                                         n, rounds):
+    """basic after advanced starts its per-round eps search at the round's profile (the PLD
+    that advanced built): fewer engine questions, the same engine-certified answer within the
+    search's tolerance (baselines.round_epsilon)."""
+    from shufflesim.protocols.accounting import baselines, compose
+    from shufflesim.protocols.bounds.numerical.optimal import optimal_blanket_delta
+
+    r = make_randomizer("krr", epsilon0=eps0, domain_size=k)
+    compose.clear_caches()
+    asked = []
+    real = baselines.optimal_blanket_delta
+    monkeypatch.setattr(baselines, "optimal_blanket_delta",
+                        lambda *a, **kw: asked.append(a[2]) or real(*a, **kw))
+    cold = compose.compose_rounds([compose.Round(r, n, rounds)], 1e-6, "basic").epsilon
+    cold_questions = len(asked)
+    assert baselines._profile_start(r, n, 1e-6 / rounds, rounds) is None
+    compose.compose_rounds([compose.Round(r, n, rounds)], 1e-6, "advanced")
+    start = baselines._profile_start(r, n, 1e-6 / rounds, rounds)
+    assert start is not None
+    asked.clear()
+    warm = compose.compose_rounds([compose.Round(r, n, rounds)], 1e-6, "basic").epsilon
+    assert len(asked) < cold_questions
+    assert abs(warm - cold) <= 2 * baselines.ROUND_EPSILON_RTOL * cold
+    eps_t = warm / rounds
+    assert real(r, n, eps_t, threshold=1e-6 / rounds).delta <= 1e-6 / rounds
+    assert optimal_blanket_delta(r, n, eps_t * (1 - 2e-4)).delta > 1e-6 / rounds
+    compose.clear_caches()
+    assert baselines._profile_start(r, n, 1e-6 / rounds, rounds) is None
