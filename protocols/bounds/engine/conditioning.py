@@ -44,11 +44,12 @@ parts (windows, block moments) are cached per (n, weights).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine import kink_table
+from shufflesim.protocols.bounds.engine import kink_table, t_window
 from shufflesim.protocols.bounds.engine.common import (
     BINOM_PMF,
     REL_SPECIAL,
@@ -56,6 +57,7 @@ from shufflesim.protocols.bounds.engine.common import (
     TINY,
     Categories,
     U,
+    chernoff_upper,
     leaf_with_slope,
     mode_pmf_on_range,
 )
@@ -428,6 +430,21 @@ def _multi_terms(sl, t, plan: MultiPlan, k: _Coeffs, shifts_v, shifts_err):
     return lower.sum(axis=1), upper.sum(axis=1)
 
 
+def _narrow_window(cat: Categories, roles: Roles, tp, shifts_v, shifts_p, shifts_err):
+    """(first row, last row + 1, bound of the rest) of a narrower window of T
+    (engine/t_window.py), or None."""
+    if not roles.pool or tp.t.size < t_window.MIN_ROWS:
+        return None
+    n = cat.count
+    mean = n * cat.mean
+    var = n * cat.variance
+    if not var > 0:
+        return None
+    lam = (-mean + math.sqrt(mean * mean + 4 * var)) / (2 * var)
+    return t_window.narrowed(cat, (roles.a, roles.b), tp.t, shifts_v, shifts_p, shifts_err,
+                             lam, chernoff_upper([cat]))
+
+
 def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndarray,
                         shifts_err: np.ndarray, n_blocks: int = 0) -> tuple[float, float]:
     """Guaranteed (lower, upper) for E[(S + s)_+], S the group's sum and s an independent
@@ -446,9 +463,11 @@ def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndar
     plan = multi_plan(n, w_pair, k.q, n_blocks) if use_multi else None
     n_blk = plan.lo.shape[1] if use_multi else 1
     step = max(1, CHUNK // (n_blk * shifts_v.size))
+    window = _narrow_window(cat, roles, tp, shifts_v, shifts_p, shifts_err)
+    first, last = (0, tp.t.size) if window is None else window[:2]
     lower = upper = 0.0
-    for start in range(0, tp.t.size, step):
-        sl = slice(start, start + step)
+    for start in range(first, last, step):
+        sl = slice(start, min(start + step, last))
         t = tp.t[sl]
         if use_multi:
             lo_t, up_t = _multi_terms(sl, t, plan, k, shifts_v, shifts_err)
@@ -457,9 +476,12 @@ def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndar
         pt = tp.pt[sl]
         lower += float((pt * (1 - REL_SPECIAL)) @ (lo_t @ shifts_p))
         upper += float((pt * (1 + REL_SPECIAL)) @ (up_t @ shifts_p))
-    # T outside its window: E[(S + s)_+ | T] <= pos_pair T + pos_pool (n - T) + E[s_+].
-    s_pos = float(shifts_p @ (np.maximum(shifts_v, 0.0) + shifts_err))
-    tail = k.pos_pair * tp.tail_et + (k.pos_pool * n + s_pos) * tp.tail_p
+    if window is None:
+        # T outside its window: E[(S + s)_+ | T] <= pos_pair T + pos_pool (n - T) + E[s_+].
+        s_pos = float(shifts_p @ (np.maximum(shifts_v, 0.0) + shifts_err))
+        tail = k.pos_pair * tp.tail_et + (k.pos_pool * n + s_pos) * tp.tail_p
+    else:
+        tail = window[2]            # engine/t_window.py: joint Chernoff bound outside
     upper += tail * (1 + 8 * U)
     lower = max(lower * (1 - REL_SUM), 0.0)
     upper = upper * (1 + REL_SUM) + TINY
