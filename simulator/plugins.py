@@ -5,9 +5,10 @@ Nothing here is imported until a registry is first read: the registry
 (:class:`~shufflesim.protocols.registry.Registry`, ``declared="...:NAME"``) then imports the
 modules of its tuple, in order, and sorts its items by it. The order is meaningful: the
 audit's rows follow ``ATTACKS``, scenario sections are parsed, and table producers' units run, in
-``SECTIONS`` order (the audit's before the bounds'). A new plug-in
-module adds one line to each tuple it registers into; a third party uses the entry-point
-group ``shufflesim.plugins`` instead.
+``SECTIONS`` order (the audit's before the bounds'). ``SECTIONS`` maps each section's name
+to its module instead (protocols/registry.py: looked up by name). A new plug-in module adds
+one line to each tuple it registers into (a new section: one entry); a third party uses the
+entry-point group ``shufflesim.plugins`` instead.
 """
 
 from __future__ import annotations
@@ -31,17 +32,19 @@ LEVELS: tuple[str, ...] = tuple(_S + m for m in (
 
 #: Scenario sections and their JSON Schemas (simulator/scenario/sections.py), and the table
 #: producers a section module adds (simulator/scenario/producers.py, ``PRODUCERS``: their
-#: units run in this order, the audit's before the bounds').
-SECTIONS: tuple[str, ...] = tuple(_S + m for m in (
-    "audit.section",
-    "learning.section",
-    "pipeline.section",
-    "scenario.bounds",
-    "scenario.limits",
-    "calls.calibrate_section",
-    "calls.compose_section",
-    "calls.rdp_section",
-))
+#: units run in this order, the audit's before the bounds'): each optional section's name ->
+#: its module, so that loading a scenario imports the modules of the sections it has, and no
+#: other (issue 32).
+SECTIONS: dict[str, str] = {name: _S + module for name, module in (
+    ("audit", "audit.section"),
+    ("learning", "learning.section"),
+    ("pipeline", "pipeline.section"),
+    ("bounds", "scenario.bounds"),
+    ("limits", "scenario.limits"),
+    ("calibrate", "calls.calibrate_section"),
+    ("compose", "calls.compose_section"),
+    ("rdp", "calls.rdp_section"),
+)}
 
 #: Result tables' schemas (simulator/results/tables.py, ``TABLE_SCHEMAS``).
 TABLES: tuple[str, ...] = tuple(_S + m for m in (

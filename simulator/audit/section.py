@@ -104,7 +104,7 @@ def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
 
 
 register_section(SECTION, parse_section, schema=section_schema)
-if TABLE not in TABLE_SCHEMAS:
+if TABLE_SCHEMAS.registered(TABLE) is None:  # reads no other table module (issue 32)
     register_table_schema(TABLE, AUDIT_SCHEMA)
 # per point: each point's audit is its own unit of work (own seed, spread over workers, resumable)
 register_table_producer(TABLE, produce, per_point=True)

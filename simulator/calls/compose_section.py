@@ -143,6 +143,6 @@ def produce(scenario: Scenario, progress=None) -> dict[str, pa.Table]:
 
 
 register_section(SECTION, parse_section, schema=section_schema)
-if TABLE not in TABLE_SCHEMAS:
+if TABLE_SCHEMAS.registered(TABLE) is None:  # reads no other table module (issue 32)
     register_table_schema(TABLE, COMPOSE_SCHEMA)
 register_table_producer(TABLE, produce, per_point=True)

@@ -33,13 +33,26 @@ def load(scenario, seed: int | None = None):
         return _load(scenario, seed)
 
 
+def check_outline(scenario) -> None:
+    """For a scenario file (a path), its first checks (simulator.scenario.loader.check_outline:
+    the file, TOML, top-level keys, name, seed, sweep), which import no section: ``shufflesim
+    run`` makes them before starting worker processes, so that a file refused there costs no
+    worker (issue 32). The load repeats them, with the same errors."""
+    if _is_path(scenario):
+        loader.check_outline(scenario)
+
+
+def _is_path(scenario) -> bool:
+    return isinstance(scenario, Path) or (isinstance(scenario, str) and "\n" not in scenario
+                                          and scenario.strip().endswith(".toml"))
+
+
 def _load(scenario, seed):
     if isinstance(scenario, model.Scenario):
         loaded = scenario
     elif isinstance(scenario, Mapping):
         loaded = loader.parse_scenario(to_toml(scenario), base_dir=Path.cwd())
-    elif isinstance(scenario, Path) or (isinstance(scenario, str) and "\n" not in scenario
-                                        and scenario.strip().endswith(".toml")):
+    elif _is_path(scenario):
         loaded = loader.load_scenario(scenario)
     elif isinstance(scenario, str):
         loaded = loader.parse_scenario(scenario, base_dir=Path.cwd())

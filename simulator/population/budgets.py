@@ -43,10 +43,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from shufflesim.protocols.bounds.personalized.profile import BudgetProfile
 from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.lazy import lazy_module
 from shufflesim.simulator.population.base import BudgetDistribution, register_budget_distribution
 from shufflesim.simulator.population.checks import (
     is_real,
@@ -54,6 +54,9 @@ from shufflesim.simulator.population.checks import (
     require_interval,
     require_positive,
 )
+
+#: scipy.stats, imported when a budget is drawn (loading a scenario does not; issue 32)
+stats = lazy_module("scipy.stats")
 
 FRACTION_TOLERANCE = 1e-9
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from scipy import stats
 
 from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.lazy import lazy_module
 from shufflesim.simulator.population.base import (
     CATEGORICAL,
     NUMERIC,
@@ -27,6 +27,9 @@ from shufflesim.simulator.population.checks import (
     require_interval,
     require_positive,
 )
+
+#: scipy.stats, imported when a distribution needs it (loading a scenario does not; issue 32)
+stats = lazy_module("scipy.stats")
 
 
 class _Categorical(DataDistribution):

@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-import pyarrow.parquet as pq
 
 from shufflesim.protocols.errors import shown
 from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.lazy import lazy_module
 from shufflesim.simulator.population.base import (
     CATEGORICAL,
     NUMERIC,
@@ -22,6 +21,10 @@ from shufflesim.simulator.population.base import (
 from shufflesim.simulator.population.budgets import Budget, shape_of
 from shufflesim.simulator.population.checks import require_int
 from shufflesim.simulator.usercode import numeric_column
+
+#: pandas and pyarrow, imported when a file is read (loading a scenario does not; issue 32)
+pd = lazy_module("pandas")
+pq = lazy_module("pyarrow.parquet")
 
 
 def _sampled_column(member) -> np.ndarray:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from shufflesim.simulator.errors import ScenarioError
+from shufflesim.simulator.lazy import lazy_module
 from shufflesim.simulator.population.base import (
     NUMERIC,
     DataDistribution,
@@ -23,6 +23,9 @@ from shufflesim.simulator.population.base import (
 )
 from shufflesim.simulator.population.checks import require_finite, require_positive
 from shufflesim.simulator.population.files import read_numeric_column
+
+#: scipy.stats, imported when a distribution needs it (loading a scenario does not; issue 32)
+stats = lazy_module("scipy.stats")
 
 
 def _check_box(low, high, low_y, high_y) -> None:

@@ -17,6 +17,7 @@ from shufflesim.protocols.randomizers import (
     randomizer_names,
     randomizer_parameters,
 )
+from shufflesim.protocols.randomizers.registry import RANDOMIZERS
 from shufflesim.simulator.errors import ScenarioError
 from shufflesim.simulator.population.base import (
     CATEGORICAL,
@@ -33,7 +34,7 @@ from shufflesim.simulator.scenario.convert import (
     require_table,
 )
 from shufflesim.simulator.scenario.model import BatchOptions, BatchPath, Population, Settings
-from shufflesim.simulator.scenario.sections import SECTIONS
+from shufflesim.simulator.scenario.sections import present_sections
 
 
 def parse_settings(document: Mapping[str, Any], context: ParseContext) -> Settings:
@@ -64,12 +65,11 @@ def parse_settings(document: Mapping[str, Any], context: ParseContext) -> Settin
             raise ScenarioError("estimator.name", estimator_name,
                                 "runs on the batch path only (not with [pipeline])")
     sections = {}
-    for name, parser in SECTIONS.items():
-        if name in document:
-            table = document[name]
-            if not isinstance(table, Mapping):
-                raise ScenarioError(name, table, "must be a table")
-            sections[name] = parser(table, context)
+    for name, parser in present_sections(document):  # imports those sections' modules only
+        table = document[name]
+        if not isinstance(table, Mapping):
+            raise ScenarioError(name, table, "must be a table")
+        sections[name] = parser(table, context)
     return Settings(
         repetitions=repetitions,
         population=population,
@@ -116,7 +116,7 @@ def _parse_randomizer(table: Mapping[str, Any], population: Population):
     name = table.get("name")
     if name is None:
         raise ScenarioError("randomizer.name", None, "is required")
-    if not isinstance(name, str) or name not in randomizer_names():
+    if not isinstance(name, str) or name not in RANDOMIZERS:  # a known name: its module only
         close = closest(str(name), randomizer_names())
         hint = f"did you mean {close!r}? " if close else ""
         raise ScenarioError(

@@ -38,24 +38,58 @@ _NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file; errors name the file, key and value."""
+    path, text = _read(path)
+    return parse_scenario(text, base_dir=path.resolve().parent, source=str(path))
+
+
+def check_outline(path: str | Path) -> None:
+    """The first checks of :func:`load_scenario`, which need none of the sections' modules:
+    the file, its TOML, its top-level keys, name, seed and sweep (the same errors, in the same
+    order). ``shufflesim run`` makes them before it starts worker processes (issue 32)."""
+    path, text = _read(path)
+    _outline(text, str(path))
+
+
+def _read(path: str | Path) -> tuple[Path, str]:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"scenario file not found: {path}")
     try:
-        text = path.read_text(encoding="utf-8")
+        return path, path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"cannot read scenario file {path}: {error}") from None
-    return parse_scenario(text, base_dir=path.resolve().parent, source=str(path))
 
 
 def parse_scenario(text: str, base_dir: Path | str = ".", source: str | None = None) -> Scenario:
     """Validate scenario TOML text (``base_dir`` resolves relative paths in the file)."""
+    document, name, seed, axes = _outline(text, source)
+    base_dir = Path(base_dir)
+    points = []
+    combos = itertools.product(*(axis.values for axis in axes))
+    for index, combo in enumerate(combos):
+        overrides = tuple(zip((axis.key for axis in axes), combo, strict=True))
+        point_document = apply_overrides(document, overrides)
+        suffix = f" (sweep point {index}: {json.dumps(dict(overrides))})" if overrides else ""
+        try:
+            settings = parse_settings(point_document, ParseContext(base_dir, point_document))
+        except ScenarioError as error:
+            if overrides and _fails_without_sweep(document, base_dir, error):
+                suffix = ""  # the file is wrong whatever the sweep point
+            raise rekey(error, "", suffix) from None
+        points.append(SweepPoint(index=index, overrides=overrides, settings=settings))
+    return Scenario(
+        name=name, seed=seed, text=text, source=source, sweep=axes, points=tuple(points)
+    )
+
+
+def _outline(text: str, source: str | None) -> tuple[dict, str, int, tuple]:
+    """The document of scenario TOML text with its top-level checks made: (document, name,
+    seed, sweep axes)."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         where = f"{source}: " if source else ""
         raise UserError(f"{where}invalid TOML: {error}") from None
-    base_dir = Path(base_dir)
     if not document:
         where = f"{source}" if source else "the scenario"
         raise UserError(f"{where} is empty: it needs at least name, [population], [randomizer] "
@@ -76,22 +110,7 @@ def parse_scenario(text: str, base_dir: Path | str = ".", source: str | None = N
     n_points = math.prod(len(axis.values) for axis in axes)
     if n_points > MAX_SWEEP_POINTS:
         raise ScenarioError("sweep", n_points, f"expands to more than {MAX_SWEEP_POINTS} points")
-    points = []
-    combos = itertools.product(*(axis.values for axis in axes))
-    for index, combo in enumerate(combos):
-        overrides = tuple(zip((axis.key for axis in axes), combo, strict=True))
-        point_document = apply_overrides(document, overrides)
-        suffix = f" (sweep point {index}: {json.dumps(dict(overrides))})" if overrides else ""
-        try:
-            settings = parse_settings(point_document, ParseContext(base_dir, point_document))
-        except ScenarioError as error:
-            if overrides and _fails_without_sweep(document, base_dir, error):
-                suffix = ""  # the file is wrong whatever the sweep point
-            raise rekey(error, "", suffix) from None
-        points.append(SweepPoint(index=index, overrides=overrides, settings=settings))
-    return Scenario(
-        name=name, seed=seed, text=text, source=source, sweep=axes, points=tuple(points)
-    )
+    return document, name, seed, axes
 
 
 def _fails_without_sweep(document, base_dir: Path, error: ScenarioError) -> bool:

@@ -1,12 +1,18 @@
 """The scenario's top-level keys: the core scalars and sections, and the registry of optional
-sections (``[bounds]``, ``[pipeline]``, ``[audit]``, ...) that plug-ins add."""
+sections (``[bounds]``, ``[pipeline]``, ``[audit]``, ...) that plug-ins add.
+
+simulator/plugins.py declares each built-in section's name and module (``SECTIONS``), so the
+valid names (:func:`section_names`) are known without importing any section, and a scenario's
+load imports the modules of the sections it has (:func:`present_sections`; issue 32: the audit
+and learning sections alone cost about 1.5 s of CPU to import). Third-party sections (entry
+points) are read as before."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shufflesim.protocols.registry import Registry
+from shufflesim.protocols.registry import Registry, declared_names
 from shufflesim.simulator.scenario.convert import ParseContext
 
 TOP_LEVEL_SCALARS = ("name", "seed", "repetitions")
@@ -45,5 +51,23 @@ def register_section(name: str, parser: SectionParser,
 
 
 def section_names() -> list[str]:
-    """All valid top-level section names, core and registered."""
-    return list(CORE_SECTIONS) + SECTIONS.names()
+    """All valid top-level section names: the core ones, then the optional ones sorted (the
+    declared names and the third-party ones; no section's module is imported)."""
+    if SECTIONS.complete:
+        return list(CORE_SECTIONS) + SECTIONS.names()
+    return list(CORE_SECTIONS) + sorted({*_optional()})
+
+
+def _optional() -> list[str]:
+    """The optional sections' names in parse order: the declaration's, then the third-party
+    ones and those registered by a call, in registration order."""
+    extra = SECTIONS.undeclared()  # reads the entry points
+    return [*declared_names(SECTIONS.declared), *(n for n in extra if n not in CORE_SECTIONS)]
+
+
+def present_sections(document: Mapping[str, Any]) -> list[tuple[str, SectionParser]]:
+    """(name, parser) of each optional section ``document`` has, in parse order (the
+    registry's), importing only those sections' modules."""
+    if SECTIONS.complete:
+        return [(name, parser) for name, parser in SECTIONS.items() if name in document]
+    return [(name, SECTIONS.get(name)) for name in _optional() if name in document]

@@ -155,7 +155,10 @@ STARTUP = {
     "bound-1e5-T100": ROWS["bound-1e5-T100"][0],
     "calibrate-rounds": ROWS["calibrate-rounds"][0],
     "bound-1e5-eps4 (one round)": ROWS["optimal-blanket-1e5-eps4"][0],
+    "cheu-exact-lower-d16": ROWS["cheu-exact-lower-d16"][0],
 }
+#: The quickstart scenario, and a copy with a misspelt key (refused with exit code 2).
+QUICKSTART = os.path.join(os.path.dirname(__file__), "..", "..", "scenarios", "quickstart.toml")
 
 
 def _modules_of(argv: list[str], pythonpath: str | None, path) -> int:
@@ -175,7 +178,7 @@ def test_issue_32_startup_rows(tmp_path):
     (PYTHONDONTWRITEBYTECODE=1: every project module compiled in every process) and with a
     warm bytecode cache (what an installed package has); and whole commands that are
     start-up only (``--help``, ``import shufflesim.simulator.cli``, ``list`` from its
-    snapshot)."""
+    snapshot, loading quickstart.toml, ``run`` of a scenario refused with exit code 2)."""
     before = os.environ.get("BENCH_BEFORE")
     trees = ([("before", before)] if before else []) + [("after", None)]
     cache = tmp_path / "pycache"
@@ -192,9 +195,19 @@ def test_issue_32_startup_rows(tmp_path):
             print(f"imports of {name} | {label} | {count} | {plain[1]:.2f} | {cached[1]:.2f} | "
                   f"{plain[3]:.1f}", flush=True)
     print("\nrow | tree | wall s | CPU s | peak RSS MB | load | exit")
+    bad = tmp_path / "bad.toml"
+    with open(QUICKSTART) as file:
+        bad.write_text(file.read().replace("exponent = 0.7", "exponnent = 0.7"))
+    load = ("import sys; from shufflesim.simulator.scenario.loader import load_scenario; "
+            "load_scenario(sys.argv[1])")
     whole = {"--help": ["-c", CLI, "--help"],
              "import shufflesim.simulator.cli": ["-c", "import shufflesim.simulator.cli"],
-             "list": ["-c", CLI, "list"]}
+             "list": ["-c", CLI, "list"],
+             "load quickstart.toml": ["-c", load, QUICKSTART],
+             "run, refused scenario, 1 worker": ["-c", CLI, "run", str(bad), "--out",
+                                                 str(tmp_path / "out"), "--workers", "1"],
+             "run, refused scenario, 2 workers": ["-c", CLI, "run", str(bad), "--out",
+                                                  str(tmp_path / "out"), "--workers", "2"]}
     for name, argv in whole.items():
         for label, path in trees:
             wall, cpu, rss, load, status = _run(argv, path, 300)

@@ -134,7 +134,9 @@ def command(scenario: Path, out_dir: Path, seed: int | None, workers: int | None
 
 def _run(scenario: Path, out_dir: Path, seed: int | None, workers: int | None,
          executor: str | None, scheduler: str | None, quiet: bool, signals: _Signals) -> None:
-    # the workers start (and import) while this process loads the scenario (issue 32)
+    # the workers start (and import) while this process loads the scenario (issue 32), once
+    # the file's outline is valid (a file refused there starts no worker)
+    run_call.check_outline(scenario)
     with run_call.start(workers, executor, scheduler) as pool:
         loaded = run_call.load(scenario, seed)
         run_dir = out_dir / loaded.name
