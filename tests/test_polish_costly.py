@@ -72,3 +72,20 @@ def test_one_category_pool_keeps_the_single_style_without_tables(monkeypatch):
     assert built
     assert band.epsilon <= fast.epsilon <= band.epsilon * (1 + 1e-8)
     assert fast.epsilon - fast.epsilon_error <= band.epsilon
+
+
+def test_no_fft_after_the_exact_band_sum():
+    """methods.exact_sum (issue 32): near eps0 the band sum's bracket is wide from rounding
+    alone (50-RR, eps0 = 8, n = 720: 4 % at eps = 8 - 1.3e-7); the FFT gave the same bracket
+    in ~1 s. The automatic method now keeps the band's bracket, which is the forced
+    conditioning method's."""
+    from shufflesim.protocols.bounds.engine.core import hockey_stick
+    atoms = blanket_atoms(make_randomizer("krr", epsilon0=8.0, domain_size=50), 0, 1)
+    eps, threshold = 7.999999874, 7.2e-10
+    auto = hockey_stick([(atoms, 720)], eps, rtol=5e-3, threshold=threshold)
+    forced = hockey_stick([(atoms, 720)], eps, rtol=5e-3, threshold=threshold,
+                          method="conditioning")
+    assert auto.method == "conditioning"
+    assert (auto.lower, auto.upper) == (forced.lower, forced.upper)
+    assert auto.lower <= threshold < auto.upper        # undecided: the FFT would have run
+    assert auto.upper - auto.lower > 0.01 * auto.upper

@@ -69,6 +69,7 @@ from shufflesim.protocols.bounds.engine.methods import (
     _applicable,
     _conditioning,
     _select,
+    exact_sum,
     needs_blocks,
 )
 from shufflesim.protocols.bounds.engine.roots import falling_root
@@ -174,7 +175,8 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
         lo, hi = enumeration_bounds(active)
     elif chosen == "conditioning":
         lo, hi = _conditioning(active, rtol, atol, threshold, decide_only)
-        undecided = threshold is None or lo <= threshold < hi
+        # the exact band sum's bracket is rounding only: the FFT does not narrow it (issue 32)
+        undecided = (threshold is None or lo <= threshold < hi) and not exact_sum(active)
         reachable = engine_fft.expected_gap(active, engine_fft.L_MAX)
         # within BLOCKS_WORTH of the request the bracket is kept (methods.BLOCKS_WORTH)
         if (method == "auto" and undecided and hi - lo > BLOCKS_WORTH * max(rtol * hi, atol)
