@@ -2,6 +2,7 @@
 bracket is within 2.5 times the requested width, instead of block refinements that gain at
 most that factor (10-RR, eps0 = 1, n = 5e4: four 8-block refinements were 0.23 of 0.26 s CPU)."""
 
+import shufflesim.protocols.bounds.engine.core as core
 import shufflesim.protocols.bounds.engine.methods as methods
 from shufflesim.protocols.bounds import catalogue
 from shufflesim.protocols.randomizers import make_randomizer
@@ -39,8 +40,10 @@ def test_no_block_refinement_and_the_upper_bound_stays_above_the_exact_value(mon
 
 def test_a_wide_single_style_is_still_refined(monkeypatch):
     """Where the single style is wider than BLOCKS_WORTH times the request, the refinements
-    still run (the rule does not switch them off)."""
+    still run (the rule does not switch them off; the polish is asked for even where it
+    needs them: core.POLISH_COSTLY_ABOVE = 0)."""
     monkeypatch.setattr(methods, "BLOCKS_WORTH", 1.0)
+    monkeypatch.setattr(core, "POLISH_COSTLY_ABOVE", 0.0)
     calls = _count_block_refinements(monkeypatch)
     r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
     catalogue.evaluate("optimal-blanket", r, 50_000, 1e-6)

@@ -272,10 +272,16 @@ def test_a_narrow_coarse_bracket_is_still_polished(name, before, side):
     bracket 4e-5 - 5e-5 wide, which the former POLISH_ABOVE = 1e-4 left unpolished: 1.3e-5
     (optimal-blanket) and 1.6e-5 (exact-lower) looser than 84710d9's values (``before``, which
     polished). With POLISH_ABOVE = 1e-5 both are polished again: no looser than before beyond
-    the search's 1e-9 noise."""
+    the search's 1e-9 noise. Issue 32: on the upper side a polish that needs the conditioning
+    method's block refinements (here: 1.9 s against 0.03 s) is skipped below
+    core.POLISH_COSTLY_ABOVE; the value is then at most that much looser, and its stated error
+    covers the difference (its bracket still holds the polished value)."""
     r = make_randomizer("krr", epsilon0=2.0, domain_size=10)
-    value = catalogue.evaluate(name, r, 10**5, 1e-8).result.epsilon
+    result = catalogue.evaluate(name, r, 10**5, 1e-8).result
+    value = result.epsilon
     if side == "upper":
-        assert value <= before * (1 + 1e-9)
+        assert value <= before * (1 + core.POLISH_COSTLY_ABOVE)
+        assert value - result.epsilon_error <= before * (1 + 1e-9)
+        assert value >= before * (1 - 2e-6)       # the old stated error: 1.2e-6 relative
     else:
         assert value >= before * (1 - 1e-9)

@@ -57,6 +57,18 @@ SNIPPETS = {
         "for m in ('optimal-blanket', 'exact-lower', 'fmt21-clone'):\n"
         "    compose_rounds([Round(r, 1000000, 1)], 1e-6, m)\n",
         "< 0.1 s per PLD (three PLDs here, T = 1)"),
+    # the same with one BLAS thread, as every command runs (simulator/execution/blas.py):
+    # under load, OpenBLAS's two threads made the blanket PLD's small matrix products 25x
+    # slower (0.65 -> 15.8 ms each at load 6; issue 32, session 13)
+    "round-pld-1e6-one-blas-thread": (
+        "from shufflesim.simulator.execution import blas\n"
+        "blas.default_for_commands()\n"
+        "from shufflesim.protocols.randomizers import make_randomizer\n"
+        "from shufflesim.protocols.accounting.compose import Round, compose_rounds\n"
+        "r = make_randomizer('krr', epsilon0=1.0, domain_size=10)\n"
+        "for m in ('optimal-blanket', 'exact-lower', 'fmt21-clone'):\n"
+        "    compose_rounds([Round(r, 1000000, 1)], 1e-6, m)\n",
+        "< 0.1 s per PLD (three PLDs here, T = 1)"),
     "cyclic-geometric-exact-lower": (
         "import itertools\n"
         "import numpy as np\n"

@@ -23,14 +23,19 @@ values from 1e2 to 1e6. The machine is shared: compare CPU, not wall, and state 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import sys
 import time
 
-import numpy as np
-import pytest
+if __name__ == "__main__":     # one BLAS thread, as every command (before numpy loads)
+    for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 TARGET_CPU = 0.05
 
@@ -103,7 +108,15 @@ def measure(label: str, eps0: float, n: int, delta: float, repeat: int = 1) -> d
 
 
 def sweep(labels, eps0s, deltas, ns, repeat=1, out=None):
-    """Every point of the product, printed as it comes (and appended to ``out`` as JSON)."""
+    """Every point of the product, printed as it comes (and appended to ``out`` as JSON), with
+    one BLAS thread (simulator/execution/blas.py; two threads made 2-RR at n = 193 take 0.1-0.2 s
+    instead of 0.02 s on this loaded machine)."""
+    from shufflesim.simulator.execution import blas
+    with blas.one_blas_thread() if blas.available() else contextlib.nullcontext():
+        return _sweep(labels, eps0s, deltas, ns, repeat, out)
+
+
+def _sweep(labels, eps0s, deltas, ns, repeat, out):
     from shufflesim.protocols.bounds import catalogue
     from shufflesim.protocols.randomizers import make_randomizer
     catalogue.evaluate("optimal-blanket", make_randomizer("krr", epsilon0=1.0, domain_size=3),
@@ -154,8 +167,6 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--worst", type=int, default=25)
     args = parser.parse_args(argv)
-    from shufflesim.simulator.execution import blas
-    blas.default_for_commands()       # one BLAS thread, as every command
     labels = args.only.split(",") if args.only else list(RANDOMIZERS)
     for label in labels:
         if label not in RANDOMIZERS:

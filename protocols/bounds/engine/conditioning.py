@@ -317,8 +317,11 @@ def _leaf_bounds(t, mu, e_v, k: _Coeffs):
     return np.maximum(h - h_err - shift, 0.0), h + h_err + shift
 
 
-def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err):
-    """Per (t, shift): bounds of E[h_t(V + s)] with the exact law of X (one block)."""
+def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err,
+                  kink_sum: bool = True):
+    """Per (t, shift): bounds of E[h_t(V + s)] with the exact law of X (one block); without
+    ``kink_sum`` the upper side is that of h_t(E V + s) only (engine/screen.py adds its own
+    bound of the pool's spread)."""
     mm = m[:, None]
     tt = t[:, None]
     if has_main:
@@ -337,7 +340,8 @@ def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err):
         dev.binom_m, dev.binom_q, dev.alpha = mm, k.q, k.alpha
         dev.bennett_n, dev.bennett_v, dev.bennett_m = mm, k.v_r, k.bound_r
     lower, upper = _leaf_bounds(tt, v, e_v, k)
-    upper = upper + _kink_sum(tt, v, e_v, dev, k)
+    if kink_sum:
+        upper = upper + _kink_sum(tt, v, e_v, dev, k)
     return lower, upper
 
 

@@ -69,6 +69,8 @@ from shufflesim.protocols.bounds.engine.methods import (
     _applicable,
     _conditioning,
     _select,
+    exact_sum,
+    needs_blocks,
 )
 from shufflesim.protocols.bounds.engine.roots import falling_root
 from shufflesim.protocols.errors import ParameterError
@@ -90,6 +92,10 @@ Group = tuple[RatioAtoms, int]
 #: (1.5e-5 - 5e-5 at n = 1e5, delta = 1e-8) and skipped polishes that the former search made,
 #: e.g. exact-lower at 10-RR, eps0 = 2, n = 1e5, delta = 1e-8 came out 1.6e-5 looser
 POLISH_ABOVE = 1e-5
+#: ... and, on the upper side by default, wider than this where the polish's finer estimates
+#: would need the conditioning method's block refinements (methods.needs_blocks: 1-5 s at
+#: n = 3e4-3e5, delta <= 1e-6, for the last 1e-5 of eps; issue 32's < 0.05 s)
+POLISH_COSTLY_ABOVE = 1e-4
 #: relative width of the conditioning method's single style above which many-level atoms are
 #: merged on the lower side (engine/levels.py, :func:`_needs_fft`)
 SINGLE_WIDE = 0.05
@@ -169,7 +175,8 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
         lo, hi = enumeration_bounds(active)
     elif chosen == "conditioning":
         lo, hi = _conditioning(active, rtol, atol, threshold, decide_only)
-        undecided = threshold is None or lo <= threshold < hi
+        # the exact band sum's bracket is rounding only: the FFT does not narrow it (issue 32)
+        undecided = (threshold is None or lo <= threshold < hi) and not exact_sum(active)
         reachable = engine_fft.expected_gap(active, engine_fft.L_MAX)
         # within BLOCKS_WORTH of the request the bracket is kept (methods.BLOCKS_WORTH)
         if (method == "auto" and undecided and hi - lo > BLOCKS_WORTH * max(rtol * hi, atol)
@@ -224,12 +231,13 @@ def delta_of_epsilon(groups: Sequence[Group], n: int, epsilon: float, side: str 
 
 def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, side: str,
             eps_max: float, rtol: float, delta_rtol: float, method: str,
-            fft_step: float | None) -> EpsilonEstimate:
+            fft_step: float | None, costly_above: float = 0.0) -> EpsilonEstimate:
     """Second pass of :func:`epsilon_bound`: the coarse search asks the engine only to decide
     delta(eps) <= delta to ``delta_rtol``, which leaves the crossing blurred by about
     delta_rtol / |d ln delta / d eps|. If the coarse bracket is wider than POLISH_ABOVE
     (relative), re-run inside it with estimates 30x finer; keep the better certificate of each
-    kind."""
+    kind. Not where it is narrower than ``costly_above`` (relative) and the finer estimates would
+    need block refinements: the stated error is then the coarse bracket's."""
     if (coarse.saturated or not math.isfinite(coarse.upper) or coarse.upper <= coarse.lower
             or coarse.upper_probed):
         # upper_probed: a lower-side search whose upper end only its last probe certified
@@ -240,6 +248,12 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
     if coarse.error <= max(1e-10, rtol * coarse.upper, POLISH_ABOVE * coarse.upper):
         return coarse
     fine_rtol = delta_rtol / POLISH_FINER
+    end = dict(coarse.ends).get(coarse.upper)
+    if (coarse.error <= costly_above * coarse.upper and end is not None and end.upper > 0
+            and method in ("auto", "conditioning")
+            and needs_blocks(categories(atoms, n, coarse.upper),
+                             (end.upper - end.lower) / end.upper, fine_rtol)):
+        return coarse
 
     def fine(eps):
         return delta_of_epsilon([(atoms, n)], n, eps, side, rtol=fine_rtol, threshold=delta,
@@ -474,8 +488,9 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
         coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=tol, guess=guess,
                                   guess_slope=slope, bracket=start, resolution_stop=0.5,
                                   xtol=SEARCH_XTOL, known=known)
+        costly = POLISH_COSTLY_ABOVE if side == "upper" and rtol is None else 0.0
         results.append(_polish(coarse, atoms, n, delta, side, top, tol, delta_rtol, method,
-                               fft_step))
+                               fft_step, costly))
     lower = max(r.lower for r in results)
     upper = max(r.upper for r in results)
     value = upper if side == "upper" else lower

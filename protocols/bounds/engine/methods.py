@@ -40,6 +40,14 @@ CHEAP_LEAVES = 50_000        # refinements below this cost go on even without pr
 #: eps0 = 1, n = 4e4 the single style gives 3.6e-4 (2.16x; 0.39 -> 0.02 s). On 367 k-RR / brr /
 #: oue / hr values 9 moved, each within its former stated error (largest 1.2e-5 relative).
 BLOCKS_WORTH = 2.5
+#: Where the pool is one category (2-RR's and binary RR's blankets: no pool variable X in
+#: engine/exact_band.py), the single style is kept when its bracket is this narrow (relative):
+#: there it is ~5e-8-1e-7 wide in ~1.5 ms, while the band's first table took 0.08-0.25 s at
+#: n = 4e4-5e5 (issue 32)
+SINGLE_EXACT = 1e-6
+#: ... where the band's tables are larger than this (smaller ones cost less than the single
+#: style's ~1.5 ms per evaluation)
+SINGLE_FIRST_CELLS = 500_000
 #: Bytes the enumeration may take (count vectors, their cached sub-problems, the temporaries
 #: of their probabilities): many categories and few users (a continuous randomizer's fine
 #: decomposition, n = 2) give few count vectors of many columns each (issue 26: 16 GB).
@@ -76,15 +84,27 @@ def _main_group(cats: Sequence[Categories]) -> int:
     return int(np.argmax([cat.count * cat.variance for cat in cats]))
 
 
+def _single_first(cat: Categories) -> bool:
+    """The band sum's S = alpha_t + d B (engine/exact_band.py: a pool of at most one category,
+    no variable X) with tables of more than SINGLE_FIRST_CELLS cells."""
+    shape = exact_band._shape(exact_band.reduced(cat)[0])
+    return (shape is not None and shape.q == 1.0
+            and exact_band._cells(cat.count, shape) > SINGLE_FIRST_CELLS)
+
+
 def _conditioning(cats: list[Categories], rtol: float, atol: float,
                   threshold: float | None, decide_only: bool = False) -> tuple[float, float]:
     if len(cats) == 1 and exact_band.applicable(cats[0]):
         # a binomial pool and tables of bounded size: the exact sum (engine/exact_band.py),
         # unless only the comparison with threshold is asked for and the single style
-        # (no table) decides it
-        if decide_only and threshold is not None:
+        # (no table) decides it, or the pool is one category and the single style is as
+        # narrow as SINGLE_EXACT
+        single_first = _single_first(cats[0])
+        if single_first or (decide_only and threshold is not None):
             lo, hi = conditioning_bounds(cats[0], np.zeros(1), np.ones(1), np.zeros(1), 0)
-            if hi <= threshold or lo > threshold:
+            if decide_only and threshold is not None and (hi <= threshold or lo > threshold):
+                return lo, hi
+            if single_first and hi - lo <= max(SINGLE_EXACT * hi, atol):
                 return lo, hi
         return exact_band.band_bounds(cats[0])
     main = _main_group(cats)
@@ -132,6 +152,22 @@ def _applicable(method: str, cats: list[Categories]) -> bool:
         others = [cat for i, cat in enumerate(cats) if i != main]
         return _enumeration_size(others) <= SHIFT_OUTCOMES_MAX and well_posed(cats[main])
     return True
+
+
+def exact_sum(cats: list[Categories]) -> bool:
+    """Whether :func:`_conditioning` sums exactly (engine/exact_band.py). Its bracket is then
+    the rounding of that sum: near eps0 (values a_j - e^eps b_j cancel) it is wide but the
+    FFT's is no narrower (3-RR, eps0 = 8, n = 1e4; 50-RR, n = 720: the same bracket
+    after 0.76-1.04 s of FFT, issue 32)."""
+    return len(cats) == 1 and exact_band.applicable(cats[0])
+
+
+def needs_blocks(cat: Categories, relative_width: float, rtol: float) -> bool:
+    """Whether :func:`_conditioning`, asked for ``rtol`` at one group whose single style gave
+    a bracket of ``relative_width``, would go on to block refinements (outside the exact band
+    sum; ~0.1-0.45 s each at n = 3e4-3e5, where the single style costs ~3 ms)."""
+    return (relative_width > BLOCKS_WORTH * rtol and _select([cat]) == "conditioning"
+            and not exact_band.applicable(cat) and main_pool_share(cat) >= 0.5)
 
 
 def _select(cats: list[Categories]) -> str:
