@@ -132,3 +132,47 @@ def test_basic_started_from_advanced_profile_is_certified_and_within_rtol(monkey
     assert optimal_blanket_delta(r, n, eps_t * (1 - 2e-4)).delta > 1e-6 / rounds
     compose.clear_caches()
     assert baselines._profile_start(r, n, 1e-6 / rounds, rounds) is None
+
+
+def _plain_split(out, loss, mass, interval, first):
+    """Adds the connect-the-dots split by its plain formulas (pld._split_to_grid's docstring)
+    to ``out`` (grid index ``first`` at 0), lower points first, as the accumulator does."""
+    base = np.floor(loss / interval)
+    frac = np.clip(np.expm1(-(loss - base * interval)) / np.expm1(-interval) * (1 + 1e-12),
+                   0.0, 1.0)
+    index = base.astype(np.int64) - first
+    out += np.bincount(index, weights=mass * (1.0 - frac), minlength=out.size)
+    out += np.bincount(index + 1, weights=mass * frac, minlength=out.size)
+
+
+def test_in_place_split_is_the_plain_formulas_bit_for_bit():
+    from shufflesim.protocols.accounting import pld
+
+    rng = np.random.default_rng(7)
+    size, interval = 50_000, 3e-4
+    ell = rng.normal(scale=0.05, size=size)
+    lo = ell - rng.random(size) * 0.004
+    hi = ell + rng.random(size) * 0.004
+    hi[::5] = lo[::5]                       # aggregates of one loss (width 0)
+    mass = rng.random(size)
+    kept = [a.copy() for a in (ell, lo, hi, mass)]
+    acc = pld._Accumulator()
+    pld._upper_direction(acc, mass, ell, lo, hi, interval)
+    for a, b in zip((ell, lo, hi, mass), kept, strict=True):
+        np.testing.assert_array_equal(a, b)        # the inputs are not written
+    # the plain formulas: widen, clip, share, then each end split onto the grid
+    low = 1e-13 * np.abs(lo) + 1e-14
+    high = 1e-13 * np.abs(hi) + 1e-14
+    lo_w, hi_w = lo - low, hi + high
+    ell_c = np.clip(ell, lo_w, hi_w)
+    width = hi_w - lo_w
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(width > 0, np.expm1(lo_w - ell_c)
+                         / np.expm1(-np.where(width > 0, width, 1)), 1.0)
+    share = np.clip(share * (1 + 1e-12), 0.0, 1.0)
+    first = int(np.floor(lo_w / interval).min())
+    expected = np.zeros(int(np.floor(hi_w / interval).max()) - first + 2)
+    _plain_split(expected, hi_w, mass * share, interval, first)      # the upper ends first
+    _plain_split(expected, lo_w, mass * (1.0 - share), interval, first)
+    assert acc.low == first
+    np.testing.assert_array_equal(acc.values, expected)

@@ -205,35 +205,64 @@ class _Accumulator:
 def _split_to_grid(acc: _Accumulator, loss: np.ndarray, mass: np.ndarray,
                    interval: float) -> None:
     """Connect-the-dots split of outcomes (loss, mass) onto the two grid points around each
-    loss, keeping P-mass and Q-mass (share of the upper point raised by 1e-12 relative)."""
-    base = np.floor(loss / interval)
-    frac = np.expm1(-(loss - base * interval)) / math.expm1(-interval)
-    frac = np.clip(frac * (1 + 1e-12), 0.0, 1.0)
-    index = base.astype(np.int64)
-    if index.size == 0:
+    loss, keeping P-mass and Q-mass (share of the upper point raised by 1e-12 relative).
+    The arithmetic works in place, in three arrays (issue 32: with millions of outcomes each
+    temporary array cost a pass of page faults; the values are those of the plain formulas,
+    floor(L / interval), expm1(-(L - base interval)) / expm1(-interval), bit for bit)."""
+    if loss.size == 0:
         return
+    frac = np.divide(loss, interval)
+    np.floor(frac, out=frac)
+    index = frac.astype(np.int64)                    # base
+    np.multiply(frac, interval, out=frac)
+    np.subtract(loss, frac, out=frac)
+    np.negative(frac, out=frac)
+    np.expm1(frac, out=frac)
+    np.divide(frac, math.expm1(-interval), out=frac)
+    np.multiply(frac, 1 + 1e-12, out=frac)
+    np.clip(frac, 0.0, 1.0, out=frac)
     lo, hi = int(index.min()), int(index.max())
     acc.cover(lo, hi + 1)
-    acc.add(index, mass * (1.0 - frac), (lo, hi))
+    index -= acc.low
+    weight = np.subtract(1.0, frac)
+    np.multiply(mass, weight, out=weight)
+    acc.values += np.bincount(index, weights=weight, minlength=acc.values.size)
     index += 1
-    acc.add(index, mass * frac, (lo + 1, hi + 1))
+    np.multiply(mass, frac, out=weight)
+    acc.values += np.bincount(index, weights=weight, minlength=acc.values.size)
 
 
 def _widen(values: np.ndarray, up: bool) -> np.ndarray:
-    pad = 1e-13 * np.abs(values) + 1e-14
-    return values + pad if up else values - pad
+    """values +- (1e-13 |values| + 1e-14), in one new array."""
+    pad = np.abs(values)
+    np.multiply(pad, 1e-13, out=pad)
+    np.add(pad, 1e-14, out=pad)
+    return np.add(values, pad, out=pad) if up else np.subtract(values, pad, out=pad)
 
 
 def _upper_direction(acc, mass, ell, lo, hi, interval) -> None:
+    """Each aggregate split at its loss ends lo, hi keeping P- and Q-mass (module docstring),
+    each end split onto the grid (:func:`_split_to_grid`); in place where it can be (the
+    values of the plain formulas, bit for bit)."""
     lo, hi = _widen(lo, False), _widen(hi, True)
     ell = np.clip(ell, lo, hi)
-    width = hi - lo
+    width = np.subtract(hi, lo)
+    flat = ~(width > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(width > 0, np.expm1(lo - ell) / np.expm1(-np.where(width > 0, width, 1)),
-                         1.0)
-    share = np.clip(share * (1 + 1e-12), 0.0, 1.0)
-    _split_to_grid(acc, hi, mass * share, interval)
-    _split_to_grid(acc, lo, mass * (1.0 - share), interval)
+        np.copyto(width, 1.0, where=flat)
+        np.negative(width, out=width)
+        np.expm1(width, out=width)
+        share = np.subtract(lo, ell, out=ell)
+        np.expm1(share, out=share)
+        np.divide(share, width, out=share)
+    np.copyto(share, 1.0, where=flat)
+    np.multiply(share, 1 + 1e-12, out=share)
+    np.clip(share, 0.0, 1.0, out=share)
+    np.multiply(mass, share, out=width)
+    _split_to_grid(acc, hi, width, interval)
+    np.subtract(1.0, share, out=share)
+    np.multiply(mass, share, out=share)
+    _split_to_grid(acc, lo, share, interval)
 
 
 def upper_split(agg, interval: float, direction: int) -> tuple[int, np.ndarray]:

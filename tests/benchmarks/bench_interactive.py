@@ -57,6 +57,18 @@ SNIPPETS = {
         "for m in ('optimal-blanket', 'exact-lower', 'fmt21-clone'):\n"
         "    compose_rounds([Round(r, 1000000, 1)], 1e-6, m)\n",
         "< 0.1 s per PLD (three PLDs here, T = 1)"),
+    # the same with one BLAS thread, as every command runs (simulator/execution/blas.py):
+    # under load, OpenBLAS's two threads made the blanket PLD's small matrix products 25x
+    # slower (0.65 -> 15.8 ms each at load 6; issue 32, session 13)
+    "round-pld-1e6-one-blas-thread": (
+        "from shufflesim.simulator.execution import blas\n"
+        "blas.default_for_commands()\n"
+        "from shufflesim.protocols.randomizers import make_randomizer\n"
+        "from shufflesim.protocols.accounting.compose import Round, compose_rounds\n"
+        "r = make_randomizer('krr', epsilon0=1.0, domain_size=10)\n"
+        "for m in ('optimal-blanket', 'exact-lower', 'fmt21-clone'):\n"
+        "    compose_rounds([Round(r, 1000000, 1)], 1e-6, m)\n",
+        "< 0.1 s per PLD (three PLDs here, T = 1)"),
     "cyclic-geometric-exact-lower": (
         "import itertools\n"
         "import numpy as np\n"
@@ -178,7 +190,8 @@ def test_issue_32_startup_rows(tmp_path):
     (PYTHONDONTWRITEBYTECODE=1: every project module compiled in every process) and with a
     warm bytecode cache (what an installed package has); and whole commands that are
     start-up only (``--help``, ``import shufflesim.simulator.cli``, ``list`` from its
-    snapshot, loading quickstart.toml, ``run`` of a scenario refused with exit code 2)."""
+    snapshot, loading quickstart.toml, ``run`` of a scenario refused with exit code 2, and
+    ``run`` of quickstart at 2 repetitions: mostly start-up)."""
     before = os.environ.get("BENCH_BEFORE")
     trees = ([("before", before)] if before else []) + [("after", None)]
     cache = tmp_path / "pycache"
@@ -195,9 +208,11 @@ def test_issue_32_startup_rows(tmp_path):
             print(f"imports of {name} | {label} | {count} | {plain[1]:.2f} | {cached[1]:.2f} | "
                   f"{plain[3]:.1f}", flush=True)
     print("\nrow | tree | wall s | CPU s | peak RSS MB | load | exit")
-    bad = tmp_path / "bad.toml"
+    bad, short = tmp_path / "bad.toml", tmp_path / "short.toml"
     with open(QUICKSTART) as file:
-        bad.write_text(file.read().replace("exponent = 0.7", "exponnent = 0.7"))
+        text = file.read()
+    bad.write_text(text.replace("exponent = 0.7", "exponnent = 0.7"))
+    short.write_text(text.replace("repetitions = 200", "repetitions = 2"))
     load = ("import sys; from shufflesim.simulator.scenario.loader import load_scenario; "
             "load_scenario(sys.argv[1])")
     whole = {"--help": ["-c", CLI, "--help"],
@@ -207,7 +222,10 @@ def test_issue_32_startup_rows(tmp_path):
              "run, refused scenario, 1 worker": ["-c", CLI, "run", str(bad), "--out",
                                                  str(tmp_path / "out"), "--workers", "1"],
              "run, refused scenario, 2 workers": ["-c", CLI, "run", str(bad), "--out",
-                                                  str(tmp_path / "out"), "--workers", "2"]}
+                                                  str(tmp_path / "out"), "--workers", "2"],
+             "run quickstart at 2 repetitions, 1 worker": ["-c", CLI, "run", str(short),
+                                                           "--out", str(tmp_path / "out"),
+                                                           "--workers", "1", "-q"]}
     for name, argv in whole.items():
         for label, path in trees:
             wall, cpu, rss, load, status = _run(argv, path, 300)
