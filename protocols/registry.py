@@ -277,6 +277,25 @@ class Registry(Generic[T]):
                 raise RuntimeError(f"{self.what} {taken[0]!r} registered twice")
         return names
 
+    def items_of(self, modules) -> list[tuple[str, T]]:
+        """(name, item) of what the declared ``modules`` register (imported here if need be)
+        and of everything registered outside the declaration (third-party plug-ins, read here,
+        and registration by a call), in the registry's order; no other declared module is
+        imported."""
+        wanted = set(modules)
+        declared = declared_modules(self.declared) if self.declared else ()
+        for module in declared:
+            if module in wanted:
+                self._import(module)
+        outside = set(self.undeclared())
+        rank = {module: i for i, module in enumerate(declared)}
+        last = self._counter
+        names = [name for name in self._items
+                 if self._origins.get(name) in wanted or name in outside]
+        names.sort(key=lambda name: (rank.get(self._origins.get(name), len(rank)),
+                                     self._sequence.get(name, last)))
+        return [(name, self._items[name]) for name in names]
+
     def get(self, name: object) -> T:
         """The item registered as ``name``; ParameterError (field, value, hint) if none is."""
         self._load_for(name)

@@ -5,8 +5,8 @@ Nothing here is imported until a registry is first read: the registry
 (:class:`~shufflesim.protocols.registry.Registry`, ``declared="...:NAME"``) then imports the
 modules of its tuple, in order, and sorts its items by it. The order is meaningful: the
 audit's rows follow ``ATTACKS``, scenario sections are parsed, and table producers' units run, in
-``SECTIONS`` order (the audit's before the bounds'). ``SECTIONS`` maps each section's name
-to its module instead (protocols/registry.py: looked up by name). A new plug-in module adds
+``SECTIONS`` order (the audit's before the bounds'). ``SECTIONS`` and ``TABLES`` map each
+name to its module instead (protocols/registry.py: looked up by name). A new plug-in module adds
 one line to each tuple it registers into (a new section: one entry); a third party uses the
 entry-point group ``shufflesim.plugins`` instead.
 """
@@ -46,18 +46,20 @@ SECTIONS: dict[str, str] = {name: _S + module for name, module in (
     ("rdp", "calls.rdp_section"),
 )}
 
-#: Result tables' schemas (simulator/results/tables.py, ``TABLE_SCHEMAS``).
-TABLES: tuple[str, ...] = tuple(_S + m for m in (
-    "results.tables",
-    "audit.section",
-    "learning.section",
-    "scenario.bounds",
-    "calls.calibrate_section",
-    "calls.compose_section",
-    "calls.rdp_section",
-    "pipeline.unit",
-    "design.output",
-))
+#: Result tables' schemas (simulator/results/tables.py, ``TABLE_SCHEMAS``): each table's name ->
+#: the module that registers its schema, so that writing a table imports its module only.
+TABLES: dict[str, str] = {name: _S + module for name, module in (
+    ("utility", "results.tables"),
+    ("audit", "audit.section"),
+    ("learning", "learning.section"),
+    ("bounds", "scenario.bounds"),
+    ("calibrate", "calls.calibrate_section"),
+    ("compose", "calls.compose_section"),
+    ("rdp", "calls.rdp_section"),
+    ("batches", "pipeline.unit"),
+    ("users", "pipeline.unit"),
+    ("design", "design.output"),
+)}
 
 #: Plot kinds (simulator/plotting/kinds.py, ``PLOTS``): ``shufflesim plot`` draws them in
 #: this order.

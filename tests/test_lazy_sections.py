@@ -1,6 +1,7 @@
 """The scenario loader imports the sections a scenario has, and no other (issue 32): checked by
 the modules a fresh interpreter holds (sys.modules), never by timing. And ``shufflesim run``
-refuses a file whose outline is wrong before it starts worker processes."""
+refuses a file whose outline is wrong before it starts worker processes; a run imports the
+producers and table schemas of the sections it has."""
 
 from __future__ import annotations
 
@@ -79,3 +80,28 @@ def test_a_refused_outline_starts_no_worker(tmp_path, monkeypatch):
     assert result.exit_code == 2
     assert "populaton = {'n': 3}: unknown key; did you mean 'population'?" in result.output
     assert not started
+
+
+_RUN = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.__stderr__))
+from shufflesim.simulator.cli import entry
+sys.argv[0] = "shufflesim"
+entry()
+"""
+
+
+def test_a_run_imports_the_producers_and_tables_of_its_sections_only(tmp_path):
+    path = tmp_path / "quick.toml"
+    path.write_text(QUICKSTART.read_text().replace("repetitions = 200", "repetitions = 2"))
+    done = subprocess.run([sys.executable, "-c", _RUN, "run", str(path), "--out",
+                           str(tmp_path / "out"), "--workers", "1", "-q"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    modules = json.loads(done.stderr.strip().splitlines()[-1])
+    assert (tmp_path / "out" / "quickstart" / "utility.parquet").is_file()
+    assert "shufflesim.simulator.execution.runner" in modules
+    others = [m for name, m in plugins.SECTIONS.items() if name != "pipeline"]
+    assert not _under(modules, [*others, "shufflesim.simulator.audit",
+                                "shufflesim.simulator.learning", "shufflesim.simulator.design",
+                                "scipy.stats"])

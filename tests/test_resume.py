@@ -34,7 +34,7 @@ from shufflesim.simulator.execution.runner import run_scenario
 from shufflesim.simulator.execution.units import plan_run
 from shufflesim.simulator.results.tables import run_metadata, write_tables
 from shufflesim.simulator.scenario.loader import parse_scenario
-from shufflesim.simulator.scenario.producers import PRODUCERS
+from shufflesim.simulator.scenario.producers import PRODUCERS, run_producers
 
 TEXT = scenario_text(name="resumable", seed=21, repetitions=12, n=200, data=zipf(5),
                      sections="""
@@ -49,10 +49,10 @@ CLI_MAIN = "from shufflesim.simulator.cli import main; main()"
 
 
 def unit_count(scenario) -> int:
-    """Units of a run: here two points of four chunks, one audit per point, and one unit per
-    point of any other per-point producer registered."""
+    """Units of a run: here two points of four chunks and one audit per point (a run has the
+    producers of its sections, producers.run_producers)."""
     state = runner.RunState(scenario, tuple(runner.make_setup(p) for p in scenario.points),
-                            tuple(PRODUCERS.values()))
+                            run_producers(scenario))
     return len(plan_run(state))
 
 

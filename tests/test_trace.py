@@ -16,7 +16,7 @@ from shufflesim.simulator.execution.simulation import make_setup
 from shufflesim.simulator.execution.trace import ENV, Traced, record, span
 from shufflesim.simulator.execution.units import RunState, plan_run
 from shufflesim.simulator.scenario.loader import parse_scenario
-from shufflesim.simulator.scenario.producers import PRODUCERS
+from shufflesim.simulator.scenario.producers import run_producers
 
 TEXT = scenario_text(name="traced", seed=5, repetitions=6, n=120, sections="""
     [batch]
@@ -44,7 +44,7 @@ def test_every_unit_of_a_two_process_run_is_recorded_once(tmp_path, monkeypatch)
     events = [json.loads(line) for line in path.read_text().splitlines()]
     units = [e["key"] for e in events if e["event"] == "unit"]
     state = RunState(scenario, tuple(make_setup(p) for p in scenario.points),
-                     tuple(PRODUCERS.values()))
+                     run_producers(scenario))  # the producers of its sections
     assert sorted(units) == sorted(unit.key for unit in plan_run(state))
     starts = [e for e in events if e["event"] == "worker-start"]
     assert len(starts) == 1 and starts[0]["t0"] <= starts[0]["t1"]

@@ -58,7 +58,7 @@ import pyarrow.parquet as pq
 from shufflesim.simulator import __version__
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.units import WorkUnit
-from shufflesim.simulator.results.tables import TABLE_SCHEMAS, git_commit, make_dirs
+from shufflesim.simulator.results.tables import git_commit, make_dirs, table_names
 from shufflesim.simulator.scenario.model import Scenario
 
 PARTS = ".parts"
@@ -250,7 +250,7 @@ def finish(directory: str | Path, written: Iterable[Path]) -> None:
     except UserError:
         return
     try:
-        for name in TABLE_SCHEMAS:
+        for name in table_names():  # every table's name, without importing their modules
             path = directory / f"{name}.parquet"
             if path.name not in written and path.is_file():
                 path.unlink()

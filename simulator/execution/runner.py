@@ -30,7 +30,7 @@ from shufflesim.simulator.execution.units import (
     unit_cost,
 )
 from shufflesim.simulator.scenario.model import Scenario
-from shufflesim.simulator.scenario.producers import PRODUCERS
+from shufflesim.simulator.scenario.producers import run_producers
 
 Progress = Callable[[int, int], None]
 
@@ -68,7 +68,7 @@ def _run(scenario, progress, executor, run_dir, memory_per_worker):
         # before any part file: a unit that cannot fit in the machine is refused
         # (memory_per_worker: the bytes a worker may take and where that limit comes from)
         check_machine(scenario.points, setups, *(memory_per_worker or ()))
-    state = RunState(scenario, setups, tuple(PRODUCERS.values()))
+    state = RunState(scenario, setups, run_producers(scenario))  # its sections' producers
     units = plan_run(state)
     with span("parts-open"):
         store = (MemoryParts() if run_dir is None else

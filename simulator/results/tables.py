@@ -24,7 +24,7 @@ from typing import Annotated
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from shufflesim.protocols.registry import Registry
+from shufflesim.protocols.registry import Registry, declared_names
 from shufflesim.simulator import __version__
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.results.records import Record
@@ -79,6 +79,14 @@ METADATA_KEYS = {
     "git_commit": b"shufflesim.git_commit",
     "table": b"shufflesim.table",
 }
+
+
+def table_names() -> list[str]:
+    """Every result table's name, sorted: the declared ones (simulator/plugins.py ``TABLES``)
+    and those registered outside the declaration; no table's module is imported (issue 32)."""
+    if TABLE_SCHEMAS.complete:
+        return TABLE_SCHEMAS.names()
+    return sorted({*declared_names(TABLE_SCHEMAS.declared), *TABLE_SCHEMAS.undeclared()})
 
 
 def register_table_schema(name: str, schema: pa.Schema) -> None:

@@ -190,7 +190,8 @@ def test_issue_32_startup_rows(tmp_path):
     (PYTHONDONTWRITEBYTECODE=1: every project module compiled in every process) and with a
     warm bytecode cache (what an installed package has); and whole commands that are
     start-up only (``--help``, ``import shufflesim.simulator.cli``, ``list`` from its
-    snapshot, loading quickstart.toml, ``run`` of a scenario refused with exit code 2)."""
+    snapshot, loading quickstart.toml, ``run`` of a scenario refused with exit code 2, and
+    ``run`` of quickstart at 2 repetitions: mostly start-up)."""
     before = os.environ.get("BENCH_BEFORE")
     trees = ([("before", before)] if before else []) + [("after", None)]
     cache = tmp_path / "pycache"
@@ -207,9 +208,11 @@ def test_issue_32_startup_rows(tmp_path):
             print(f"imports of {name} | {label} | {count} | {plain[1]:.2f} | {cached[1]:.2f} | "
                   f"{plain[3]:.1f}", flush=True)
     print("\nrow | tree | wall s | CPU s | peak RSS MB | load | exit")
-    bad = tmp_path / "bad.toml"
+    bad, short = tmp_path / "bad.toml", tmp_path / "short.toml"
     with open(QUICKSTART) as file:
-        bad.write_text(file.read().replace("exponent = 0.7", "exponnent = 0.7"))
+        text = file.read()
+    bad.write_text(text.replace("exponent = 0.7", "exponnent = 0.7"))
+    short.write_text(text.replace("repetitions = 200", "repetitions = 2"))
     load = ("import sys; from shufflesim.simulator.scenario.loader import load_scenario; "
             "load_scenario(sys.argv[1])")
     whole = {"--help": ["-c", CLI, "--help"],
@@ -219,7 +222,10 @@ def test_issue_32_startup_rows(tmp_path):
              "run, refused scenario, 1 worker": ["-c", CLI, "run", str(bad), "--out",
                                                  str(tmp_path / "out"), "--workers", "1"],
              "run, refused scenario, 2 workers": ["-c", CLI, "run", str(bad), "--out",
-                                                  str(tmp_path / "out"), "--workers", "2"]}
+                                                  str(tmp_path / "out"), "--workers", "2"],
+             "run quickstart at 2 repetitions, 1 worker": ["-c", CLI, "run", str(short),
+                                                           "--out", str(tmp_path / "out"),
+                                                           "--workers", "1", "-q"]}
     for name, argv in whole.items():
         for label, path in trees:
             wall, cpu, rss, load, status = _run(argv, path, 300)
