@@ -176,3 +176,22 @@ def test_in_place_split_is_the_plain_formulas_bit_for_bit():
     _plain_split(expected, lo_w, mass * (1.0 - share), interval, first)
     assert acc.low == first
     np.testing.assert_array_equal(acc.values, expected)
+
+
+def test_optimal_blanket_after_advanced_composes_the_same_cached_pld(monkeypatch):
+    """advanced's profile and optimal-blanket's composition ask pld.cached_round_plds with the
+    same arguments, so the round's PLD is built once per command."""
+    from shufflesim.protocols.accounting import compose, pld
+
+    r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
+    compose.clear_caches()
+    built = []
+    real = pld.round_plds
+    monkeypatch.setattr(pld, "round_plds", lambda *a, **kw: built.append(a[0].label)
+                        or real(*a, **kw))
+    compose.compose_rounds([compose.Round(r, 20_000, 30)], 1e-6, "advanced")
+    assert len(built) == 1
+    for method in ("optimal-blanket", "basic", "rdp-blanket"):
+        compose.compose_rounds([compose.Round(r, 20_000, 30)], 1e-6, method)
+    assert len(built) == 1
+    compose.clear_caches()

@@ -44,10 +44,12 @@ parts (windows, block moments) are cached per (n, weights).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from shufflesim.protocols.bounds.engine import kink_table, t_window
 from shufflesim.protocols.bounds.engine.common import (
     BINOM_PMF,
     REL_SPECIAL,
@@ -55,6 +57,7 @@ from shufflesim.protocols.bounds.engine.common import (
     TINY,
     Categories,
     U,
+    chernoff_upper,
     leaf_with_slope,
     mode_pmf_on_range,
 )
@@ -63,6 +66,7 @@ from shufflesim.protocols.bounds.engine.plans import MultiPlan, multi_plan, t_pl
 J_MAX = 16            # at most this many kinks summed one by one on each side of the mean
 J_SD = 4.0            # ... enough to reach J_SD sd of V
 CHUNK = 100_000       # leaf evaluations per vectorized chunk (memory bound)
+KINK_TABLE_ROWS = 4096   # rows from which the single style's kink sum uses one table
 
 
 @dataclass(frozen=True)
@@ -340,9 +344,36 @@ def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err,
         dev.binom_m, dev.binom_q, dev.alpha = mm, k.q, k.alpha
         dev.bennett_n, dev.bennett_v, dev.bennett_m = mm, k.v_r, k.bound_r
     lower, upper = _leaf_bounds(tt, v, e_v, k)
-    if kink_sum:
+    if not kink_sum:
+        return lower, upper
+    if has_main and t.size >= KINK_TABLE_ROWS and np.all(var_v > 0) and np.max(e_v) < k.d / 2:
+        upper = upper + _tabled_kink_sum(tt, mm, v, e_v, var_v, k)
+    else:
         upper = upper + _kink_sum(tt, v, e_v, dev, k)
     return lower, upper
+
+
+def _tabled_kink_sum(tt, mm, v, e_v, var_v, k: _Coeffs):
+    """The kink sum of many rows from one table of the log-MGF bound (engine/kink_table.py):
+    psi_t <= psi at the largest m of the rows."""
+    m_max = float(np.max(mm))
+    bound = _Deviation(var=np.zeros(kink_table.GRID), binom_m=m_max, binom_q=k.q,
+                       alpha=k.alpha, bennett_n=m_max, bennett_v=k.v_r, bennett_m=k.bound_r)
+    bstar = -(k.cb * tt + v) / k.d
+    k0 = np.floor(bstar)
+    tb = np.broadcast_to(tt, bstar.shape)
+    p0 = BINOM_PMF(k0, tb, k.rho)
+    t_min = float(np.min(tt))
+    p_max = float(mode_pmf_on_range(0.0, t_min, t_min, k.rho))
+    # P[B = k0 + 1] = P[B = k0] (t - k0) / (k0 + 1) rho / (1 - rho) (a few u more), p_max
+    # where k0 < 0 (an upper bound is all the sum needs), 0 beyond t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = p0 * (tb - k0) / (k0 + 1.0) * (k.rho / (1.0 - k.rho)) * (1 + 8 * U)
+    p1 = np.where((k0 >= 0) & (k0 < tb), ratio, np.where(k0 < 0, p_max, 0.0))
+    var = np.broadcast_to(var_v * (1 + 16 * U), bstar.shape)
+    out = kink_table.kink_sum(bstar, var, np.broadcast_to(e_v, bstar.shape), k.d, p0, p1,
+                              p_max, bound.psi, lambda lam: bound.psi(-lam))
+    return out * (1 + REL_SPECIAL)
 
 
 def _multi_terms(sl, t, plan: MultiPlan, k: _Coeffs, shifts_v, shifts_err):
@@ -399,6 +430,21 @@ def _multi_terms(sl, t, plan: MultiPlan, k: _Coeffs, shifts_v, shifts_err):
     return lower.sum(axis=1), upper.sum(axis=1)
 
 
+def _narrow_window(cat: Categories, roles: Roles, tp, shifts_v, shifts_p, shifts_err):
+    """(first row, last row + 1, bound of the rest) of a narrower window of T
+    (engine/t_window.py), or None."""
+    if not roles.pool or tp.t.size < t_window.MIN_ROWS:
+        return None
+    n = cat.count
+    mean = n * cat.mean
+    var = n * cat.variance
+    if not var > 0:
+        return None
+    lam = (-mean + math.sqrt(mean * mean + 4 * var)) / (2 * var)
+    return t_window.narrowed(cat, (roles.a, roles.b), tp.t, shifts_v, shifts_p, shifts_err,
+                             lam, chernoff_upper([cat]))
+
+
 def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndarray,
                         shifts_err: np.ndarray, n_blocks: int = 0) -> tuple[float, float]:
     """Guaranteed (lower, upper) for E[(S + s)_+], S the group's sum and s an independent
@@ -417,9 +463,11 @@ def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndar
     plan = multi_plan(n, w_pair, k.q, n_blocks) if use_multi else None
     n_blk = plan.lo.shape[1] if use_multi else 1
     step = max(1, CHUNK // (n_blk * shifts_v.size))
+    window = _narrow_window(cat, roles, tp, shifts_v, shifts_p, shifts_err)
+    first, last = (0, tp.t.size) if window is None else window[:2]
     lower = upper = 0.0
-    for start in range(0, tp.t.size, step):
-        sl = slice(start, start + step)
+    for start in range(first, last, step):
+        sl = slice(start, min(start + step, last))
         t = tp.t[sl]
         if use_multi:
             lo_t, up_t = _multi_terms(sl, t, plan, k, shifts_v, shifts_err)
@@ -428,9 +476,12 @@ def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndar
         pt = tp.pt[sl]
         lower += float((pt * (1 - REL_SPECIAL)) @ (lo_t @ shifts_p))
         upper += float((pt * (1 + REL_SPECIAL)) @ (up_t @ shifts_p))
-    # T outside its window: E[(S + s)_+ | T] <= pos_pair T + pos_pool (n - T) + E[s_+].
-    s_pos = float(shifts_p @ (np.maximum(shifts_v, 0.0) + shifts_err))
-    tail = k.pos_pair * tp.tail_et + (k.pos_pool * n + s_pos) * tp.tail_p
+    if window is None:
+        # T outside its window: E[(S + s)_+ | T] <= pos_pair T + pos_pool (n - T) + E[s_+].
+        s_pos = float(shifts_p @ (np.maximum(shifts_v, 0.0) + shifts_err))
+        tail = k.pos_pair * tp.tail_et + (k.pos_pool * n + s_pos) * tp.tail_p
+    else:
+        tail = window[2]            # engine/t_window.py: joint Chernoff bound outside
     upper += tail * (1 + 8 * U)
     lower = max(lower * (1 - REL_SUM), 0.0)
     upper = upper * (1 + REL_SUM) + TINY
