@@ -195,3 +195,15 @@ def test_optimal_blanket_after_advanced_composes_the_same_cached_pld(monkeypatch
         compose.compose_rounds([compose.Round(r, 20_000, 30)], 1e-6, method)
     assert len(built) == 1
     compose.clear_caches()
+
+
+@pytest.mark.parametrize("shape", [(3311, 79, 11), (1067, 245, 14), (40, 3, 5)])
+def test_small_product_is_the_matrix_product(shape):
+    """enumeration.small_product: the product in row blocks below OpenBLAS's one-thread
+    threshold, equal to a @ b up to rounding (every block of rows once, in order)."""
+    m, k, n = shape
+    rng = np.random.default_rng(3)
+    a, b = rng.random((m, k)), rng.random((k, n))
+    got = enumeration.small_product(a, b)
+    assert got.shape == (m, n)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-13, atol=0)
