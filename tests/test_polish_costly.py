@@ -1,7 +1,8 @@
-"""core.POLISH_COSTLY_ABOVE (issue 32): on the upper side, a coarse eps bracket narrower than
-1e-4 (relative) is not polished where the polish's finer estimates would need the
-conditioning method's block refinements (1-5 s CPU at n = 3e4-5e5 against ~0.03 s); the result
-then states the coarse bracket as its error, which holds the polished value."""
+"""Speed rules of the engine (issue 32). core.POLISH_COSTLY_ABOVE: on the upper side, a coarse
+eps bracket narrower than that (relative) is not polished where the polish's finer estimates
+would need the conditioning method's block refinements (1-5 s CPU against ~0.03 s); the result
+then states the coarse bracket as its error, which holds the polished value. Also
+methods.SINGLE_EXACT and methods.exact_sum."""
 
 import shufflesim.protocols.bounds.engine.core as core
 import shufflesim.protocols.bounds.engine.methods as methods
@@ -89,3 +90,16 @@ def test_no_fft_after_the_exact_band_sum():
     assert (auto.lower, auto.upper) == (forced.lower, forced.upper)
     assert auto.lower <= threshold < auto.upper        # undecided: the FFT would have run
     assert auto.upper - auto.lower > 0.01 * auto.upper
+
+
+def test_olh_keeps_its_coarse_bracket_which_holds_the_polished_value(monkeypatch):
+    """olh d = 4, eps0 = 1, n = 1e4, delta = 1e-6: the polish took 1.3 s of block refinements
+    for its last 1.3e-4 (fbce347: 0.02933616138, stated error 6.2e-7)."""
+    calls = _count_block_refinements(monkeypatch)
+    r = make_randomizer("olh", epsilon0=1.0, domain_size=4)
+    result = catalogue.evaluate("optimal-blanket", r, 10_000, 1e-6).result
+    assert max(calls) == 0
+    polished, polished_error = 0.02933616138, 6.2e-7
+    assert result.epsilon >= polished - polished_error
+    assert result.epsilon - result.epsilon_error <= polished + 1e-11
+    assert result.epsilon_error <= core.POLISH_COSTLY_ABOVE * result.epsilon
