@@ -91,3 +91,18 @@ def test_the_pool_spread_bound_holds_exactly(seed):
 def test_the_pool_spread_bound_is_not_vacuous():
     """Half the bound would fail: the exact gap reaches more than half of it (seed 1)."""
     assert max(gap / bound for gap, bound in map(_spread_case, range(6))) > 0.5
+
+
+def test_the_fast_window_is_used_only_when_it_decides():
+    """With a threshold the 4-sd window is tried first: at n = 1e9 it decides the other 10-RR
+    triples (7.2e-7 <= 1e-6), at n = 1e8 it does not (1.4e-6) and the 5.7-sd bound is
+    returned; every value stays above the engine's certified lower side."""
+    r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
+    atoms = dec.exact_pair_atoms(r, 0, 1, 1)
+    for n, eps in [(10**9, 2.9412e-5), (10**8, 1.2815e-4)]:
+        fast = screen._screen(atoms, n, eps, screen.Z_FAST)
+        full = screen._screen(atoms, n, eps, screen.Z_SCREEN)
+        got = screen.screen_delta_upper(atoms, n, eps, threshold=1e-6)
+        assert got == (fast if fast <= 1e-6 else full)
+        assert got >= core.delta_of_epsilon([(atoms, n)], n, eps, "lower").lower
+    assert screen._screen(atoms, 10**9, 2.9412e-5, screen.Z_FAST) <= 1e-6

@@ -131,7 +131,7 @@ def _cheaply_excluded(atoms: RatioAtoms, n: int, epsilon: float, delta: float) -
     large n only) is <= delta: the direction's crossing is then <= eps, exactly as when the
     engine's own upper estimate decides it (within ~1 % of it for k-RR at n >= 1e7, at a
     fifth of the cost)."""
-    up = screen.screen_delta_upper(atoms, n, epsilon)
+    up = screen.screen_delta_upper(atoms, n, epsilon, threshold=delta)
     return up is not None and up <= delta
 
 
@@ -141,7 +141,7 @@ def _screened(directions: Sequence[RatioAtoms], n: int, best: float, delta: floa
     where the cheap bound excludes it, else the engine's (decide_only)."""
     out = []
     for atoms in directions:
-        up = screen.screen_delta_upper(atoms, n, best)
+        up = screen.screen_delta_upper(atoms, n, best, threshold=delta)
         if up is not None and up <= delta:
             out.append(engine.Estimate(up if side == "upper" else 0.0, 0.0, up, "screen"))
         else:
