@@ -95,6 +95,8 @@ SNIPPETS = {
         "        catalogue.evaluate('optimal-blanket', r, n, 1e-6)\n",
         "< 0.05 s per call (eight calls here, 10-RR, around exact_band.MAX_CELLS)"),
     "optimal-blanket-sweep-worst": (
+        "from shufflesim.simulator.execution import blas\n"
+        "blas.default_for_commands()\n"           # one BLAS thread, as commands run
         "from shufflesim.protocols.randomizers import make_randomizer\n"
         "from shufflesim.protocols.bounds import catalogue\n"
         "for k, eps0, n, delta in ((3, 1.0, 268270, 1e-12), (10, 1.0, 268270, 1e-12),\n"
