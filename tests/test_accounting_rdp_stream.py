@@ -176,3 +176,34 @@ def test_in_place_split_is_the_plain_formulas_bit_for_bit():
     _plain_split(expected, lo_w, mass * (1.0 - share), interval, first)
     assert acc.low == first
     np.testing.assert_array_equal(acc.values, expected)
+
+
+def test_optimal_blanket_after_advanced_composes_the_same_cached_pld(monkeypatch):
+    """advanced's profile and optimal-blanket's composition ask pld.cached_round_plds with the
+    same arguments, so the round's PLD is built once per command."""
+    from shufflesim.protocols.accounting import compose, pld
+
+    r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
+    compose.clear_caches()
+    built = []
+    real = pld.round_plds
+    monkeypatch.setattr(pld, "round_plds", lambda *a, **kw: built.append(a[0].label)
+                        or real(*a, **kw))
+    compose.compose_rounds([compose.Round(r, 20_000, 30)], 1e-6, "advanced")
+    assert len(built) == 1
+    for method in ("optimal-blanket", "basic", "rdp-blanket"):
+        compose.compose_rounds([compose.Round(r, 20_000, 30)], 1e-6, method)
+    assert len(built) == 1
+    compose.clear_caches()
+
+
+@pytest.mark.parametrize("shape", [(3311, 79, 11), (1067, 245, 14), (40, 3, 5)])
+def test_small_product_is_the_matrix_product(shape):
+    """enumeration.small_product: the product in row blocks below OpenBLAS's one-thread
+    threshold, equal to a @ b up to rounding (every block of rows once, in order)."""
+    m, k, n = shape
+    rng = np.random.default_rng(3)
+    a, b = rng.random((m, k)), rng.random((k, n))
+    got = enumeration.small_product(a, b)
+    assert got.shape == (m, n)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-13, atol=0)

@@ -142,3 +142,29 @@ def test_a_fresh_process_builds_krr_without_the_other_randomizers():
               if name not in ("krr", "rappor")}   # k-RR's module imports RAPPOR's
     assert not others & set(seen["modules"]), sorted(others & set(seen["modules"]))
     assert seen["entry_points_read"] is False
+
+
+def test_what_is_known_without_the_declared_modules(toy, monkeypatch):
+    """registered, undeclared and items_of (the bound catalogue, the scenario's sections and
+    a run's producers use them): no declared module is imported but those asked for."""
+    prefix, reg = toy
+    entry_points = []
+    monkeypatch.setattr(registries, "load_third_party", lambda: entry_points.append(1))
+    assert reg.registered("alpha") is None and not reg.complete
+    reg.register("late", object())  # by a call, outside the declaration
+    assert reg.undeclared() == ["late"] and entry_points == [1]
+    assert f"{prefix}_one" not in sys.modules and f"{prefix}_two" not in sys.modules
+    assert [name for name, _ in reg.items_of([f"{prefix}_two"])] == ["gamma", "wrong", "late"]
+    assert f"{prefix}_one" not in sys.modules
+    assert reg.registered("gamma").__name__ == "Gamma"
+    assert [name for name, _ in reg.items_of([f"{prefix}_one", f"{prefix}_two"])] == [
+        "alpha", "beta", "gamma", "wrong", "late"]  # the registry's order
+    assert list(reg) == ["alpha", "beta", "gamma", "wrong", "late"] and reg.complete
+
+
+def test_a_call_that_takes_a_declared_name_is_refused_before_loading(toy, monkeypatch):
+    prefix, reg = toy
+    monkeypatch.setattr(registries, "load_third_party", lambda: None)
+    reg.register("beta", object())
+    with pytest.raises(RuntimeError, match="thing 'beta' registered twice"):
+        reg.undeclared()

@@ -118,3 +118,14 @@ def test_a_krr_bound_over_rounds_imports_no_bound_it_does_not_compute():
     extra = _under(modules, NOT_FOR_KRR_ROUNDS)
     assert not extra, (f"bound of k-RR over rounds imported {extra[:5]}: a bound that does not "
                        "compose is listed from its declared facts (protocols/bounds/declared.py)")
+
+
+def test_an_audit_without_a_pipeline_imports_no_simpy_nor_pandas():
+    """simulator/pipeline/__init__.py loads its names on first use: the audit's batches
+    import the pipeline's clients and config, not its SimPy run and pandas analyzer."""
+    modules = _modules_after(COMMAND, "audit", "--randomizer", "krr", "--domain-size", "2",
+                             "--epsilon0", "2", "--n", "20", "--delta", "1e-3", "--trials",
+                             "200", "--no-verdicts", "-q", "--json")
+    assert "shufflesim.simulator.audit.pipeline_batch" in modules  # the check sees the audit
+    assert not _under(modules, ("simpy", "pandas", "shufflesim.simulator.pipeline.run",
+                                "shufflesim.simulator.pipeline.analyzer"))

@@ -125,21 +125,37 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
     for first in range(0, s_pair.size, cols):        # chunks of blocks: bounded memory
         sl = slice(first, first + cols)
         pmf = np.exp(_half_binomial_log_pmf(s_pair[sl], t))           # (t, blocks)
+        entries = pmf.size
+        # p0, p1 and ell are computed in place in the output arrays, by the formulas
+        #   p0 = pmf w (m + alpha D) / m,  p1 = pmf w (m + beta D) / m,
+        #   ell = log1p((alpha - beta) D / (m + beta D)) (0 where m + beta D <= 0),
+        # operation for operation (bit for bit), and the outcomes not kept are squeezed out
+        p0, p1, ell = (target[size:size + entries].reshape(pmf.shape) for target in out)
+        kept = pmf > 0
         D = 2.0 * (c[sl][None, :] + t[:, None]) - s_pair[sl][None, :]
         mm = m[sl][None, :]
-        base = pmf * weight[sl][None, :]
-        p0 = base * (mm + alpha * D) / mm
-        den = mm + beta * D
-        p1 = base * den / mm
+        base = np.multiply(pmf, weight[sl][None, :], out=pmf)
+        np.multiply(D, alpha, out=p0)
+        np.add(mm, p0, out=p0)
+        np.multiply(base, p0, out=p0)
+        np.divide(p0, mm, out=p0)
+        den = np.multiply(D, beta)
+        np.add(mm, den, out=den)
+        np.multiply(base, den, out=p1)
+        np.divide(p1, mm, out=p1)
+        flat = ~(den > 0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            positive = den > 0
-            ell = np.where(positive, np.log1p((alpha - beta) * D / np.where(positive, den, 1.0)),
-                           0.0)
-        nz = ((pmf > 0) & ((p0 > 0) | (p1 > 0))).ravel()
+            np.copyto(den, 1.0, where=flat)
+            np.multiply(D, alpha - beta, out=ell)
+            np.divide(ell, den, out=ell)
+            np.log1p(ell, out=ell)
+        np.copyto(ell, 0.0, where=flat)
+        kept &= (p0 > 0) | (p1 > 0)
+        nz = kept.ravel()
         count = int(np.count_nonzero(nz))
-        every = count == nz.size        # (a copy: np.compress costs about 14x as much, and
-        for target, values in zip(out, (p0, p1, ell), strict=True):    # a mask 2.5x; issue 32)
-            target[size:size + count] = values.ravel() if every else values.ravel()[nz]
+        if count < entries:
+            for target in out:
+                target[size:size + count] = target[size:size + entries][nz]
         size += count
     if zero > 0:
         for target, value in zip(out, (zero, zero, 0.0), strict=True):

@@ -145,6 +145,28 @@ def row_interval_masses(lo: np.ndarray, hi: np.ndarray, trials: np.ndarray,
     return np.clip(mass, 0.0, 1.0)
 
 
+#: Multiply-adds of a matrix product below which OpenBLAS computes it on one thread (its
+#: GEMM threshold, 4 x 65536).
+ONE_THREAD_PRODUCT = 1 << 18
+
+
+def small_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b in row blocks of at most ONE_THREAD_PRODUCT multiply-adds (issue 32). The block
+    pairs' products are small (3311 x 79 by 79 x 11 for the 10-RR blanket pair at n = 1e6).
+    OpenBLAS's two default threads mostly wait for each other on them: 18.8 ms instead of
+    0.75 ms at load 6. Commands run on one thread anyway (simulator/execution/blas.py), but
+    the Python API does not. Below its threshold OpenBLAS uses one thread whatever its
+    setting, so the result is the same in commands and in the API. The blocking rounds it
+    differently from the plain product, by an ulp."""
+    rows = max(1, ONE_THREAD_PRODUCT // max(1, a.shape[1] * b.shape[1]))
+    if a.shape[0] <= rows:
+        return a @ b
+    out = np.empty((a.shape[0], b.shape[1]))
+    for first in range(0, a.shape[0], rows):
+        np.matmul(a[first:first + rows], b, out=out[first:first + rows])
+    return out
+
+
 @dataclass(frozen=True)
 class NeutralBins:
     """Bins of h3 | N (N = remaining draws) for N in [n_min, n_min + rows): ends (lo, hi),
@@ -305,9 +327,9 @@ def _symmetric_loop(model: CountModel, n: int, S_all, t, bins: NeutralBins, p_s,
                 X = np.exp(_half_binomial_log_pmf(S, t)) * p_s[cs][None, :]
                 rows = (n - S).astype(np.int64) - bins.n_min
                 pk, mk = bins.mass[rows], bins.mean[rows]
-                y_p += X @ pk
-                y_sp += X @ (S[:, None] * pk)
-                y_m += X @ mk
+                y_p += small_product(X, pk)
+                y_sp += small_product(X, S[:, None] * pk)
+                y_m += small_product(X, mk)
             S = S_all[sel]
             rows = (n - S).astype(np.int64) - bins.n_min
             h3_lo = bins.lo[rows].min(axis=0)[None, :]

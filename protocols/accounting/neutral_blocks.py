@@ -54,6 +54,7 @@ from shufflesim.protocols.accounting.enumeration import (
     interval_mass,
     is_symmetric,
     neutral_bins,
+    small_product,
     window,
 )
 from shufflesim.protocols.accounting.pairs import CountModel
@@ -163,8 +164,8 @@ def neutral_block_aggregates(model: CountModel, n: int, *, tail: float, weak_rto
         for first in range(0, sel.size, cols):        # chunks of blocks: bounded memory
             part = sel[first:first + cols]
             X = np.exp(_half_binomial_log_pmf(sa[part], t))        # (t, blocks)
-            y_w += X @ w_j[first:first + cols]
-            y_v += X @ v_j[first:first + cols]
+            y_w += small_product(X, w_j[first:first + cols])
+            y_v += small_product(X, v_j[first:first + cols])
         D = (2.0 * t - parity)[:, None]
         p0 = y_w + alpha * D * y_v
         p1 = y_w + beta * D * y_v

@@ -97,9 +97,11 @@ class _Profiles:
                  weak_rtol: float) -> RoundProfile:
         key = (model, int(n), float(interval), float(tail), float(weak_rtol))
         if key not in self.data:
+            # the arguments exactly as compose.compose_models passes them (the same cache
+            # entry: optimal-blanket then composes this PLD without building it again)
             self.data[key] = profile_of(cached_round_plds(model, int(n), float(interval),
                                                           "upper", float(tail),
-                                                          float(weak_rtol)))
+                                                          float(weak_rtol), False))
             while len(self.data) > self.size:
                 self.data.popitem(last=False)
         return self.data[key]

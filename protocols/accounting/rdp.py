@@ -256,10 +256,10 @@ def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAUL
     pair the neutral block pairs of neutral_blocks.py (shared with the round's PLD, cached)
     over FEW_ROUNDS ``rounds`` or more, and over fewer once the pair's own enumeration exceeds
     :data:`NEUTRAL_BLOCKS_FROM_FEW` entries; else the pair itself (enumeration.py, as an
-    AggregateStream: summed part by part, never held whole). Below that size and over few rounds the neutral block pairs are not used:
-    their m'-bins merge outcomes whose losses differ more than the former (S, h3) cells at
-    small n, and the split of an aggregate into its extreme losses weighs heavily at the large
-    Renyi orders that T = 1 needs."""
+    AggregateStream: summed part by part, never held whole). Below that size and over few
+    rounds the neutral block pairs are not used: their m'-bins merge outcomes whose losses
+    differ more than the former (S, h3) cells at small n, and the split of an aggregate into
+    its extreme losses weighs heavily at the large Renyi orders that T = 1 needs."""
     if block_pairs_apply(model, "upper") and not neutral_blocks.applies(model):
         if tail != DEFAULT_TAIL:
             return block_aggregates(model, int(n), "upper", tail=tail)

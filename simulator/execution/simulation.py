@@ -21,9 +21,13 @@ import numpy as np
 import pyarrow as pa
 
 from shufflesim.simulator.batch.run import BatchSetup, run_unit
-from shufflesim.simulator.pipeline.unit import PipelineSetup, has_pipeline
+from shufflesim.simulator.lazy import lazy_module
 from shufflesim.simulator.results.tables import UtilityRow
 from shufflesim.simulator.scenario.model import SweepPoint
+
+#: the SimPy pipeline's units (and pandas, which its analyzer uses): imported for a point with
+#: ``[pipeline]`` only (a batch-path run does not need them; issue 32)
+pipeline = lazy_module("shufflesim.simulator.pipeline.unit")
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,7 @@ class Unit:
         return np.random.SeedSequence(entropy=seed, spawn_key=(self.point, self.chunk))
 
 
-def plan_units(point: SweepPoint, setup: BatchSetup | PipelineSetup) -> list[Unit]:
+def plan_units(point: SweepPoint, setup: BatchSetup | pipeline.PipelineSetup) -> list[Unit]:
     """The units of one sweep point, in repetition order."""
     size = setup.unit_repetitions
     total = point.settings.repetitions
@@ -49,22 +53,22 @@ def plan_units(point: SweepPoint, setup: BatchSetup | PipelineSetup) -> list[Uni
     ]
 
 
-def make_setup(point: SweepPoint) -> BatchSetup | PipelineSetup:
+def make_setup(point: SweepPoint) -> BatchSetup | pipeline.PipelineSetup:
     """The setup of one sweep point: the pipeline's when it has ``[pipeline]``, else the batch
     path's."""
-    if has_pipeline(point):
-        return PipelineSetup.from_point(point)
+    if "pipeline" in point.settings.sections:  # pipeline.has_pipeline, without importing it
+        return pipeline.PipelineSetup.from_point(point)
     return BatchSetup.from_settings(point.settings)
 
 
-def execute_unit(setup: BatchSetup | PipelineSetup, unit: Unit, seed: int):
+def execute_unit(setup: BatchSetup | pipeline.PipelineSetup, unit: Unit, seed: int):
     """Run one unit with its own generator (the function a parallel executor distributes).
 
     Returns the metrics {(metric, reference): values}; for a pipeline setup, the pair
     (metrics, {table name: rows}).
     """
     rng = np.random.default_rng(unit.seed_sequence(seed))
-    if isinstance(setup, PipelineSetup):
+    if not isinstance(setup, BatchSetup):  # a pipeline.PipelineSetup
         return setup.run_unit(unit.repetitions, rng, first_repetition=unit.start)
     return run_unit(setup, unit.repetitions, rng)
 

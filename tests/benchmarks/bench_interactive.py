@@ -181,6 +181,9 @@ STARTUP = {
     "calibrate-rounds": ROWS["calibrate-rounds"][0],
     "bound-1e5-eps4 (one round)": ROWS["optimal-blanket-1e5-eps4"][0],
     "cheu-exact-lower-d16": ROWS["cheu-exact-lower-d16"][0],
+    "audit k-RR d=2, n=20, 2000 trials": ["audit", "--randomizer", "krr", "--domain-size", "2",
+                                          "--epsilon0", "2", "--n", "20", "--delta", "1e-3",
+                                          "--trials", "2000", "--no-verdicts", "-q"],
 }
 #: The quickstart scenario, and a copy with a misspelt key (refused with exit code 2).
 QUICKSTART = os.path.join(os.path.dirname(__file__), "..", "..", "scenarios", "quickstart.toml")
