@@ -40,7 +40,8 @@ def _case(seed, psi_scale=1.0):
     bstar = -(cb * t + shift) / d
     k0 = np.floor(bstar)
     bound = kink_table.kink_sum(bstar, np.full(shift.shape, var), np.zeros(shift.shape), d,
-                                binom.pmf(k0, t, rho), binom.pmf(k0 + 1, t, rho), pb.max(),
+                                float(t), rho, binom.pmf(k0, t, rho), binom.pmf(k0 + 1, t, rho),
+                                pb.max(),
                                 lambda lam: psi_scale * dev.psi(lam),
                                 lambda lam: psi_scale * dev.psi(-lam))
     return gaps, bound

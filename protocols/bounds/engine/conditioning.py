@@ -371,9 +371,11 @@ def _tabled_kink_sum(tt, mm, v, e_v, var_v, k: _Coeffs):
         ratio = p0 * (tb - k0) / (k0 + 1.0) * (k.rho / (1.0 - k.rho)) * (1 + 8 * U)
     p1 = np.where((k0 >= 0) & (k0 < tb), ratio, np.where(k0 < 0, p_max, 0.0))
     var = np.broadcast_to(var_v * (1 + 16 * U), bstar.shape)
-    out = kink_table.kink_sum(bstar, var, np.broadcast_to(e_v, bstar.shape), k.d, p0, p1,
-                              p_max, bound.psi, lambda lam: bound.psi(-lam))
-    return out * (1 + REL_SPECIAL)
+    rel = 1 + REL_SPECIAL                  # Boost's pmfs
+    out = kink_table.kink_sum(bstar, var, np.broadcast_to(e_v, bstar.shape), k.d, tb, k.rho,
+                              p0 * rel, p1 * rel, p_max, bound.psi,
+                              lambda lam: bound.psi(-lam))
+    return out
 
 
 def _multi_terms(sl, t, plan: MultiPlan, k: _Coeffs, shifts_v, shifts_err):

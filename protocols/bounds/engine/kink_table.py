@@ -36,11 +36,13 @@ GRID = 256
 #: relative margin for the table's and the sums' rounding
 MARGIN = 1e-10
 
+U = float(np.finfo(float).eps) / 2
+
 
 def _phi(var, dist):
-    """E(Y - a)_+ <= (sqrt(var + a^2) - a) / 2 for E Y = 0, Var Y <= var, a >= 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(var > 0, var / (2.0 * (np.sqrt(var + dist * dist) + dist)), 0.0)
+    """E(Y - a)_+ <= (sqrt(var + a^2) - a) / 2 for E Y = 0, Var Y <= var (> 0), a >= 0
+    (increasing in var)."""
+    return var / (2.0 * (np.sqrt(var + dist * dist) + dist))
 
 
 def _lam(var, dist):
@@ -48,48 +50,68 @@ def _lam(var, dist):
     return (dist + np.sqrt(dist * dist + 4.0 * var)) / (2.0 * var)
 
 
-def _table(psi_max, lam_rows):
-    """Grid of lam (geometric, covering the rows' lam) and F(lam) = psi_max(lam)."""
+def _table(psi_max, lam_rows, d: float):
+    """Grid of lam (geometric, covering the rows' lam) and per grid point: F(lam) =
+    psi_max(lam) - ln(lam e) and e^{-lam d} / (1 - e^{-lam d}) (the geometric series' factor;
+    inf where it does not converge)."""
     lo = float(np.min(lam_rows))
-    hi = float(np.max(lam_rows))
-    hi = max(hi, lo * (1 + 1e-9))
+    hi = max(float(np.max(lam_rows)), lo * (1 + 1e-9))
     grid = np.geomspace(lo, hi, GRID)
     grid[0] = min(grid[0], lo)
-    return grid, np.asarray(psi_max(grid), dtype=float)
+    with np.errstate(over="ignore", divide="ignore"):
+        series = np.exp(-grid * d) / -np.expm1(-grid * d)
+    series = np.where(np.isfinite(series), series, np.inf)
+    return grid, np.asarray(psi_max(grid), dtype=float) - np.log(grid * np.e), series
 
 
-def _snap(grid, lam_rows):
-    """Index of the largest grid lam <= each row's lam (grid[0] <= every row's lam)."""
-    idx = np.searchsorted(grid, lam_rows, side="right") - 1
-    return np.clip(idx, 0, grid.size - 1)
-
-
-def _side(dist, p_first, var, d, p_max, psi_max):
-    """Bound of sum_{j >= 0} P_j E(sign Y - dist - j d)_+ (P_0 = p_first, P_j <= p_max)."""
+def _side(dist, p_first, growth, p_side, var: float, d: float, psi_max):
+    """Bound of sum_{j >= 0} P_j E(sign Y - dist - j d)_+ with P_0 = p_first, P_j <= p_first
+    growth^j and P_j <= p_side (the largest pmf of the side), Var Y <= var (a number: the rows'
+    largest). With one lam, term j is at most P_j C e^{-j lam d} (C the first's Chernoff bound):
+    a geometric series of ratio growth e^{-lam d} where that is < 1, else p_side C times the
+    series of e^{-j lam d}; and at most p_side times the spread bound (engine/screen.py)."""
     lam_rows = _lam(var, dist)
-    grid, table = _table(psi_max, lam_rows)
-    idx = _snap(grid, lam_rows)
-    lam = grid[idx]
-    with np.errstate(over="ignore", invalid="ignore"):
-        log_first = np.minimum(table[idx] - lam * dist - np.log(lam * np.e), 700.0)
-        first = np.minimum(_phi(var, dist), np.exp(log_first))
-        decay = np.exp(-lam * d)
-        rest_chernoff = np.exp(np.minimum(log_first - lam * d, 700.0)) / -np.expm1(-lam * d)
-        rest_chernoff = np.where(decay < 1.0, rest_chernoff, np.inf)
-    rest_spread = _phi(var, d) + var / (2.0 * d)
-    rest = np.minimum(np.nan_to_num(rest_chernoff, nan=np.inf), rest_spread)
-    return p_first * first + p_max * rest
+    grid, table, series = _table(psi_max, lam_rows, d)
+    idx = np.clip(np.searchsorted(grid, lam_rows, side="right") - 1, 0, grid.size - 1)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        chernoff = np.exp(np.minimum(table[idx] - grid[idx] * dist, 700.0))
+        first = np.minimum(_phi(var, dist), chernoff)
+        ratio = growth * np.exp(-grid[idx] * d)
+        geometric = np.where(ratio < 1.0, p_first * chernoff * ratio / (1.0 - ratio), np.inf)
+        flat = p_side * np.minimum(chernoff * series[idx], _phi(var, d) + var / (2.0 * d))
+        rest = np.minimum(np.nan_to_num(geometric, nan=np.inf), np.nan_to_num(flat, nan=np.inf))
+    return p_first * first + rest
 
 
-def kink_sum(bstar, var, e_v, d: float, p0, p1, p_max: float, psi_up, psi_down):
+def kink_sum(bstar, var, e_v, d: float, t, rho: float, p0, p1, p_max: float, psi_up,
+             psi_down):
     """Upper bound on E h_t(V) - h_t(E V) per entry (conditioning's step 2), for kinks of h_t at
-    distances d (b* - k) from the computed mean: ``bstar`` = b* per entry, ``p0`` = P[B = k_0]
-    and ``p1`` = P[B = k_0 + 1] with k_0 = floor(b*), ``var`` >= Var(V) per entry, ``e_v`` the
-    mean's error (< d / 2), ``psi_up(lam)`` / ``psi_down(lam)`` bounds of the log-MGF of
-    +-(V - E V) for every row (arrays of lam > 0)."""
+    distances d (b* - k) from the computed mean, B ~ Bin(t, rho): ``bstar`` = b* per entry,
+    ``p0`` = P[B = k_0] and ``p1`` = P[B = k_0 + 1] with k_0 = floor(b*) (upper bounds, e.g.
+    with their relative error added by the caller), ``p_max`` >= every row's mode pmf,
+    ``var`` >= Var(V) (its largest entry serves every entry: every term increases with the
+    variance bound), ``e_v`` the mean's error (< d / 2), ``psi_up(lam)`` / ``psi_down(lam)``
+    bounds of the log-MGF of +-(V - E V) for every row (arrays of lam > 0).
+
+    Kinks above the mean are k <= k_0: their pmf ratios P[k - 1] / P[k] = k (1 - rho) /
+    ((t - k + 1) rho) increase with k, so P[k_0 - j] <= P[k_0] r^j with r the ratio at k_0
+    (valid for 1 <= k_0 <= t; elsewhere the side's largest pmf is used). Below: k >= k_0 + 1,
+    P[k + 1] / P[k] = (t - k) rho / ((k + 1)(1 - rho)) decreases with k. The largest pmf of a
+    side is the mode's (p_max) if the mode may lie on it (within one of floor((t + 1) rho)),
+    else its first kink's (the pmf is unimodal)."""
     k0 = np.floor(bstar)
     above = np.maximum(d * (bstar - k0) - e_v, 0.0)
     below = np.maximum(d * (k0 + 1.0 - bstar) - e_v, 0.0)
-    up = _side(above, p0, var, d, p_max, psi_up)
-    down = _side(below, p1, var, d, p_max, psi_down)
-    return (up + down + e_v * p_max) * (1 + MARGIN)
+    var = float(np.max(var))
+    odds = rho / (1.0 - rho)
+    slack = 1 + 8 * U
+    mode = np.floor((t + 1.0) * rho)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r_up = np.where((k0 >= 1) & (k0 <= t), k0 / ((t - k0 + 1.0) * odds) * slack, np.inf)
+        r_dn = np.where((k0 + 1 >= 0) & (k0 + 1 < t), (t - k0 - 1.0) * odds / (k0 + 2.0) * slack,
+                        np.where(k0 + 1 >= t, 0.0, np.inf))
+    side_up = np.where((k0 >= mode - 1) | (k0 > t), p_max, p0)
+    side_dn = np.where((k0 + 1 <= mode + 1) | (k0 + 1 < 0), p_max, p1)
+    up = _side(above, p0, r_up, side_up, var, d, psi_up)
+    down = _side(below, p1, r_dn, side_dn, var, d, psi_down)
+    return (up + down + e_v * np.maximum(p0, p1)) * (1 + MARGIN)
