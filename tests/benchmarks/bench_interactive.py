@@ -87,6 +87,8 @@ SNIPPETS = {
         "< 5 s (000 Thm 14 over the 30 triples with x0 = 0 of a cyclic geometric randomizer "
         "over 7 values, R(x)(y) ~ e^(-eps0 d(x, y) / 3), eps0 = 1, n = 1000)"),
     "optimal-blanket-around-switch": (
+        "from shufflesim.simulator.execution import blas\n"
+        "blas.default_for_commands()\n"           # one BLAS thread, as commands run
         "from shufflesim.protocols.randomizers import make_randomizer\n"
         "from shufflesim.protocols.bounds import catalogue\n"
         "for eps0 in (1.0, 0.5):\n"
