@@ -87,6 +87,8 @@ SNIPPETS = {
         "< 5 s (000 Thm 14 over the 30 triples with x0 = 0 of a cyclic geometric randomizer "
         "over 7 values, R(x)(y) ~ e^(-eps0 d(x, y) / 3), eps0 = 1, n = 1000)"),
     "optimal-blanket-around-switch": (
+        "from shufflesim.simulator.execution import blas\n"
+        "blas.default_for_commands()\n"           # one BLAS thread, as commands run
         "from shufflesim.protocols.randomizers import make_randomizer\n"
         "from shufflesim.protocols.bounds import catalogue\n"
         "for eps0 in (1.0, 0.5):\n"
@@ -94,6 +96,19 @@ SNIPPETS = {
         "    for n in (30000, 40000, 50000, 60000):\n"
         "        catalogue.evaluate('optimal-blanket', r, n, 1e-6)\n",
         "< 0.05 s per call (eight calls here, 10-RR, around exact_band.MAX_CELLS)"),
+    "optimal-blanket-sweep-worst": (
+        "from shufflesim.simulator.execution import blas\n"
+        "blas.default_for_commands()\n"           # one BLAS thread, as commands run
+        "from shufflesim.protocols.randomizers import make_randomizer\n"
+        "from shufflesim.protocols.bounds import catalogue\n"
+        "for k, eps0, n, delta in ((3, 1.0, 268270, 1e-12), (10, 1.0, 268270, 1e-12),\n"
+        "                          (3, 1.0, 30000, 1e-6), (3, 8.0, 10000, 1e-12),\n"
+        "                          (2, 4.0, 373, 1e-6), (3, 1.0, 100, 1e-6),\n"
+        "                          (2, 0.1, 71969, 1e-8), (50, 8.0, 720, 1e-12)):\n"
+        "    r = make_randomizer('krr', epsilon0=eps0, domain_size=k)\n"
+        "    catalogue.evaluate('optimal-blanket', r, n, delta)\n",
+        "< 0.05 s per call (eight of the worst k-RR points of bench_optimal_sweep.py at "
+        "fbce347: 0.27-4.9 s each there)"),
     "blanket-hoeffding-cold": (
         "from shufflesim.protocols.randomizers import make_randomizer\n"
         "from shufflesim.protocols.bounds import catalogue\n"
