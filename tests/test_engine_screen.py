@@ -94,15 +94,49 @@ def test_the_pool_spread_bound_is_not_vacuous():
 
 
 def test_the_fast_window_is_used_only_when_it_decides():
-    """With a threshold the 4-sd window is tried first: at n = 1e9 it decides the other 10-RR
-    triples (7.2e-7 <= 1e-6), at n = 1e8 it does not (1.4e-6) and the 5.7-sd bound is
-    returned; every value stays above the engine's certified lower side."""
+    """With a threshold the Chernoff bound, then the 4-sd window are tried first: at n = 1e9
+    the window decides the other 10-RR triples (7.2e-7 <= 1e-6; Chernoff 1.06e-6 does not),
+    at n = 1e8 it does not (1.4e-6); every value stays above the engine's certified lower
+    side."""
     r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
     atoms = dec.exact_pair_atoms(r, 0, 1, 1)
     for n, eps in [(10**9, 2.9412e-5), (10**8, 1.2815e-4)]:
         fast = screen._screen(atoms, n, eps, screen.Z_FAST)
         full = screen._screen(atoms, n, eps, screen.Z_SCREEN)
+        quick = screen._chernoff(atoms, n, eps)
         got = screen.screen_delta_upper(atoms, n, eps, threshold=1e-6)
-        assert got == (fast if fast <= 1e-6 else full)
+        assert got == (quick if quick <= 1e-6 else fast if fast <= 1e-6 else full)
         assert got >= core.delta_of_epsilon([(atoms, n)], n, eps, "lower").lower
     assert screen._screen(atoms, 10**9, 2.9412e-5, screen.Z_FAST) <= 1e-6
+
+
+def test_the_chernoff_bound_is_tried_first_with_a_threshold():
+    """At eps = 0 (10-RR eps0 = 0.1, n = 1e9) the Chernoff bound alone decides, and it is
+    above the engine's certified lower side."""
+    r = make_randomizer("krr", epsilon0=0.1, domain_size=10)
+    atoms = dec.exact_pair_atoms(r, 0, 1, 1)
+    got = screen.screen_delta_upper(atoms, 10**9, 0.0, threshold=1e-6)
+    assert got == screen._chernoff(atoms, 10**9, 0.0) and got <= 1e-6
+    assert got >= core.delta_of_epsilon([(atoms, 10**9)], 10**9, 0.0, "lower").lower
+
+
+def test_exact_lower_at_a_certified_zero_skips_the_post_processing(monkeypatch):
+    """10-RR eps0 = 0.1, n = 1e9, delta = 1e-6: eps = 0 is certified for every triple (each
+    direction's upper delta(0) <= delta), so the Thm 5.1 search (1 s there) is not run; at a
+    positive value it still is where the engine's bracket is wide (eps0 = 8, n = 1e3)."""
+    from shufflesim.protocols.bounds.numerical import optimal
+
+    calls = []
+    real = optimal._post_processed_lower
+    monkeypatch.setattr(optimal, "_post_processed_lower",
+                        lambda *a, **k: calls.append(a) or real(*a, **k))
+    r = make_randomizer("krr", epsilon0=0.1, domain_size=10)
+    res = optimal.exact_lower_epsilon(r, 10**9, 1e-6)
+    assert res.epsilon == 0.0 and res.epsilon_error == 0.0 and not calls
+    for triple in dec.neighbour_candidates(r).triples:
+        atoms = dec.exact_pair_atoms(r, *triple)
+        for direction in (atoms, atoms.swapped()):
+            assert core.delta_of_epsilon([(direction, 10**9)], 10**9, 0.0).upper <= 1e-6
+    r8 = make_randomizer("krr", epsilon0=8.0, domain_size=10)
+    optimal.exact_lower_epsilon(r8, 1000, 1e-6)
+    assert calls
