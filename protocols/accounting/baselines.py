@@ -68,72 +68,87 @@ def round_epsilon(randomizer, n: int, delta_t: float,
     """The single-round optimal-blanket eps at delta_t (000 Thm 13, upper side), found by
     engine questions (optimal.optimal_blanket_delta with threshold delta_t, a few ms each at
     n = 1e5) instead of the engine's eps search (0.4-2 s at delta_t = 1e-8; issue 32): the
-    upper end of a bracket [lo, hi] of relative width ROUND_EPSILON_RTOL whose upper delta
-    is certified <= delta_t, i.e. a valid (eps, delta_t) guarantee of the round. The bracket
-    starts at (0, eps0] (a pure eps0-LDP round has delta(eps0) = 0) and is narrowed by
-    regula falsi on ln(delta / delta_t) (Illinois variant; each question a third of the
-    tolerance past the estimate, on the side not hit last), by quartering or geometric
-    bisection while an end has no finite value. Randomizers outside pairs.SUPPORTED, or a
-    search that does not settle in MAX_QUESTIONS questions, take the engine's eps search.
+    smallest point of the lattice eps0 (1 + ROUND_EPSILON_RTOL)^-k (k = 0, 1, ...) whose upper
+    delta the engine certifies <= delta_t, i.e. a valid (eps, delta_t) guarantee of the round,
+    at most a factor 1 + ROUND_EPSILON_RTOL above the crossing. The bracket of lattice indices
+    starts at k = 0 (eps0: a pure eps0-LDP round has delta(eps0) = 0) and is narrowed by regula
+    falsi on ln(delta / delta_t) (Illinois variant; each question rounded to the lattice on the
+    side not hit last), by quartering or geometric bisection while an end has no finite value.
+    Randomizers outside pairs.SUPPORTED, or a search that does not settle in MAX_QUESTIONS
+    questions, take the engine's eps search.
 
     ``start`` = (eps, width): an eps near the answer and a scale of its error, e.g. the
     round's profile eps at delta_t and its grid step (profile.py, when another method has
-    built it). The bracket then starts at eps (if the engine certifies it) and eps - 2, 8,
-    32 widths below, instead of (0, eps0] (issue 32: about 5 questions instead of 11-12 at
-    n = 1e5-1e6). Only the start changes: the answer is still the upper end of an engine-
-    certified bracket of relative width ROUND_EPSILON_RTOL."""
+    built it). The bracket then starts at eps's lattice point and 2, 8, 32 widths below it,
+    instead of at eps0 (issue 32: about 5 questions instead of 11-12 at n = 1e5-1e6). Only the
+    questions change: as the engine's certification is monotone in eps, the answer is the same
+    lattice point with or without a start, so ``basic`` does not depend on which methods ran
+    before it in the process."""
     n, delta_t = int(n), float(delta_t)
     if getattr(randomizer, "name", None) not in pairs.SUPPORTED:
         return optimal_blanket_epsilon(randomizer, n, delta_t).epsilon
+    eps0 = float(randomizer.epsilon0)
+    step = math.log1p(ROUND_EPSILON_RTOL)
 
-    def score(eps: float) -> float:
-        value = optimal_blanket_delta(randomizer, n, eps, threshold=delta_t).delta
+    def point(k: int) -> float:
+        return eps0 * math.exp(-k * step)
+
+    def index(eps: float) -> float:
+        return math.log(eps0 / eps) / step
+
+    def score(k: int) -> float:
+        value = optimal_blanket_delta(randomizer, n, point(k), threshold=delta_t).delta
         return math.log(value / delta_t) if value > 0 else -math.inf
 
-    lo, hi = 0.0, float(randomizer.epsilon0)
-    g_lo, g_hi = math.inf, math.nan      # eps = 0 is not asked (slow, and never certified)
-    if start is not None and 0.0 < start[0] < hi:
+    # hi: certified index (larger eps), lo: uncertified index (smaller eps), lo > hi;
+    # lo = None while no uncertified point is known (eps = 0 is never asked)
+    hi, lo = 0, None
+    g_lo, g_hi = math.inf, math.nan
+    if start is not None and 0.0 < start[0] < eps0:
         guess, width = float(start[0]), float(start[1])
-        g = score(guess)
+        k = max(1, math.ceil(index(guess)))
+        g = score(k)
         if g > 0:
-            lo, g_lo = guess, g
+            lo, g_lo = k, g
         else:
-            hi, g_hi = guess, g
-            for k in (2.0, 8.0, 32.0):
-                x = guess - k * width
+            hi, g_hi = k, g
+            for factor in (2.0, 8.0, 32.0):
+                x = guess - factor * width
                 if x <= 0.0:
                     break
-                g = score(x)
+                k = max(hi + 1, math.ceil(index(x)))
+                g = score(k)
                 if g > 0:
-                    lo, g_lo = x, g
+                    lo, g_lo = k, g
                     break
-                hi, g_hi = x, g
+                hi, g_hi = k, g
     if math.isnan(g_hi):
         g_hi = score(hi)
         if g_hi > 0:
             return optimal_blanket_epsilon(randomizer, n, delta_t).epsilon
     side = 0
     for _ in range(MAX_QUESTIONS):
-        if hi - lo <= ROUND_EPSILON_RTOL * hi:
-            return hi
-        if math.isfinite(g_hi) and math.isfinite(g_lo):
-            x = hi - g_hi * (hi - lo) / (g_hi - g_lo)
-            # a third of the tolerance past the estimate, on the side not hit last: a good
-            # estimate then closes the bracket in two questions, neither of them at the
-            # crossing itself (where the engine refines longest)
-            x *= 1.0 + (ROUND_EPSILON_RTOL / 3.0 if side == -1 else -ROUND_EPSILON_RTOL / 3.0)
+        if lo is not None and lo - hi <= 1:
+            return point(hi)
+        if lo is None:
+            k_est = index(point(hi) / 4.0)
+        elif math.isfinite(g_hi) and math.isfinite(g_lo):
+            x_hi, x_lo = point(hi), point(lo)
+            k_est = index(x_hi - g_hi * (x_hi - x_lo) / (g_hi - g_lo))
         else:
-            x = hi / 4.0 if lo == 0 else math.sqrt(lo * hi)
-        margin = 0.25 * ROUND_EPSILON_RTOL * hi     # strictly inside the bracket
-        x = min(max(x, lo + margin), hi - margin)
-        g = score(x)
+            k_est = (hi + lo) / 2.0
+        # rounded to the lattice on the side not hit last: a good estimate then closes the
+        # bracket in two questions
+        k = math.floor(k_est) if side == -1 else math.ceil(k_est)
+        k = max(k, hi + 1) if lo is None else min(max(k, hi + 1), lo - 1)
+        g = score(k)
         if g > 0:
-            lo, g_lo = x, g
+            lo, g_lo = k, g
             if side == -1:
                 g_hi *= 0.5
             side = -1
         else:
-            hi, g_hi = x, g
+            hi, g_hi = k, g
             if side == 1:
                 g_lo *= 0.5
             side = 1
