@@ -33,8 +33,10 @@ from shufflesim.protocols.bounds.numerical.candidates import (
     REFERENCE_UPPER,
     _Candidate,
     _capped,
+    _certified_zero,
     _check_common,
     _delta,
+    _engine_is_precise,
     _epsilon,
     _max_epsilon,
     _pair_label,
@@ -195,34 +197,6 @@ def exact_lower_epsilon(
                "its precision where the engine's rounding slack (~u e^eps0 per user) does not")
     note = f"X0 = (x0, x2, ..., x2), X1 = (x1, x2, ..., x2) with (x0, x1, x2) = {label}{how}"
     return _result("exact-lower", BoundKind.LOWER, best, delta, BoundStatus.PROVEN, start, note)
-
-
-#: the engine's bracket below which the Thm 5.1 post-processing is not tried (see
-#: :func:`_engine_is_precise`)
-POST_SKIP_ABS = 1e-9
-POST_SKIP_REL = 1e-6
-
-
-def _engine_is_precise(best: _Value) -> bool:
-    """True when the engine's certified bracket [value, value + error] of the same pairs is
-    narrower than POST_SKIP_ABS and POST_SKIP_REL * value: the post-processed pair's eps is at
-    most the pairs' true eps <= value + error, so it could raise the value by less than that
-    (the post-processing costs ~0.6 s at n = 1e9 and matters where the engine's rounding slack
-    grows, eps0 >= 8 at small n, where the bracket is ~1e-6 wide)."""
-    return (0 < best.value and math.isfinite(best.error)
-            and best.error <= min(POST_SKIP_ABS, POST_SKIP_REL * best.value))
-
-
-def _certified_zero(items, n: int, delta: float, best: _Value, method: str) -> bool:
-    """True when every candidate's certified upper delta(0) is <= delta (both directions):
-    delta(eps) is non-increasing, so no eps > 0 can be certified for these pairs, nor for
-    their Thm 5.1 post-processings (whose divergence is at most theirs). Asked only where the
-    search certified eps = 0 exactly; at eps = 0 the engine's Chernoff bound usually decides
-    in ~1 ms, against ~1 s for the post-processing's search at n = 1e9."""
-    if not (best.value == 0 and best.error == 0):
-        return False
-    return all(_delta(c.build(), n, 0.0, "upper", method, threshold=delta).value <= delta
-               for c in items)
 
 
 def _post_processed_lower(randomizer, n: int, delta: float, triples, beat: float = 0.0):
