@@ -14,8 +14,10 @@ the path); the fixtures below give the common texts to a test that asks for them
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import shutil
+import sys
 import tempfile
 import textwrap
 
@@ -69,6 +71,26 @@ def scenario_text(*, name: str = "s", seed: int | None = 3, repetitions: int | N
     if sections:
         text += textwrap.dedent(sections).lstrip("\n")
     return text
+
+
+@pytest.fixture(autouse=True)
+def _mpmath_digits(request):
+    """mpmath's precision is process-wide: a test module's ``MP_DIGITS`` is the precision of each
+    of its tests (not only of the module imported last), and whatever a test sets is undone
+    after it, so no oracle's precision depends on the order tests run in."""
+    mpmath = sys.modules.get("mpmath")
+    digits = getattr(request.module, "MP_DIGITS", None)
+    if mpmath is None and digits is None:
+        yield
+        return
+    mpmath = mpmath or importlib.import_module("mpmath")
+    saved = mpmath.mp.prec
+    if digits is not None:
+        mpmath.mp.dps = digits
+    try:
+        yield
+    finally:
+        mpmath.mp.prec = saved
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from shufflesim.protocols.bounds import catalogue as cat
 from shufflesim.protocols.bounds.numerical import brr_exact as be
 from shufflesim.protocols.randomizers.brr import BinaryRR
 
-mp.mp.dps = 60
+MP_DIGITS = 60  # every test here runs at this many digits (tests/conftest.py)
 
 
 def _binomial_pmf(m: int, q) -> list:

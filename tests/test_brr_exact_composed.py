@@ -17,7 +17,7 @@ from shufflesim.protocols.accounting import brr_exact_pld as bp
 from shufflesim.protocols.accounting.compose import Round, compose_rounds
 from shufflesim.protocols.randomizers.brr import BinaryRR
 
-mp.mp.dps = 60
+MP_DIGITS = 60  # every test here runs at this many digits (tests/conftest.py)
 
 
 def _pairs(epsilon0: float, n: int) -> list[tuple[list, list]]:

@@ -19,7 +19,7 @@ from shufflesim.protocols.bounds.numerical import krr_exact as ke
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers.krr import KRR
 
-mp.mp.dps = 50
+MP_DIGITS = 50  # every test here runs at this many digits (tests/conftest.py)
 
 
 def _row(epsilon0: float, k: int, x: int) -> list:

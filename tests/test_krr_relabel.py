@@ -22,7 +22,7 @@ from shufflesim.protocols.bounds.numerical.small_n_truth import _partitions, sma
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers.krr import KRR
 
-mp.mp.dps = 50
+MP_DIGITS = 50  # every test here runs at this many digits (tests/conftest.py)
 
 
 def _law(epsilon0: float, k: int, values: list[int]) -> dict:

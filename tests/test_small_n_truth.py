@@ -21,7 +21,7 @@ from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.randomizers.registry import RANDOMIZERS
 
-mp.mp.dps = 50
+MP_DIGITS = 50  # every test here runs at this many digits (tests/conftest.py)
 
 
 def _mp_matrix(randomizer):
