@@ -1,7 +1,7 @@
 """Issue 18, this round: the shortcuts that made small-n bounds interactive change no number
 beyond their stated error, and each of them can fail.
 
-* exact_band._log_ratios reads ln(m - k) - ln(k + 1) from one table of logs through sliding
+* log_table.log_ratios reads ln(m - k) - ln(k + 1) from one table of logs through sliding
   windows: equal to the direct 2-D computation within the error model of window_pmf.
 * exact_band._shared_parameters lets a group met again with weights a few ulps away reuse its
   tables, and widens the bracket by the stated factor exp(shift): the shared bracket contains
@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from shufflesim.protocols.bounds import catalogue
-from shufflesim.protocols.bounds.engine import common, core, exact_band
+from shufflesim.protocols.bounds.engine import common, core, exact_band, log_table
 from shufflesim.protocols.bounds.engine.common import Categories
 from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
 from shufflesim.protocols.bounds.engine.plans import t_plan
@@ -51,7 +51,7 @@ def test_log_ratio_table_matches_the_direct_logs(n):
                 lo, width = exact_band._window(m, p)
                 if width < 2:
                     continue
-                got = exact_band._log_ratios(m, lo, width)
+                got = log_table.log_ratios(m, lo, width)
                 ref = _direct_log_ratios(m, lo, width)
                 assert np.array_equal(np.isfinite(got), np.isfinite(ref))
                 fin = np.isfinite(ref)
@@ -63,7 +63,7 @@ def test_log_ratio_table_detects_an_off_by_one_window():
     """Negative control: the same windows read one entry off are far outside the bound."""
     t = t_plan(1000, 0.3).t.astype(float)
     lo, width = exact_band._window(t, 0.4)
-    shifted = exact_band._log_ratios(t, lo + 1, width)
+    shifted = log_table.log_ratios(t, lo + 1, width)
     ref = _direct_log_ratios(t, lo, width)
     fin = np.isfinite(ref) & np.isfinite(shifted)
     assert np.max(np.abs(shifted[fin] - ref[fin])) > 1e-4

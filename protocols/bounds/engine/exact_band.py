@@ -58,7 +58,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from shufflesim.protocols.bounds.engine.band_recurrence import ROUNDINGS_PER_ROW, prefix_tables
 from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - read as exact_band.*
@@ -68,6 +67,7 @@ from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - re
 )
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, REL_SUM, TINY, Categories, U
 from shufflesim.protocols.bounds.engine.conditioning import choose_roles
+from shufflesim.protocols.bounds.engine.log_table import LogTable
 from shufflesim.protocols.bounds.engine.plans import t_plan
 from shufflesim.protocols.bounds.engine.table_cache import TABLE_BYTES, bounded_cache
 from shufflesim.protocols.distributions import binom
@@ -199,37 +199,6 @@ def applicable(cat: Categories) -> bool:
 # tables (eps-independent, cached)
 # ---------------------------------------------------------------------------------------------
 
-class _LogTable:
-    """ln v for the integers v that ln(m - k) and ln(k + 1) need, k = lo + j, j < width - 1,
-    over the rows m: both logs are read from this one table through sliding windows (a row of
-    the first is a reversed window, of the second a forward one), ~2x faster than a log over the
-    whole 2-D array."""
-
-    def __init__(self, m: np.ndarray, lo: np.ndarray, width: int) -> None:
-        self.pad = width
-        top = int(max(float(m.max(initial=0.0)), float(lo.max(initial=0.0)) + width)) + 2
-        v = np.arange(-self.pad, top + 1, dtype=float)
-        with np.errstate(divide="ignore"):
-            table = np.log(np.where(v >= 1.0, v, 0.0))            # ln v, -inf for v <= 0
-        self.forward = sliding_window_view(table, width - 1)
-        self.backward = sliding_window_view(table[::-1].copy(), width - 1)  # ln(top - x)
-        self.size = table.size
-
-    def ratios(self, m: np.ndarray, lo: np.ndarray) -> np.ndarray:
-        """ln(m - k) - ln(k + 1) for k = lo + j, j < width - 1 (rows: entries of m; -inf where
-        m - k <= 0)."""
-        first = np.asarray(lo, dtype=np.int64) + 1 + self.pad        # ln(k + 1) from k = lo
-        span = np.asarray(m, dtype=np.int64) - np.asarray(lo, dtype=np.int64)
-        log_mk = self.backward[self.size - 1 - self.pad - span]
-        log_mk -= self.forward[first]
-        return log_mk
-
-
-def _log_ratios(m: np.ndarray, lo: np.ndarray, width: int) -> np.ndarray:
-    """ln(m - k) - ln(k + 1) for k = lo + j, j < width - 1 (:class:`_LogTable`)."""
-    return _LogTable(m, lo, width).ratios(m, lo)
-
-
 #: rows of a table computed at a time: the temporaries stay small (in cache, and reused by the
 #: allocator instead of fresh pages: a first build at n = 1e4 faulted ~3400 pages)
 CHUNK_ROWS = 32
@@ -243,7 +212,7 @@ def window_pmf(m: np.ndarray, p: float, lo: np.ndarray, width: int):
     k = m on, so the pmf is 0 beyond the support). Computed CHUNK_ROWS rows at a time (the same
     operations on each row, hence the same numbers)."""
     m = np.asarray(m, dtype=float)
-    logs = _LogTable(m, lo, width)
+    logs = LogTable(m, lo, width)
     log_odds = math.log(p) - math.log1p(-p)
     mode = np.clip(np.floor((m + 1.0) * p), lo, np.minimum(lo + width - 1, m))
     idx = (mode - lo).astype(np.int64)
