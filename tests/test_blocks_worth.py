@@ -2,6 +2,8 @@
 bracket is within 2.5 times the requested width, instead of block refinements that gain at
 most that factor (10-RR, eps0 = 1, n = 5e4: four 8-block refinements were 0.23 of 0.26 s CPU)."""
 
+from engine_probes import count_block_refinements
+
 import shufflesim.protocols.bounds.engine.core as core
 import shufflesim.protocols.bounds.engine.methods as methods
 from shufflesim.protocols.bounds import catalogue
@@ -12,21 +14,9 @@ from shufflesim.protocols.randomizers import make_randomizer
 EXACT_BAND_5E4 = 0.00970041018
 
 
-def _count_block_refinements(monkeypatch) -> list[int]:
-    """The n_blocks of every conditioning evaluation, appended as they happen."""
-    calls = []
-    original = methods.conditioning_bounds
-
-    def counting(cat, values, probs, value_err, n_blocks):
-        calls.append(n_blocks)
-        return original(cat, values, probs, value_err, n_blocks)
-
-    monkeypatch.setattr(methods, "conditioning_bounds", counting)
-    return calls
-
 
 def test_no_block_refinement_and_the_upper_bound_stays_above_the_exact_value(monkeypatch):
-    calls = _count_block_refinements(monkeypatch)
+    calls = count_block_refinements(monkeypatch)
     r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
     upper = catalogue.evaluate("optimal-blanket", r, 50_000, 1e-6).result
     assert calls and max(calls) == 0          # the single style only (before: four 8-block)
@@ -44,7 +34,7 @@ def test_a_wide_single_style_is_still_refined(monkeypatch):
     needs them: core.POLISH_COSTLY_ABOVE = 0)."""
     monkeypatch.setattr(methods, "BLOCKS_WORTH", 1.0)
     monkeypatch.setattr(core, "POLISH_COSTLY_ABOVE", 0.0)
-    calls = _count_block_refinements(monkeypatch)
+    calls = count_block_refinements(monkeypatch)
     r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
     catalogue.evaluate("optimal-blanket", r, 50_000, 1e-6)
     assert max(calls) > 0

@@ -5,6 +5,7 @@ then states the coarse bracket as its error, which holds the polished value. Als
 methods.SINGLE_EXACT and methods.exact_sum."""
 
 import pytest
+from engine_probes import count_block_refinements
 
 import shufflesim.protocols.bounds.engine.core as core
 import shufflesim.protocols.bounds.engine.methods as methods
@@ -18,20 +19,9 @@ POLISHED = 0.020996993577863266
 POLISHED_ERROR = 2.99e-8
 
 
-def _count_block_refinements(monkeypatch) -> list[int]:
-    calls = []
-    original = methods.conditioning_bounds
-
-    def counting(cat, values, probs, value_err, n_blocks):
-        calls.append(n_blocks)
-        return original(cat, values, probs, value_err, n_blocks)
-
-    monkeypatch.setattr(methods, "conditioning_bounds", counting)
-    return calls
-
 
 def test_no_costly_polish_and_the_bracket_holds_the_polished_value(monkeypatch):
-    calls = _count_block_refinements(monkeypatch)
+    calls = count_block_refinements(monkeypatch)
     r = make_randomizer("krr", epsilon0=1.0, domain_size=3)
     result = catalogue.evaluate("optimal-blanket", r, 30_000, 1e-6).result
     assert calls and max(calls) == 0                 # before: 8- and 32-block refinements
@@ -104,7 +94,7 @@ def test_no_fft_after_the_exact_band_sum():
 def test_olh_keeps_its_coarse_bracket_which_holds_the_polished_value(monkeypatch):
     """olh d = 4, eps0 = 1, n = 1e4, delta = 1e-6: the polish took 1.3 s of block refinements
     for its last 1.3e-4 (fbce347: 0.02933616138, stated error 6.2e-7)."""
-    calls = _count_block_refinements(monkeypatch)
+    calls = count_block_refinements(monkeypatch)
     r = make_randomizer("olh", epsilon0=1.0, domain_size=4)
     result = catalogue.evaluate("optimal-blanket", r, 10_000, 1e-6).result
     assert max(calls) == 0

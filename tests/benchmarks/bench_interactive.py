@@ -48,26 +48,23 @@ ROWS = {
                               "multi-message-exact-lower", "-q"], "< 0.5 s"),
 }
 
+#: three round PLDs of 10-RR at n = 1e6 (one per composing method, T = 1)
+_ROUND_PLDS = (
+    "from shufflesim.protocols.randomizers import make_randomizer\n"
+    "from shufflesim.protocols.accounting.compose import Round, compose_rounds\n"
+    "r = make_randomizer('krr', epsilon0=1.0, domain_size=10)\n"
+    "for m in ('optimal-blanket', 'exact-lower', 'fmt21-clone'):\n"
+    "    compose_rounds([Round(r, 1000000, 1)], 1e-6, m)\n")
+
 #: Python snippets (run with python -c), name -> (code, target)
 SNIPPETS = {
-    "round-pld-1e6": (
-        "from shufflesim.protocols.randomizers import make_randomizer\n"
-        "from shufflesim.protocols.accounting.compose import Round, compose_rounds\n"
-        "r = make_randomizer('krr', epsilon0=1.0, domain_size=10)\n"
-        "for m in ('optimal-blanket', 'exact-lower', 'fmt21-clone'):\n"
-        "    compose_rounds([Round(r, 1000000, 1)], 1e-6, m)\n",
-        "< 0.1 s per PLD (three PLDs here, T = 1)"),
+    "round-pld-1e6": (_ROUND_PLDS, "< 0.1 s per PLD (three PLDs here, T = 1)"),
     # the same with one BLAS thread, as every command runs (simulator/execution/blas.py):
     # under load, OpenBLAS's two threads made the blanket PLD's small matrix products 25x
     # slower (0.65 -> 15.8 ms each at load 6; issue 32, session 13)
     "round-pld-1e6-one-blas-thread": (
         "from shufflesim.simulator.execution import blas\n"
-        "blas.default_for_commands()\n"
-        "from shufflesim.protocols.randomizers import make_randomizer\n"
-        "from shufflesim.protocols.accounting.compose import Round, compose_rounds\n"
-        "r = make_randomizer('krr', epsilon0=1.0, domain_size=10)\n"
-        "for m in ('optimal-blanket', 'exact-lower', 'fmt21-clone'):\n"
-        "    compose_rounds([Round(r, 1000000, 1)], 1e-6, m)\n",
+        "blas.default_for_commands()\n" + _ROUND_PLDS,
         "< 0.1 s per PLD (three PLDs here, T = 1)"),
     "cyclic-geometric-exact-lower": (
         "import itertools\n"
