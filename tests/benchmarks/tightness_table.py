@@ -177,13 +177,17 @@ def _relabel(randomizer, n: int, delta: float) -> _PairEvaluation:
         return _PairEvaluation(error=str(error))
 
 
+def _done_keys(path: Path, *fields: str) -> set[tuple]:
+    """The keys (the records' ``fields``) already written to a resumable JSONL file."""
+    if not path.exists():
+        return set()
+    return {tuple(r[f] for f in fields) for r in map(json.loads, path.read_text().splitlines())}
+
+
 def run_relabel(path: Path, grid: Path) -> None:
     """krr-relabel at every k-RR (k >= 4) point of the grid with n = RELABEL_N whose ratio is
     above 1.01 (resumable JSONL next to the grid's file)."""
-    done = set()
-    if path.exists():
-        done = {(r["randomizer"], r["epsilon0"], r["n"], r["delta"])
-                for r in map(json.loads, path.read_text().splitlines())}
+    done = _done_keys(path, "randomizer", "epsilon0", "n", "delta")
     worker = CappedWorker()
     with path.open("a") as out:
         for key, recs in sorted(load(grid).items()):
@@ -210,10 +214,7 @@ def run_pairs(path: Path) -> None:
     (resumable JSONL): the pair search for every configuration it applies to (categorical
     input, finite output), and exact-lower through the engine's FFT (EXACT_FFT) for the
     continuous ones."""
-    done = set()
-    if path.exists():
-        done = {(r["randomizer"], r["epsilon0"], r["n"], r["delta"], r["method"])
-                for r in map(json.loads, path.read_text().splitlines())}
+    done = _done_keys(path, "randomizer", "epsilon0", "n", "delta", "method")
     worker = CappedWorker()
     with path.open("a") as out:
         for eps0, n, delta in POINTS:  # the grid's order, so its rows get their evidence
@@ -246,10 +247,7 @@ def run_times(path: Path) -> None:
     """Each TIMED bound at n in TIMED_N, eps0 in (1, 4), delta = 1e-8, under the caps
     (resumable JSONL: value or refusal, wall and CPU seconds, load average)."""
     configs = {c[0]: c for c in CONFIGS}
-    done = set()
-    if path.exists():
-        done = {(r["randomizer"], r["method"], r["epsilon0"], r["n"])
-                for r in map(json.loads, path.read_text().splitlines())}
+    done = _done_keys(path, "randomizer", "method", "epsilon0", "n")
     worker = CappedWorker()
     with path.open("a") as out:
         for n in TIMED_N:
@@ -593,10 +591,7 @@ def run_truth(path: Path) -> None:
     """Per categorical randomizer, at the largest n its truth affords: the truth's bracket and
     every applicable proven bound (JSONL, resumable)."""
     from shufflesim.protocols.bounds.numerical.small_n_truth import small_n_truth_epsilon
-    done = set()
-    if path.exists():
-        done = {(r["randomizer"], r["epsilon0"], r["delta"])
-                for r in map(json.loads, path.read_text().splitlines())}
+    done = _done_keys(path, "randomizer", "epsilon0", "delta")
     with path.open("a") as out:
         for eps0 in TRUTH_EPSILON0:
             for label, name, params in CONFIGS:
