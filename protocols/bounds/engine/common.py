@@ -353,3 +353,17 @@ def chernoff_upper(cats: Sequence[Categories]) -> float:
     best = min(minimise_unimodal(log_bound, guess - 12.0, guess + 6.0),
                float(log_bound(guess)[0]))
     return math.exp(min(best, 700.0)) + TINY            # TINY: exp may underflow
+
+
+def excess_bound(var, dist):
+    """Sharp bound E[(Y - a)_+] <= (sqrt(var + a^2) - a) / 2 for E Y = 0, Var Y <= var, a >= 0
+    (written without cancellation)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(var > 0, var / (2.0 * (np.sqrt(var + dist * dist) + dist)), 0.0)
+
+
+def chernoff_lambda(var, dist):
+    """A good lam for the Chernoff bound of E(Y - a)_+ (optimal for Gaussian Y): any lam > 0
+    gives a valid bound."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(var > 0, (dist + np.sqrt(dist * dist + 4 * var)) / (2 * var), np.inf)

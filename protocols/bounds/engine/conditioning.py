@@ -57,7 +57,9 @@ from shufflesim.protocols.bounds.engine.common import (
     TINY,
     Categories,
     U,
+    chernoff_lambda,
     chernoff_upper,
+    excess_bound,
     leaf_with_slope,
     mode_pmf_on_range,
 )
@@ -201,24 +203,10 @@ class _Deviation:
         return np.where(np.isnan(out), np.inf, out)
 
 
-def _phi(var, dist):
-    """Sharp bound E[(Y - a)_+] <= (sqrt(var + a^2) - a) / 2 for E Y = 0, Var Y <= var, a >= 0
-    (written without cancellation)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(var > 0, var / (2.0 * (np.sqrt(var + dist * dist) + dist)), 0.0)
-
-
-def _lambda_for(var, dist):
-    """A good lam for the Chernoff bound of E(Y - a)_+ (optimal for Gaussian Y): any lam > 0
-    gives a valid bound."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(var > 0, (dist + np.sqrt(dist * dist + 4 * var)) / (2 * var), np.inf)
-
-
 def _chernoff_log(dev: _Deviation, dist, sign):
     """log of the Chernoff bound E[(sign Y - dist)_+] <= E e^{lam (sign Y - dist)} / (lam e),
-    at lam = _lambda_for(Var, dist); returns (log bound, lam)."""
-    lam = _lambda_for(dev.var, dist)
+    at lam = chernoff_lambda(Var, dist); returns (log bound, lam)."""
+    lam = chernoff_lambda(dev.var, dist)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         log_b = dev.psi(sign * lam) - lam * dist - np.log(lam * np.e)
     return np.where(np.isnan(log_b), np.inf, log_b), lam
@@ -228,7 +216,7 @@ def _tail_bound(dev: _Deviation, dist, sign):
     """min(phi, Chernoff) bound of E[(sign Y - dist)_+], dist >= 0 (sign = +-1 per element)."""
     log_b, _ = _chernoff_log(dev, dist, sign)
     chern = np.exp(np.minimum(log_b, 700.0))
-    return np.where(dev.var > 0, np.minimum(_phi(dev.var, dist), chern), 0.0)
+    return np.where(dev.var > 0, np.minimum(excess_bound(dev.var, dist), chern), 0.0)
 
 
 def _far_side(dev: _Deviation, dist, sign, p_edge, ratio, step, side_pmax):
@@ -249,7 +237,7 @@ def _far_side(dev: _Deviation, dist, sign, p_edge, ratio, step, side_pmax):
             fallback = np.exp(np.minimum(log_b[bad], 700.0)) / -np.expm1(-lam[bad] * step)
             out = out.copy()
             out[bad] = side_pmax(bad) * fallback
-    out = np.minimum(np.nan_to_num(out, nan=np.inf), _phi(dev.var, dist))
+    out = np.minimum(np.nan_to_num(out, nan=np.inf), excess_bound(dev.var, dist))
     return np.where(dev.var > 0, out, 0.0)
 
 

@@ -31,23 +31,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from shufflesim.protocols.bounds.engine.common import chernoff_lambda, excess_bound
+
 #: grid points of the lam table per side
 GRID = 256
 #: relative margin for the table's and the sums' rounding
 MARGIN = 1e-10
 
 U = float(np.finfo(float).eps) / 2
-
-
-def _phi(var, dist):
-    """E(Y - a)_+ <= (sqrt(var + a^2) - a) / 2 for E Y = 0, Var Y <= var (> 0), a >= 0
-    (increasing in var)."""
-    return var / (2.0 * (np.sqrt(var + dist * dist) + dist))
-
-
-def _lam(var, dist):
-    """The Gaussian-optimal lam of the Chernoff bound of E(Y - dist)_+ (any lam > 0 is valid)."""
-    return (dist + np.sqrt(dist * dist + 4.0 * var)) / (2.0 * var)
 
 
 def _table(psi_max, lam_rows, d: float):
@@ -70,15 +61,15 @@ def _side(dist, p_first, growth, p_side, var: float, d: float, psi_max):
     largest). With one lam, term j is at most P_j C e^{-j lam d} (C the first's Chernoff bound):
     a geometric series of ratio growth e^{-lam d} where that is < 1, else p_side C times the
     series of e^{-j lam d}; and at most p_side times the spread bound (engine/screen.py)."""
-    lam_rows = _lam(var, dist)
+    lam_rows = chernoff_lambda(var, dist)
     grid, table, series = _table(psi_max, lam_rows, d)
     idx = np.clip(np.searchsorted(grid, lam_rows, side="right") - 1, 0, grid.size - 1)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         chernoff = np.exp(np.minimum(table[idx] - grid[idx] * dist, 700.0))
-        first = np.minimum(_phi(var, dist), chernoff)
+        first = np.minimum(excess_bound(var, dist), chernoff)
         ratio = growth * np.exp(-grid[idx] * d)
         geometric = np.where(ratio < 1.0, p_first * chernoff * ratio / (1.0 - ratio), np.inf)
-        flat = p_side * np.minimum(chernoff * series[idx], _phi(var, d) + var / (2.0 * d))
+        flat = p_side * np.minimum(chernoff * series[idx], excess_bound(var, d) + var / (2.0 * d))
         rest = np.minimum(np.nan_to_num(geometric, nan=np.inf), np.nan_to_num(flat, nan=np.inf))
     return p_first * first + rest
 
