@@ -101,13 +101,15 @@ def test_the_fast_window_is_used_only_when_it_decides():
     r = make_randomizer("krr", epsilon0=1.0, domain_size=10)
     atoms = dec.exact_pair_atoms(r, 0, 1, 1)
     for n, eps in [(10**9, 2.9412e-5), (10**8, 1.2815e-4)]:
-        fast = screen._screen(atoms, n, eps, screen.Z_FAST)
-        full = screen._screen(atoms, n, eps, screen.Z_SCREEN)
-        quick = screen._chernoff(atoms, n, eps)
+        cat = screen._mixed_categories(atoms, n, eps)
+        fast = screen._screen(cat, n, screen.Z_FAST)
+        full = screen._screen(cat, n, screen.Z_SCREEN)
+        quick = screen._chernoff(cat, n)
         got = screen.screen_delta_upper(atoms, n, eps, threshold=1e-6)
         assert got == (quick if quick <= 1e-6 else fast if fast <= 1e-6 else full)
         assert got >= core.delta_of_epsilon([(atoms, n)], n, eps, "lower").lower
-    assert screen._screen(atoms, 10**9, 2.9412e-5, screen.Z_FAST) <= 1e-6
+    cat = screen._mixed_categories(atoms, 10**9, 2.9412e-5)
+    assert screen._screen(cat, 10**9, screen.Z_FAST) <= 1e-6
 
 
 def test_the_chernoff_bound_is_tried_first_with_a_threshold():
@@ -116,7 +118,8 @@ def test_the_chernoff_bound_is_tried_first_with_a_threshold():
     r = make_randomizer("krr", epsilon0=0.1, domain_size=10)
     atoms = dec.exact_pair_atoms(r, 0, 1, 1)
     got = screen.screen_delta_upper(atoms, 10**9, 0.0, threshold=1e-6)
-    assert got == screen._chernoff(atoms, 10**9, 0.0) and got <= 1e-6
+    cat = screen._mixed_categories(atoms, 10**9, 0.0)
+    assert got == screen._chernoff(cat, 10**9) and got <= 1e-6
     assert got >= core.delta_of_epsilon([(atoms, 10**9)], 10**9, 0.0, "lower").lower
 
 

@@ -61,30 +61,35 @@ def screen_delta_upper(atoms: RatioAtoms, n: int, epsilon: float,
     one group of n users, or None where the screen does not apply (small windows, one sign of
     G, a degenerate decomposition). With ``threshold``, the Chernoff bound and then a window
     of Z_FAST sd are tried first and returned if <= threshold (every one is a valid bound)."""
+    cat = _mixed_categories(atoms, n, epsilon)
+    if cat is None:
+        return None
     if threshold is not None:
-        quick = _chernoff(atoms, n, epsilon)
-        if quick is not None and quick <= threshold:
+        quick = _chernoff(cat, n)
+        if quick <= threshold:
             return quick
-        fast = _screen(atoms, n, epsilon, Z_FAST)
+        fast = _screen(cat, n, Z_FAST)
         if fast is None or fast <= threshold:
             return fast
-    return _screen(atoms, n, epsilon, Z_SCREEN)
+    return _screen(cat, n, Z_SCREEN)
 
 
-def _chernoff(atoms: RatioAtoms, n: int, epsilon: float) -> float | None:
-    """The Chernoff bound of E[S_+] (common.chernoff_upper) plus the input slack, over n: ~1 ms,
-    and decisive where delta(eps) is far below the threshold (e.g. at eps = 0)."""
+def _mixed_categories(atoms: RatioAtoms, n: int, epsilon: float):
+    """The engine's categories of G at eps, or None unless G takes both signs."""
     cat = categories(atoms, n, epsilon)
     if cat.c.size < 2 or not (cat.c.min() < 0 < cat.c.max()):
         return None
+    return cat
+
+
+def _chernoff(cat, n: int) -> float:
+    """The Chernoff bound of E[S_+] (common.chernoff_upper) plus the input slack, over n: ~1 ms,
+    and decisive where delta(eps) is far below the threshold (e.g. at eps = 0)."""
     total = (chernoff_upper([cat]) + input_slack([cat])) * (1 + 8 * U) + TINY
     return total / n * (1 + 4 * U)
 
 
-def _screen(atoms: RatioAtoms, n: int, epsilon: float, z: float) -> float | None:
-    cat = categories(atoms, n, epsilon)
-    if cat.c.size < 2 or not (cat.c.min() < 0 < cat.c.max()):
-        return None
+def _screen(cat, n: int, z: float) -> float | None:
     if not conditioning.well_posed(cat):
         return None
     roles = conditioning.choose_roles(cat)
