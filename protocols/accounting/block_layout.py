@@ -20,6 +20,19 @@ import numpy as np
 
 #: Widest block / narrowest block (the tails of the S window, where pi is tiny).
 WIDEST = 16.0
+#: Up to this many (S, D) entries every S is its own block (the pair itself, exact, as with
+#: the former budget of 2^20 entries: the Renyi outside charge of rdp.py then keeps its
+#: shrink of 1).
+EXACT_ENTRIES = 1 << 20
+
+
+def layout(weight: np.ndarray, width: float, budget: int, exact: int) -> np.ndarray:
+    """Block starts for ``weight.size`` values of S whose pairs have ``width`` entries each:
+    one S per block up to ``exact`` entries (EXACT_ENTRIES with the default budgets), else
+    :func:`block_starts` with ``budget`` entries."""
+    if weight.size * width <= exact:
+        return np.arange(weight.size)
+    return block_starts(weight, max(1, int(budget // width)))
 
 
 def block_starts(weight: np.ndarray, blocks: int, *, widest: float = WIDEST) -> np.ndarray:

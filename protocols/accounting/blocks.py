@@ -51,7 +51,7 @@ import functools
 
 import numpy as np
 
-from shufflesim.protocols.accounting.block_layout import block_ends, block_starts
+from shufflesim.protocols.accounting.block_layout import EXACT_ENTRIES, block_ends, layout
 from shufflesim.protocols.accounting.enumeration import (
     Aggregates,
     _half_binomial_log_pmf,
@@ -73,11 +73,11 @@ def block_pairs_apply(model: CountModel, side: str) -> bool:
 
 
 #: Largest number of (block, D) entries per side (sets the block widths, block_layout.py).
-#: With blocks of width ~ pi^(-1/2) these hold the values of 2^20 blocks of equal width
-#: (issue 32: on 5 points of 3-RR and 10-RR, n 1e4-1e6, T 1-1000, fmt21-clone within
-#: -1.2e-6 .. +1.6e-6 relative, exact-lower -1.7e-5 .. +3.5e-5) at 37 % (upper) and 50 %
-#: (lower) of the entries.
-MAX_ENTRIES = {"upper": 3 << 17, "lower": 1 << 19}
+#: Upper: with blocks of width ~ pi^(-1/2) 3 x 2^17 entries hold the values of 2^20 blocks
+#: of equal width (issue 32: fmt21-clone within -1.2e-6 .. +1.6e-6 relative on 5 points of
+#: 3-RR and 10-RR, n 1e4-1e6, T 1-1000) at 37 % of the work. Lower: 2^20 (the lower bound
+#: keeps the budget and gains the layout's tightness).
+MAX_ENTRIES = {"upper": 3 << 17, "lower": 1 << 20}
 #: (block, D) entries computed at once.
 CHUNK = 1 << 18
 
@@ -86,9 +86,11 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
                      max_entries: int | None = None) -> Aggregates:
     """Outcomes of the dominating (``side`` "upper") or dominated ("lower") block pairs of a
     symmetric ``model`` with n users (module docstring); ``max_entries``: the budget of
-    (block, D) entries (default ``MAX_ENTRIES[side]``)."""
+    (block, D) entries (default ``MAX_ENTRIES[side]``, and then one S per block up to
+    block_layout.EXACT_ENTRIES)."""
     require(side in ("upper", "lower"), "side", side, "must be 'upper' or 'lower'")
-    max_entries = MAX_ENTRIES[side] if max_entries is None else max_entries
+    budget = MAX_ENTRIES[side] if max_entries is None else max_entries
+    exact = EXACT_ENTRIES if max_entries is None else budget
     require(block_pairs_apply(model, side), "model", model.label,
             f"block pairs do not give a valid {side} pair for it")
     (a1, a2), (b1, b2) = model.a, model.b
@@ -105,7 +107,7 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
     # S = 0 (in the window when s_lo = 0): D = 0, the same outcome under P0 and P1 (loss 0)
     zero = float(binom.pmf(0, n, min(1.0, 2 * w)) * r * rho * n / n) if s_lo == 0 else 0.0
     width_t = float(8.5 * np.sqrt(max(s_hi, 1)) + 40)   # t per block (+-8 sd of Bin(S, 1/2))
-    starts = block_starts(pi, max(1, int(max_entries // width_t)))   # block_layout.py
+    starts = layout(pi, width_t, budget, exact)          # block_layout.py
     ends = block_ends(starts, S_all.size)
     weight = np.add.reduceat(pi, starts)
     first, last = S_all[starts], S_all[ends]

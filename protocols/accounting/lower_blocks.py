@@ -37,7 +37,6 @@ import math
 
 import numpy as np
 
-from shufflesim.protocols.accounting.block_layout import block_ends, block_starts
 from shufflesim.protocols.accounting.enumeration import (
     Aggregates,
     binomial_log_pmf_around,
@@ -48,9 +47,8 @@ from shufflesim.protocols.accounting.pairs import CountModel
 from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import require
 
-#: Largest number of (block, h1) entries (sets the block widths, block_layout.py; as the
-#: lower side of blocks.MAX_ENTRIES).
-MAX_ENTRIES = 1 << 19
+#: Largest number of (block, h1) entries (sets the block width).
+MAX_ENTRIES = 1 << 20
 #: (block, h1) entries computed at once.
 CHUNK = 1 << 18
 
@@ -78,8 +76,10 @@ def lower_block_aggregates(model: CountModel, n: int, *, tail: float,
     pi = binom.pmf(S_all, n, ws) * mu / n
     zero = float(binom.pmf(0, n, ws)) * r * rho if s_lo == 0 else 0.0   # S = 0: loss 0
     width_t = float(17.0 * math.sqrt(max(s_hi, 1) * q * (1.0 - q)) + 40)
-    starts = block_starts(pi, max(1, int(max_entries // width_t)))   # block_layout.py
-    ends = block_ends(starts, S_all.size)
+    blocks = max(1, min(S_all.size, int(max_entries // width_t)))
+    step = int(math.ceil(S_all.size / blocks))
+    starts = np.arange(0, S_all.size, step)
+    ends = np.minimum(starts + step, S_all.size) - 1
     weight = np.add.reduceat(pi, starts)
     s_pair = S_all[ends]
     m = s_pair * mu[starts] / S_all[starts]

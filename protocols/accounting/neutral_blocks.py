@@ -48,7 +48,7 @@ import math
 
 import numpy as np
 
-from shufflesim.protocols.accounting.block_layout import block_ends, block_starts
+from shufflesim.protocols.accounting.block_layout import EXACT_ENTRIES, block_ends, layout
 from shufflesim.protocols.accounting.enumeration import (
     Aggregates,
     _half_binomial_log_pmf,
@@ -89,8 +89,10 @@ def _loss(alpha: float, beta: float, d: np.ndarray, m: np.ndarray,
 
 
 def neutral_block_aggregates(model: CountModel, n: int, *, tail: float, weak_rtol: float,
-                             max_entries: int = MAX_ENTRIES) -> Aggregates:
-    """The aggregates of the dominating pair of the module docstring (upper bounds only)."""
+                             max_entries: int | None = None) -> Aggregates:
+    """The aggregates of the dominating pair of the module docstring (upper bounds only);
+    ``max_entries``: the budget of (block, D) entries (default MAX_ENTRIES, and then one S
+    per block up to block_layout.EXACT_ENTRIES)."""
     require(applies(model), "model", model.label,
             "neutral block pairs need a symmetric pair with a neutral group")
     (a1, a2), (b1, b2) = model.a, model.b
@@ -113,7 +115,9 @@ def neutral_block_aggregates(model: CountModel, n: int, *, tail: float, weak_rto
     pk, mk = bins.mass[rows], bins.mean[rows]                   # (S, k)
     p_s = binom.pmf(S, n, p2)
     width_t = float(8.5 * np.sqrt(S[-1]) + 40)
-    starts = block_starts(p_s, max(1, int(max_entries // width_t)))   # block_layout.py
+    exact = EXACT_ENTRIES if max_entries is None else max_entries
+    starts = layout(p_s, width_t, MAX_ENTRIES if max_entries is None else max_entries,
+                    exact)                                 # block_layout.py
     ends = block_ends(starts, S.size)
     sa = S[starts]
     owner = np.repeat(np.arange(starts.size), ends - starts + 1)
