@@ -58,8 +58,11 @@ import numpy as np
 
 from shufflesim.protocols.bounds.engine.common import Estimate
 from shufflesim.protocols.bounds.multi_message import kernels
-from shufflesim.protocols.bounds.numerical.two_count import TwoCountPair, two_count_delta
 from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.lazy import lazy_module
+
+#: the blanket-only model's two-count sums (not the thinned model's)
+two_count = lazy_module("shufflesim.protocols.bounds.numerical.two_count")
 
 #: Largest (slices x window) table of the thinned lower model; beyond it the model is skipped
 #: (its tables cost memory and time proportional to this).
@@ -102,9 +105,9 @@ class CellModel:
     def delta(self, blanket_count: int, epsilon: float) -> Estimate:
         """max of both directions' divergence at eps."""
         if self.others is None:
-            pair = TwoCountPair(blanket_count + 1, self.blanket, self.first, self.second,
-                                exhaustive=self.exhaustive)
-            return two_count_delta(pair, epsilon)
+            pair = two_count.TwoCountPair(blanket_count + 1, self.blanket, self.first,
+                                          self.second, exhaustive=self.exhaustive)
+            return two_count.two_count_delta(pair, epsilon)
         count, t0, t1 = self.others
         user = (self.first[0], self.first[1], max(0.0, 1.0 - sum(self.first)))
         return kernels.symmetric_cells_delta(
