@@ -10,7 +10,11 @@
   imports only the module a name needs, protocols/registry.py);
 - ``bound`` of k-RR over rounds, every applicable bound, imports no module of a bound it does
   not compute (the catalogue lists those from protocols/bounds/declared.py), nor the scenario
-  and user-code machinery.
+  and user-code machinery, nor scipy.fft and the engine parts it never runs (the FFT method's
+  transforms, the kink table, the candidate screen);
+- cheu's ``multi-message-exact-lower`` imports the engine's eps(delta) search only, not the
+  hockey-stick engine of the single-message bounds, nor the two-count kernel of the
+  multi-message upper bounds.
 """
 
 from __future__ import annotations
@@ -129,3 +133,45 @@ def test_an_audit_without_a_pipeline_imports_no_simpy_nor_pandas():
     assert "shufflesim.simulator.audit.pipeline_batch" in modules  # the check sees the audit
     assert not _under(modules, ("simpy", "pandas", "shufflesim.simulator.pipeline.run",
                                 "shufflesim.simulator.pipeline.analyzer"))
+
+
+#: What a k-RR ``bound`` over rounds never calls (issue 32, session 14): scipy.fft (about
+#: 0.02 s of CPU; loaded by the engine's first FFT convolution), the one-table kink sum
+#: (engine/kink_table.py) and the screen of several candidates (engine/screen.py); each is
+#: imported on first use.
+NOT_RUN_FOR_KRR_ROUNDS = ("scipy.fft", "shufflesim.protocols.bounds.engine.kink_table",
+                          "shufflesim.protocols.bounds.engine.screen")
+
+
+@pytest.mark.parametrize("size", [["--n", "1000", "--rounds", "3"],
+                                  ["--n", "100000", "--rounds", "100"]])
+def test_a_krr_bound_over_rounds_imports_no_engine_part_it_does_not_run(size):
+    modules = _modules_after(COMMAND, "bound", "--randomizer", "krr", "--domain-size", "10",
+                             "--delta", "1e-6", "-q", "--epsilon0", "1", *size)
+    assert "shufflesim.protocols.bounds.engine.fft" in modules  # the engine is there
+    extra = _under(modules, NOT_RUN_FOR_KRR_ROUNDS)
+    assert not extra, (f"bound of k-RR over rounds imported {extra}: load it on first use "
+                       "(protocols/lazy.py), or, if the bound now runs it, say what it costs")
+
+
+#: What cheu's exact lower bound never calls: the single-message engine (core and its methods;
+#: the search eps_search.epsilon_of_delta is all it uses), scipy.fft, 001's two-count kernel
+#: (the blanket-only upper model and the variation-ratio bound), and composition over rounds.
+NOT_FOR_CHEU_LOWER = ("scipy.fft", "shufflesim.protocols.bounds.engine.core",
+                      "shufflesim.protocols.bounds.engine.fft",
+                      "shufflesim.protocols.bounds.engine.conditioning",
+                      "shufflesim.protocols.bounds.engine.exact_band",
+                      "shufflesim.protocols.bounds.engine.levels",
+                      "shufflesim.protocols.bounds.numerical.two_count",
+                      "shufflesim.protocols.accounting", "shufflesim.simulator.calls.rounds")
+
+
+def test_cheu_exact_lower_imports_only_the_search_of_the_engine():
+    modules = _modules_after(COMMAND, "bound", "--randomizer", "cheu", "--domain-size", "4",
+                             "--param", "flip_probability=0.2", "--epsilon0", "1", "--n", "200",
+                             "--delta", "1e-6", "--method", "multi-message-exact-lower", "-q")
+    assert "shufflesim.protocols.bounds.multi_message.thinned_curve" in modules  # it ran
+    assert "shufflesim.protocols.bounds.engine.eps_search" in modules
+    extra = _under(modules, NOT_FOR_CHEU_LOWER)
+    assert not extra, (f"cheu's multi-message-exact-lower imported {extra[:5]}: load it on "
+                       "first use (protocols/lazy.py)")

@@ -49,7 +49,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine import kink_table, t_window
 from shufflesim.protocols.bounds.engine.common import (
     BINOM_PMF,
     REL_SPECIAL,
@@ -64,6 +63,10 @@ from shufflesim.protocols.bounds.engine.common import (
     mode_pmf_on_range,
 )
 from shufflesim.protocols.bounds.engine.plans import MultiPlan, multi_plan, t_plan
+from shufflesim.protocols.lazy import lazy_module
+
+kink_table = lazy_module("shufflesim.protocols.bounds.engine.kink_table")  # on first use
+t_window = lazy_module("shufflesim.protocols.bounds.engine.t_window")
 
 J_MAX = 16            # at most this many kinks summed one by one on each side of the mean
 J_SD = 4.0            # ... enough to reach J_SD sd of V

@@ -398,12 +398,25 @@ def band_bounds(cat: Categories) -> tuple[float, float]:
     plan = band_plan(n, w_pair, rho, q)
     t = plan.t
     rows = np.arange(t.size)
-    m = n - t
+    f_lo, f_hi = row_bounds(sh, plan, t, n - t, rows, rows)
+    lower = float((plan.pt * (1 - REL_SPECIAL)) @ f_lo)
+    upper = float((plan.pt * (1 + REL_SPECIAL)) @ f_hi)
+    upper += _t_tail_bound(cat, n, w_pair)
+    lower = max(lower * (1 - REL_SUM - t.size * U) * math.exp(-shift) - down, 0.0)
+    upper = upper * (1 + REL_SUM + t.size * U) * math.exp(shift) * (1 + 4 * U) + up + TINY
+    return lower, upper
+
+
+def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.ndarray,
+               xi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row (t pair users, m pool users; ``bi`` / ``xi`` its row in the plan's B / X
+    tables): guaranteed (lower, upper) of f = E[(alpha + d B + e X)_+] (module docstring),
+    the upper side with the mass of B and X outside their windows."""
     d, e, ae = sh.d, sh.e, abs(sh.e)
     alpha = sh.cb * t + sh.base * m
-    b_lo, b_w = plan.b_lo, plan.b_w
+    b_lo, b_w = plan.b_lo[bi], plan.b_w
     b_hi = np.minimum(b_lo + b_w - 1, t)          # entries beyond the support carry no mass
-    x_lo, x_w = plan.x_lo, plan.x_w
+    x_lo, x_w = plan.x_lo[xi], plan.x_w
     x_hi = np.minimum(x_lo + x_w - 1, m) if sh.q < 1.0 else x_lo
     with np.errstate(divide="ignore", invalid="ignore"):
         # k_hi: the smallest k with alpha + d k + e x_hi >= 0 (x*(k) >= x_hi from there on)
@@ -414,11 +427,11 @@ def band_bounds(cat: Categories) -> tuple[float, float]:
     k1 = np.clip(k_hi, b_lo, b_hi + 1)
     i1 = (k1 - b_lo).astype(np.int64)
     ix_hi = (x_hi - x_lo).astype(np.int64)
-    px_w = plan.cx[rows, ix_hi + 1]
-    ccx_hi = plan.ccx[rows, ix_hi]
+    px_w = plan.cx[xi, ix_hi + 1]
+    ccx_hi = plan.ccx[xi, ix_hi]
     coef = np.maximum(alpha + d * k1 + e * x_hi, 0.0)
-    sb1 = plan.sb[rows, i1]
-    f = px_w * (coef * sb1 + d * plan.ssb[rows, i1 + 1]) + ae * ccx_hi * sb1
+    sb1 = plan.sb[bi, i1]
+    f = px_w * (coef * sb1 + d * plan.ssb[bi, i1 + 1]) + ae * ccx_hi * sb1
     slope = sb1.copy()
     # the band: one look-up per k
     kb0 = np.maximum(k_lo, b_lo)
@@ -431,15 +444,15 @@ def band_bounds(cat: Categories) -> tuple[float, float]:
         xs = np.floor(a_k / ae)
         xh = np.clip(xs, x_lo[:, None] - 1, x_hi[:, None])
         ix = (xh - x_lo[:, None] + 1).astype(np.int64)
-        r2 = rows[:, None]
+        x2, b2 = xi[:, None], bi[:, None]
         inside = valid & (xs >= x_lo[:, None])
-        g = (np.maximum(a_k + e * xh, 0.0) * plan.cx[r2, ix]
-             + ae * plan.ccx[r2, np.maximum(ix - 1, 0)])
+        g = (np.maximum(a_k + e * xh, 0.0) * plan.cx[x2, ix]
+             + ae * plan.ccx[x2, np.maximum(ix - 1, 0)])
         ib = np.clip(k - b_lo[:, None], 0, b_w - 1).astype(np.int64)
-        p_k = np.where(valid, plan.pb[r2, ib], 0.0)
+        p_k = np.where(valid, plan.pb[b2, ib], 0.0)
         f = f + (p_k * np.where(inside, g, 0.0)).sum(axis=1)
-        slope = slope + (p_k * plan.cx[r2, np.minimum(ix + 2, ix_hi[:, None] + 1)]).sum(axis=1)
-    out = plan.b_out + plan.x_out
+        slope = slope + (p_k * plan.cx[x2, np.minimum(ix + 2, ix_hi[:, None] + 1)]).sum(axis=1)
+    out = plan.b_out[bi] + plan.x_out[xi]
     slope = np.minimum(slope + out, 1.0)
     ve = 8 * U * (abs(sh.cb) * t + abs(sh.base) * m + d * (t + 1) + ae * (m + 1)) * (1 + 1e-6)
     # the slope argument needs the value error below one step of B and of X
@@ -447,12 +460,7 @@ def band_bounds(cat: Categories) -> tuple[float, float]:
     rel = plan.rel + (width + 40) * U
     f_lo = np.maximum(f * (1 - rel) - 2 * ve * slope, 0.0)
     f_hi = f * (1 + rel) + 2 * ve * slope + out * np.maximum(alpha + d * t, 0.0)
-    lower = float((plan.pt * (1 - REL_SPECIAL)) @ f_lo)
-    upper = float((plan.pt * (1 + REL_SPECIAL)) @ f_hi)
-    upper += _t_tail_bound(cat, n, w_pair)
-    lower = max(lower * (1 - REL_SUM - t.size * U) * math.exp(-shift) - down, 0.0)
-    upper = upper * (1 + REL_SUM + t.size * U) * math.exp(shift) * (1 + 4 * U) + up + TINY
-    return lower, upper
+    return f_lo, f_hi
 
 
 def _t_tail_bound(cat: Categories, n: int, w_pair: float) -> float:

@@ -48,7 +48,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import fft
 
 from shufflesim.protocols.bounds.engine.common import (
     REL_SUM,
@@ -62,6 +61,7 @@ from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.lazy import lazy_module
 
 optimize = lazy_module("scipy.optimize")  # one minimiser, loaded on first use (issue 32)
+fft = lazy_module("scipy.fft")  # loaded by the first convolution: most bounds never run one
 
 L_MIN = 1 << 12
 L_MAX = 1 << 23

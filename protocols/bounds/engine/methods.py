@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine import exact_band
+from shufflesim.protocols.bounds.engine import exact_band, zero_mixture
 from shufflesim.protocols.bounds.engine.common import (
     Categories,
 )
@@ -107,6 +107,13 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
             if single_first and hi - lo <= max(SINGLE_EXACT * hi, atol):
                 return lo, hi
         return exact_band.band_bounds(cats[0])
+    if len(cats) == 1 and zero_mixture.applicable(cats[0]):
+        # an exact zero beside the band's shape (two-level randomizers' blankets)
+        if decide_only and threshold is not None:
+            lo, hi = conditioning_bounds(cats[0], np.zeros(1), np.ones(1), np.zeros(1), 0)
+            if hi <= threshold or lo > threshold:
+                return lo, hi
+        return zero_mixture.mixture_bounds(cats[0])
     main = _main_group(cats)
     others = [cat for i, cat in enumerate(cats) if i != main]
     if others:
@@ -159,7 +166,8 @@ def exact_sum(cats: list[Categories]) -> bool:
     the rounding of that sum: near eps0 (values a_j - e^eps b_j cancel) it is wide but the
     FFT's is no narrower (3-RR, eps0 = 8, n = 1e4; 50-RR, n = 720: the same bracket
     after 0.76-1.04 s of FFT, issue 32)."""
-    return len(cats) == 1 and exact_band.applicable(cats[0])
+    return len(cats) == 1 and (exact_band.applicable(cats[0])
+                               or zero_mixture.applicable(cats[0]))
 
 
 def needs_blocks(cat: Categories, relative_width: float, rtol: float) -> bool:
@@ -167,13 +175,13 @@ def needs_blocks(cat: Categories, relative_width: float, rtol: float) -> bool:
     a bracket of ``relative_width``, would go on to block refinements (outside the exact band
     sum; ~0.1-0.45 s each at n = 3e4-3e5, where the single style costs ~3 ms)."""
     return (relative_width > BLOCKS_WORTH * rtol and _select([cat]) == "conditioning"
-            and not exact_band.applicable(cat) and main_pool_share(cat) >= 0.5)
+            and not exact_sum([cat]) and main_pool_share(cat) >= 0.5)
 
 
 def _select(cats: list[Categories]) -> str:
     size = _enumeration_size(cats)
-    if (size > ENUMERATE_BAND_ABOVE and len(cats) == 1 and _applicable("conditioning", cats)
-            and exact_band.applicable(cats[0])):
+    if (size > ENUMERATE_BAND_ABOVE and _applicable("conditioning", cats)
+            and exact_sum(cats)):
         return "conditioning"         # the exact band sum (see _conditioning)
     if size <= ENUMERATE_MAX and enumeration_bytes(cats) <= ENUMERATE_BYTES_MAX:
         return "enumerate"

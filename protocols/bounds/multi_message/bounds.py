@@ -17,7 +17,7 @@ import dataclasses
 import math
 import time
 
-from shufflesim.protocols.bounds.engine.core import EpsilonEstimate, epsilon_of_delta
+from shufflesim.protocols.bounds.engine.eps_search import EpsilonEstimate, epsilon_of_delta
 from shufflesim.protocols.bounds.multi_message import kernels
 from shufflesim.protocols.bounds.multi_message.models import (
     ThinnedProductModel,
@@ -33,10 +33,13 @@ from shufflesim.protocols.bounds.multi_message.thinned_curve import LowerCurve
 from shufflesim.protocols.bounds.multi_message.thinned_curve import (
     largest_certified as curve_largest_certified,
 )
-from shufflesim.protocols.bounds.numerical.two_count import TwoCountPair, two_count_delta
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec
 from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
+from shufflesim.protocols.lazy import lazy_module
+
+#: the variation-ratio and blanket-only bounds' two-count sums (not exact-lower's path)
+two_count = lazy_module("shufflesim.protocols.bounds.numerical.two_count")
 
 REFERENCE_VR = "001 Thm 4.2 + Alg. 1 with Table 3 (n - 1 -> n b blanket messages, Sec. 4)"
 REFERENCE_UPPER = "blanket-only model, exact (protocols/bounds/multi_message/models.py)"
@@ -73,7 +76,7 @@ def _eps_max(randomizer) -> float:
 # ------------------------------------------------------------------------------------------
 # 001's variation-ratio bound with Table 3
 # ------------------------------------------------------------------------------------------
-def variation_ratio_pair(p: float, beta: float, q: float, blanket: int) -> TwoCountPair:
+def variation_ratio_pair(p: float, beta: float, q: float, blanket: int) -> two_count.TwoCountPair:
     """001 Thm 4.2's pair with N = ``blanket`` clones: alpha = beta/(p - 1), r = alpha p / q;
     p = +inf is the limit alpha -> 0, p alpha -> beta (Table 3 rows with p = +inf)."""
     require(beta > 0 and q >= 1 and p > 1, "parameters", (p, beta, q),
@@ -86,13 +89,13 @@ def variation_ratio_pair(p: float, beta: float, q: float, blanket: int) -> TwoCo
     r = p_alpha / q
     require(2.0 * r <= 1.0 + 1e-12, "parameters", (p, beta, q),
             f"the clone probability 2r = {2 * r:.6g} must be at most 1")
-    return TwoCountPair(int(blanket) + 1, (r, r), (p_alpha, alpha), (alpha, p_alpha))
+    return two_count.TwoCountPair(int(blanket) + 1, (r, r), (p_alpha, alpha), (alpha, p_alpha))
 
 
 def variation_ratio_delta(p: float, beta: float, q: float, blanket: int,
                           epsilon: float) -> kernels.Estimate:
     """delta(eps) of 001's reduction pair (both directions, guaranteed interval)."""
-    return two_count_delta(variation_ratio_pair(p, beta, q, blanket), epsilon)
+    return two_count.two_count_delta(variation_ratio_pair(p, beta, q, blanket), epsilon)
 
 
 def variation_ratio_bound(randomizer, n: int, delta: float) -> BoundResult:
@@ -104,7 +107,7 @@ def variation_ratio_bound(randomizer, n: int, delta: float) -> BoundResult:
     big_n = blanket_count(randomizer, n)
     pair = variation_ratio_pair(float(row.p), float(row.beta), float(row.q), big_n)
     eps_max = _eps_max(randomizer)
-    found = epsilon_of_delta(lambda e: two_count_delta(pair, e), delta, "upper",
+    found = epsilon_of_delta(lambda e: two_count.two_count_delta(pair, e), delta, "upper",
                              eps_max=eps_max, rtol=RTOL)
     value, error = found.value, found.error
     if found.saturated and not math.isinf(float(row.p)):

@@ -58,8 +58,11 @@ import numpy as np
 
 from shufflesim.protocols.bounds.engine.common import Estimate
 from shufflesim.protocols.bounds.multi_message import kernels
-from shufflesim.protocols.bounds.numerical.two_count import TwoCountPair, two_count_delta
 from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.lazy import lazy_module
+
+#: the blanket-only model's two-count sums (not the thinned model's)
+two_count = lazy_module("shufflesim.protocols.bounds.numerical.two_count")
 
 #: Largest (slices x window) table of the thinned lower model; beyond it the model is skipped
 #: (its tables cost memory and time proportional to this).
@@ -102,9 +105,9 @@ class CellModel:
     def delta(self, blanket_count: int, epsilon: float) -> Estimate:
         """max of both directions' divergence at eps."""
         if self.others is None:
-            pair = TwoCountPair(blanket_count + 1, self.blanket, self.first, self.second,
-                                exhaustive=self.exhaustive)
-            return two_count_delta(pair, epsilon)
+            pair = two_count.TwoCountPair(blanket_count + 1, self.blanket, self.first,
+                                          self.second, exhaustive=self.exhaustive)
+            return two_count.two_count_delta(pair, epsilon)
         count, t0, t1 = self.others
         user = (self.first[0], self.first[1], max(0.0, 1.0 - sum(self.first)))
         return kernels.symmetric_cells_delta(
@@ -122,18 +125,25 @@ class ProductModel:
     others: tuple[int, float, float] | None = None
 
     def delta(self, blanket_count: int, epsilon: float) -> Estimate:
-        laws = []
-        for coordinate in (0, 1):
-            base = kernels.binomial_law(blanket_count, self.blanket[coordinate])
-            if self.others is not None:
-                base = base.convolve(kernels.binomial_law(self.others[0],
-                                                          self.others[1 + coordinate]))
-            laws.append((base.plus_bernoulli(self.first[coordinate]),
-                         base.plus_bernoulli(self.second[coordinate])))
-        (a0, a1), (b0, b1) = laws
-        forward = kernels.product_delta((a0, a1), (b0, b1), epsilon)
-        backward = kernels.product_delta((a1, a0), (b1, b0), epsilon)
-        return kernels.max_estimate([forward, backward])
+        forward, backward = _product_tables(self, blanket_count)
+        return kernels.max_estimate([kernels.product_table_delta(forward, epsilon),
+                                     kernels.product_table_delta(backward, epsilon)])
+
+
+@lru_cache(maxsize=64)
+def _product_tables(model: ProductModel, blanket_count: int) -> tuple[dict, dict]:
+    """kernels.product_tables of both directions (eps-independent: built once per search)."""
+    laws = []
+    for coordinate in (0, 1):
+        base = kernels.binomial_law(blanket_count, model.blanket[coordinate])
+        if model.others is not None:
+            base = base.convolve(kernels.binomial_law(model.others[0],
+                                                      model.others[1 + coordinate]))
+        laws.append((base.plus_bernoulli(model.first[coordinate]),
+                     base.plus_bernoulli(model.second[coordinate])))
+    (a0, a1), (b0, b1) = laws
+    return (kernels.product_tables((a0, a1), (b0, b1)),
+            kernels.product_tables((a1, a0), (b1, b0)))
 
 
 def _negligible(groups) -> np.ndarray:

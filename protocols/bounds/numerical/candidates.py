@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
 from shufflesim.protocols.bounds.engine import core as engine
-from shufflesim.protocols.bounds.engine import screen
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.errors import require_int_at_least, require_probability_open
+from shufflesim.protocols.lazy import lazy_module
+
+screen = lazy_module("shufflesim.protocols.bounds.engine.screen")  # several candidates only
 
 #: precision asked of the engine when a direction is screened against the best eps (the
 #: searches' own coarse precision); an undecided screen is searched in full, so this only

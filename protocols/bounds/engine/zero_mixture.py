@@ -1,0 +1,213 @@
+"""Exact band sum for one group whose categories are an exact zero plus a band shape: the
+blanket GPARVs of two-level randomizers with four (a, b) levels (OUE, RAPPOR, Hadamard response,
+subset selection, OLH, BLH: a, b in {1, e^eps0}, 000 Sec. 4-5 and Thm 13), whose five categories
+(the zero atom included) are one more than engine/exact_band.py's pair and two-category pool.
+
+Setting (000 Thm 12-14): n users, categories c_k with probabilities w_k, S = sum_k c_k N_k. One
+category z has c_z = 0 exactly (the zero atom: a = b = 0, so the computed a - e^eps b is 0
+too). The others, renormalized, have exact_band's shape: a pair (a, b) and a pool of two
+categories j, o. Then, with T = N_a + N_b ~ Bin(n, w_a + w_b), given T = t the count of the
+pool users outside the zero atom is M ~ Bin(n - t, s), s = (w_j + w_o) / (1 - w_a - w_b), and
+given (t, m), B = N_a ~ Bin(t, rho) and X ~ Bin(m, q) are independent, exactly as in
+exact_band with m = n - t replaced by m (the zero users add nothing to S):
+
+    E[S_+] = sum_t P[T = t] sum_m P[M = m | t] f(t, m),   f(t, m) = E[(alpha + d B + e X)_+],
+
+alpha = c_b t + c_o m (exact_band.row_bounds evaluates f, with its error bound). Its B tables
+(per t) are exact_band's own for (n, w_a + w_b, rho); the X tables run over the consecutive m of
+every row; the tables of M given t are one more window_pmf. Each is eps-independent and cached
+(table_cache.bounded_cache), so an eps search pays for them once and then ~(rows x band)
+look-ups per evaluation, where a row is a pair (t, m).
+
+Error bound: every term P[T = t] P[M = m | t] (B entry) (X entry) coefficient has the
+relative errors of its factors (REL_SPECIAL for P[T = t], the M table's window_pmf bound, the
+band's own bound inside row_bounds); sums of non-negative terms add (length) u. Mass outside
+the windows: T outside (plans.t_plan) adds c_a E[T; out] + p n P[out], M outside its window
+for a row adds P[T = t] P[M out | t] (c_a t + p (n - t)), with p = max(c_j, c_o, 0): S_+ is at
+most c_a T + p (n - T) (c_b < 0, zero users add 0). Both go to the upper side only.
+
+Cost: rows = (window of T) x (window of M), ~ 9e4 at n = 1e3, times the band (~5-20): applied
+up to MAX_ROWS rows (issue 32: these randomizers took 1-11 s per optimal-blanket at n = 1e2-1e3
+on the FFT path, ~0.2 s an evaluation).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from shufflesim.protocols.bounds.engine import exact_band
+from shufflesim.protocols.bounds.engine.common import (
+    REL_SPECIAL,
+    REL_SUM,
+    TINY,
+    Categories,
+    U,
+    log_sum_exp,
+)
+from shufflesim.protocols.bounds.engine.conditioning import choose_roles
+from shufflesim.protocols.bounds.engine.plans import t_plan
+from shufflesim.protocols.bounds.engine.table_cache import TABLE_BYTES, bounded_cache
+
+__all__ = ["applicable", "mixture_bounds"]
+
+#: largest number of rows (t, m) for which the method is used
+MAX_ROWS = 150_000
+#: share of Chernoff's bound that the rows left out may carry (:func:`_prune`)
+PRUNE = 1e-11
+
+
+@dataclass(frozen=True)
+class _Mixture:
+    """The shape of the non-zero categories, and the parameters of T and of M given T."""
+
+    shape: exact_band._Shape
+    w_pair: float        # P[a user is in the pair (a, b)]
+    s: float             # P[a user outside the pair is in {j, o}]
+    pool_pos: float      # max(c_j, c_o, 0)
+    c_a: float           # the pair's positive value
+
+
+def _mixture(cat: Categories) -> _Mixture | None:
+    """The decomposition of the module docstring, or None when ``cat`` (already reduced) has no
+    exact zero category of positive mass or its other categories lack exact_band's shape with a
+    two-category pool."""
+    zero = np.flatnonzero(cat.c == 0.0)
+    if zero.size != 1 or cat.c.size != 5:
+        return None
+    z = int(zero[0])
+    w0 = float(cat.w[z])
+    keep = np.arange(cat.c.size) != z
+    w_rest = cat.w[keep]
+    rest = Categories(cat.c[keep], w_rest / float(w_rest.sum()), cat.count, cat.c_err)
+    shape = exact_band._shape(rest)
+    if shape is None or shape.q >= 1.0:
+        return None
+    roles = choose_roles(rest)
+    w_pair = float(w_rest[roles.a] + w_rest[roles.b])
+    pool = np.array(roles.pool)
+    w_pool = float(w_rest[pool].sum())
+    s = w_pool / (w_pool + w0)
+    if not (0.0 < w_pair < 1.0 and 0.0 < s < 1.0):
+        return None
+    pool_pos = max(float(rest.c[pool].max()), 0.0)
+    return _Mixture(shape, w_pair, s, pool_pos, float(rest.c[roles.a]))
+
+
+def _rows_estimate(n: int, mix: _Mixture) -> float:
+    """Rows (t, m) of the tables, from the standard deviations (before building them)."""
+    sd_t = math.sqrt(n * mix.w_pair * (1.0 - mix.w_pair))
+    rows_t = 2 * float(exact_band._half_width(np.array(sd_t))) + 3
+    size = n * (1.0 - mix.w_pair) + rows_t
+    sd_m = math.sqrt(size * mix.s * (1.0 - mix.s))
+    return rows_t * (2 * float(exact_band._half_width(np.array(sd_m))) + 3)
+
+
+def applicable(cat: Categories) -> bool:
+    """An exact zero category beside exact_band's shape (module docstring), a group that
+    exact_band does not take itself, and at most MAX_ROWS rows."""
+    cat = exact_band.reduced(cat)[0]
+    if exact_band._shape(cat) is not None:
+        return False
+    mix = _mixture(cat)
+    return mix is not None and _rows_estimate(cat.count, mix) <= MAX_ROWS
+
+
+@bounded_cache(4, TABLE_BYTES)
+def _m_tables(n: int, w_pair: float, s: float):
+    """M | t ~ Bin(n - t, s) over the window of T: (m_lo, pmf, outside mass, error)."""
+    size = n - t_plan(n, w_pair).t
+    lo, width = exact_band._window(size, s)
+    pm, err = exact_band.window_pmf(size, s, lo, width)
+    return lo, pm, exact_band._outside(size, s, lo, width), err + REL_SPECIAL
+
+
+@bounded_cache(4, TABLE_BYTES)
+def _x_tables(m_first: int, m_last: int, q: float):
+    """X | m ~ Bin(m, q) for m = m_first..m_last: exact_band's X tables (x_lo, CX, CCX,
+    outside mass, error)."""
+    return exact_band._x_recurrence(np.arange(m_first, m_last + 1, dtype=float), q)
+
+
+@bounded_cache(4, TABLE_BYTES)
+def _rows(n: int, w_pair: float, s: float):
+    """The rows (t, m) with P[M = m | t] > 0 in the window: (index of t, m, probability)."""
+    tp = t_plan(n, w_pair)
+    m_lo, pm, _, _ = _m_tables(n, w_pair, s)
+    i, j = np.nonzero(pm > 0)
+    return i, m_lo[i] + j, tp.pt[i] * pm[i, j]
+
+
+def _chernoff_lambda(cat: Categories) -> float:
+    """A lam near the minimiser of Chernoff's bound E[S_+] <= E e^{lam S} / (lam e) for the
+    whole group (a grid on ln lam, two passes); any lam > 0 is valid for :func:`_prune`."""
+    var = max(cat.count * cat.variance, 1e-300)
+    guess = math.log(max(-cat.count * cat.mean, math.sqrt(var)) / var)
+    lo, hi = guess - 12.0, guess + 6.0
+    for _ in range(2):
+        s = np.linspace(lo, hi, 65)
+        lam = np.exp(s)
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = cat.count * log_sum_exp(lam[:, None] * cat.c[None, :], cat.w) - s
+        val = np.where(np.isnan(val), np.inf, val)
+        i = int(np.argmin(val))
+        step = (hi - lo) / 64
+        lo, hi = s[i] - step, s[i] + step
+    return float(np.exp(s[i]))
+
+
+def _prune(cat: Categories, sh, t: np.ndarray, m: np.ndarray, p_row: np.ndarray,
+           rel: float) -> tuple[np.ndarray, float]:
+    """Rows worth evaluating, and an upper bound on the rest's share of E[S_+]. Per row,
+    f(t, m) <= E e^{lam (alpha + d B + e X)} / (lam e) (y_+ <= e^{lam y} / (lam e), B and X over
+    their whole binomial laws) = exp(lam alpha + t ln(1 + rho (e^{lam d} - 1))
+    + m ln(1 + q (e^{lam e} - 1))) / (lam e); a row whose bound times P[row] is at most
+    PRUNE / rows of the sum of all of them is left out and its bound added to the upper side
+    (lower side: 0), so at most PRUNE of Chernoff's bound (issue 32: most rows of the 2-D
+    window lie far from the values S > 0). The logarithms' rounding is covered by
+    exp(64 u (sum of their sizes + 2))."""
+    lam = _chernoff_lambda(cat)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        parts = (lam * (sh.cb * t + sh.base * m), t * math.log1p(sh.rho * math.expm1(lam * sh.d)),
+                 m * math.log1p(sh.q * math.expm1(lam * sh.e)), np.log(p_row))
+        log_b = sum(parts) - math.log(lam) - 1.0
+        size = sum(np.abs(x) for x in parts) + abs(math.log(lam)) + 3.0
+        bound = np.exp(log_b + 64 * U * size) * (1 + rel)
+    total = float(bound.sum())
+    if not (math.isfinite(total) and total > 0):
+        return np.ones(t.size, dtype=bool), 0.0
+    keep = bound > PRUNE * total / t.size
+    return keep, float(bound[~keep].sum()) * (1 + t.size * U)
+
+
+def mixture_bounds(cat: Categories) -> tuple[float, float]:
+    """Guaranteed (lower, upper) of E[S_+] (module docstring); ``applicable(cat)`` must hold."""
+    cat, down, up = exact_band.reduced(cat)
+    mix = _mixture(cat)
+    sh, n = mix.shape, cat.count
+    tp = t_plan(n, mix.w_pair)
+    b_lo, pb, sb, ssb, b_out, eb = exact_band._b_tables(n, mix.w_pair, sh.rho)
+    _, _, m_out, em = _m_tables(n, mix.w_pair, mix.s)
+    ti, m, p_row = _rows(n, mix.w_pair, mix.s)
+    m_first = int(m.min())
+    x_lo, cx, ccx, x_out, ex = _x_tables(m_first, int(m.max()), sh.q)
+    plan = exact_band.BandPlan(tp.t, tp.pt, tp.tail_p, b_lo, pb, sb, ssb, b_out, x_lo, cx,
+                               ccx, x_out, eb + ex + eb * ex + 4 * U)
+    t = tp.t[ti]
+    # P[T = t] (REL_SPECIAL) times the M table's entry (em) and the product's rounding (2u)
+    rel = REL_SPECIAL + em + REL_SPECIAL * em + 2 * U
+    keep, pruned = _prune(cat, sh, t, m, p_row, rel)
+    f_lo, f_hi = exact_band.row_bounds(sh, plan, t[keep], m[keep], ti[keep],
+                                       (m[keep] - m_first).astype(np.int64))
+    size = float(m.size + tp.t.size)
+    lower = float(p_row[keep] @ f_lo) * (1 - rel) * (1 - REL_SUM - size * U)
+    upper = float(p_row[keep] @ f_hi) * (1 + rel) * (1 + REL_SUM + size * U) + pruned
+    # M outside its window given t, then T outside its window (module docstring)
+    worst = mix.c_a * tp.t + mix.pool_pos * (n - tp.t)
+    upper += float(tp.pt @ (m_out * worst)) * (1 + REL_SPECIAL) * (1 + tp.t.size * 4 * U)
+    upper += (mix.c_a * tp.tail_et + mix.pool_pos * n * tp.tail_p) * (1 + 8 * U)
+    lower = max(lower - down, 0.0)
+    upper = upper * (1 + 4 * U) + up + TINY
+    return lower, upper

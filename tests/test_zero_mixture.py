@@ -1,0 +1,164 @@
+"""The exact band sum with a zero atom beside it (protocols/bounds/engine/zero_mixture.py):
+the blankets of OUE, RAPPOR, Hadamard response, subset selection, OLH and BLH (five categories).
+
+Checked against the engine's exhaustive enumeration (every count vector, n <= 40), against the
+decimal oracle, against the conditioning method's independent bracket at n = 1e3, with a planted
+table fault, with its row pruning switched off, and through the engine (no FFT)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from shufflesim.protocols.bounds.engine import common, conditioning, core, exact_band
+from shufflesim.protocols.bounds.engine import fft as engine_fft
+from shufflesim.protocols.bounds.engine import zero_mixture as zm
+from shufflesim.protocols.bounds.engine.common import Categories
+from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
+from shufflesim.protocols.bounds.engine.oracle import exact_hockey_stick
+from shufflesim.protocols.bounds.numerical import decompositions as dec
+from shufflesim.protocols.randomizers import make_randomizer
+
+RANDOMIZERS = (("oue", 4), ("rappor", 16), ("hr", 16), ("subset", 6), ("olh", 4), ("blh", 4))
+
+
+def _cats(ns, eps0s=(0.5, 1.0, 4.0), points=4, randomizers=RANDOMIZERS):
+    """Blanket categories of the two-level randomizers, both directions, over a grid of eps,
+    where the mixture applies."""
+    for (name, d), eps0 in itertools.product(randomizers, eps0s):
+        atoms = dec.blanket_atoms(make_randomizer(name, epsilon0=eps0, domain_size=d), 0, 1)
+        for direction, n in itertools.product((atoms, atoms.swapped()), ns):
+            for eps in np.linspace(0.0, eps0, points + 1)[1:-1]:
+                cat = common.categories(direction, n, float(eps))
+                if zm.applicable(cat):
+                    yield (name, d, eps0, n, float(eps)), direction, cat
+
+
+def _intersect(lo, hi, ref_lo, ref_hi, label):
+    assert lo <= ref_hi * (1 + 1e-12) + 1e-300, label
+    assert ref_lo <= hi * (1 + 1e-12) + 1e-300, label
+
+
+def _check_against_enumeration(ns) -> int:
+    checked = 0
+    for label, _, cat in _cats(ns):
+        assert not exact_band.applicable(cat)
+        lo, hi = zm.mixture_bounds(cat)
+        ref_lo, ref_hi = enumeration_bounds([cat])
+        _intersect(lo, hi, ref_lo, ref_hi, label)
+        scale = float(np.abs(cat.c).max()) * cat.count
+        assert hi - lo <= 1e-6 * hi + 1e-13 * scale, (label, lo, hi)
+        checked += 1
+    return checked
+
+
+def test_mixture_brackets_the_enumeration_and_is_tight():
+    assert _check_against_enumeration((5, 17)) >= 150
+
+
+@pytest.mark.slow
+def test_mixture_brackets_the_enumeration_at_n_40():
+    """n = 40: ~136 000 count vectors per case."""
+    assert _check_against_enumeration((40,)) >= 75
+
+
+def test_mixture_brackets_the_decimal_oracle():
+    checked = 0
+    for label, atoms, cat in _cats((12,), eps0s=(1.0, 4.0), points=2):
+        lo, hi = zm.mixture_bounds(cat)
+        exact = float(exact_hockey_stick([(atoms, 12)], label[-1]))
+        assert lo <= exact * (1 + 1e-15) and exact <= hi * (1 + 1e-15), label
+        checked += 1
+    assert checked >= 12
+
+
+def test_mixture_brackets_the_conditioning_method_at_n_1000():
+    checked = 0
+    for label, _, cat in _cats((1000,), eps0s=(1.0, 4.0), points=2,
+                               randomizers=RANDOMIZERS[::2]):
+        lo, hi = zm.mixture_bounds(cat)
+        ref_lo, ref_hi = conditioning.conditioning_bounds(
+            cat, np.zeros(1), np.ones(1), np.zeros(1), 8)
+        _intersect(lo, hi, ref_lo, ref_hi, label)
+        assert hi - lo <= max(1e-3 * (ref_hi - ref_lo), 1e-7 * hi) + 1e-13 * cat.count, label
+        checked += 1
+    assert checked >= 6
+
+
+def test_pruning_keeps_the_bracket(monkeypatch):
+    """Rows left out by Chernoff's bound (zero_mixture._prune) move neither end beyond the
+    other's bracket, and the unpruned sum is inside the pruned bracket."""
+    r = make_randomizer("oue", epsilon0=1.0, domain_size=4)
+    cat = common.categories(dec.blanket_atoms(r, 0, 1), 1000, 0.1)
+    lo, hi = zm.mixture_bounds(cat)
+    monkeypatch.setattr(zm, "PRUNE", 0.0)
+    full_lo, full_hi = zm.mixture_bounds(cat)
+    assert lo <= full_lo and full_hi <= hi
+    assert hi - lo <= 1e-7 * hi
+
+
+def test_planted_table_fault_is_detected(monkeypatch):
+    """Negative control: an M table off by 1e-4 relative gives a bracket that misses the
+    enumeration's."""
+    r = make_randomizer("rappor", epsilon0=1.0, domain_size=16)
+    cat = common.categories(dec.blanket_atoms(r, 0, 1), 40, 0.4)
+    ref_lo, ref_hi = enumeration_bounds([cat])
+    real = zm._m_tables.__wrapped__
+
+    def faulty(n, w_pair, s):
+        lo, pm, out, err = real(n, w_pair, s)
+        return lo, pm * (1 + 1e-4), out, err
+
+    monkeypatch.setattr(zm, "_m_tables", faulty)
+    zm._rows.cache_clear()
+    try:
+        lo, hi = zm.mixture_bounds(cat)
+    finally:
+        zm._rows.cache_clear()
+    assert lo > ref_hi or hi < ref_lo
+
+
+def test_declined_shapes():
+    """No exact zero, a zero with a one-category pool (exact_band's own shape), a group too
+    large."""
+    no_zero = Categories(np.array([-2.0, -0.5, -0.1, 0.3, 1.5]),
+                         np.array([0.1, 0.3, 0.3, 0.2, 0.1]), 200, 0.0)
+    assert not zm.applicable(no_zero)
+    krr = common.categories(dec.blanket_atoms(
+        make_randomizer("krr", epsilon0=1.0, domain_size=3), 0, 1), 200, 0.3)
+    assert exact_band.applicable(krr) and not zm.applicable(krr)
+    oue = dec.blanket_atoms(make_randomizer("oue", epsilon0=1.0, domain_size=4), 0, 1)
+    assert zm.applicable(common.categories(oue, 1000, 0.1))
+    assert not zm.applicable(common.categories(oue, 10**5, 0.01))
+
+
+def test_engine_sums_exactly_without_fft(monkeypatch):
+    """oue d = 4, eps0 = 1, n = 100: the automatic method is the mixture (no FFT; before, each
+    evaluation was an FFT of ~0.2 s with a 2e-3 bracket), and it agrees with a forced FFT."""
+    atoms = dec.blanket_atoms(make_randomizer("oue", epsilon0=1.0, domain_size=4), 0, 1)
+    forced = core.hockey_stick([(atoms, 100)], 0.35, method="fft", rtol=5e-3)
+
+    def no_fft(*args, **kwargs):
+        raise AssertionError("FFT called")
+
+    monkeypatch.setattr(engine_fft, "fft_bounds", no_fft)
+    auto = core.hockey_stick([(atoms, 100)], 0.35)
+    assert auto.method == "conditioning"
+    assert auto.error <= 1e-8 * auto.upper
+    assert auto.lower <= forced.upper and forced.lower <= auto.upper
+
+
+@pytest.mark.parametrize("name, d", [("oue", 4), ("hr", 16)])
+def test_optimal_blanket_at_small_n_is_exact(name, d):
+    """optimal-blanket at n = 100 now has a stated error ~1e-7 relative (the FFT's ~4e-4 before,
+    fbce347: oue 0.3496722352, stated error 1.36e-4; hr 0.3598279596, 8.1e-5): the new bracket
+    lies inside the old one."""
+    from shufflesim.protocols.bounds import catalogue
+    old = {"oue": (0.3496722352, 1.36e-4), "hr": (0.3598279596, 8.1e-5)}[name]
+    r = make_randomizer(name, epsilon0=1.0, domain_size=d)
+    result = catalogue.evaluate("optimal-blanket", r, 100, 1e-6).result
+    assert result.epsilon_error <= 1e-6 * result.epsilon
+    assert old[0] - old[1] <= result.epsilon - result.epsilon_error
+    assert result.epsilon <= old[0] + 1e-10
