@@ -18,13 +18,13 @@ report their own, more specific interruption messages (``run`` says how to resum
 from __future__ import annotations
 
 import gc
-import importlib
 import pkgutil
 import sys
 import warnings
 
 import click
 
+from shufflesim.protocols import import_gc
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.simulator import __version__, held_output
 from shufflesim.simulator.cli import commands
@@ -87,7 +87,7 @@ class _Group(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The command ``cmd_name``, its module imported now (None: no such command)."""
         if cmd_name not in self.commands and cmd_name in _command_modules():
-            loaded = importlib.import_module(f"{commands.__name__}.{cmd_name}")
+            loaded = import_gc.import_module(f"{commands.__name__}.{cmd_name}")
             if hasattr(loaded, "command"):
                 self.add_command(loaded.command, cmd_name)
         return self.commands.get(cmd_name)
@@ -140,8 +140,12 @@ def entry() -> None:
     Every command computes with one BLAS thread (unless the user's environment says otherwise),
     as every process of a run does (simulator/execution/blas.py): the same rounding as a run's,
     and the engine's matrix-vector products stop spin-waiting on a second thread (the 100-round
-    calibration of issue 32: 5.96 -> 3.74 s of CPU). Set before numpy loads its BLAS."""
+    calibration of issue 32: 5.96 -> 3.74 s of CPU). Set before numpy loads its BLAS.
+
+    Imports pause the cyclic garbage collector, and what they made is frozen out of its later
+    scans (protocols/import_gc.py: about 0.017 s of CPU per ``bound`` command)."""
     blas.default_for_commands()
+    import_gc.for_commands()
     try:
         main()
     except SystemExit as done:
