@@ -155,15 +155,15 @@ def test_a_krr_bound_over_rounds_imports_no_engine_part_it_does_not_run(size):
 
 
 #: What cheu's exact lower bound never calls: the single-message engine (core and its methods;
-#: the search eps_search.epsilon_of_delta is all it uses), scipy.fft, and 001's two-count
-#: kernel (the blanket-only upper model and the variation-ratio bound).
+#: the search eps_search.epsilon_of_delta is all it uses), scipy.fft, 001's two-count kernel
+#: (the blanket-only upper model and the variation-ratio bound), and composition over rounds.
 NOT_FOR_CHEU_LOWER = ("scipy.fft", "shufflesim.protocols.bounds.engine.core",
                       "shufflesim.protocols.bounds.engine.fft",
                       "shufflesim.protocols.bounds.engine.conditioning",
                       "shufflesim.protocols.bounds.engine.exact_band",
                       "shufflesim.protocols.bounds.engine.levels",
                       "shufflesim.protocols.bounds.numerical.two_count",
-                      "shufflesim.protocols.accounting")
+                      "shufflesim.protocols.accounting", "shufflesim.simulator.calls.rounds")
 
 
 def test_cheu_exact_lower_imports_only_the_search_of_the_engine():

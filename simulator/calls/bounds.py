@@ -13,7 +13,6 @@ from collections.abc import Mapping
 
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
 from shufflesim.protocols.errors import require, require_int_at_least
-from shufflesim.simulator.calls.rounds import composed_records
 from shufflesim.simulator.calls.setting import (
     build_randomizer,
     catalogue,
@@ -24,6 +23,7 @@ from shufflesim.simulator.execution.progress import ProgressReport
 from shufflesim.simulator.lazy import lazy_module
 
 personalized = lazy_module("shufflesim.protocols.bounds.personalized.bounds")
+rounds_call = lazy_module("shufflesim.simulator.calls.rounds")  # --rounds above 1 only
 
 
 def records_with_checks(evaluations: list) -> list[dict]:
@@ -83,7 +83,7 @@ def bound_records(randomizer, n: int, delta: float, methods=None, rounds: int = 
     names = resolve_methods(methods, composed=True)
     with report, report.heartbeat():
         return check_against_proven_lower(
-            composed_records(randomizer, n, delta, rounds, names, report))
+            rounds_call.composed_records(randomizer, n, delta, rounds, names, report))
 
 
 def budget_groups(budgets):

@@ -209,6 +209,31 @@ def _aligned(first: Law, second: Law) -> tuple[np.ndarray, np.ndarray]:
     return first.at(points), second.at(points)
 
 
+def product_tables(a_laws: tuple[Law, Law], b_laws: tuple[Law, Law]) -> dict:
+    """The eps-independent arrays of :func:`product_delta` (both laws aligned, the log-ratios,
+    the b's sorted by l_b with the cumulative sums of B0 and B1 in that order, and the windows'
+    outside masses): a search over eps builds them once per pair of laws (issue 32)."""
+    a0, a1 = _aligned(*a_laws)
+    b0, b1 = _aligned(*b_laws)
+    keep_a = (a0 > 0) | (a1 > 0)
+    keep_b = (b0 > 0) | (b1 > 0)
+    a0, a1, b0, b1 = a0[keep_a], a1[keep_a], b0[keep_b], b1[keep_b]
+    la, lb = _log_ratio(a0, a1), _log_ratio(b0, b1)
+    order = np.argsort(-lb, kind="stable")
+    lb_sorted = lb[order]
+    return {
+        "a": (a0, a1, la),
+        "size_b": lb.size,
+        "cum0": np.concatenate([[0.0], np.cumsum(b0[order])]),
+        "cum1": np.concatenate([[0.0], np.cumsum(b1[order])]),
+        "ascending": lb_sorted[::-1],
+        "scale": max(1.0, float(np.max(np.abs(la[np.isfinite(la)]), initial=0.0)),
+                     float(np.max(np.abs(lb[np.isfinite(lb)]), initial=0.0))),
+        "outside0": sum(law.outside for law in (a_laws[0], b_laws[0])),
+        "outside1": sum(law.outside for law in (a_laws[1], b_laws[1])),
+    }
+
+
 def product_delta(a_laws: tuple[Law, Law], b_laws: tuple[Law, Law], epsilon: float) -> Estimate:
     """D_{e^eps}(P0 || P1) for P0 = A0 x B0 and P1 = A1 x B1 (independent coordinates).
 
@@ -219,36 +244,29 @@ def product_delta(a_laws: tuple[Law, Law], b_laws: tuple[Law, Law], epsilon: flo
     eps lowered by a tolerance t, plus 2 t e^eps P1(that region) (every point added has
     P0 >= e^{eps - 2t} P1), plus the windows' outside mass.
     """
-    a0, a1 = _aligned(*a_laws)
-    b0, b1 = _aligned(*b_laws)
-    keep_a = (a0 > 0) | (a1 > 0)
-    keep_b = (b0 > 0) | (b1 > 0)
-    a0, a1, b0, b1 = a0[keep_a], a1[keep_a], b0[keep_b], b1[keep_b]
-    la, lb = _log_ratio(a0, a1), _log_ratio(b0, b1)
-    order = np.argsort(-lb, kind="stable")
-    lb_sorted = lb[order]
-    cum0 = np.concatenate([[0.0], np.cumsum(b0[order])])
-    cum1 = np.concatenate([[0.0], np.cumsum(b1[order])])
-    ascending = lb_sorted[::-1]
+    return product_table_delta(product_tables(a_laws, b_laws), epsilon)
+
+
+def product_table_delta(tables: dict, epsilon: float) -> Estimate:
+    """:func:`product_delta` at eps from its :func:`product_tables`."""
+    a0, a1, la = tables["a"]
+    cum0, cum1, ascending = tables["cum0"], tables["cum1"], tables["ascending"]
     e = math.exp(epsilon)
 
     def region(threshold: float):
         # number of b with l_b > threshold - l_a, for every a
         with np.errstate(invalid="ignore"):
             cut = threshold - la
-        count = lb.size - np.searchsorted(ascending, cut, side="right")
+        count = tables["size_b"] - np.searchsorted(ascending, cut, side="right")
         count = np.where(np.isnan(cut), 0, count)
         mass0 = float(np.sum(a0 * cum0[count]))
         mass1 = float(np.sum(a1 * cum1[count]))
         return mass0, mass1
 
-    scale = max(1.0, float(np.max(np.abs(la[np.isfinite(la)]), initial=0.0)),
-                float(np.max(np.abs(lb[np.isfinite(lb)]), initial=0.0)), abs(epsilon))
-    tol = BOUNDARY_TOLERANCE * scale
+    tol = BOUNDARY_TOLERANCE * max(tables["scale"], abs(epsilon))
     m0, m1 = region(epsilon)
     m0w, m1w = region(epsilon - tol)
-    outside0 = sum(law.outside for law in (a_laws[0], b_laws[0]))
-    outside1 = sum(law.outside for law in (a_laws[1], b_laws[1]))
+    outside0, outside1 = tables["outside0"], tables["outside1"]
     lower = m0 - e * m1 - RELATIVE_SLACK * (m0 + e * m1) - e * outside1
     upper = (m0w - e * m1w + RELATIVE_SLACK * (m0w + e * m1w) + 2.0 * tol * e * m1w
              + outside0)
@@ -408,13 +426,20 @@ def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float]
         # largest), and once more the start row's lower tail: _consecutive_pmfs' missing mass
         low_tail = float(binom.cdf(lo - 1, max(int(m[0]) - 1, 0), p))
         outside += 2.0 * (2.0 * low_tail + float(binom.sf(hi, int(m[-1]), p)))
-        law0, law1 = (1 - u) * prev + u * shift, (1 - v) * prev + v * shift
-        ratio = np.clip(np.nan_to_num(_log_ratio(law0, law1), nan=-LOG_CLIP, posinf=LOG_CLIP,
-                                      neginf=-LOG_CLIP), -LOG_CLIP, LOG_CLIP)
+        law0, law1 = (1 - u) * prev, (1 - v) * prev      # + u shift, + v shift, in place
+        law0 += u * shift
+        law1 += v * shift
+        ratio = _log_ratio(law0, law1)      # clipped in place (fmax: nan -> -LOG_CLIP)
+        np.minimum(np.fmax(ratio, -LOG_CLIP, out=ratio), LOG_CLIP, out=ratio)
         tables[name] = (law0, law1, here, ratio)
-    b0, b1, gb, lb = tables["b"]
+    pmf_table = table                       # the b side's: ``gb`` is its window
+    b0, b1, _, lb = tables["b"]
     order = np.argsort(lb, axis=1, kind="stable")  # ascending per row
-    rows = np.arange(lb.shape[0])[:, None]
+    height, width = lb.shape
+    # flat positions of each row's cells in descending l_b: in b0, b1, lb (rows of width) and
+    # in the pmf table that ``gb`` is a window of (row i + 1, column j + 1 of width + 1)
+    where = order[:, ::-1] + (np.arange(height) * width)[:, None]
+    where_g = order[:, ::-1] + ((np.arange(height) + 1) * (width + 1) + 1)[:, None]
     # the a side in descending l_a per row: the cuts eps + c - l_a of thinned_product_lower
     # are then ascending along the flattened rows, and searchsorted runs over sorted keys
     # (issue 32: ~4x faster on cheu d = 16); the sums over a row do not depend on its order.
@@ -426,16 +451,18 @@ def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float]
         tables["a"] = tuple(x[:, ::-1] for x in tables["a"])
     # eps-independent parts of thinned_product_lower: the sorted l_b of every row, shifted by
     # row and flattened (one searchsorted for all rows), and the cumulative sums from the top
-    # (largest l_b first: top[k] = mass of the k largest) of b0, b1 and gb side by side (one
-    # gather per offset instead of three). The b side's own arrays are not kept.
+    # (largest l_b first: top[k] = mass of the k largest) of b0, b1 and gb, each gathered by
+    # one take of flat positions. The b side's own arrays are not kept.
     tables["shape"] = lb.shape
     shift = (np.arange(lb.shape[0]) * (4 * LOG_CLIP))[:, None]
-    tables["flat"] = (lb[rows, order] + shift).ravel()
+    tables["flat"] = (lb.take(where[:, ::-1]) + shift).ravel()
     tables["shift"] = shift
-    tops = np.zeros((lb.shape[0], lb.shape[1] + 1, 3))
-    for i, x in enumerate((b0, b1, gb)):
-        np.cumsum(x[rows, order][:, ::-1], axis=1, out=tops[:, 1:, i])
-    tables["tops"] = tops
+    tops = []
+    for x, at in ((b0, where), (b1, where), (pmf_table, where_g)):
+        top = np.zeros((height, width + 1))
+        np.cumsum(x.take(at), axis=1, out=top[:, 1:])
+        tops.append(top)
+    tables["tops"] = tuple(tops)
     del tables["b"]
     tables["outside"] = outside
     return tables
@@ -460,10 +487,10 @@ def thinned_product_lower(tables: dict, epsilon: float) -> float:
         cut = np.clip(epsilon + offset - la, -2 * LOG_CLIP, 2 * LOG_CLIP) + shift
         below = np.searchsorted(flat, cut.ravel(), side="right").reshape(cut.shape)
         count = np.clip(width - (below - r * width), 0, width)
-        top = tops[r, count]                          # (rows, a window, 3)
-        shared = wg * top[..., 2]
-        p0 = np.sum(w0 * top[..., 0] + shared, axis=1)
-        p1 = np.sum(w1 * top[..., 1] + shared, axis=1)
+        top0, top1, top_g = (top[r, count] for top in tops)      # (rows, a window)
+        shared = wg * top_g
+        p0 = np.sum(w0 * top0 + shared, axis=1)
+        p1 = np.sum(w1 * top1 + shared, axis=1)
         value = p0 - e * p1
         if tried >= OFFSETS_AT_LEAST and not (value > best).any():
             break                    # past every slice's best offset (speed only: any subset

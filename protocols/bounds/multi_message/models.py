@@ -125,18 +125,25 @@ class ProductModel:
     others: tuple[int, float, float] | None = None
 
     def delta(self, blanket_count: int, epsilon: float) -> Estimate:
-        laws = []
-        for coordinate in (0, 1):
-            base = kernels.binomial_law(blanket_count, self.blanket[coordinate])
-            if self.others is not None:
-                base = base.convolve(kernels.binomial_law(self.others[0],
-                                                          self.others[1 + coordinate]))
-            laws.append((base.plus_bernoulli(self.first[coordinate]),
-                         base.plus_bernoulli(self.second[coordinate])))
-        (a0, a1), (b0, b1) = laws
-        forward = kernels.product_delta((a0, a1), (b0, b1), epsilon)
-        backward = kernels.product_delta((a1, a0), (b1, b0), epsilon)
-        return kernels.max_estimate([forward, backward])
+        forward, backward = _product_tables(self, blanket_count)
+        return kernels.max_estimate([kernels.product_table_delta(forward, epsilon),
+                                     kernels.product_table_delta(backward, epsilon)])
+
+
+@lru_cache(maxsize=64)
+def _product_tables(model: ProductModel, blanket_count: int) -> tuple[dict, dict]:
+    """kernels.product_tables of both directions (eps-independent: built once per search)."""
+    laws = []
+    for coordinate in (0, 1):
+        base = kernels.binomial_law(blanket_count, model.blanket[coordinate])
+        if model.others is not None:
+            base = base.convolve(kernels.binomial_law(model.others[0],
+                                                      model.others[1 + coordinate]))
+        laws.append((base.plus_bernoulli(model.first[coordinate]),
+                     base.plus_bernoulli(model.second[coordinate])))
+    (a0, a1), (b0, b1) = laws
+    return (kernels.product_tables((a0, a1), (b0, b1)),
+            kernels.product_tables((a1, a0), (b1, b0)))
 
 
 def _negligible(groups) -> np.ndarray:

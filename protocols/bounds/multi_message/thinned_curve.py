@@ -71,13 +71,13 @@ def prepared(tables: dict) -> dict:
         if span < heavy.shape[1]:
             cols = np.minimum(first[:, None] + np.arange(span)[None, :], heavy.shape[1] - 1)
             keep = cols <= last[:, None]
-            rr = np.arange(rows)[:, None]
-            w0, w1, wg = (np.where(keep, x[rr, cols], 0.0) for x in (w0, w1, wg))
-            cut0 = cut0[rr, cols]
+            at = cols + (np.arange(rows) * heavy.shape[1])[:, None]  # flat positions
+            w0, w1, wg = (np.where(keep, x.take(at), 0.0) for x in (w0, w1, wg))
+            cut0 = cut0.take(at)
     r = np.arange(rows)[:, None]
     return {
         "w": (w0, w1, wg),
-        "tops": tuple(np.ascontiguousarray(tables["tops"][:, :, i]).ravel() for i in range(3)),
+        "tops": tuple(top.ravel() for top in tables["tops"]),
         "cut0": cut0,
         "flat": tables["flat"],
         "position": np.arange(tables["flat"].size, dtype=float),
@@ -100,10 +100,13 @@ def region_masses(ready: dict, thresholds) -> tuple[np.ndarray, np.ndarray]:
     rows = w0.shape[0]
     p0 = np.empty((rows, len(thresholds)))
     p1 = np.empty_like(p0)
+    # buffers reused from threshold to threshold (the same operations, fewer fresh pages)
+    cut, index = np.empty(w0.shape), np.empty(w0.shape, np.int64)
     for j, threshold in enumerate(thresholds):
-        cut = ready["cut0"] + min(max(threshold, -LOG_CLIP), LOG_CLIP)
+        np.add(ready["cut0"], min(max(threshold, -LOG_CLIP), LOG_CLIP), out=cut)
         last = np.interp(cut.ravel(), ready["flat"], ready["position"], left=-1.0)
-        index = ready["end"] - last.astype(np.int64).reshape(cut.shape)
+        np.copyto(index, last.reshape(cut.shape), casting="unsafe")   # truncated, as astype
+        np.subtract(ready["end"], index, out=index)
         shared = np.einsum("ij,ij->i", wg, top_g.take(index))
         p0[:, j] = np.einsum("ij,ij->i", w0, top0.take(index)) + shared
         p1[:, j] = np.einsum("ij,ij->i", w1, top1.take(index)) + shared
