@@ -61,8 +61,14 @@ def test_moments_from_the_stream_batch_by_batch_are_the_whole_sums(monkeypatch, 
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
-def test_few_rounds_at_small_n_stream_the_pair_itself():
+def test_few_rounds_at_small_n_stream_the_pair_itself(monkeypatch):
+    """Over few rounds at small n the k-RR blanket pair itself: by (D, bin of m) (m_bins.py)
+    up to rdp.M_BINS_UP_TO entries, streamed from its (S, D, h3-bin) enumeration above."""
     model = _blanket(3, 1.0)
+    for tail in (enumeration.DEFAULT_TAIL, rdp.RDP_TAIL):
+        agg = rdp._dominating_aggregates(model, 300, 0.002, tail=tail, rounds=1)
+        assert isinstance(agg, enumeration.Aggregates) and agg.lo is not agg.hi
+    monkeypatch.setattr(rdp, "M_BINS_UP_TO", 0)
     agg = rdp._dominating_aggregates(model, 300, 0.002, rounds=1)
     assert isinstance(agg, enumeration.AggregateStream)
     wide = rdp._dominating_aggregates(model, 300, 0.002, tail=rdp.RDP_TAIL, rounds=1)

@@ -14,8 +14,8 @@ Step 1, blocks (first order): for S in a block [Sa, Sb], pair(S, m) is a post-pr
 pair(Sa, m Sa / S) (blocks.py: S >= Sa with the same m / S; a fair +-1 step in D per extra
 draw). So the pi-mixture of pair(Sa(S), m'(S, h3)), m' = m Sa / S, revealing (S, h3), is a
 dominating pair. Its loss scale exceeds the true one by at most sqrt(Sb / Sa) per block
-(relative (Sb - Sa) / (2 Sa), about 1e-4 at n = 1e6 with the default budget); single-S blocks
-are exact.
+(relative (Sb - Sa) / (2 Sa): about 1e-4 at n = 1e6 with the default budget, blocks of width
+~ pi^(-1/2), block_layout.py); single-S blocks are exact.
 
 Step 2, aggregates (second order, as enumeration.py): the cells (block b, h3-bin k of
 enumeration.neutral_bins) are put into bins j of m' of relative width weak_rtol (by the middle
@@ -48,6 +48,7 @@ import math
 
 import numpy as np
 
+from shufflesim.protocols.accounting.block_layout import EXACT_ENTRIES, block_ends, layout
 from shufflesim.protocols.accounting.enumeration import (
     Aggregates,
     _half_binomial_log_pmf,
@@ -61,8 +62,10 @@ from shufflesim.protocols.accounting.pairs import CountModel
 from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import require
 
-#: Largest number of (block, D) entries (sets the block width).
-MAX_ENTRIES = 1 << 20
+#: Largest number of (block, D) entries (sets the block widths, block_layout.py; as the upper
+#: side of blocks.MAX_ENTRIES: optimal-blanket within -3e-7 .. +7.9e-6 relative of 2^20
+#: blocks of equal width on 5 points).
+MAX_ENTRIES = 3 << 17
 #: (block, D) entries computed at once.
 CHUNK = 1 << 18
 
@@ -86,8 +89,10 @@ def _loss(alpha: float, beta: float, d: np.ndarray, m: np.ndarray,
 
 
 def neutral_block_aggregates(model: CountModel, n: int, *, tail: float, weak_rtol: float,
-                             max_entries: int = MAX_ENTRIES) -> Aggregates:
-    """The aggregates of the dominating pair of the module docstring (upper bounds only)."""
+                             max_entries: int | None = None) -> Aggregates:
+    """The aggregates of the dominating pair of the module docstring (upper bounds only);
+    ``max_entries``: the budget of (block, D) entries (default MAX_ENTRIES, and then one S
+    per block up to block_layout.EXACT_ENTRIES)."""
     require(applies(model), "model", model.label,
             "neutral block pairs need a symmetric pair with a neutral group")
     (a1, a2), (b1, b2) = model.a, model.b
@@ -110,11 +115,12 @@ def neutral_block_aggregates(model: CountModel, n: int, *, tail: float, weak_rto
     pk, mk = bins.mass[rows], bins.mean[rows]                   # (S, k)
     p_s = binom.pmf(S, n, p2)
     width_t = float(8.5 * np.sqrt(S[-1]) + 40)
-    blocks = max(1, min(S.size, int(max_entries // width_t)))
-    step = int(math.ceil(S.size / blocks))
-    starts = np.arange(0, S.size, step)
+    exact = EXACT_ENTRIES if max_entries is None else max_entries
+    starts = layout(p_s, width_t, MAX_ENTRIES if max_entries is None else max_entries,
+                    exact)                                 # block_layout.py
+    ends = block_ends(starts, S.size)
     sa = S[starts]
-    owner = np.arange(S.size) // step
+    owner = np.repeat(np.arange(starts.size), ends - starts + 1)
     W = np.add.reduceat(p_s[:, None] * (sbar * S[:, None] * pk + r * mk) / n, starts, axis=0)
     V = np.add.reduceat(p_s[:, None] * pk * (S / sa[owner])[:, None] / n, starts, axis=0)
     # m' = Sa (sbar + r h3 / S): its smallest and largest value per (block, h3-bin)
@@ -181,7 +187,7 @@ def neutral_block_aggregates(model: CountModel, n: int, *, tail: float, weak_rto
     ell = np.clip(ell, lo, hi)
     factor0 = 1.0 + abs(alpha) / sbar
     factor1 = 1.0 + abs(beta) / sbar
-    shrink = float(np.min(sa / S[np.minimum(starts + step, S.size) - 1]))
+    shrink = float(np.min(sa / S[ends]))
     return Aggregates(p0, p1, ell, lo, hi, max(model.a) * tail_s + factor0 * tail_d,
                       max(model.b) * tail_s + factor1 * tail_d, int(sa.size * t.size),
                       min(1.0, tail_s + tail_d), shrink)

@@ -28,7 +28,7 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
-from shufflesim.protocols.accounting import neutral_blocks, pairs
+from shufflesim.protocols.accounting import m_bins, neutral_blocks, pairs
 from shufflesim.protocols.accounting.blocks import (
     block_aggregates,
     block_pairs_apply,
@@ -237,6 +237,10 @@ NEUTRAL_BLOCKS_FROM = 0.0
 #: n = 2.7e5 (10-RR, eps0 = 1) with T = 1, within 1e-4 from n = 1e6.
 NEUTRAL_BLOCKS_FROM_FEW = 2.4e7
 FEW_ROUNDS = 30
+#: Below this many (S, D) entries of its binomial table the k-RR blanket pair itself comes by
+#: (D, bin of m) (m_bins.py) instead of the (S, D, h3-bin) enumeration (rdp-blanket over few
+#: rounds at small n, and the wide windows of :data:`RDP_TAIL`).
+M_BINS_UP_TO = 1 << 24
 
 
 def enumeration_entries(model, n: int) -> float:
@@ -269,6 +273,11 @@ def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAUL
             and enumeration_entries(model, int(n)) > switch):
         return neutral_blocks.cached_neutral_block_aggregates(model, int(n), DEFAULT_TAIL,
                                                               float(weak_rtol))
+    if m_bins.applies(model) and m_bins.entries(model, int(n), float(tail)) <= M_BINS_UP_TO:
+        # the pair itself by (D, bin of m) (m_bins.py; issue 32: 32 million (S, D, h3-bin)
+        # cells of the enumeration at n = 1000 become about 0.3 million aggregates)
+        return m_bins.m_bin_aggregates(model, int(n), tail=float(tail),
+                                       weak_rtol=float(weak_rtol))
     # the pair itself, streamed (issue 32: at n = 1000 the wide windows hold 32 million
     # aggregates; summed part by part, not kept)
     return aggregate_stream(model, int(n), tail=float(tail), weak_rtol=float(weak_rtol))
