@@ -8,7 +8,9 @@ dicts), and CPython's cyclic collector scans every new one, again and again as i
 cheu's exact lower bound), all spent on objects that live until the process ends.
 
 :func:`import_module` is :func:`importlib.import_module`; in a process that called
-:func:`for_commands` (the console script does, simulator/cli/app.py) the collector is paused for
+:func:`for_commands` (the console script does for the commands that compute one answer and
+exit: ``bound``, ``calibrate``, ``compose``, ``list``, ``rdp``; simulator/cli/app.py
+``QUIET_IMPORTS``) the collector is paused for
 the outermost import in progress, and the objects alive when it ends are frozen out of every
 later scan (:func:`gc.freeze`, meant for exactly this: objects made at start-up that live until
 exit). Cyclic garbage alive at that moment is kept until exit, which a process that ends with
@@ -29,8 +31,8 @@ _state = {"on": False, "depth": 0, "resume": False}
 
 
 def for_commands() -> None:
-    """From now on, imports through :func:`import_module` pause the collector (one command's
-    process: the console script's entry point)."""
+    """From now on, imports through :func:`import_module` pause the collector (a process that
+    ends with its one command: simulator/cli/app.py)."""
     _state["on"] = True
 
 

@@ -33,6 +33,11 @@ from shufflesim.simulator.execution import blas
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: Commands that compute one answer and exit: their imports pause the cyclic garbage collector
+#: and freeze what they made out of its later scans (protocols/import_gc.py; about 0.017 s of
+#: CPU per ``bound``). ``run``, ``audit`` and ``plot`` keep it as it is: a freeze in the middle
+#: of a long run would keep the cyclic garbage of its earlier work alive until exit.
+QUIET_IMPORTS = frozenset({"bound", "calibrate", "compose", "list", "rdp"})
 
 
 def _one_line(text: str) -> str:
@@ -87,6 +92,8 @@ class _Group(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The command ``cmd_name``, its module imported now (None: no such command)."""
         if cmd_name not in self.commands and cmd_name in _command_modules():
+            if cmd_name in QUIET_IMPORTS:
+                import_gc.for_commands()
             loaded = import_gc.import_module(f"{commands.__name__}.{cmd_name}")
             if hasattr(loaded, "command"):
                 self.add_command(loaded.command, cmd_name)
@@ -140,12 +147,8 @@ def entry() -> None:
     Every command computes with one BLAS thread (unless the user's environment says otherwise),
     as every process of a run does (simulator/execution/blas.py): the same rounding as a run's,
     and the engine's matrix-vector products stop spin-waiting on a second thread (the 100-round
-    calibration of issue 32: 5.96 -> 3.74 s of CPU). Set before numpy loads its BLAS.
-
-    Imports pause the cyclic garbage collector, and what they made is frozen out of its later
-    scans (protocols/import_gc.py: about 0.017 s of CPU per ``bound`` command)."""
+    calibration of issue 32: 5.96 -> 3.74 s of CPU). Set before numpy loads its BLAS."""
     blas.default_for_commands()
-    import_gc.for_commands()
     try:
         main()
     except SystemExit as done:
