@@ -162,3 +162,16 @@ def test_optimal_blanket_at_small_n_is_exact(name, d):
     assert result.epsilon_error <= 1e-6 * result.epsilon
     assert old[0] - old[1] <= result.epsilon - result.epsilon_error
     assert result.epsilon <= old[0] + 1e-10
+
+
+def test_huge_values_do_not_overflow_the_pruning():
+    """Values ~1e6 (RAPPOR d = 16, eps0 = 8: the soundness grid's point): e^{lam d} overflows;
+    then no row is left out, and the sum still brackets the enumeration."""
+    c = np.array([-9.92885237e+05, -9.89905279e+05, -3.32076226e+02, 0.0, 2.64788176e+03])
+    w = np.array([3.2391e-04, 5.92517784e-06, 1.76627062e-02, 9.81684361e-01, 3.23503749e-04])
+    cat = Categories(c, w / w.sum(), 30, 0.0)
+    assert zm.applicable(cat)
+    lo, hi = zm.mixture_bounds(cat)
+    ref_lo, ref_hi = enumeration_bounds([cat])
+    _intersect(lo, hi, ref_lo, ref_hi, "huge values")
+    assert hi - lo <= 1e-6 * hi

@@ -54,7 +54,7 @@ from shufflesim.protocols.bounds.engine.table_cache import TABLE_BYTES, bounded_
 __all__ = ["applicable", "mixture_bounds"]
 
 #: largest number of rows (t, m) for which the method is used
-MAX_ROWS = 150_000
+MAX_ROWS = 400_000
 #: share of Chernoff's bound that the rows left out may carry (:func:`_prune`)
 PRUNE = 1e-11
 
@@ -170,8 +170,10 @@ def _prune(cat: Categories, sh, t: np.ndarray, m: np.ndarray, p_row: np.ndarray,
     exp(64 u (sum of their sizes + 2))."""
     lam = _chernoff_lambda(cat)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        parts = (lam * (sh.cb * t + sh.base * m), t * math.log1p(sh.rho * math.expm1(lam * sh.d)),
-                 m * math.log1p(sh.q * math.expm1(lam * sh.e)), np.log(p_row))
+        # (numpy scalars: an overflow gives inf, and then no row is left out)
+        log_b1 = np.log1p(sh.rho * np.expm1(np.float64(lam * sh.d)))
+        log_x1 = np.log1p(sh.q * np.expm1(np.float64(lam * sh.e)))
+        parts = (lam * (sh.cb * t + sh.base * m), t * log_b1, m * log_x1, np.log(p_row))
         log_b = sum(parts) - math.log(lam) - 1.0
         size = sum(np.abs(x) for x in parts) + abs(math.log(lam)) + 3.0
         bound = np.exp(log_b + 64 * U * size) * (1 + rel)
