@@ -7,7 +7,8 @@ scipy.stats, pandas or the audit stack, and a bound that never calls a root find
 for scipy.optimize (about 0.15 s of CPU: linprog's HiGHS, scipy.spatial, scipy.sparse).
 
 The binding is a stand-in that forwards every attribute to the real module, imported with the
-ordinary :func:`importlib.import_module` at that moment; nothing is put in ``sys.modules``
+ordinary :func:`importlib.import_module` at that moment (through
+:func:`shufflesim.protocols.import_gc.import_module`); nothing is put in ``sys.modules``
 before then. (The standard library's ``importlib.util.LazyLoader`` does put a half-made module
 there, and a package made that way runs its submodules twice when one of them is imported
 directly first: two copies of one class.) A module already imported is returned as it is.
@@ -15,16 +16,17 @@ directly first: two copies of one class.) A module already imported is returned 
 
 from __future__ import annotations
 
-import importlib
 import sys
 from types import ModuleType
+
+from shufflesim.protocols import import_gc
 
 
 class _Deferred(ModuleType):
     """Forwards attribute reads to the module of the same name, imported on the first read."""
 
     def __getattr__(self, attribute: str):
-        return getattr(importlib.import_module(self.__name__), attribute)
+        return getattr(import_gc.import_module(self.__name__), attribute)
 
     def __repr__(self) -> str:
         return f"<module {self.__name__!r} (imported on first use)>"

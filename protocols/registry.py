@@ -47,11 +47,11 @@ modules do).
 from __future__ import annotations
 
 import difflib
-import importlib
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
+from shufflesim.protocols import import_gc
 from shufflesim.protocols.errors import ParameterError
 
 T = TypeVar("T")
@@ -100,7 +100,7 @@ def _registering_module() -> str | None:
 def _declaration(declared: str):
     """The object a declaration ``"module:NAME"`` names (importing only that module)."""
     module, _, attribute = declared.partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    return getattr(import_gc.import_module(module), attribute)
 
 
 def declared_modules(declared: str) -> tuple[str, ...]:
@@ -179,7 +179,7 @@ class Registry(Generic[T]):
 
     def _import(self, module: str):
         """Import a declared module (it registers its items), and add its exports once."""
-        loaded = importlib.import_module(module)
+        loaded = import_gc.import_module(module)
         if self.exported and module not in self._exported_from:
             self._exported_from.add(module)
             for item in getattr(loaded, self.exported, ()):

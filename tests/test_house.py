@@ -118,7 +118,8 @@ LAYERS = [
     "simulator/usercode", "simulator/held_output", "simulator/lazy", "simulator/errors",
     "protocols/plugins", "protocols/learning", "protocols/accounting", "protocols/estimators",
     "protocols/bounds", "protocols/randomizers", "protocols/distributions",
-    "protocols/registry", "protocols/errors", "protocols/lazy", "protocols",
+    "protocols/registry", "protocols/errors", "protocols/lazy", "protocols/import_gc",
+    "protocols",
 ]
 #: Imports allowed to run back up between units (at most one).
 UPWARD_ALLOWED: list[tuple[str, str]] = []

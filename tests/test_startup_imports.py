@@ -175,3 +175,29 @@ def test_cheu_exact_lower_imports_only_the_search_of_the_engine():
     extra = _under(modules, NOT_FOR_CHEU_LOWER)
     assert not extra, (f"cheu's multi-message-exact-lower imported {extra[:5]}: load it on "
                        "first use (protocols/lazy.py)")
+
+
+@pytest.mark.parametrize("command", [
+    ["bound", "--randomizer", "krr", "--domain-size", "3", "--epsilon0", "1", "--n", "100",
+     "--delta", "1e-6", "--method", "optimal-blanket", "-q"],
+    ["audit", "--randomizer", "krr", "--domain-size", "2", "--epsilon0", "2", "--n", "20",
+     "--delta", "1e-3", "--trials", "200", "--no-verdicts", "-q"]])
+def test_a_one_answer_command_imports_with_the_collector_paused(command):
+    """protocols/import_gc.py: the imports of ``bound`` (a command that computes one answer and
+    exits) pause the cyclic garbage collector and freeze what they made out of its later
+    scans; it runs again between imports. ``audit`` keeps it as it is (nothing frozen)."""
+    code = ("import atexit, gc, json, sys\n"
+            "atexit.register(lambda: print(json.dumps([gc.isenabled(), gc.get_freeze_count()]),"
+            " file=sys.__stderr__))\n"
+            "from shufflesim.simulator.cli import entry\n"
+            "sys.argv[0] = 'shufflesim'\n"
+            "entry()\n")
+    done = subprocess.run([sys.executable, "-c", code, *command], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr.splitlines()[:1]
+    enabled, frozen = json.loads(done.stderr.strip().splitlines()[-1])
+    assert enabled
+    if command[0] == "bound":
+        assert frozen > 10000  # numpy's, scipy's and the bound's objects
+    else:
+        assert frozen == 0

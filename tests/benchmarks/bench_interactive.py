@@ -180,11 +180,19 @@ def test_issue_32_rows():
 _DUMP = ("import atexit, json, sys; "
          "atexit.register(lambda: print(json.dumps(list(sys.modules)), file=sys.__stderr__)); "
          "from shufflesim.simulator.cli import entry; sys.argv[0] = 'shufflesim'; entry()")
-#: Imports the modules of a JSON list (argv[1]) in their order: a command's imports alone.
+#: Imports the modules of a JSON list (argv[1]) in their order: a command's imports alone, as
+#: the console script makes them (with the garbage collector paused, protocols/import_gc.py,
+#: where the tree has it).
 _IMPORT = ("import importlib, json, sys\n"
+           "load = importlib.import_module\n"
+           "try:\n"
+           "    from shufflesim.protocols import import_gc\n"
+           "    import_gc.for_commands()\n"
+           "    load = import_gc.import_module\n"
+           "except ImportError: pass\n"
            "for m in json.load(open(sys.argv[1])):\n"
            "    if m not in sys.modules and m != '__main__':\n"
-           "        try: importlib.import_module(m)\n"
+           "        try: load(m)\n"
            "        except Exception: pass\n")
 
 #: name -> argv of the command whose imports are measured
