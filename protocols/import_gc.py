@@ -8,8 +8,8 @@ dicts), and CPython's cyclic collector scans every new one, again and again as i
 cheu's exact lower bound), all spent on objects that live until the process ends.
 
 :func:`import_module` is :func:`importlib.import_module`; in a process that called
-:func:`for_commands` (the console script does for the commands that compute one answer and
-exit: ``bound``, ``calibrate``, ``compose``, ``list``, ``rdp``; simulator/cli/app.py
+:func:`for_commands` (the console script's process does, for the commands that compute one
+answer and exit: ``bound``, ``calibrate``, ``compose``, ``list``, ``rdp``; simulator/cli/app.py
 ``QUIET_IMPORTS``) the collector is paused for
 the outermost import in progress, and the objects alive when it ends are frozen out of every
 later scan (:func:`gc.freeze`, meant for exactly this: objects made at start-up that live until

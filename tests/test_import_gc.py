@@ -62,3 +62,22 @@ def test_a_library_process_keeps_its_collector_as_it_is(tmp_path):
     assert got["outer_seen"] is True and got["inner_seen"] is True
     assert got["after_outer"] is True and got["after_broken"] is True
     assert got["frozen"] == 0
+
+
+def test_click_s_test_runner_keeps_the_collector_of_its_process():
+    """Only the console script's process (cli/app.py entry) pauses the collector: a command run
+    through :data:`main` in a longer-lived process (click's CliRunner, a program) does not."""
+    code = textwrap.dedent("""
+        import gc, json
+        from click.testing import CliRunner
+        from shufflesim.protocols import import_gc
+        from shufflesim.simulator.cli.app import main
+        done = CliRunner().invoke(main, ["bound", "--randomizer", "krr", "--domain-size", "3",
+                                         "--epsilon0", "1", "--n", "100", "--delta", "1e-6",
+                                         "--method", "optimal-blanket", "-q"])
+        print(json.dumps([done.exit_code, import_gc._state["on"], gc.get_freeze_count()]))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, False, 0]

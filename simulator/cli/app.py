@@ -33,11 +33,13 @@ from shufflesim.simulator.execution import blas
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-#: Commands that compute one answer and exit: their imports pause the cyclic garbage collector
-#: and freeze what they made out of its later scans (protocols/import_gc.py; about 0.017 s of
-#: CPU per ``bound``). ``run``, ``audit`` and ``plot`` keep it as it is: a freeze in the middle
-#: of a long run would keep the cyclic garbage of its earlier work alive until exit.
+#: Commands that compute one answer and exit: in the console script's process (:func:`entry`,
+#: not click's test runner nor a program calling :data:`main`) their imports pause the cyclic
+#: garbage collector and freeze what they made out of its later scans (protocols/import_gc.py;
+#: about 0.017 s of CPU per ``bound``). ``run``, ``audit`` and ``plot`` keep it as it is: a
+#: freeze in the middle of a long run would keep the cyclic garbage of its earlier work alive.
 QUIET_IMPORTS = frozenset({"bound", "calibrate", "compose", "list", "rdp"})
+_console = {"script": False}
 
 
 def _one_line(text: str) -> str:
@@ -92,7 +94,7 @@ class _Group(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The command ``cmd_name``, its module imported now (None: no such command)."""
         if cmd_name not in self.commands and cmd_name in _command_modules():
-            if cmd_name in QUIET_IMPORTS:
+            if cmd_name in QUIET_IMPORTS and _console["script"]:
                 import_gc.for_commands()
             loaded = import_gc.import_module(f"{commands.__name__}.{cmd_name}")
             if hasattr(loaded, "command"):
@@ -149,6 +151,7 @@ def entry() -> None:
     and the engine's matrix-vector products stop spin-waiting on a second thread (the 100-round
     calibration of issue 32: 5.96 -> 3.74 s of CPU). Set before numpy loads its BLAS."""
     blas.default_for_commands()
+    _console["script"] = True   # the process ends with this command (QUIET_IMPORTS)
     try:
         main()
     except SystemExit as done:

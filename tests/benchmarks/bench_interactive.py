@@ -106,6 +106,19 @@ SNIPPETS = {
         "    catalogue.evaluate('optimal-blanket', r, n, delta)\n",
         "< 0.05 s per call (eight of the worst k-RR points of bench_optimal_sweep.py at "
         "fbce347: 0.27-4.9 s each there)"),
+    "optimal-blanket-two-level": (
+        "from shufflesim.simulator.execution import blas\n"
+        "blas.default_for_commands()\n"           # one BLAS thread, as commands run
+        "from shufflesim.protocols.randomizers import make_randomizer\n"
+        "from shufflesim.protocols.bounds import catalogue\n"
+        "for name, d, eps0, n in (('oue', 4, 4.0, 100), ('rappor', 16, 4.0, 100),\n"
+        "                         ('hr', 16, 1.0, 100), ('subset', 6, 1.0, 100),\n"
+        "                         ('olh', 4, 4.0, 1000), ('blh', 4, 4.0, 1000),\n"
+        "                         ('oue', 4, 1.0, 193), ('rappor', 16, 1.0, 373)):\n"
+        "    r = make_randomizer(name, epsilon0=eps0, domain_size=d)\n"
+        "    catalogue.evaluate('optimal-blanket', r, n, 1e-6)\n",
+        "< 0.05 s per call (eight two-level randomizers at small n, engine/zero_mixture.py; "
+        "0.7-11 s each at 5c0220a)"),
     "blanket-hoeffding-cold": (
         "from shufflesim.protocols.randomizers import make_randomizer\n"
         "from shufflesim.protocols.bounds import catalogue\n"
