@@ -87,3 +87,17 @@ def test_neutral_bins_masses_and_partial_means_are_exact(k, eps0, n, tail):
                 continue
             assert bins.mass[row, b] == pytest.approx(mass, rel=1e-9, abs=1e-300)
             assert bins.mean[row, b] == pytest.approx(mean, rel=1e-9, abs=1e-300)
+
+
+@pytest.mark.parametrize(("n_min", "n_max", "rho"), [(58_000, 60_000, 0.37), (300, 900, 0.2),
+                                                     (10, 50, 0.6), (5, 5, 0.3)])
+def test_sampled_windows_hold_every_rows_window(n_min, n_max, rho):
+    """neutral_bins' windows come from every WINDOW_EVERY-th row (issue 32); each holds the
+    row's own window and stays within {0 .. N}, at most a few values wider."""
+    N = np.arange(n_min, n_max + 1, dtype=float)
+    lo, hi = enumeration.window(N, rho, 1e-15)
+    s_lo, s_hi = enumeration._sampled_window(N, rho, 1e-15)
+    assert np.all(s_lo <= lo) and np.all(s_hi >= hi)
+    assert np.all(s_lo >= 0) and np.all(s_hi <= N)
+    every = enumeration.WINDOW_EVERY
+    assert np.all(lo - s_lo <= every) and np.all(s_hi - hi <= every)
