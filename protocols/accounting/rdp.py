@@ -26,7 +26,6 @@ import math
 import time
 
 import numpy as np
-from scipy.special import logsumexp
 
 from shufflesim.protocols.accounting import m_bins, neutral_blocks, pairs
 from shufflesim.protocols.accounting.blocks import (
@@ -65,15 +64,24 @@ ORDERS = np.concatenate([1 + np.geomspace(1e-2, 1, 12)[:-1],
 
 
 def _log_sums(log_w: np.ndarray, losses: np.ndarray, orders: np.ndarray) -> np.ndarray:
-    """log(sum_i w_i e^{(alpha - 1) L_i}) for every order at once (one matrix log-sum-exp, in
-    blocks of losses to bound memory)."""
+    """log(sum_i w_i e^{(alpha - 1) L_i}) for every order at once: a matrix log-sum-exp (each
+    order's largest term taken out), in blocks of losses whose matrix stays in the cache
+    (issue 32: scipy's logsumexp took 3x as long on the 71 x 10^4 matrices of a k-RR round)."""
     scale = (orders - 1.0)[:, None]
     out = np.full(orders.size, -np.inf)
-    step = 1 << 15
+    step = max(1, LOG_SUM_ENTRIES // orders.size)
     for first in range(0, losses.size, step):
-        block = log_w[None, first:first + step] + scale * losses[None, first:first + step]
-        out = np.logaddexp(out, logsumexp(block, axis=1))
+        block = scale * losses[None, first:first + step]
+        block += log_w[None, first:first + step]
+        top = block.max(axis=1)
+        block -= top[:, None]
+        np.exp(block, out=block)
+        out = np.logaddexp(out, top + np.log(block.sum(axis=1)))
     return out
+
+
+#: Entries of the (orders x losses) matrix of :func:`_log_sums` computed at once.
+LOG_SUM_ENTRIES = 1 << 16
 
 
 def outside_log_moment(model, n: int, mass: float, orders: np.ndarray,
