@@ -3,7 +3,8 @@ over few rounds at small n).
 
 Checked against a brute-force sum over every count vector at small n (the split aggregates
 are a dominating pair: every Renyi moment at least the pair's own, and close to it), against
-the former (S, D, h3-bin) enumeration (the same masses and a Renyi curve within 3e-4), and the
+the former (S, D, h3-bin) enumeration (the same masses, a Renyi curve within 3e-4 up to order
+100 and never looser), and the
 composed rdp-blanket value against the enumeration's.
 """
 
@@ -82,7 +83,11 @@ def test_agrees_with_the_former_enumeration(k, eps0, n, tail):
     orders = rdp.ORDERS[:40]
     c_new = rdp._log_moments(new, model, n, orders)[0] / (orders - 1)
     c_old = rdp._log_moments(old, model, n, orders)[0] / (orders - 1)
-    assert c_new == pytest.approx(c_old, rel=3e-4)
+    # close where the windows' tails do not weigh, and never looser (the wide h3 windows
+    # of m_bins.H3_TAIL make the largest orders tighter)
+    low = orders <= 100
+    assert c_new[low] == pytest.approx(c_old[low], rel=3e-4)
+    assert np.all(c_new <= c_old * (1 + 3e-4))
 
 
 def test_rdp_blanket_over_few_rounds_keeps_its_value(monkeypatch):
