@@ -46,6 +46,8 @@ import numpy as np
 
 #: Passes refining the shares of the cells (any share is valid; tightness only).
 SHARE_PASSES = 2
+#: Outcomes put into cells at once (issue 32: pieces whose arrays stay in the cache).
+CHUNK = 1 << 15
 #: Relative margin on the balance (psi is lowered by it).
 BALANCE_MARGIN = 1e-9
 
@@ -60,11 +62,19 @@ def balanced_floor(mass: np.ndarray, other: np.ndarray, ell: np.ndarray, interva
     module docstring. ``mass``: the outcomes' P-masses (already shaved: below the true ones
     by the relative error ``eta`` at least); ``other``: their Q-masses as computed (within
     relative ``eta`` of the true ones); ``ell``: their losses ln(P / Q)."""
-    cell = np.floor(_lowered(ell) / interval).astype(np.int64)
+    cell = np.empty(ell.size, dtype=np.int64)
+    for first in range(0, ell.size, CHUNK):          # in pieces that stay in the cache
+        part = slice(first, first + CHUNK)
+        cell[part] = np.floor(_lowered(ell[part]) / interval)
     low = int(cell.min())
     size = int(cell.max()) - low + 1
-    P = np.bincount(cell - low, weights=mass, minlength=size)
-    Q = np.bincount(cell - low, weights=other * (1.0 + 2.0 * eta), minlength=size)
+    cell -= low
+    P = np.zeros(size)
+    Q = np.zeros(size)
+    for first in range(0, ell.size, CHUNK):
+        part = slice(first, first + CHUNK)
+        P += np.bincount(cell[part], weights=mass[part], minlength=size)
+        Q += np.bincount(cell[part], weights=other[part] * (1.0 + 2.0 * eta), minlength=size)
     live = (P > 0) & (Q > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         loss = _lowered(np.log(np.where(live, P, 1.0) / np.where(live, Q, 1.0)))

@@ -53,6 +53,8 @@ CHUNK = 1 << 20
 #: at a small cost (issue 32: rdp-blanket of 3-RR at n = 1000 and 1e4, T = 1, moved by
 #: -5.9e-6 .. +1.7e-6 relative against the cells; 1: +7e-6, 0.25: +4.2e-7).
 BIN_FRACTION = 0.5
+#: The h3 tails of S * TAIL_SPAN consecutive rows of S form one aggregate per D.
+TAIL_SPAN = 1e-3
 #: Rows of S per product (each touches only the bins of m of its rows).
 ROWS = 32
 
@@ -170,7 +172,8 @@ def m_bin_aggregates(model: CountModel, n: int, *, tail: float,
         w_pl, w_ml = w_p[sel][:, live], w_m[sel][:, live]
         y_p = np.zeros((t.size, live.size))
         y_m = np.zeros_like(y_p)
-        rows = max(1, min(ROWS, CHUNK // t.size))
+        group = max(1, int(S[0] * TAIL_SPAN))       # rows per tail aggregate (below)
+        rows = group * max(1, min(ROWS, CHUNK // t.size) // group)
         for first in range(0, sel.size, rows):        # chunks of S: bounded memory
             part = slice(first, first + rows)
             X = np.exp(_half_binomial_log_pmf(S[sel[part]], t))   # (t, S of the chunk)
@@ -179,15 +182,20 @@ def m_bin_aggregates(model: CountModel, n: int, *, tail: float,
                 span = slice(int(used[0]), int(used[-1]) + 1)    # the chunk's bins of m
                 y_p[:, span] += small_product(X, w_pl[part, span])
                 y_m[:, span] += small_product(X, w_ml[part, span])
-            # the h3 tails, row by row (a tail spans many bins of m; merging the tails of
-            # several S would widen their loss intervals at the extreme D)
+            # the h3 tails: each spans many bins of m, so they are merged only over `group`
+            # consecutive S of a parity (1 below S = 1 / TAIL_SPAN: where the D window
+            # reaches |D| = S, merging S would widen the loss intervals at the extreme D)
+            idx = sel[part]
+            starts = np.arange(0, idx.size, group)
             for col in (0, -1):
-                idx = sel[part]
-                ok = ~empty[idx, col]
-                if ok.any():
-                    parts.append(_part(X[:, ok] * w_p[idx[ok], col], X[:, ok] * w_m[idx[ok], col],
-                                       D, m_lo_row[idx[ok], col], m_hi_row[idx[ok], col],
-                                       *shape))
+                if not (w_p[idx, col] > 0).any():
+                    continue
+                mlo = np.minimum.reduceat(m_lo_row[idx, col], starts)
+                mhi = np.maximum.reduceat(m_hi_row[idx, col], starts)
+                ok = np.isfinite(mlo)
+                yp = np.add.reduceat(X * w_p[idx, col][None, :], starts, axis=1)[:, ok]
+                ym = np.add.reduceat(X * w_m[idx, col][None, :], starts, axis=1)[:, ok]
+                parts.append(_part(yp, ym, D, mlo[ok], mhi[ok], *shape))
         parts.append(_part(y_p, y_m, D, m_lo[live - 1], m_hi, *shape))
     p0, p1, ell, lo, hi = (np.concatenate([p[i] for p in parts]) for i in range(5))
     outside = tail_s + tail_d

@@ -65,6 +65,8 @@ from shufflesim.protocols.errors import require
 
 #: Entries of the dominated block pairs when screening lower-bound candidates (``screen``).
 SCREEN_ENTRIES = 1 << 16
+#: Outcomes split onto the grid at once (issue 32: pieces whose arrays stay in the cache).
+SPLIT_CHUNK = 1 << 15
 #: Largest grid the accumulator accepts.
 MAX_GRID = 1 << 26
 #: Upper-bound grid: interval = (smallest per-round loss scale) / UPPER_RESOLUTION.
@@ -288,7 +290,9 @@ def upper_split(agg, interval: float, direction: int) -> tuple[int, np.ndarray]:
             lo, hi = lo[keep], hi[keep]
     acc = _Accumulator()
     if exact:
-        _split_to_grid(acc, _widen(ell, True), mass, interval)
+        for first in range(0, mass.size, SPLIT_CHUNK):     # in pieces that stay in the cache
+            part = slice(first, first + SPLIT_CHUNK)
+            _split_to_grid(acc, _widen(ell[part], True), mass[part], interval)
     else:
         _upper_direction(acc, mass, ell, lo, hi, interval)
     acc.values.flags.writeable = False
