@@ -42,6 +42,30 @@ def _brute_moments(model, n, orders):
     return np.array([np.log(np.sum(p0[live] * np.exp((a - 1) * ell))) for a in orders]), p0, p1
 
 
+def _kept_moments(model, n, tail, orders):
+    """The pair's own moments over exactly the outcomes m_bins enumerates: S in its window,
+    h1 - floor(S / 2) in the union of the D windows' offsets, every h3."""
+    (a1, a2), (b1, b2), (w1, w2) = model.a, model.b, model.w
+    probs = np.array([w1, w2, model.w_neutral, model.w_null])
+    _, _, _, S_win, _, _, t = m_bins._windows(model, n, tail)
+    h1, h2, h3 = np.meshgrid(*(np.arange(n + 1.0),) * 3, indexing="ij")
+    S = h1 + h2
+    off = h1 - np.floor(S / 2.0)
+    ok = ((S + h3 <= n) & (S >= S_win[0]) & (S <= S_win[-1]) & (off >= t[0])
+          & (off <= t[-1]))
+    h1, h2, h3 = h1[ok], h2[ok], h3[ok]
+    rest = n - h1 - h2 - h3
+    log_m = (gammaln(n + 1) - gammaln(h1 + 1) - gammaln(h2 + 1) - gammaln(h3 + 1)
+             - gammaln(rest + 1) + h1 * np.log(probs[0]) + h2 * np.log(probs[1])
+             + h3 * np.log(probs[2]) + rest * np.log(probs[3]))
+    A = a1 * h1 + a2 * h2 + model.r * h3
+    B = b1 * h1 + b2 * h2 + model.r * h3
+    p0, p1 = np.exp(log_m) * A / n, np.exp(log_m) * B / n
+    live = p0 > 0
+    ell = np.log(p0[live] / p1[live])
+    return np.array([np.log(np.sum(p0[live] * np.exp((a - 1) * ell))) for a in orders])
+
+
 def _split_moments(agg, orders):
     """The same of the aggregates, each split into its two extreme losses (pld.py)."""
     width = agg.hi - agg.lo
@@ -55,14 +79,29 @@ def _split_moments(agg, orders):
                             + np.sum(lo_mass * np.exp((a - 1) * agg.lo))) for a in orders])
 
 
-@pytest.mark.parametrize(("k", "eps0", "n"), [(3, 1.0, 40), (10, 0.5, 30), (3, 4.0, 36)])
-def test_split_aggregates_dominate_the_pair(k, eps0, n):
+@pytest.mark.parametrize(("k", "eps0", "n", "tail"), [(3, 1.0, 40, 1e-60), (10, 0.5, 30, 1e-60),
+                                                      (3, 4.0, 36, 1e-60), (3, 1.0, 44, 1e-3),
+                                                      (10, 0.5, 40, 1e-2)])
+def test_split_aggregates_dominate_the_pair(monkeypatch, k, eps0, n, tail):
+    """With tails of 1e-3 and 1e-2 (and H3_TAIL = 1) the h3 tails of every S and the merged
+    tails of several S (TAIL_SPAN) are aggregates of their own: they dominate too. Only the
+    mass outside the S and D windows is left out, so the moments are compared on the
+    enumerated part at those tails (the pair's moments are at least the enumerated
+    outcomes' own)."""
     model = _model(k, eps0)
     assert m_bins.applies(model)
     orders = np.array([1.5, 2.0, 5.0, 20.0, 100.0])
     exact, p0, p1 = _brute_moments(model, n, orders)
     assert p0.sum() == pytest.approx(1.0, abs=1e-12) and p1.sum() == pytest.approx(1.0, abs=1e-12)
-    agg = m_bins.m_bin_aggregates(model, n, tail=1e-60, weak_rtol=0.002)
+    if tail > 1e-30:
+        monkeypatch.setattr(m_bins, "H3_TAIL", 1.0)
+        monkeypatch.setattr(m_bins, "TAIL_SPAN", 0.1)         # merged tails of 2-4 S
+        agg = m_bins.m_bin_aggregates(model, n, tail=tail, weak_rtol=0.002)
+        split = _split_moments(agg, orders)
+        kept = _kept_moments(model, n, tail, orders)
+        assert np.all(split >= kept - 1e-12 * np.abs(kept) - 1e-14)
+        return
+    agg = m_bins.m_bin_aggregates(model, n, tail=tail, weak_rtol=0.002)
     assert agg.p0.sum() == pytest.approx(1.0, abs=1e-12)
     assert agg.p1.sum() == pytest.approx(1.0, abs=1e-12)
     assert np.all(agg.lo <= agg.ell) and np.all(agg.ell <= agg.hi)

@@ -134,6 +134,12 @@ def test_basic_started_from_advanced_profile_is_certified_and_within_rtol(monkey
     warm = compose.compose_rounds([compose.Round(r, n, rounds)], 1e-6, "basic").epsilon
     assert len(asked) < cold_questions
     assert warm == cold      # the same lattice point, whichever method ran first
+    # the profile's slope predicts the crossing: no more questions than without it
+    with_slope = len(asked)
+    asked.clear()
+    assert baselines.round_epsilon(r, n, 1e-6 / rounds, start[:2]) == pytest.approx(
+        warm / rounds, rel=1e-14)
+    assert with_slope <= len(asked)
     eps_t = warm / rounds
     assert real(r, n, eps_t, threshold=1e-6 / rounds).delta <= 1e-6 / rounds
     assert optimal_blanket_delta(r, n, eps_t * (1 - 2e-4)).delta > 1e-6 / rounds
