@@ -28,6 +28,9 @@ from shufflesim.protocols.bounds.multi_message.thinned_curve import OFFSETS, Low
 #: the scout keeps about this many slices (cheu d = 16, n = 1e4: 909 slices, stride 9); below
 #: 2 * SCOUT_ROWS slices there is no scout (it would cost about as much as the full search)
 SCOUT_ROWS = 100
+#: the full curve evaluates the scout's thresholds that are the best of slices holding more than
+#: this share of the scout's estimate at its root (and the best single threshold)
+KEEP_SHARE = 1e-3
 
 
 def _subsample(ready: dict, stride: int) -> dict:
@@ -71,7 +74,7 @@ class Scout:
         shares = scout.best_shares(centre)
         keep = {scout.thresholds[int(np.argmax(scout.single_values(centre)))]}
         keep.update(t for t, share in zip(scout.thresholds, shares, strict=True)
-                    if share > thinned_curve.SHARE_KEPT * shares.sum())
+                    if share > KEEP_SHARE * shares.sum())
         curve = self.curve
         curve.add(sorted(keep))
         if not curve(low) > delta:
