@@ -24,7 +24,8 @@ relative errors of its factors (REL_SPECIAL for P[T = t], the M table's window_p
 band's own bound inside row_bounds); sums of non-negative terms add (length) u. Mass outside
 the windows: T outside (plans.t_plan) adds c_a E[T; out] + p n P[out], M outside its window
 for a row adds P[T = t] P[M out | t] (c_a t + p (n - t)), with p = max(c_j, c_o, 0): S_+ is at
-most c_a T + p (n - T) (c_b < 0, zero users add 0). Both go to the upper side only.
+most c_a T + p (n - T) (c_b < 0, zero users add 0). Both go to the upper side only, as do the
+Chernoff bounds of the rows left out by :func:`_prune` (whose lower side is 0).
 
 Cost: rows = (window of T) x (window of M), ~ 9e4 at n = 1e3 (about 40 % kept after
 :func:`_prune`), times the band (~5-20): applied up to MAX_USERS users and MAX_ROWS rows
