@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shufflesim.protocols.accounting import enumeration, pairs, rdp
+from shufflesim.protocols.accounting import enumeration, m_bins, pairs, rdp
 from shufflesim.protocols.randomizers import make_randomizer
 
 
@@ -62,12 +62,14 @@ def test_moments_from_the_stream_batch_by_batch_are_the_whole_sums(monkeypatch, 
 
 
 def test_few_rounds_at_small_n_stream_the_pair_itself(monkeypatch):
-    """Over few rounds at small n the k-RR blanket pair itself: by (D, bin of m) (m_bins.py)
-    up to rdp.M_BINS_UP_TO entries, streamed from its (S, D, h3-bin) enumeration above."""
+    """Over few rounds at small n the k-RR blanket pair itself, streamed: by (D, bin of m)
+    (m_bins.py) up to rdp.M_BINS_UP_TO entries, from its (S, D, h3-bin) enumeration above."""
     model = _blanket(3, 1.0)
     for tail in (enumeration.DEFAULT_TAIL, rdp.RDP_TAIL):
         agg = rdp._dominating_aggregates(model, 300, 0.002, tail=tail, rounds=1)
-        assert isinstance(agg, enumeration.Aggregates) and agg.lo is not agg.hi
+        assert isinstance(agg, enumeration.AggregateStream)
+        whole = m_bins.m_bin_aggregates(model, 300, tail=tail, weak_rtol=0.002)
+        assert sum(part[0].size for part in agg.parts) == whole.p0.size
     monkeypatch.setattr(rdp, "M_BINS_UP_TO", 0)
     agg = rdp._dominating_aggregates(model, 300, 0.002, rounds=1)
     assert isinstance(agg, enumeration.AggregateStream)

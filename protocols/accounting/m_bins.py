@@ -39,6 +39,7 @@ import numpy as np
 
 from shufflesim.protocols.accounting.enumeration import (
     Aggregates,
+    AggregateStream,
     _half_binomial_log_pmf,
     interval_mass,
     is_symmetric,
@@ -111,9 +112,11 @@ def entries(model: CountModel, n: int, tail: float) -> int:
     return int(S.size * t.size)
 
 
-def m_bin_aggregates(model: CountModel, n: int, *, tail: float,
-                     weak_rtol: float) -> Aggregates:
-    """The aggregates of the module docstring (upper bounds: pld.upper_split, rdp.py)."""
+def m_bin_stream(model: CountModel, n: int, *, tail: float,
+                 weak_rtol: float) -> AggregateStream:
+    """The aggregates of the module docstring as an enumeration.AggregateStream (rdp.py sums
+    them part by part): the bins' masses are computed at once, the parts (a parity's bins of
+    m, a chunk's h3 tails) while the stream is iterated."""
     require(applies(model), "model", model.label,
             "m-bins need a symmetric pair with a neutral group")
     (a1, a2), (b1, b2) = model.a, model.b
@@ -130,18 +133,25 @@ def m_bin_aggregates(model: CountModel, n: int, *, tail: float,
         h_lo, h_hi = window(N, rho, tail * H3_TAIL)
     else:                                     # h3 = N exactly
         h_lo, h_hi = N.copy(), N.copy()
-    # bins [M_j, M_j+1) of m, M_j = ref (1 + weak_rtol)^j; row S holds h3 in
-    # [ceil((M_j - sbar S) / r), ceil((M_j+1 - sbar S) / r) - 1] within its window; the
-    # first and last columns are the row's h3 tails {0 .. h_lo - 1} and {h_hi + 1 .. N}
+    # bins [M_j, M_j+1) of m, M_j = ref (1 + weak_rtol BIN_FRACTION)^j; row S holds h3 in
+    # [ceil((M_j - sbar S) / r), ceil((M_j+1 - sbar S) / r) - 1] within its window. Each row
+    # keeps only its band of bins (global bins jg = j0 + q, q < K: a few hundred of the
+    # thousands), and its two h3 tails {0 .. h_lo - 1} and {h_hi + 1 .. N} as the first and
+    # last columns
     ref = float(np.min(sbar * S + r * h_lo))
     lstep = math.log1p(weak_rtol * BIN_FRACTION)
-    bins = int(math.floor(math.log(float(np.max(sbar * S + r * h_hi)) / ref) / lstep)) + 2
-    edges = ref * np.exp(lstep * np.arange(bins + 1))
-    cut = np.ceil((edges[None, :] - (sbar * S)[:, None]) / r)
+    j0 = np.maximum(np.floor(np.log((sbar * S + r * h_lo) / ref) / lstep) - 1, 0).astype(np.int64)
+    j1 = np.floor(np.log((sbar * S + r * h_hi) / ref) / lstep).astype(np.int64) + 1
+    band = int((j1 - j0).max()) + 1
+    jg = j0[:, None] + np.arange(band)[None, :]
+    bins = int(jg.max()) + 1
+    cut = np.ceil((ref * np.exp(lstep * np.concatenate([jg, jg[:, -1:] + 1], axis=1))
+                   - (sbar * S)[:, None]) / r)
     cut = np.clip(cut, h_lo[:, None], (h_hi + 1.0)[:, None])
     cut[:, 0], cut[:, -1] = h_lo, h_hi + 1.0               # the rows' windows, exactly
     blo = np.concatenate([np.zeros((S.size, 1)), cut[:, :-1], (h_hi + 1.0)[:, None]], axis=1)
     bhi = np.concatenate([(h_lo - 1.0)[:, None], cut[:, 1:] - 1.0, N[:, None]], axis=1)
+    del cut
     NN = np.broadcast_to(N[:, None], blo.shape)
     if rho < 1.0:
         mass = row_interval_masses(blo, bhi, NN, rho)
@@ -163,51 +173,69 @@ def m_bin_aggregates(model: CountModel, n: int, *, tail: float,
     p_s = binom.pmf(S, n, p2)
     w_p = p_s[:, None] * mass                              # P(S) P[bin j | S]
     w_m = p_s[:, None] * (sbar * S[:, None] * mass + r * mean)   # P(S) E[m; bin j | S]
-    parts = []
-    if s_lo == 0:       # S = 0: D = 0, the same outcome under P0 and P1 (loss 0)
-        zero = float(binom.pmf(0, n, p2)) * r * n * rho / n
-        if zero > 0:
-            parts.append((np.array([zero]), np.array([zero]), np.zeros(1), np.zeros(1),
-                          np.zeros(1)))
-    shape = (alpha, beta, sbar, n, model.loss_max)
-    for parity in (0, 1):
-        sel = np.nonzero((S % 2) == parity)[0]
-        if sel.size == 0:
-            continue
-        D = (2.0 * t - parity)[:, None]
-        inner = slice(1, -1)                  # the bins of m (columns 0, -1: the h3 tails)
-        m_lo = m_lo_row[sel, inner].min(axis=0)
-        live = np.nonzero(np.isfinite(m_lo))[0] + 1
-        m_hi = m_hi_row[sel][:, live].max(axis=0)
-        w_pl, w_ml = w_p[sel][:, live], w_m[sel][:, live]
-        y_p = np.zeros((t.size, live.size))
-        y_m = np.zeros_like(y_p)
-        group = max(1, int(S[0] * TAIL_SPAN))       # rows per tail aggregate (below)
-        rows = group * max(1, min(ROWS, CHUNK // t.size) // group)
-        for first in range(0, sel.size, rows):        # chunks of S: bounded memory
-            part = slice(first, first + rows)
-            X = np.exp(_half_binomial_log_pmf(S[sel[part]], t))   # (t, S of the chunk)
-            used = np.nonzero((w_pl[part] > 0).any(axis=0))[0]
-            if used.size:
-                span = slice(int(used[0]), int(used[-1]) + 1)    # the chunk's bins of m
-                y_p[:, span] += small_product(X, w_pl[part, span])
-                y_m[:, span] += small_product(X, w_ml[part, span])
-            # the h3 tails: each spans many bins of m, so they are merged only over `group`
-            # consecutive S of a parity (1 below S = 1 / TAIL_SPAN: where the D window
-            # reaches |D| = S, merging S would widen the loss intervals at the extreme D)
-            idx = sel[part]
-            starts = np.arange(0, idx.size, group)
-            for col in (0, -1):
-                if not (w_p[idx, col] > 0).any():
-                    continue
-                mlo = np.minimum.reduceat(m_lo_row[idx, col], starts)
-                mhi = np.maximum.reduceat(m_hi_row[idx, col], starts)
-                ok = np.isfinite(mlo)
-                yp = np.add.reduceat(X * w_p[idx, col][None, :], starts, axis=1)[:, ok]
-                ym = np.add.reduceat(X * w_m[idx, col][None, :], starts, axis=1)[:, ok]
-                parts.append(_part(yp, ym, D, mlo[ok], mhi[ok], *shape))
-        parts.append(_part(y_p, y_m, D, m_lo[live - 1], m_hi, *shape))
-    p0, p1, ell, lo, hi = (np.concatenate([p[i] for p in parts]) for i in range(5))
+
+    def emit():
+        if s_lo == 0:       # S = 0: D = 0, the same outcome under P0 and P1 (loss 0)
+            zero = float(binom.pmf(0, n, p2)) * r * n * rho / n
+            if zero > 0:
+                yield np.array([zero]), np.array([zero]), np.zeros(1), np.zeros(1), np.zeros(1)
+        shape = (alpha, beta, sbar, n, model.loss_max)
+        for parity in (0, 1):
+            sel = np.nonzero((S % 2) == parity)[0]
+            if sel.size == 0:
+                continue
+            D = (2.0 * t - parity)[:, None]
+            inner = slice(1, -1)                  # the bins of m (columns 0, -1: the h3 tails)
+            used = ~empty[sel, inner]
+            where = jg[sel][used]                 # the global bin of each band entry in use
+            m_lo = np.full(bins, np.inf)
+            m_hi = np.full(bins, -np.inf)
+            np.minimum.at(m_lo, where, m_lo_row[sel, inner][used])
+            np.maximum.at(m_hi, where, m_hi_row[sel, inner][used])
+            live = np.nonzero(np.isfinite(m_lo))[0]
+            column = np.full(bins, -1, dtype=np.int64)
+            column[live] = np.arange(live.size)
+            y_p = np.zeros((t.size, live.size))
+            y_m = np.zeros_like(y_p)
+            group = max(1, int(S[0] * TAIL_SPAN))       # rows per tail aggregate (below)
+            rows = group * max(1, min(ROWS, CHUNK // t.size) // group)
+            for first in range(0, sel.size, rows):        # chunks of S: bounded memory
+                part = slice(first, first + rows)
+                idx = sel[part]
+                X = np.exp(_half_binomial_log_pmf(S[idx], t))   # (t, S of the chunk)
+                row, q = np.nonzero(~empty[idx, inner])
+                if row.size:                      # the chunk's bands, spread onto its bins of m
+                    col = column[jg[idx[row], q]]
+                    first_col = int(col.min())
+                    W = np.zeros((2, idx.size, int(col.max()) - first_col + 1))
+                    W[0, row, col - first_col] = w_p[idx[row], q + 1]
+                    W[1, row, col - first_col] = w_m[idx[row], q + 1]
+                    span = slice(first_col, first_col + W.shape[2])
+                    y_p[:, span] += small_product(X, W[0])
+                    y_m[:, span] += small_product(X, W[1])
+                # the h3 tails: each spans many bins of m, so they are merged only over `group`
+                # consecutive S of a parity (1 below S = 1 / TAIL_SPAN: where the D window
+                # reaches |D| = S, merging S would widen the loss intervals at the extreme D)
+                starts = np.arange(0, idx.size, group)
+                for col in (0, -1):
+                    if not (w_p[idx, col] > 0).any():
+                        continue
+                    mlo = np.minimum.reduceat(m_lo_row[idx, col], starts)
+                    mhi = np.maximum.reduceat(m_hi_row[idx, col], starts)
+                    ok = np.isfinite(mlo)
+                    yp = np.add.reduceat(X * w_p[idx, col][None, :], starts, axis=1)[:, ok]
+                    ym = np.add.reduceat(X * w_m[idx, col][None, :], starts, axis=1)[:, ok]
+                    yield _part(yp, ym, D, mlo[ok], mhi[ok], *shape)
+            yield _part(y_p, y_m, D, m_lo[live], m_hi[live], *shape)
     outside = tail_s + tail_d
-    return Aggregates(p0, p1, ell, lo, hi, max(model.a) * outside, max(model.b) * outside,
-                      int(S.size * t.size * bins), min(1.0, outside))
+    return AggregateStream(emit(), max(model.a) * outside, max(model.b) * outside,
+                           int(S.size * t.size * bins), min(1.0, outside))
+
+
+def m_bin_aggregates(model: CountModel, n: int, *, tail: float,
+                     weak_rtol: float) -> Aggregates:
+    """The aggregates of :func:`m_bin_stream`, as arrays."""
+    stream = m_bin_stream(model, n, tail=tail, weak_rtol=weak_rtol)
+    p0, p1, ell, lo, hi = (np.concatenate(a) for a in zip(*stream.parts, strict=True))
+    return Aggregates(p0, p1, ell, lo, hi, stream.outside0, stream.outside1, stream.outcomes,
+                      stream.outside_mass)

@@ -284,8 +284,7 @@ def _dominating_aggregates(model, n: int, weak_rtol: float, tail: float = DEFAUL
     if m_bins.applies(model) and m_bins.entries(model, int(n), float(tail)) <= M_BINS_UP_TO:
         # the pair itself by (D, bin of m) (m_bins.py; issue 32: 32 million (S, D, h3-bin)
         # cells of the enumeration at n = 1000 become about 0.3 million aggregates)
-        return m_bins.m_bin_aggregates(model, int(n), tail=float(tail),
-                                       weak_rtol=float(weak_rtol))
+        return m_bins.m_bin_stream(model, int(n), tail=float(tail), weak_rtol=float(weak_rtol))
     # the pair itself, streamed (issue 32: at n = 1000 the wide windows hold 32 million
     # aggregates; summed part by part, not kept)
     return aggregate_stream(model, int(n), tail=float(tail), weak_rtol=float(weak_rtol))

@@ -28,13 +28,6 @@ if __name__ != "shufflesim":  # e.g. shufflesim.simulator.api in an editable ins
                       "classes)")
 
 from shufflesim.simulator import __version__  # noqa: E402  (after the guard)
-from shufflesim.simulator.execution import blas as _blas  # noqa: E402
-
-# One BLAS thread unless the environment says otherwise, as the console script does: the same
-# rounding as a command's, and no second thread spin-waiting on the accounting's and the
-# engine's small products (issue 32: a round's PLD from Python 2x slower under load). It
-# applies to the BLAS libraries loaded after this import (numpy loads on first use).
-_blas.default_for_commands()
 
 #: Public name -> the private module that defines it (imported on first use).
 _LAZY: dict[str, str] = {

@@ -10,11 +10,13 @@ from shufflesim._frames import frame
 from shufflesim._randomizer import split
 from shufflesim.simulator.calls import audit as audit_call
 from shufflesim.simulator.errors import UserError
+from shufflesim.simulator.execution.blas import in_one_blas_thread
 from shufflesim.simulator.lazy import lazy_module
 
 audit_tables = lazy_module("shufflesim.simulator.audit.tables")
 
 
+@in_one_blas_thread
 def audit(implementation: Callable | str | None = None, *, randomizer=None,
           trials: int | str = "auto",
           level: str = "shuffle", n: int | None = None, delta: float | Sequence[float] = (),

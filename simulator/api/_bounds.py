@@ -11,8 +11,10 @@ from shufflesim._frames import frame
 from shufflesim._randomizer import split
 from shufflesim.simulator.calls import bounds as bound_call
 from shufflesim.simulator.calls import calibrate as calibrate_call
+from shufflesim.simulator.execution.blas import in_one_blas_thread
 
 
+@in_one_blas_thread
 def bounds(randomizer, /, *, n: int | None = None, delta: float,
            epsilon0: float | None = None, methods: str | Sequence[str] | None = None,
            rounds: int = 1, budgets: Mapping[float, int] | None = None,
@@ -49,6 +51,7 @@ def bounds(randomizer, /, *, n: int | None = None, delta: float,
                  methods=methods, rounds=rounds, budgets=budgets)
 
 
+@in_one_blas_thread
 def calibrate(randomizer, /, *, target_epsilon: float, delta: float, n: int | None = None,
               epsilon0: float | None = None, methods: str | Sequence[str] | None = None,
               rounds: int = 1, **params) -> pd.DataFrame:

@@ -9,8 +9,10 @@ import pandas as pd
 
 from shufflesim._frames import frame
 from shufflesim.simulator.calls import compose as compose_call
+from shufflesim.simulator.execution.blas import in_one_blas_thread
 
 
+@in_one_blas_thread
 def compose(rounds: Sequence[Mapping] | Mapping, /, *, delta: float,
             method: str | Sequence[str] | None = None, mode: str = "rounds",
             n: int | None = None, rate: float | None = None) -> pd.DataFrame:

@@ -9,8 +9,10 @@ from shufflesim.protocols.errors import require
 from shufflesim.simulator.design import runner
 from shufflesim.simulator.design.groups import design_groups
 from shufflesim.simulator.design.output import records
+from shufflesim.simulator.execution.blas import in_one_blas_thread
 
 
+@in_one_blas_thread
 def design(*, task: str, n, target_epsilon: float | None, delta: float, rounds: int = 1,
            **options) -> pd.DataFrame:
     """Rank every applicable randomizer (single- and multi-message, with their parameters)

@@ -10,8 +10,10 @@ import pandas as pd
 from shufflesim._frames import frame
 from shufflesim._randomizer import split
 from shufflesim.simulator.calls import rdp as rdp_call
+from shufflesim.simulator.execution.blas import in_one_blas_thread
 
 
+@in_one_blas_thread
 def rdp(randomizer, /, *, n: int | None = None, rounds: int = 1,
         orders: float | Sequence[float] | None = None,
         method: str | Sequence[str] | None = None, delta: float | None = None,

@@ -25,6 +25,7 @@ workers limited alone would round differently from it).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator
 
@@ -75,6 +76,25 @@ def default_for_commands(threads: int = RUN_BLAS_THREADS) -> None:
     before numpy loads, so a ``bound`` rounds as a run does)."""
     for name in VARIABLES:
         os.environ.setdefault(name, str(threads))
+
+
+def in_one_blas_thread(function):
+    """``function`` computing with :data:`RUN_BLAS_THREADS` BLAS threads in the libraries loaded
+    when it is called, restored when it returns (the Python API's calls: the same rounding as a
+    command's, and no second thread spin-waiting on the engine's and the accounting's small
+    products: a round's PLD from Python was 2x slower under load with OpenBLAS's default
+    threads, issue 32). The process's environment is left as it is, so the threads of the
+    caller's own work, before and after the call, are the caller's."""
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        limits = _threadpool_limits()
+        if limits is None:
+            return function(*args, **kwargs)
+        with limits(limits=RUN_BLAS_THREADS, user_api="blas"):
+            return function(*args, **kwargs)
+
+    return call
 
 
 _limited: set[int] = set()  # processes limited for good (by id: a forked child is not)

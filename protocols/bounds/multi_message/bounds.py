@@ -33,6 +33,7 @@ from shufflesim.protocols.bounds.multi_message.thinned_curve import LowerCurve
 from shufflesim.protocols.bounds.multi_message.thinned_curve import (
     largest_certified as curve_largest_certified,
 )
+from shufflesim.protocols.bounds.multi_message.thinned_scout import Scout
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec
 from shufflesim.protocols.errors import require, require_int_at_least, require_probability_open
@@ -268,6 +269,12 @@ def _cheap_slope(lower, eps: float) -> float | None:
     return math.log(a / b) / step
 
 
+def _upper_search(randomizer, n: int, delta: float) -> EpsilonEstimate:
+    """The blanket-only model's eps(delta) (exact_upper_bound's search without its checks)."""
+    return epsilon_of_delta(lambda e: upper_delta(randomizer, n, e), delta, "upper",
+                            eps_max=_eps_max(randomizer), rtol=RTOL)
+
+
 def exact_lower_bound(randomizer, n: int, delta: float) -> BoundResult:
     """The largest certified eps with the best concrete pair's delta(eps) > delta."""
     started = time.perf_counter()
@@ -285,17 +292,25 @@ def exact_lower_bound(randomizer, n: int, delta: float) -> BoundResult:
     # every eps follows (thinned_curve.LowerCurve)
     owners = [(m, tables) for m in dense for tables in thinned_tables_of(m[3], big_n)]
     curve = LowerCurve([tables for _, tables in owners])
-    at_found = 0.0
+    at_found, low, top = 0.0, None, None
     if owners and found.value > 0:
-        curve.add(found.value + c for c in CURVE_OFFSETS)
-        at_found = curve(found.value)
+        # the thresholds placed by a subsample of the slices first (thinned_scout), the full
+        # search where that does not certify the cheap models' eps
+        scout = Scout(curve)
+        if scout.beats(delta, found.value):
+            top = _upper_search(randomizer, n, delta)
+            low = scout.largest_certified(delta, found.value,
+                                          min(top.value, _eps_max(randomizer)))
+        if low is None:
+            curve.add(found.value + c for c in CURVE_OFFSETS)
+            at_found = curve(found.value)
     if at_found > delta:
         # the dense estimates are lower estimates only: the largest certified eps between the
         # cheap models' eps and the proven upper bound's
-        top = epsilon_of_delta(lambda e: upper_delta(randomizer, n, e), delta, "upper",
-                               eps_max=_eps_max(randomizer), rtol=RTOL)
+        top = top if top is not None else _upper_search(randomizer, n, delta)
         low = curve_largest_certified(curve, delta, found.value,
                                       min(top.value, _eps_max(randomizer)))
+    if low is not None:
         found = EpsilonEstimate(low, low, top.value, top.value - low, False, 0)
         chosen_models = [owners[curve.best_index(low)][0]]
     x0, x1, x_star, chosen = (chosen_models[0] if len(chosen_models) == 1 else  # no evaluation

@@ -117,10 +117,11 @@ class LowerCurve:
     """L(eps) of the module docstring for a list of thinned tables (the maximum over them: each
     is a lower estimate of its own direction or pair), over the thresholds added so far."""
 
-    def __init__(self, tables: list) -> None:
-        self.tables = [prepared(t) for t in tables]
-        self.masses = [(np.zeros((t["c1"].size, 0)), np.zeros((t["c1"].size, 0)))
-                       for t in tables]
+    def __init__(self, tables: list, ready: list | None = None) -> None:
+        """``ready``: tables already :func:`prepared` (used instead of ``tables``)."""
+        self.tables = [prepared(t) for t in tables] if ready is None else list(ready)
+        self.masses = [(np.zeros((t["w"][0].shape[0], 0)), np.zeros((t["w"][0].shape[0], 0)))
+                       for t in self.tables]
         self.thresholds: list[float] = []
 
     def add(self, thresholds) -> None:
@@ -174,7 +175,7 @@ class LowerCurve:
         return int(np.argmax(values)) if values else 0
 
 
-def _root(curve: LowerCurve, delta: float, low: float, high: float) -> float:
+def find_root(curve: LowerCurve, delta: float, low: float, high: float) -> float:
     """The largest point found with curve > delta in [low, high] (curve(low) > delta), by
     bisection on the cheap curve to ROOT_RTOL (the curve is non-increasing)."""
     if curve(high) > delta:
@@ -217,7 +218,7 @@ def _peak_step(curve: LowerCurve, epsilon: float) -> float | None:
     return None if abs(new - t1) <= PEAK_RESOLUTION else new
 
 
-def _follow(curve: LowerCurve, delta: float, centre: float, root: float, high: float) -> float:
+def follow(curve: LowerCurve, delta: float, centre: float, root: float, high: float) -> float:
     """Move the thresholds that are some slices' best at ``centre`` (beyond SHARE_KEPT of the
     estimate) and the best single one along with the root (a best threshold minus eps is
     nearly constant) until the root moves by at most CENTRE_RTOL; returns the root."""
@@ -229,7 +230,7 @@ def _follow(curve: LowerCurve, delta: float, centre: float, root: float, high: f
         keep.update(t for t, share in zip(curve.thresholds, shares, strict=True)
                     if share > SHARE_KEPT * shares.sum())
         curve.add(sorted(t + (root - centre) for t in keep))
-        centre, root = root, _root(curve, delta, root, high)
+        centre, root = root, find_root(curve, delta, root, high)
     return root
 
 
@@ -237,7 +238,7 @@ def largest_certified(curve: LowerCurve, delta: float, low: float, high: float) 
     """A point eps in [low, high] with curve(eps) > delta verified; ``low`` must already be
     certified by the caller's thresholds at low + OFFSETS (curve(low) > delta). The thresholds
     that matter there (and the larger offsets of kernels.THRESHOLD_OFFSETS where slices' best
-    is the largest one) follow the root (:func:`_follow`); the best single threshold at the
+    is the largest one) follow the root (:func:`follow`); the best single threshold at the
     root is then refined (:func:`_peak_step`) and followed again. Returns low if nothing
     better is certified."""
     if not curve(low) > delta:
@@ -249,10 +250,10 @@ def largest_certified(curve: LowerCurve, delta: float, low: float, high: float) 
         # slices whose best region is the largest offset: the larger ones too (cheu f = 0.1,
         # n = 300: the slices' best offsets spread over 0.05-0.5)
         curve.add(low + c for c in THRESHOLD_OFFSETS[len(OFFSETS):])
-    root = _follow(curve, delta, low, _root(curve, delta, low, high), high)
+    root = follow(curve, delta, low, find_root(curve, delta, low, high), high)
     for _ in range(PEAK_STEPS):
         step = _peak_step(curve, root)
         if step is None:
             break
         curve.add([step])
-    return _follow(curve, delta, root, _root(curve, delta, root, high), high)
+    return follow(curve, delta, root, find_root(curve, delta, root, high), high)
