@@ -42,7 +42,7 @@ Error bound (every term is bracketed, the bracket is returned):
 * values: the computed alpha + d k + e x is within ve = 8u (|c_b| t + |c_o| m + d (t + 1) +
   |e| (m + 1)) of the exact one; f is 1-Lipschitz in a shift with slope P[S > -ve | t], and a
   misplaced x* or k_hi moves a term of size at most ve. Hence 2 ve times a bound on that slope
-  (P[X <= x* + 2] summed over the band, which starts one below its first k, with the B pmf,
+  (P[computed value > -3 ve] over the band, which starts one below its first k, with the B pmf,
   plus P[B >= k_hi]: a k_hi off by one by rounding moves a term of size ve P[B = k_hi]);
 * mass outside the windows of B and X: at most its probability times max S_+ = (alpha + d t)_+,
   added to the upper side only; T outside its window (plans.t_plan): pos_max n times its mass.
@@ -437,15 +437,15 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     kb0 = np.maximum(k_lo, b_lo)
     kb1 = np.minimum(k_hi, b_hi + 1)
     width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
+    ve = 8 * U * (abs(sh.cb) * t + abs(sh.base) * m + d * (t + 1) + ae * (m + 1)) * (1 + 1e-6)
     for r in range(0, t.size if width > 0 else 0, BAND_ROWS):
         c = slice(r, r + BAND_ROWS)
         df, ds = _band_sums(plan, d, e, alpha[c], kb0[c], kb1[c], b_lo[c], x_lo[c], x_hi[c],
-                            ix_hi[c], bi[c], xi[c], width)
+                            ix_hi[c], bi[c], xi[c], ve[c], width)
         f[c] = f[c] + df
         slope[c] = slope[c] + ds
     out = plan.b_out[bi] + plan.x_out[xi]
     slope = np.minimum(slope + out, 1.0)
-    ve = 8 * U * (abs(sh.cb) * t + abs(sh.base) * m + d * (t + 1) + ae * (m + 1)) * (1 + 1e-6)
     # the slope argument needs the value error below one step of B and of X
     slope = np.where(4 * ve < min(d, ae if ae > 0 else math.inf), slope, 1.0)
     rel = plan.rel + (width + 40) * U
@@ -460,10 +460,13 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
 BAND_ROWS = 2048
 
 
-def _band_sums(plan: BandPlan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, bi, xi,
+def _band_sums(plan: BandPlan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, bi, xi, ve,
                width: int):
-    """The band's part of f and of its slope for some rows (row_bounds): one look-up per k
-    of the band [kb0, kb1), padded to ``width``."""
+    """The band's part of f and of its slope for some rows (row_bounds), k in [kb0, kb1)
+    padded to ``width``. The slope counts the x with computed alpha + d k + e x > -3 ve (exact
+    > -2 ve): x <= floor((alpha + d k + 4 ve) / |e|) (one ve more: the division's rounding is
+    far below ve / |e|); it was x <= x*(k) + 2, two steps of |e| more: at oue d = 4, eps0 = 4,
+    n = 100 (|e| ~ 765) rows with S < -700 carried 2 ve each, 30 % of delta = 1e-12."""
     ae, b_w = abs(e), plan.b_w
     k = kb0[:, None] + np.arange(width)[None, :]
     valid = k < kb1[:, None]
@@ -477,8 +480,9 @@ def _band_sums(plan: BandPlan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, b
          + ae * plan.ccx[x2, np.maximum(ix - 1, 0)])
     ib = np.clip(k - b_lo[:, None], 0, b_w - 1).astype(np.int64)
     p_k = np.where(valid, plan.pb[b2, ib], 0.0)
-    return ((p_k * np.where(inside, g, 0.0)).sum(axis=1),
-            (p_k * plan.cx[x2, np.minimum(ix + 2, ix_hi[:, None] + 1)]).sum(axis=1))
+    xv = np.floor((a_k + 4 * ve[:, None]) / ae) - x_lo[:, None] + 1
+    iv = np.clip(xv, 0, ix_hi[:, None] + 1).astype(np.int64)
+    return ((p_k * np.where(inside, g, 0.0)).sum(axis=1), (p_k * plan.cx[x2, iv]).sum(axis=1))
 
 
 def _t_tail_bound(cat: Categories, n: int, w_pair: float) -> float:
