@@ -429,7 +429,14 @@ def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float]
         law0, law1 = (1 - u) * prev, (1 - v) * prev      # + u shift, + v shift, in place
         law0 += u * shift
         law1 += v * shift
-        ratio = _log_ratio(law0, law1)      # clipped in place (fmax: nan -> -LOG_CLIP)
+        # ln(law0 / law1): one log of the quotient, in place (issue 32: half the logs; the
+        # rounding differs from ln law0 - ln law1 by a few ulps, which only moves a region's
+        # boundary: every region is a valid lower estimate); 0/0 = nan and x/0 = inf are
+        # clipped as before (fmax: nan -> -LOG_CLIP), and so is 0/x (log 0 = -inf); a quotient
+        # beyond the double range (law1 below ~1e-300 times law0) is clipped to +LOG_CLIP
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            ratio = np.divide(law0, law1)
+            np.log(ratio, out=ratio)
         np.minimum(np.fmax(ratio, -LOG_CLIP, out=ratio), LOG_CLIP, out=ratio)
         tables[name] = (law0, law1, here, ratio)
     pmf_table = table                       # the b side's: ``gb`` is its window
