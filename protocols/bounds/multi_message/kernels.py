@@ -404,8 +404,8 @@ def _consecutive_pmfs(first: int, rows: int, lo: int, hi: int, p: float) -> np.n
 def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float],
                    first: tuple[float, float], second: tuple[float, float]) -> dict:
     """The eps-independent arrays of :func:`thinned_product_lower` (one row per slice M on a
-    common grid): user-kept component laws, log-ratios, l_b sorted per row with cumulative sums,
-    and the windows' outside mass."""
+    common grid): user-kept component laws, log-ratios ln(law0 / law1) (rounding only moves a
+    region's boundary), l_b sorted per row with cumulative sums, the windows' outside mass."""
     pa, pb = columns
     m = (retained.support + 1).astype(float)
     c1 = keep_user * retained.pmf
@@ -422,22 +422,16 @@ def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float]
         # hence the same values as three separate tables, in a third of the pmf evaluations)
         table = _consecutive_pmfs(int(m[0]) - 1, m.size + 1, lo - 1, hi + 2, p)
         prev, shift, here = table[:-1, 1:], table[:-1, :-1], table[1:, 1:]
-        # the windows' tails (the lower one is largest at the smallest M, the upper one at the
-        # largest), and once more the start row's lower tail: _consecutive_pmfs' missing mass
+        # the windows' tails (lower: largest at the smallest M, upper: at the largest), and
+        # the start row's lower tail once more (_consecutive_pmfs' missing mass)
         low_tail = float(binom.cdf(lo - 1, max(int(m[0]) - 1, 0), p))
         outside += 2.0 * (2.0 * low_tail + float(binom.sf(hi, int(m[-1]), p)))
         law0, law1 = (1 - u) * prev, (1 - v) * prev      # + u shift, + v shift, in place
         law0 += u * shift
         law1 += v * shift
-        # ln(law0 / law1): one log of the quotient, in place (issue 32: half the logs; the
-        # rounding differs from ln law0 - ln law1 by a few ulps, which only moves a region's
-        # boundary: every region is a valid lower estimate); 0/0 = nan and x/0 = inf are
-        # clipped as before (fmax: nan -> -LOG_CLIP), and so is 0/x (log 0 = -inf); a quotient
-        # beyond the double range (law1 below ~1e-300 times law0) is clipped to +LOG_CLIP
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            ratio = np.divide(law0, law1)
-            np.log(ratio, out=ratio)
-        np.minimum(np.fmax(ratio, -LOG_CLIP, out=ratio), LOG_CLIP, out=ratio)
+            np.log(ratio := np.divide(law0, law1), out=ratio)  # one log (issue 32)
+        np.minimum(np.fmax(ratio, -LOG_CLIP, out=ratio), LOG_CLIP, out=ratio)  # nan: -LOG_CLIP
         tables[name] = (law0, law1, here, ratio)
     pmf_table = table                       # the b side's: ``gb`` is its window
     b0, b1, _, lb = tables["b"]
