@@ -74,7 +74,7 @@ def test_one_category_pool_keeps_the_single_style_without_tables(monkeypatch):
     assert fast.epsilon - fast.epsilon_error <= band.epsilon
 
 
-def test_no_fft_after_the_exact_band_sum():
+def test_no_fft_after_the_exact_band_sum(monkeypatch):
     """methods.exact_sum (issue 32): near eps0 the band sum's bracket is wide from rounding
     alone (50-RR, eps0 = 8, n = 720: 4.3e-4 at eps = 8 - 1.3e-7 since exact_band's slope
     counts only the values within 3 ve of 0; 4 % before); the FFT gave the same bracket in
@@ -90,6 +90,9 @@ def test_no_fft_after_the_exact_band_sum():
     assert (auto.lower, auto.upper) == (forced.lower, forced.upper)
     assert auto.lower <= threshold < auto.upper        # undecided
     assert auto.upper - auto.lower > 10 * rtol * auto.upper
+    monkeypatch.setattr(core, "exact_sum", lambda cats: False)    # the former rule: the FFT
+    assert hockey_stick([(atoms, 720)], eps, rtol=rtol, threshold=threshold).method \
+        == "conditioning+fft"
 
 
 def test_olh_keeps_its_coarse_bracket_which_holds_the_polished_value(monkeypatch):
