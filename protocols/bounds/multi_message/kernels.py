@@ -456,12 +456,12 @@ def thinned_tables(retained: Law, keep_user: float, columns: tuple[float, float]
     # one take of flat positions. The b side's own arrays are not kept.
     tables["shape"] = lb.shape
     shift = (np.arange(lb.shape[0]) * (4 * LOG_CLIP))[:, None]
-    tables["flat"] = (lb.take(where[:, ::-1]) + shift).ravel()
+    tables["flat"] = np.add(gathered := lb.take(where[:, ::-1]), shift, out=gathered).ravel()
     tables["shift"] = shift
-    tops = []
+    tops, gathered = [], np.empty(lb.shape)        # one buffer for the three gathers
     for x, at in ((b0, where), (b1, where), (pmf_table, where_g)):
         top = np.zeros((height, width + 1))
-        np.cumsum(x.take(at), axis=1, out=top[:, 1:])
+        np.cumsum(x.take(at, out=gathered, mode="clip"), axis=1, out=top[:, 1:])  # at: valid
         tops.append(top)
     tables["tops"] = tuple(tops)
     del tables["b"]
