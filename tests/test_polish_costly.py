@@ -106,3 +106,24 @@ def test_olh_keeps_its_coarse_bracket_which_holds_the_polished_value(monkeypatch
     assert result.epsilon >= polished - polished_error
     assert result.epsilon - result.epsilon_error <= polished + 1e-11
     assert result.epsilon_error <= core.POLISH_COSTLY_ABOVE * result.epsilon
+
+
+@pytest.mark.parametrize("name, kwargs, eps0, n, polished, polished_error", [
+    # 3413ab2 (POLISH_COSTLY_ABOVE = 1e-3): coarse brackets 1.26e-3 and 1.0e-3 wide, then
+    # 8-128 blocks and the FFT, 5.1 s and 2.8 s CPU
+    ("hr", {"domain_size": 16}, 1.0, 10_000, 0.02974029590586096, 6.58e-7),
+    ("rappor", {"domain_size": 16}, 4.0, 100_000, 0.10412476563541753, 1.66e-6),
+])
+def test_two_level_coarse_brackets_just_above_1e3_are_kept(monkeypatch, name, kwargs, eps0, n,
+                                                             polished, polished_error):
+    """Session 14: the two-level randomizers' coarse brackets at n = 5e3-1e6 are 1.0-1.3e-3
+    wide (the single style's ~1e-2 in delta); POLISH_COSTLY_ABOVE = 2e-3 keeps them. No block
+    refinement runs, and the stated error covers the polished value."""
+    calls = count_block_refinements(monkeypatch)
+    r = make_randomizer(name, epsilon0=eps0, **kwargs)
+    result = catalogue.evaluate("optimal-blanket", r, n, 1e-6).result
+    assert calls and max(calls) == 0                 # before: 8- to 128-block refinements
+    assert result.epsilon >= polished - polished_error
+    assert result.epsilon - result.epsilon_error <= polished
+    assert result.epsilon_error <= core.POLISH_COSTLY_ABOVE * result.epsilon
+    assert result.epsilon_error > 1e-3 * result.epsilon   # the range that 1e-3 polished
