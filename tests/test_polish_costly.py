@@ -10,9 +10,9 @@ from engine_probes import count_block_refinements
 
 import shufflesim.protocols.bounds.engine.core as core
 import shufflesim.protocols.bounds.engine.methods as methods
+from shufflesim.protocols.bounds import catalogue
 from shufflesim.protocols.bounds.engine.common import categories
 from shufflesim.protocols.bounds.engine.conditioning import conditioning_bounds
-from shufflesim.protocols.bounds import catalogue
 from shufflesim.protocols.bounds.numerical.decompositions import blanket_atoms
 from shufflesim.protocols.randomizers import make_randomizer
 
