@@ -4,12 +4,15 @@ would need the conditioning method's block refinements (1-5 s CPU against ~0.03 
 then states the coarse bracket as its error, which holds the polished value. Also
 methods.SINGLE_EXACT and methods.exact_sum."""
 
+import numpy as np
 import pytest
 from engine_probes import count_block_refinements
 
 import shufflesim.protocols.bounds.engine.core as core
 import shufflesim.protocols.bounds.engine.methods as methods
 from shufflesim.protocols.bounds import catalogue
+from shufflesim.protocols.bounds.engine.common import categories
+from shufflesim.protocols.bounds.engine.conditioning import conditioning_bounds
 from shufflesim.protocols.bounds.numerical.decompositions import blanket_atoms
 from shufflesim.protocols.randomizers import make_randomizer
 
@@ -106,3 +109,54 @@ def test_olh_keeps_its_coarse_bracket_which_holds_the_polished_value(monkeypatch
     assert result.epsilon >= polished - polished_error
     assert result.epsilon - result.epsilon_error <= polished + 1e-11
     assert result.epsilon_error <= core.POLISH_COSTLY_ABOVE * result.epsilon
+
+
+@pytest.mark.parametrize("name, kwargs, eps0, n, polished, polished_error", [
+    # 3413ab2 (POLISH_COSTLY_ABOVE = 1e-3): coarse brackets 1.26e-3 and 1.0e-3 wide, then
+    # 8-128 blocks and the FFT, 5.1 s and 2.8 s CPU
+    ("hr", {"domain_size": 16}, 1.0, 10_000, 0.02974029590586096, 6.58e-7),
+    ("rappor", {"domain_size": 16}, 4.0, 100_000, 0.10412476563541753, 1.66e-6),
+])
+def test_two_level_coarse_brackets_just_above_1e3_are_kept(monkeypatch, name, kwargs, eps0, n,
+                                                             polished, polished_error):
+    """Session 14: the two-level randomizers' coarse brackets at n = 5e3-1e6 are 1.0-1.3e-3
+    wide (the single style's ~1e-2 in delta); POLISH_COSTLY_ABOVE = 2e-3 keeps them. No block
+    refinement runs, and the stated error covers the polished value."""
+    calls = count_block_refinements(monkeypatch)
+    r = make_randomizer(name, epsilon0=eps0, **kwargs)
+    result = catalogue.evaluate("optimal-blanket", r, n, 1e-6).result
+    assert calls and max(calls) == 0                 # before: 8- to 128-block refinements
+    assert result.epsilon >= polished - polished_error
+    assert result.epsilon - result.epsilon_error <= polished
+    assert result.epsilon_error <= core.POLISH_COSTLY_ABOVE * result.epsilon
+    assert result.epsilon_error > 1e-3 * result.epsilon   # the range that 1e-3 polished
+
+
+def test_a_block_refined_end_counts_as_costly(monkeypatch):
+    """methods.needs_blocks (session 14): olh d = 4, eps0 = 4, n = 138950, delta = 1e-6. The
+    coarse search's estimates are 8-block refinements (the single style is 0.36 wide); the
+    upper end's width 4.1655e-4 lay just under 2.5 x the polish's 1.6667e-4, so the polish ran,
+    and its refinements went on to 32 and 128 blocks (1.2 s) for -7.6e-6 of eps (3413ab2:
+    0.06810854209032088, stated error 1.69e-6). Now the coarse bracket is kept."""
+    calls = count_block_refinements(monkeypatch)
+    r = make_randomizer("olh", epsilon0=4.0, domain_size=4)
+    result = catalogue.evaluate("optimal-blanket", r, 138_950, 1e-6).result
+    assert calls and max(calls) == 8                 # the coarse search's; no 32 or 128
+    polished, polished_error = 0.06810854209032088, 1.69e-6
+    assert result.epsilon >= polished - polished_error
+    assert result.epsilon - result.epsilon_error <= polished
+    assert result.epsilon_error <= 1e-4 * result.epsilon
+
+
+def test_an_end_narrow_from_the_single_style_is_still_polished():
+    """needs_blocks' single-style check: a width in (rtol, 2.5 rtol] that the single style
+    itself gives means no block refinement (10-RR, eps0 = 1, n = 6e4: the polish's estimates
+    ask 1.7e-4 and the single style gives ~2.2e-4, methods.BLOCKS_WORTH)."""
+    atoms = blanket_atoms(make_randomizer("krr", epsilon0=1.0, domain_size=10), 0, 1)
+    cat = categories(atoms, 60_000, 0.03)
+    lo, hi = conditioning_bounds(cat, np.zeros(1), np.ones(1), np.zeros(1), 0)
+    width = (hi - lo) / hi
+    rtol = width / 2.0                               # inside (rtol, BLOCKS_WORTH rtol]
+    assert methods._select([cat]) == "conditioning" and not methods.exact_sum([cat])
+    assert not methods.needs_blocks(cat, width, rtol)
+    assert methods.needs_blocks(cat, width, width / 3.0)     # beyond BLOCKS_WORTH rtol

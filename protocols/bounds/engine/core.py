@@ -95,8 +95,9 @@ POLISH_ABOVE = 1e-5
 #: ... and, on the upper side by default, wider than this where the polish's finer estimates
 #: would need the conditioning method's block refinements (methods.needs_blocks; issue 32's
 #: < 0.05 s): k-RR at n = 3e4-5e5, delta <= 1e-6 took 1-5 s for the last <= 2e-5 of eps, oue,
-#: rappor, subset, olh, blh at n = 1e4 1.3-5.6 s for the last <= 2.5e-4 (now 0.02 s each)
-POLISH_COSTLY_ABOVE = 1e-3
+#: rappor, subset, olh, blh at n = 1e4 1.3-5.6 s for the last <= 2.5e-4. 2e-3, not 1e-3: their
+#: coarse brackets at n = 5e3-1e6 are 1.0-1.3e-3 (hr16 eps0 = 1, n = 1e4: 5.1 s for the last 4.8e-4)
+POLISH_COSTLY_ABOVE = 2e-3
 #: relative width of the conditioning method's single style above which many-level atoms are
 #: merged on the lower side (engine/levels.py, :func:`_needs_fft`)
 SINGLE_WIDE = 0.05

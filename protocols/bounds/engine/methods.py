@@ -171,11 +171,22 @@ def exact_sum(cats: list[Categories]) -> bool:
 
 
 def needs_blocks(cat: Categories, relative_width: float, rtol: float) -> bool:
-    """Whether :func:`_conditioning`, asked for ``rtol`` at one group whose single style gave
-    a bracket of ``relative_width``, would go on to block refinements (outside the exact band
-    sum; ~0.1-0.45 s each at n = 3e4-3e5, where the single style costs ~3 ms)."""
-    return (relative_width > BLOCKS_WORTH * rtol and _select([cat]) == "conditioning"
-            and not exact_sum([cat]) and main_pool_share(cat) >= 0.5)
+    """Whether :func:`_conditioning`, asked for ``rtol`` at one group where an estimate had a
+    bracket of ``relative_width``, would go on to block refinements (outside the exact band
+    sum; ~0.1-0.45 s each at n = 3e4-3e5, where the single style costs ~3 ms).
+
+    A width in (rtol, BLOCKS_WORTH rtol] may itself come from a block refinement (the single
+    style wider than BLOCKS_WORTH rtol), after which only rtol stops the refinements: the
+    single style is then computed (one evaluation) and decides. Issue 32: olh d = 4,
+    eps0 = 4, n = 138950, the coarse end's 8-block width 4.1655e-4 against 2.5 x 1.6667e-4
+    (single style: 0.36), and the polish ran 32 and 128 blocks (1.2 s) for -7.6e-6 of eps."""
+    if not (relative_width > rtol and _select([cat]) == "conditioning"
+            and not exact_sum([cat]) and main_pool_share(cat) >= 0.5):
+        return False
+    if relative_width > BLOCKS_WORTH * rtol:
+        return True
+    lo, hi = conditioning_bounds(cat, np.zeros(1), np.ones(1), np.zeros(1), 0)
+    return not (hi > 0 and hi - lo <= BLOCKS_WORTH * rtol * hi)
 
 
 def _select(cats: list[Categories]) -> str:
