@@ -119,6 +119,19 @@ SNIPPETS = {
         "    catalogue.evaluate('optimal-blanket', r, n, 1e-6)\n",
         "< 0.05 s per call (eight two-level randomizers at small n, engine/zero_mixture.py; "
         "0.7-11 s each at 5c0220a)"),
+    "optimal-blanket-two-level-large": (
+        "from shufflesim.simulator.execution import blas\n"
+        "blas.default_for_commands()\n"           # one BLAS thread, as commands run
+        "from shufflesim.protocols.randomizers import make_randomizer\n"
+        "from shufflesim.protocols.bounds import catalogue\n"
+        "for name, d, eps0, n in (('hr', 16, 1.0, 10000), ('rappor', 16, 4.0, 100000),\n"
+        "                         ('oue', 4, 1.0, 5179), ('subset', 6, 1.0, 5179),\n"
+        "                         ('olh', 4, 4.0, 138950), ('hr', 16, 4.0, 268270),\n"
+        "                         ('blh', 4, 4.0, 268270), ('oue', 4, 0.5, 2683)):\n"
+        "    r = make_randomizer(name, epsilon0=eps0, domain_size=d)\n"
+        "    catalogue.evaluate('optimal-blanket', r, n, 1e-6)\n",
+        "< 0.05 s per call (eight two-level points at n >= 2683 whose polish ran blocks and the "
+        "FFT at 3413ab2: 0.9-5.2 s each there)"),
     "blanket-hoeffding-cold": (
         "from shufflesim.protocols.randomizers import make_randomizer\n"
         "from shufflesim.protocols.bounds import catalogue\n"

@@ -67,6 +67,7 @@ from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - re
 )
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, REL_SUM, TINY, Categories, U
 from shufflesim.protocols.bounds.engine.conditioning import choose_roles
+from shufflesim.protocols.bounds.engine.flat_rows import rows_of
 from shufflesim.protocols.bounds.engine.log_table import LogTable
 from shufflesim.protocols.bounds.engine.plans import t_plan
 from shufflesim.protocols.bounds.engine.table_cache import TABLE_BYTES, bounded_cache
@@ -474,15 +475,14 @@ def _band_sums(plan: BandPlan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, b
     xs = np.floor(a_k / ae)
     xh = np.clip(xs, x_lo[:, None] - 1, x_hi[:, None])
     ix = (xh - x_lo[:, None] + 1).astype(np.int64)
-    x2, b2 = xi[:, None], bi[:, None]
+    cx, ccx, pb = rows_of(plan.cx, xi), rows_of(plan.ccx, xi), rows_of(plan.pb, bi)
     inside = valid & (xs >= x_lo[:, None])
-    g = (np.maximum(a_k + e * xh, 0.0) * plan.cx[x2, ix]
-         + ae * plan.ccx[x2, np.maximum(ix - 1, 0)])
+    g = np.maximum(a_k + e * xh, 0.0) * cx(ix) + ae * ccx(np.maximum(ix - 1, 0))
     ib = np.clip(k - b_lo[:, None], 0, b_w - 1).astype(np.int64)
-    p_k = np.where(valid, plan.pb[b2, ib], 0.0)
+    p_k = np.where(valid, pb(ib), 0.0)
     xv = np.floor((a_k + 4 * ve[:, None]) / ae) - x_lo[:, None] + 1
     iv = np.clip(xv, 0, ix_hi[:, None] + 1).astype(np.int64)
-    return ((p_k * np.where(inside, g, 0.0)).sum(axis=1), (p_k * plan.cx[x2, iv]).sum(axis=1))
+    return ((p_k * np.where(inside, g, 0.0)).sum(axis=1), (p_k * cx(iv)).sum(axis=1))
 
 
 def _t_tail_bound(cat: Categories, n: int, w_pair: float) -> float:
