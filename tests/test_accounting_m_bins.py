@@ -23,47 +23,43 @@ def _model(k, eps0):
     return pairs.blanket_model(make_randomizer("krr", epsilon0=eps0, domain_size=k))
 
 
-def _brute_moments(model, n, orders):
-    """log E_P0[(P0 / P1)^(alpha - 1)] of the pair itself, over every (h1, h2, h3)."""
+def _pair_masses(model, n, h1, h2, h3):
+    """(P0, P1) of the pair at the count vectors (h1, h2, h3; the rest null)."""
     (a1, a2), (b1, b2), (w1, w2) = model.a, model.b, model.w
-    probs = np.array([w1, w2, model.w_neutral, model.w_null])
-    h1, h2, h3 = np.meshgrid(*(np.arange(n + 1.0),) * 3, indexing="ij")
-    ok = h1 + h2 + h3 <= n
-    h1, h2, h3 = h1[ok], h2[ok], h3[ok]
     rest = n - h1 - h2 - h3
     log_m = (gammaln(n + 1) - gammaln(h1 + 1) - gammaln(h2 + 1) - gammaln(h3 + 1)
-             - gammaln(rest + 1) + h1 * np.log(probs[0]) + h2 * np.log(probs[1])
-             + h3 * np.log(probs[2]) + rest * np.log(probs[3]))
+             - gammaln(rest + 1) + h1 * np.log(w1) + h2 * np.log(w2)
+             + h3 * np.log(model.w_neutral) + rest * np.log(model.w_null))
     A = a1 * h1 + a2 * h2 + model.r * h3
     B = b1 * h1 + b2 * h2 + model.r * h3
-    p0, p1 = np.exp(log_m) * A / n, np.exp(log_m) * B / n
+    return np.exp(log_m) * A / n, np.exp(log_m) * B / n
+
+
+def _moments(p0, p1, orders):
+    """log E_P0[(P0 / P1)^(alpha - 1)] over the outcomes given."""
     live = p0 > 0
     ell = np.log(p0[live] / p1[live])
-    return np.array([np.log(np.sum(p0[live] * np.exp((a - 1) * ell))) for a in orders]), p0, p1
+    return np.array([np.log(np.sum(p0[live] * np.exp((a - 1) * ell))) for a in orders])
+
+
+def _brute_moments(model, n, orders):
+    """log E_P0[(P0 / P1)^(alpha - 1)] of the pair itself, over every (h1, h2, h3)."""
+    h1, h2, h3 = np.meshgrid(*(np.arange(n + 1.0),) * 3, indexing="ij")
+    ok = h1 + h2 + h3 <= n
+    p0, p1 = _pair_masses(model, n, h1[ok], h2[ok], h3[ok])
+    return _moments(p0, p1, orders), p0, p1
 
 
 def _kept_moments(model, n, tail, orders):
     """The pair's own moments over exactly the outcomes m_bins enumerates: S in its window,
     h1 - floor(S / 2) in the union of the D windows' offsets, every h3."""
-    (a1, a2), (b1, b2), (w1, w2) = model.a, model.b, model.w
-    probs = np.array([w1, w2, model.w_neutral, model.w_null])
     _, _, _, S_win, _, _, t = m_bins._windows(model, n, tail)
     h1, h2, h3 = np.meshgrid(*(np.arange(n + 1.0),) * 3, indexing="ij")
     S = h1 + h2
     off = h1 - np.floor(S / 2.0)
     ok = ((S + h3 <= n) & (S >= S_win[0]) & (S <= S_win[-1]) & (off >= t[0])
           & (off <= t[-1]))
-    h1, h2, h3 = h1[ok], h2[ok], h3[ok]
-    rest = n - h1 - h2 - h3
-    log_m = (gammaln(n + 1) - gammaln(h1 + 1) - gammaln(h2 + 1) - gammaln(h3 + 1)
-             - gammaln(rest + 1) + h1 * np.log(probs[0]) + h2 * np.log(probs[1])
-             + h3 * np.log(probs[2]) + rest * np.log(probs[3]))
-    A = a1 * h1 + a2 * h2 + model.r * h3
-    B = b1 * h1 + b2 * h2 + model.r * h3
-    p0, p1 = np.exp(log_m) * A / n, np.exp(log_m) * B / n
-    live = p0 > 0
-    ell = np.log(p0[live] / p1[live])
-    return np.array([np.log(np.sum(p0[live] * np.exp((a - 1) * ell))) for a in orders])
+    return _moments(*_pair_masses(model, n, h1[ok], h2[ok], h3[ok]), orders)
 
 
 def _split_moments(agg, orders):

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from engine_probes import check_against_enumeration, intersect
 
 from shufflesim.protocols.bounds.engine import common, conditioning, core, exact_band
 from shufflesim.protocols.bounds.engine.common import Categories, Estimate
@@ -35,22 +36,8 @@ def _krr_cats(ns, eps0s=(0.1, 1.0, 4.0, 8.0), ks=(2, 3, 10), points=5):
                         yield (eps0, k, n, float(eps)), cat
 
 
-def _intersect(lo, hi, ref_lo, ref_hi, label):
-    assert lo <= ref_hi * (1 + 1e-12) + 1e-300, label
-    assert ref_lo <= hi * (1 + 1e-12) + 1e-300, label
-
-
 def _check_against_enumeration(ns):
-    checked = 0
-    for label, cat in _krr_cats(ns):
-        lo, hi = exact_band.band_bounds(cat)
-        ref_lo, ref_hi = enumeration_bounds([cat])
-        _intersect(lo, hi, ref_lo, ref_hi, label)
-        # tight: relative 1e-6, or below the absolute floor of the value arithmetic
-        scale = float(np.abs(cat.c).max()) * cat.count
-        assert hi - lo <= 1e-6 * hi + 1e-13 * scale, (label, lo, hi)
-        checked += 1
-    return checked
+    return check_against_enumeration(_krr_cats(ns), exact_band.band_bounds)
 
 
 def test_band_sum_brackets_the_enumeration_and_is_tight():
@@ -69,7 +56,7 @@ def test_band_sum_brackets_the_conditioning_method_at_larger_n():
         lo, hi = exact_band.band_bounds(cat)
         ref_lo, ref_hi = conditioning.conditioning_bounds(
             cat, np.zeros(1), np.ones(1), np.zeros(1), 32)
-        _intersect(lo, hi, ref_lo, ref_hi, label)
+        intersect(lo, hi, ref_lo, ref_hi, label)
         assert hi - lo <= max(1e-3 * (ref_hi - ref_lo), 1e-7 * hi) + 1e-13 * cat.count, label
         checked += 1
     assert checked >= 40
@@ -86,7 +73,7 @@ def test_degenerate_pools_match_the_enumeration():
         assert exact_band.applicable(cat)
         lo, hi = exact_band.band_bounds(cat)
         ref_lo, ref_hi = enumeration_bounds([cat])
-        _intersect(lo, hi, ref_lo, ref_hi, cat.c)
+        intersect(lo, hi, ref_lo, ref_hi, cat.c)
         assert hi - lo <= 1e-8 * hi
 
 
@@ -97,7 +84,7 @@ def test_positive_pool_coefficient_is_mirrored():
         cat = Categories(np.array(c), np.array([0.15, 0.35, 0.3, 0.2]), 50, 0.0)
         lo, hi = exact_band.band_bounds(cat)
         ref_lo, ref_hi = enumeration_bounds([cat])
-        _intersect(lo, hi, ref_lo, ref_hi, c)
+        intersect(lo, hi, ref_lo, ref_hi, c)
         assert hi - lo <= 1e-8 * hi
 
 
@@ -107,7 +94,7 @@ def test_planted_value_fault_is_detected():
     cat = common.categories(dec.blanket_atoms(r, 0, 1), 40, 0.2)
     ref_lo, ref_hi = enumeration_bounds([cat])
     lo, hi = exact_band.band_bounds(cat)
-    _intersect(lo, hi, ref_lo, ref_hi, "unperturbed")
+    intersect(lo, hi, ref_lo, ref_hi, "unperturbed")
     c = cat.c.copy()
     c[np.argmax(c)] *= 1.001
     lo, hi = exact_band.band_bounds(Categories(c, cat.w, cat.count, cat.c_err))
@@ -150,7 +137,7 @@ def test_near_zero_category_coupling_bound():
     assert up < crude / 100 and down < crude / 100
     lo, hi = exact_band.band_bounds(cat)
     ref_lo, ref_hi = enumeration_bounds([cat])
-    _intersect(lo, hi, ref_lo, ref_hi, "tiny category")
+    intersect(lo, hi, ref_lo, ref_hi, "tiny category")
     # the exact effect of the tiny category lies within (down, up)
     plain_lo, plain_hi = enumeration_bounds([reduced])
     assert ref_lo - plain_hi <= up * (1 + 1e-9) + 1e-300
@@ -225,5 +212,5 @@ def test_conditioning_far_kinks_finite_for_a_near_constant_pool(eps0, n):
     ref_lo, ref_hi = conditioning.conditioning_bounds(cat, np.zeros(1), np.ones(1),
                                                       np.zeros(1), 8)
     assert math.isfinite(hi) and hi < 1e3
-    _intersect(lo, hi, ref_lo, ref_hi, (eps0, n))
+    intersect(lo, hi, ref_lo, ref_hi, (eps0, n))
     assert hi - lo <= 1e-4 * hi

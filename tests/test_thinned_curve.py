@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from multi_message_probes import model_deltas
 
 from shufflesim.protocols.bounds.multi_message import bounds as mm
-from shufflesim.protocols.bounds.multi_message import kernels, models, thinned_curve
+from shufflesim.protocols.bounds.multi_message import kernels, thinned_curve
 from shufflesim.protocols.randomizers import make_randomizer
 
 F = 0.15
@@ -64,16 +65,6 @@ def test_exact_lower_is_below_the_dense_divergence_at_its_eps(d, f, n):
     delta = 1e-4
     r = make_randomizer("cheu", domain_size=d, flip_probability=f, epsilon0=1.0)
     result = mm.exact_lower_bound(r, n, delta)
-    big_n = mm.blanket_count(r, n)
-    found = []
-    for *_, model in mm.lower_models(r, n):
-        if isinstance(model, models.ThinnedProductModel):
-            retained = kernels.binomial_law(big_n, model.keep[0], kernels.THINNED_TAIL).convolve(
-                kernels.binomial_law(model.others, model.keep[1], kernels.THINNED_TAIL))
-            found.append(kernels.thinned_product_delta(
-                retained, model.keep[2], model.columns, model.first, model.second,
-                result.epsilon).upper)
-        else:
-            found.append(model.delta(big_n, result.epsilon).upper)
+    found = [delta for _, delta in model_deltas(r, n, result.epsilon)]
     assert max(found) > delta
     assert result.epsilon <= mm.exact_upper_bound(r, n, delta).epsilon

@@ -8,9 +8,10 @@ the start falls back to the unscouted search."""
 from __future__ import annotations
 
 import pytest
+from multi_message_probes import model_deltas
 
 from shufflesim.protocols.bounds.multi_message import bounds as mm
-from shufflesim.protocols.bounds.multi_message import kernels, models, thinned_curve, thinned_scout
+from shufflesim.protocols.bounds.multi_message import models, thinned_curve, thinned_scout
 from shufflesim.protocols.randomizers import make_randomizer
 
 DEFAULT_ROWS = thinned_scout.SCOUT_ROWS
@@ -47,15 +48,7 @@ def _lower(r, n, delta, monkeypatch, scout_rows):
 def _dense_delta(r, n, eps):
     """The largest dense exact divergence over the thinned models at eps (the truth the
     returned eps must stay below)."""
-    big_n = mm.blanket_count(r, n)
-    found = []
-    for *_, model in mm.lower_models(r, n):
-        if isinstance(model, models.ThinnedProductModel):
-            retained = kernels.binomial_law(big_n, model.keep[0], kernels.THINNED_TAIL).convolve(
-                kernels.binomial_law(model.others, model.keep[1], kernels.THINNED_TAIL))
-            found.append(kernels.thinned_product_delta(
-                retained, model.keep[2], model.columns, model.first, model.second, eps).upper)
-    return max(found)
+    return max(delta for thinned, delta in model_deltas(r, n, eps) if thinned)
 
 
 @pytest.mark.parametrize("d,f,n", [(4, 0.2, 300), (8, 0.1, 200)])
