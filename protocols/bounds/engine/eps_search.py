@@ -22,10 +22,6 @@ with five steps that change no certificate, only where the search looks:
   bisection;
 * one polishing point just past the crossing on the side the result comes from (a second
   if the first lands short).
-
-Issue 32: the resolution stop takes its slope from the bracket's own points where no far
-point gives one (:func:`_bracket_slope`), only from points the search evaluated itself, and
-no polishing point is spent on a bracket already within the tolerance.
 """
 
 from __future__ import annotations
