@@ -102,22 +102,3 @@ def test_polish_start_from_coarse_ends_is_not_stopped_by_their_width():
     assert found.lower <= CROSSING <= found.upper
     # sharp estimates resolve eps to ~2e-3 / SLOPE ~ 2e-4, far below the known ends' width
     assert CROSSING - found.value <= 3e-4
-
-
-def test_bracket_within_tolerance_is_not_polished():
-    """Once the bracket is narrower than the search's tolerance, no polishing point: the end
-    could move by at most that width (10-RR exact-lower at n = 1e9: 4 evaluations -> 3, the
-    value 1.4e-9 lower, relative). Here a guess next to the crossing and the true slope: the
-    guess, one Newton step (bracket < tolerance), the probe certifying the other side."""
-    root, slope, delta, rtol = 2.9e-5, 9.5e4, 1e-6, 1e-7
-
-    def fn(eps):
-        low = delta * math.exp(-slope * (eps - root))
-        return Estimate(low * (1 + 1.7e-8), low, low * (1 + 1.7e-8), "synthetic")
-
-    found = epsilon_of_delta(fn, delta, "lower", eps_max=1.0, rtol=rtol, xtol=1e-15,
-                             guess=root * (1 + 3e-9), guess_slope=slope, resolution_stop=0.5)
-    assert found.lower <= root <= found.upper
-    assert fn(found.upper).upper <= delta < fn(found.lower).lower
-    assert root - found.value <= rtol * root
-    assert found.evaluations == 3

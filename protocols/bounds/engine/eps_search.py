@@ -78,10 +78,6 @@ POLISH_POINTS = 2
 #: evaluations, 18 values looser than the former search's by <= 5e-10 relative; 0.001: 774,
 #: 13 by <= 1e-10; 0.0002: 790, 10 by <= 2.3e-11)
 POLISH_EDGE = 0.001
-#: no polishing point once the bracket is narrower than this many tolerances: the result is
-#: then resolved to the search's stated tolerance (issue 32: 10-RR exact-lower at n = 1e9
-#: polished a bracket of 0.55 tolerances, moving its end by 0.14 of one, for 0.06 s of 0.4)
-POLISH_WITHIN = 1.0
 #: three points lie "nearly on a line" in a coordinate when their two slopes differ by at most
 #: this (relative): then the secant in that coordinate is trusted (:func:`_shaped_root`; on
 #: the 90 searches: 0.1 and 0.2: 747 evaluations, 0.4: 737, 0.7: 735)
@@ -308,13 +304,12 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     # Polish the returned end: a point just past the secant's crossing, on the side the
     # result comes from (right of it for side="upper", left for "lower"), if it would move
     # that end by more than POLISH_EDGE tolerances; a second one inside the narrower bracket if the
-    # first lands short. The end moves only if certified. Not when the bracket is already
-    # within POLISH_WITHIN tolerances (the end can move by at most its width).
+    # first lands short. The end moves only if certified.
     for _ in range(POLISH_POINTS):
         width = hi - lo
         edge = POLISH_EDGE * max(xtol, rtol * hi)
         if not (evaluations < max_evaluations and math.isfinite(g_hi) and g_hi > g_lo
-                and width > 2 * edge and width > POLISH_WITHIN * max(xtol, rtol * hi)):
+                and width > 2 * edge):
             break
         crossing = lo + width * (-g_lo) / (g_hi - g_lo)
         if side == "upper" and crossing + edge < hi - edge:
