@@ -82,9 +82,6 @@ POLISH_EDGE = 0.001
 #: this (relative): then the secant in that coordinate is trusted (:func:`_shaped_root`; on
 #: the 90 searches: 0.1 and 0.2: 747 evaluations, 0.4: 737, 0.7: 735)
 LINEAR = 0.4
-#: a pair of points gives the resolution stop a slope (:func:`_bracket_slope`) when ln delta
-#: falls between them by at least this many times the sum of their estimates' log-widths
-SLOPE_NOISE = 4.0
 
 
 def _root_coordinate(x: float, delta: float) -> float:
@@ -145,7 +142,6 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     evaluations = 0
 
     seen: dict[float, Estimate] = {}
-    own: set[float] = set()     # the points this search evaluated (not taken from ``known``)
 
     def side_value(eps: float) -> float:
         """The value the steps use at eps. side="upper": the upper estimate, except at a point
@@ -174,7 +170,6 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         else:
             est = delta_fn(eps)
             evaluations += 1
-            own.add(eps)
         seen[eps] = est
         if est.upper <= delta:
             below = min(below, eps)
@@ -231,39 +226,28 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
 
     def log_slope() -> float | None:
         """-d ln(delta)/d eps near the crossing, from the nearest evaluated points with side
-        estimates >= 2 delta (left) and <= delta / 2 (right); else from the bracket's own
-        points (:func:`_bracket_slope`: a pair outside the noise; else the hint
-        ``guess_slope``; else the steepest slope the pairs' brackets allow, or None). The
-        steepest slope is not ahead of the hint: the final probe steps by the slope, and one
-        too steep lands short of certifying anything."""
+        estimates >= 2 delta (left) and <= delta / 2 (right); the hint ``guess_slope`` (or
+        None) if there are none."""
         left = [e for e in seen if e <= lo and side_value(e) >= 2 * delta]
         right = [e for e in seen if e >= hi and 0 < side_value(e) <= 0.5 * delta]
         if not left or not right:
-            # a start from a guess evaluates no far point, nor does a search whose right
-            # points all have lower estimates > delta / 2 but for eps_max's 0
-            resolved, steepest = _bracket_slope(seen, side_value, lo, hi)
-            if resolved is not None:
-                return resolved
-            return steepest if guess_slope is None else guess_slope
+            return guess_slope      # a start from a guess evaluates no far point: the hint
+                                    # (None without one)
         a, b = max(left), min(right)
         return math.log(side_value(a) / side_value(b)) / (b - a)
 
     def resolution() -> float:
         """The eps width below which the estimates' own brackets blur the crossing: the
-        relative width of the estimates at the bracket ends over the slope of ln delta (from
-        :func:`log_slope`, else from the bracket's own points, :func:`_bracket_slope`)."""
+        relative width of the estimates at the bracket ends over the slope of ln delta."""
         slope = log_slope()
         if slope is None or slope <= 0:
             return 0.0
         # the end the side certifies (hi for side="upper": its upper estimate <= delta; lo for
         # "lower"): an end certified by the other bound may carry a loose side estimate (the
         # engine stops once the comparison is decided) without blurring the crossing
-        # Only a point this search evaluated: a ``known`` one may come from coarser estimates
-        # (the polish starts from the coarse search's ends; their width stopped it before its
-        # first step once the coarse search itself stopped on its resolution, issue 32).
         end = hi if side == "upper" else lo
         widths = [math.log(seen[e].upper / seen[e].lower) for e in (end,)
-                  if e in own and seen[e].lower > 0]
+                  if e in seen and seen[e].lower > 0]
         return max(widths, default=0.0) / slope
 
     while evaluations < max_evaluations:
@@ -349,45 +333,6 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             evaluate(min(hi + 1.5 * gap + 2 * tol, below))
             return result(False, probed)
     return result(False)
-
-
-def _bracket_slope(seen, side_value, lo: float,
-                   hi: float) -> tuple[float | None, float | None]:
-    """-d ln delta / d eps across the bracket [lo, hi] from its own evaluated points a <= lo
-    and b >= hi (positive side values, b > a). First the secant of ln(side value) through the
-    narrowest pair whose fall ln(f(a) / f(b)) is at least SLOPE_NOISE times the sum of the two
-    points' log-widths ln(upper / lower) (a pair closer than that measures the estimates'
-    noise, not the slope: FFT brackets jump by ~2 % between eps 1e-8 apart). Else, where every
-    pair is inside the noise, the smallest over the pairs of the steepest average slope their
-    brackets allow, ln(upper(a) / lower(b)) / (b - a) (the true function falls by at most that
-    much between them: a steep slope means a narrow resolution, i.e. the stop comes late
-    rather than early). Returned: (the first, the second), None for what has no pair.
-    :func:`epsilon_of_delta`'s log_slope uses them when the search has no far points: a
-    lower-side search without a guess, whose right points all had lower estimates
-    > delta / 2 but for eps_max's 0, saw no slope for its resolution stop and crawled to its
-    tolerance in steps of ~1e-7 (issue 32: subset (6, 2), eps0 = 4, n = 1000, delta = 1e-8,
-    31 FFT evaluations); the first also ahead of the hint ``guess_slope`` (the normal
-    approximation's slope was 3.7 there where the points' is 16)."""
-    def log_width(e: float) -> float:
-        est = seen[e]
-        return math.log(est.upper / est.lower) if est.lower > 0 else math.inf
-
-    left = [e for e in seen if e <= lo and side_value(e) > 0 and seen[e].lower > 0]
-    right = [e for e in seen if e >= hi and side_value(e) > 0 and seen[e].lower > 0]
-    resolved = None
-    steepest = None
-    for a in left:
-        for b in right:
-            if b <= a:
-                continue
-            fall = math.log(side_value(a) / side_value(b))
-            if fall > 0 and fall >= SLOPE_NOISE * (log_width(a) + log_width(b)):
-                if resolved is None or b - a < resolved[0]:
-                    resolved = (b - a, fall / (b - a))
-            most = math.log(seen[a].upper / seen[b].lower) / (b - a)
-            if most > 0 and (steepest is None or most < steepest):
-                steepest = most
-    return (None if resolved is None else resolved[1]), steepest
 
 
 def _secant_root(seen, side_value, delta: float) -> float | None:
