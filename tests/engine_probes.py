@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 import shufflesim.protocols.bounds.engine.methods as methods
+from shufflesim.protocols.bounds.engine.conditioning import conditioning_bounds
 from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
 
 
@@ -40,5 +41,19 @@ def check_against_enumeration(cases: Iterable, bounds: Callable) -> int:
         intersect(lo, hi, ref_lo, ref_hi, label)
         scale = float(np.abs(cat.c).max()) * cat.count
         assert hi - lo <= 1e-6 * hi + 1e-13 * scale, (label, lo, hi)
+        checked += 1
+    return checked
+
+
+def check_against_conditioning(cases: Iterable, bounds: Callable, n_blocks: int) -> int:
+    """``bounds(cat)`` against the conditioning method with ``n_blocks`` blocks for every
+    (label, cat) of ``cases``: the brackets overlap, and ``bounds`` is at least 1000x narrower
+    (or within 1e-7 relative). Returns the number of cases checked."""
+    checked = 0
+    for label, cat in cases:
+        lo, hi = bounds(cat)
+        ref_lo, ref_hi = conditioning_bounds(cat, np.zeros(1), np.ones(1), np.zeros(1), n_blocks)
+        intersect(lo, hi, ref_lo, ref_hi, label)
+        assert hi - lo <= max(1e-3 * (ref_hi - ref_lo), 1e-7 * hi) + 1e-13 * cat.count, label
         checked += 1
     return checked
