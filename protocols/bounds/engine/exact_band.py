@@ -361,12 +361,17 @@ def band_bounds(cat: Categories) -> tuple[float, float]:
 
 
 def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.ndarray,
-               xi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+               xi: np.ndarray, shift: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per row (t pair users, m pool users; ``bi`` / ``xi`` its row in the plan's B / X
     tables): guaranteed (lower, upper) of f = E[(alpha + d B + e X)_+] (module docstring),
-    the upper side with the mass of B and X outside their windows."""
+    the upper side with the mass of B and X outside their windows; ``shift`` (per row) is
+    added to alpha (engine/zero_mixture.py: the value of the users counted by its rows)."""
     d, e, ae = sh.d, sh.e, abs(sh.e)
     alpha = sh.cb * t + sh.base * m
+    size = abs(sh.cb) * t + abs(sh.base) * m
+    if shift is not None:
+        alpha = alpha + shift
+        size = size + np.abs(shift)
     b_lo, b_w = plan.b_lo[bi], plan.b_w
     b_hi = np.minimum(b_lo + b_w - 1, t)          # entries beyond the support carry no mass
     x_lo, x_w = plan.x_lo[xi], plan.x_w
@@ -391,7 +396,7 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     kb0 = np.maximum(k_lo, b_lo)
     kb1 = np.minimum(k_hi, b_hi + 1)
     width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
-    ve = 8 * U * (abs(sh.cb) * t + abs(sh.base) * m + d * (t + 1) + ae * (m + 1)) * (1 + 1e-6)
+    ve = 8 * U * (size + d * (t + 1) + ae * (m + 1)) * (1 + 1e-6)
     for r in range(0, t.size if width > 0 else 0, BAND_ROWS):
         c = slice(r, r + BAND_ROWS)
         df, ds = _band_sums(plan, d, e, alpha[c], kb0[c], kb1[c], b_lo[c], x_lo[c], x_hi[c],
