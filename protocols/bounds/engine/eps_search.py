@@ -22,6 +22,12 @@ with five steps that change no certificate, only where the search looks:
   bisection;
 * one polishing point just past the crossing on the side the result comes from (a second
   if the first lands short).
+
+Issue 32 (session 15): a lower-side search with neither far points nor a slope hint had no
+resolution stop and crawled over jagged FFT estimates to its tolerance; it now takes the slope
+from its bracket's own points (:func:`_bracket_slope`; a measured slope ahead of the hint) and
+the estimates' width only from points it evaluated itself. Upper-side searches are unchanged
+(bit-identical).
 """
 
 from __future__ import annotations
@@ -82,6 +88,10 @@ POLISH_EDGE = 0.001
 #: this (relative): then the secant in that coordinate is trusted (:func:`_shaped_root`; on
 #: the 90 searches: 0.1 and 0.2: 747 evaluations, 0.4: 737, 0.7: 735)
 LINEAR = 0.4
+#: side="lower" without a slope (no far pair, no hint): two points measure the slope of ln delta
+#: for the resolution stop when it falls between them by at least this many times the sum of
+#: their estimates' log-widths (:func:`_bracket_slope`; a closer pair measures the noise)
+SLOPE_NOISE = 4.0
 
 
 def _root_coordinate(x: float, delta: float) -> float:
@@ -142,6 +152,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     evaluations = 0
 
     seen: dict[float, Estimate] = {}
+    own: set[float] = set()     # the points this search evaluated (not taken from ``known``)
 
     def side_value(eps: float) -> float:
         """The value the steps use at eps. side="upper": the upper estimate, except at a point
@@ -170,6 +181,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         else:
             est = delta_fn(eps)
             evaluations += 1
+            own.add(eps)
         seen[eps] = est
         if est.upper <= delta:
             below = min(below, eps)
@@ -231,8 +243,19 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         left = [e for e in seen if e <= lo and side_value(e) >= 2 * delta]
         right = [e for e in seen if e >= hi and 0 < side_value(e) <= 0.5 * delta]
         if not left or not right:
-            return guess_slope      # a start from a guess evaluates no far point: the hint
-                                    # (None without one)
+            # a start from a guess evaluates no far point: the hint (None without one) for
+            # side="upper". side="lower" measures the slope on the bracket's own points first
+            # (a lower estimate of 0 at eps_max and > delta / 2 elsewhere right of the
+            # crossing left a search without a hint no slope: it crawled to its tolerance
+            # over jagged FFT estimates, issue 32), then the hint, then the steepest slope the
+            # brackets allow (not ahead of the hint: the final probe steps by it, and one too
+            # steep lands short of certifying anything)
+            if side == "upper":
+                return guess_slope
+            resolved, steepest = _bracket_slope(seen, side_value, lo, hi)
+            if resolved is not None:
+                return resolved
+            return steepest if guess_slope is None else guess_slope
         a, b = max(left), min(right)
         return math.log(side_value(a) / side_value(b)) / (b - a)
 
@@ -245,9 +268,13 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         # the end the side certifies (hi for side="upper": its upper estimate <= delta; lo for
         # "lower"): an end certified by the other bound may carry a loose side estimate (the
         # engine stops once the comparison is decided) without blurring the crossing
+        # side="lower": only a point this search evaluated; a ``known`` one may come from
+        # coarser estimates (the polish starts from the coarse search's ends, whose width
+        # would stop it before its first step once the coarse search stopped on resolution)
         end = hi if side == "upper" else lo
+        points = seen if side == "upper" else own
         widths = [math.log(seen[e].upper / seen[e].lower) for e in (end,)
-                  if e in seen and seen[e].lower > 0]
+                  if e in points and seen[e].lower > 0]
         return max(widths, default=0.0) / slope
 
     while evaluations < max_evaluations:
@@ -333,6 +360,38 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             evaluate(min(hi + 1.5 * gap + 2 * tol, below))
             return result(False, probed)
     return result(False)
+
+
+def _bracket_slope(seen, side_value, lo: float,
+                   hi: float) -> tuple[float | None, float | None]:
+    """-d ln delta / d eps across the bracket [lo, hi] from evaluated points a <= lo < hi <= b
+    with positive side values and lower estimates: (resolved, steepest). ``resolved``: the
+    secant of ln(side value) through the narrowest pair whose fall ln(f(a) / f(b)) is at least
+    SLOPE_NOISE times the sum of the two points' log-widths ln(upper / lower) (FFT lower
+    estimates jump by ~2 % between eps 1e-8 apart and are not even monotone: a closer pair
+    measures that noise). ``steepest``: the smallest over the pairs of ln(upper(a) /
+    lower(b)) / (b - a), the steepest average slope the brackets allow; a steep slope means a
+    narrow resolution, so the stop comes late rather than early. None where no pair gives one.
+    Used by side="lower" without a far pair or a hint (issue 32: subset (6, 2), eps0 = 4,
+    n = 1000, delta = 1e-8 took 31 FFT evaluations crawling in steps of ~1e-7)."""
+    def log_width(e: float) -> float:
+        return math.log(seen[e].upper / seen[e].lower)
+
+    left = [e for e in seen if e <= lo and side_value(e) > 0 and seen[e].lower > 0]
+    right = [e for e in seen if e >= hi and side_value(e) > 0 and seen[e].lower > 0]
+    resolved = steepest = None
+    for a in sorted(left):
+        for b in sorted(right):
+            if b <= a:
+                continue
+            fall = math.log(side_value(a) / side_value(b))
+            if (fall > 0 and fall >= SLOPE_NOISE * (log_width(a) + log_width(b))
+                    and (resolved is None or b - a < resolved[0])):
+                resolved = (b - a, fall / (b - a))
+            most = math.log(seen[a].upper / seen[b].lower) / (b - a)
+            if most > 0 and (steepest is None or most < steepest):
+                steepest = most
+    return (None if resolved is None else resolved[1]), steepest
 
 
 def _secant_root(seen, side_value, delta: float) -> float | None:
