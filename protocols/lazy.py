@@ -12,6 +12,10 @@ ordinary :func:`importlib.import_module` at that moment (through
 before then. (The standard library's ``importlib.util.LazyLoader`` does put a half-made module
 there, and a package made that way runs its submodules twice when one of them is imported
 directly first: two copies of one class.) A module already imported is returned as it is.
+
+:func:`lazy_functions` does the same for functions imported by name (``from m import f, g``):
+one stand-in per function, which imports the module on its first call and calls the real
+function (the real functions themselves when the module is already imported).
 """
 
 from __future__ import annotations
@@ -35,3 +39,23 @@ class _Deferred(ModuleType):
 def lazy_module(name: str) -> ModuleType:
     """The module ``name``, imported when one of its attributes is first used."""
     return sys.modules.get(name) or _Deferred(name)
+
+
+def lazy_functions(name: str, *functions: str) -> tuple:
+    """Stand-ins for the functions ``functions`` of module ``name``, which is imported on the
+    first call of any of them (for ``from name import f, g`` at the top of a module that calls
+    f or g only on some paths)."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return tuple(getattr(module, function) for function in functions)
+    return tuple(_deferred_function(name, function) for function in functions)
+
+
+def _deferred_function(name: str, function: str):
+    def call(*args, **kwargs):
+        module = sys.modules.get(name) or import_gc.import_module(name)
+        return getattr(module, function)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = function
+    call.__doc__ = f"{name}.{function} (its module imported on the first call)"
+    return call

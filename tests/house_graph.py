@@ -2,10 +2,11 @@
 closing notes' counts): ``shufflesim.*`` names mapped to the files of protocols/ and simulator/.
 
 An edge A -> B: module A names module B in an ``import`` statement (at its top or inside a
-function), in ``lazy_module("...")`` / ``import_module("...")`` with a literal name, or (for a
-plug-in declaration, protocols/plugins.py and simulator/plugins.py) in one of its tuples of
-module names. A *unit* is a folder one level below protocols/ or simulator/ (its subfolders
-included), or a module at their top (errors.py, registry.py, plugins.py, the package itself).
+function), in ``lazy_module("...")``, ``lazy_functions("...", ...)`` or ``import_module("...")``
+with a literal name, or (for a plug-in declaration, protocols/plugins.py and
+simulator/plugins.py) in one of its tuples of module names. A *unit* is a folder one level below
+protocols/ or simulator/ (its subfolders included), or a module at their top (errors.py,
+registry.py, plugins.py, the package itself).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ FOLDERS = ("protocols", "simulator")
 DECLARATIONS = ("shufflesim.protocols.plugins", "shufflesim.simulator.plugins")
 #: The folder installed as the ``shufflesim`` package itself (pyproject.toml package-dir).
 API = ("simulator", "api")
-DYNAMIC = {"lazy_module", "import_module"}
+DYNAMIC = {"lazy_module", "lazy_functions", "import_module"}
 
 
 def modules(repo: pathlib.Path = REPO) -> dict[str, pathlib.Path]:

@@ -102,14 +102,14 @@ def test_planted_table_fault_is_detected(monkeypatch):
     ref_lo, ref_hi = enumeration_bounds([cat])
     real = exact_band._b_tables.__wrapped__
 
-    def faulty(n, w_pair, rho):
-        b_lo, pb, sb, ssb, b_out, err = real(n, w_pair, rho)
+    def faulty(*args):
+        b_lo, pb, sb, ssb, b_out, err, below = real(*args)
         pb = pb * (1 + 1e-4)
         sb = np.zeros_like(sb)
         np.cumsum(pb[:, ::-1], axis=1, out=sb[:, pb.shape[1] - 1::-1])
         ssb = np.zeros_like(ssb)
         np.cumsum(sb[:, ::-1], axis=1, out=ssb[:, pb.shape[1]::-1])
-        return b_lo, pb, sb, ssb, b_out, err
+        return b_lo, pb, sb, ssb, b_out, err, below
 
     monkeypatch.setattr(exact_band, "_b_tables", faulty)
     lo, hi = exact_band.band_bounds(cat)

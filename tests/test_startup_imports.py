@@ -100,8 +100,10 @@ def test_a_krr_command_over_rounds_loads_only_what_it_uses(command):
 #: What ``bound`` of k-RR over rounds, every applicable bound, must not import: the modules of
 #: bounds that do not apply to k-RR or do not compose (listed from protocols/bounds/declared.py),
 #: 001's variation-ratio machinery (exact-lower's single-round search), the exact binary-RR
-#: curve (composed for binary randomizers only), RAPPOR (k-RR shares only its anchors), and the
-#: scenario and user-code machinery (the cost check needs neither).
+#: curve and its composed PLDs (binary randomizers only; declared in
+#: accounting/brr_exact_methods.py), the atoms of one-round compositions (joint, parallel,
+#: subsampled), RAPPOR (k-RR shares only its anchors), and the scenario and user-code machinery
+#: (the cost check needs neither).
 NOT_FOR_KRR_ROUNDS = ("shufflesim.protocols.bounds.multi_message",
                       "shufflesim.protocols.bounds.personalized",
                       "shufflesim.protocols.bounds.numerical.krr_exact",
@@ -112,6 +114,8 @@ NOT_FOR_KRR_ROUNDS = ("shufflesim.protocols.bounds.multi_message",
                       "shufflesim.protocols.bounds.numerical.variation_ratio",
                       "shufflesim.protocols.bounds.numerical.two_count",
                       "shufflesim.protocols.bounds.numerical.brr_exact",
+                      "shufflesim.protocols.accounting.brr_exact_pld",
+                      "shufflesim.protocols.bounds.numerical.composition",
                       "shufflesim.protocols.randomizers.rappor",
                       "shufflesim.simulator.scenario", "shufflesim.simulator.usercode")
 
@@ -143,13 +147,20 @@ NOT_RUN_FOR_KRR_ROUNDS = ("scipy.fft", "shufflesim.protocols.bounds.engine.kink_
                           "shufflesim.protocols.bounds.engine.screen")
 
 
+#: ... and at n = 1e5: rdp-blanket's pair by (D, bin of m) (accounting/m_bins.py, for small n;
+#: it runs at n = 1000).
+NOT_RUN_AT_1E5 = ("shufflesim.protocols.accounting.m_bins",)
+
+
 @pytest.mark.parametrize("size", [["--n", "1000", "--rounds", "3"],
                                   ["--n", "100000", "--rounds", "100"]])
 def test_a_krr_bound_over_rounds_imports_no_engine_part_it_does_not_run(size):
     modules = _modules_after(COMMAND, "bound", "--randomizer", "krr", "--domain-size", "10",
                              "--delta", "1e-6", "-q", "--epsilon0", "1", *size)
     assert "shufflesim.protocols.bounds.engine.fft" in modules  # the engine is there
-    extra = _under(modules, NOT_RUN_FOR_KRR_ROUNDS)
+    assert "shufflesim.protocols.accounting.rdp" in modules  # and Renyi accounting
+    not_run = NOT_RUN_FOR_KRR_ROUNDS + (NOT_RUN_AT_1E5 if size[1] == "100000" else ())
+    extra = _under(modules, not_run)
     assert not extra, (f"bound of k-RR over rounds imported {extra}: load it on first use "
                        "(protocols/lazy.py), or, if the bound now runs it, say what it costs")
 
@@ -201,3 +212,24 @@ def test_a_one_answer_command_imports_with_the_collector_paused(command):
         assert frozen > 10000  # numpy's, scipy's and the bound's objects
     else:
         assert frozen == 0
+
+
+def test_lazy_functions_import_their_module_on_the_first_call(tmp_path):
+    """protocols/lazy.py ``lazy_functions``: nothing imported before a call; the call imports
+    the module and returns the real function's result; a module already imported gives its
+    real functions."""
+    (tmp_path / "lazy_target.py").write_text("def twice(x):\n    return 2 * x\n")
+    code = ("import sys\n"
+            f"sys.path.insert(0, {str(tmp_path)!r})\n"
+            "from shufflesim.protocols.lazy import lazy_functions\n"
+            "(twice,) = lazy_functions('lazy_target', 'twice')\n"
+            "before = 'lazy_target' in sys.modules\n"
+            "value = twice(21)\n"
+            "import lazy_target\n"
+            "(again,) = lazy_functions('lazy_target', 'twice')\n"
+            "print(before, value, 'lazy_target' in sys.modules, again is lazy_target.twice,"
+            " twice is lazy_target.twice, twice.__name__)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "42", "True", "True", "False", "twice"]

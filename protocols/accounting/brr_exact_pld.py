@@ -43,7 +43,6 @@ import numpy as np
 
 from shufflesim.protocols.accounting.pld import FFT_SLACK, TAIL_TRUNCATION, pmf_size, power
 from shufflesim.protocols.accounting.rounds import (
-    ComposedMethod,
     ComposedResult,
     normalize_rounds,
     pure_cap,
@@ -56,7 +55,7 @@ from shufflesim.protocols.lazy import lazy_module
 #: the exact binary-RR curve, imported when a binary randomizer is composed (issue 32)
 brr_exact = lazy_module("shufflesim.protocols.bounds.numerical.brr_exact")
 
-__all__ = ["METHODS", "brr_exact_lower_composed", "brr_exact_upper_composed", "dominating_pld"]
+__all__ = ["brr_exact_lower_composed", "brr_exact_upper_composed", "dominating_pld"]
 
 def _dp_accounting():
     """dp_accounting's (pld_pmf, privacy_loss_distribution) modules, imported on first use:
@@ -240,18 +239,3 @@ def brr_exact_lower_composed(rounds, delta: float, *, step: float | None = None,
                           time.perf_counter() - start, step,
                           f"best of the pairs at both ends, attained at {label} ones among the "
                           "others")
-
-
-def _is_brr(randomizer) -> bool:
-    return getattr(randomizer, "name", None) == "brr"
-
-
-METHODS = (
-    ComposedMethod("brr-exact", BoundKind.UPPER, BoundStatus.PROVEN,
-                   "exact curve of shuffled binary RR over every dataset as a dominating pair; "
-                   "PLD composition (dp_accounting)", "binary RR (brr) rounds; adaptive rounds",
-                   brr_exact_upper_composed, applies_to=_is_brr),
-    ComposedMethod("brr-exact-lower", BoundKind.LOWER, BoundStatus.PROVEN,
-                   "best exact dataset pair of shuffled binary RR, composed",
-                   "binary RR (brr) rounds", brr_exact_lower_composed, applies_to=_is_brr),
-)

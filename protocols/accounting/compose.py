@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 from shufflesim.protocols.accounting import (
     baselines,
     blocks,
-    brr_exact_pld,
+    brr_exact_methods,
     convolution,
     enumeration,
     lower_blocks,
@@ -258,7 +258,7 @@ _register(ComposedMethod(
                        "exact pair of each round (the best candidate triple), optimistic PLD")))
 
 
-for _method in (*baselines.METHODS, *rdp.METHODS, *brr_exact_pld.METHODS):
+for _method in (*baselines.METHODS, *rdp.METHODS, *brr_exact_methods.METHODS):
     _register(_method)
 
 

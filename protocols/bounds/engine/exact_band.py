@@ -59,24 +59,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine.band_recurrence import ROUNDINGS_PER_ROW, prefix_tables
+from shufflesim.protocols.bounds.engine.band_recurrence import CHAIN_ROWS, _x_recurrence
 from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - read as exact_band.*
     SHARE_ULPS,
     _seen_parameters,
     _shared_parameters,
 )
+from shufflesim.protocols.bounds.engine.binomial_window import (  # noqa: F401 - exact_band.*
+    CHUNK_ROWS,
+    TAIL,
+    _half_width,
+    _outside,
+    _window,
+    window_pmf,
+)
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, REL_SUM, TINY, Categories, U
 from shufflesim.protocols.bounds.engine.conditioning import choose_roles
 from shufflesim.protocols.bounds.engine.flat_rows import rows_of
-from shufflesim.protocols.bounds.engine.log_table import LogTable
 from shufflesim.protocols.bounds.engine.plans import t_plan
 from shufflesim.protocols.bounds.engine.table_cache import TABLE_BYTES, bounded_cache
 from shufflesim.protocols.distributions import binom
 
 __all__ = ["applicable", "band_bounds", "band_plan", "reduced"]
 
-#: mass of B (and of X) left outside its window, per side (bounded, not dropped)
-TAIL = 1e-20
 #: largest table (T rows x (B window + X window)) for which the method is used
 MAX_CELLS = 4_000_000
 #: categories lighter than this are folded into the others with a bounded error (:func:`reduced`)
@@ -157,25 +162,6 @@ def _shape(cat: Categories) -> _Shape | None:
     return _Shape(cb, ca - cb, base, e, w_pair, rho, q)
 
 
-def _half_width(sd: np.ndarray) -> np.ndarray:
-    """Window half-width s with P[|Y - E Y| >= s] <= TAIL per side for a sum of independent
-    Bernoulli variables of variance sd^2 (Bernstein: exp(-s^2 / (2 (sd^2 + s/3))) = TAIL). It
-    only sizes the windows: the mass outside is computed and bounded."""
-    log_t = math.log(1.0 / TAIL)
-    return log_t / 3.0 + np.sqrt(log_t * log_t / 9.0 + 2.0 * log_t * sd * sd)
-
-
-def _window(size: np.ndarray, p: float) -> tuple[np.ndarray, int]:
-    """Per-row windows [lo, lo + width) of Bin(size, p), clipped below at 0 (entries beyond
-    ``size`` carry no mass)."""
-    mean = size * p
-    half = _half_width(np.sqrt(size * p * (1.0 - p)))
-    lo = np.clip(np.floor(mean - half), 0.0, None)
-    hi = np.minimum(np.ceil(mean + half), size)
-    width = int(np.max(hi - lo, initial=0.0)) + 1
-    return lo, width
-
-
 def _cells(n: int, shape: _Shape) -> float:
     """Table cells of :func:`band_plan`, from the standard deviations (before building it)."""
     sd_t = math.sqrt(n * shape.w_pair * (1.0 - shape.w_pair))
@@ -200,60 +186,6 @@ def applicable(cat: Categories) -> bool:
 # tables (eps-independent, cached)
 # ---------------------------------------------------------------------------------------------
 
-#: rows of a table computed at a time: the temporaries stay small (in cache, and reused by the
-#: allocator instead of fresh pages: a first build at n = 1e4 faulted ~3400 pages)
-CHUNK_ROWS = 32
-
-
-def window_pmf(m: np.ndarray, p: float, lo: np.ndarray, width: int):
-    """P[Bin(m, p) = lo + i], i < width (rows: entries of m), 0 beyond m; and the relative
-    error bound of each entry *besides* the row's common factor: every row is anchored at its
-    mode with scipy (relative error REL_SPECIAL, the same factor for the whole row), the rest by
-    cumulative log ratios ln P(k+1)/P(k) = ln((m - k) / (k + 1)) + ln(p / (1 - p)) (-inf from
-    k = m on, so the pmf is 0 beyond the support). Computed CHUNK_ROWS rows at a time (the same
-    operations on each row, hence the same numbers)."""
-    m = np.asarray(m, dtype=float)
-    logs = LogTable(m, lo, width)
-    log_odds = math.log(p) - math.log1p(-p)
-    mode = np.clip(np.floor((m + 1.0) * p), lo, np.minimum(lo + width - 1, m))
-    idx = (mode - lo).astype(np.int64)
-    last = np.minimum(m - lo, width - 1).astype(np.int64)
-    anchor = binom.pmf(mode, m, p)
-    pmf = np.empty((m.size, width))
-    biggest = 0.0
-    for start in range(0, m.size, CHUNK_ROWS):
-        rows = slice(start, start + CHUNK_ROWS)
-        cum = pmf[rows]
-        cum[:, 0] = 0.0
-        ratio = logs.ratios(m[rows], lo[rows])
-        ratio += log_odds
-        np.cumsum(ratio, axis=1, out=cum[:, 1:])
-        local = np.arange(cum.shape[0])
-        at_mode = cum[local, idx[rows]]
-        at_last = cum[local, last[rows]]
-        biggest = max(biggest, float(np.max(np.maximum(np.abs(at_mode), np.abs(at_last)))))
-        cum -= at_mode[:, None]
-        with np.errstate(under="ignore"):
-            np.exp(cum, out=cum)
-        cum *= anchor[rows, None]
-    # Each computed log ratio is within 4u (|ln(m - k)| + |ln(k + 1)| + |ln odds| + 1) of its
-    # value; a partial sum of i of them within i times that plus i u |partial sum|; exp adds 2u.
-    # The log pmf is concave in k, so its partial sums are largest in size at the mode or at
-    # the last entry of the support (+1: slack for the rounding of that shape).
-    biggest += 1.0
-    step_err = 4 * U * (2 * math.log(float(m.max(initial=0.0)) + 2.0) + abs(log_odds) + 1.0)
-    shape_err = width * (step_err + U * biggest) * 2.0 + 4 * U
-    return pmf, shape_err
-
-
-def _outside(size: np.ndarray, p: float, lo: np.ndarray, width: int) -> np.ndarray:
-    """Upper bound on P[Bin(size, p) outside [lo, lo + width - 1]] per row."""
-    hi = lo + width - 1
-    below = np.where(lo > 0, binom.cdf(lo - 1, size, p), 0.0)
-    above = np.where(hi < size, binom.sf(hi, size, p), 0.0)
-    return (below + above) * (1 + REL_SPECIAL) + TINY
-
-
 @dataclass(frozen=True)
 class BandPlan:
     """Per row t of the window of T: the B and X tables of the module docstring."""
@@ -271,6 +203,8 @@ class BandPlan:
     ccx: np.ndarray          # (rows, x_w + 1) ccx[i] = sum_{i' < i} cx[i' + 1]
     x_out: np.ndarray        # (rows,) P[X outside its window] (upper bound)
     rel: float               # relative error of (B entry) x (X entry)
+    x_rows: np.ndarray       # (rows,) row of cx and ccx holding each row's X tables
+    b_below: np.ndarray      # (rows,) P[B below b_lo] where the window was cut (else 0)
 
     @property
     def b_w(self) -> int:
@@ -296,17 +230,71 @@ def _helper() -> ThreadPoolExecutor:
 
 
 @bounded_cache(4, TABLE_BYTES)
-def _b_tables(n: int, w_pair: float, rho: float):
-    """B | t ~ Bin(t, rho) over the window of T: (b_lo, pmf, SB, SSB, outside mass, error)."""
+def _b_tables(n: int, w_pair: float, rho: float, z_cut: float | None = None):
+    """B | t ~ Bin(t, rho) over the window of T: (b_lo, pmf, SB, SSB, outside mass, error,
+    mass cut off below b_lo). With ``z_cut``, each row's window starts at
+    t rho + z_cut sd(t) instead of its Bernstein start (:func:`band_cut`): the columns below
+    the band are never read, and their mass is returned (an upper bound) for row_bounds."""
     t = t_plan(n, w_pair).t
     rows = t.size
     b_lo, b_w = _window(t, rho)
+    b_out = _outside(t, rho, b_lo, b_w)
+    below = np.zeros(rows)
+    if z_cut is not None:
+        b_hi = np.minimum(b_lo + b_w - 1, t)
+        cut = np.floor(t * rho + z_cut * np.sqrt(t * rho * (1.0 - rho)))
+        cut = np.minimum(np.maximum(cut, b_lo), b_hi)
+        cut_off = cut > b_lo
+        below[cut_off] = binom.cdf(cut[cut_off] - 1, t[cut_off], rho) * (1 + REL_SPECIAL) + TINY
+        b_lo, b_w = cut, int(np.max(b_hi - cut, initial=0.0)) + 1
     pb, err = window_pmf(t, rho, b_lo, b_w)
     sb = np.zeros((rows, b_w + 1))
     np.cumsum(pb[:, ::-1], axis=1, out=sb[:, b_w - 1::-1])
     ssb = np.zeros((rows, b_w + 2))
     np.cumsum(sb[:, ::-1], axis=1, out=ssb[:, b_w::-1])
-    return b_lo, pb, sb, ssb, _outside(t, rho, b_lo, b_w), err + REL_SPECIAL + 2 * (b_w + 2) * U
+    return b_lo, pb, sb, ssb, b_out, err + REL_SPECIAL + 2 * (b_w + 2) * U, below
+
+
+#: z-levels of B's cut windows built per (n, w_pair, rho) (:func:`band_cut`)
+_cuts: dict[tuple, list[float]] = {}
+#: no cut below this many standard deviations (the window's half-width is ~9-10 of them)
+CUT_FLOOR = -6.0
+
+
+def band_cut(sh: _Shape, n: int, w_pair: float, rho: float, q: float) -> float | None:
+    """The z-level of B's window start (:func:`_b_tables`) for this eps, or None (the whole
+    window). The band of a row starts at k_lo = floor(-(alpha + e x_lo) / d) (e <= 0), and
+    x_lo >= m q - h - 2 L with h the Bernstein half-width at m + L users and L = CHAIN_ROWS
+    (band_recurrence._x_recurrence: a chain's window starts at most L - 1 below its rows'
+    own windows, which start at most h + 1 below their means, and the means of a chain lie
+    within (L - 1) q). A window starting at or below k_lo - 1 leaves out only k whose values
+    alpha + d k + e x are <= -d < -4 ve for every x in X's window, which the band sum never
+    reads. A level built before for (n, w_pair, rho) is reused when it covers this eps (the
+    eps search's evaluations), else one 1 sd lower than needed is built."""
+    t = t_plan(n, w_pair).t
+    sd = np.sqrt(t * rho * (1.0 - rho))
+    m = n - t
+    alpha = sh.cb * t + sh.base * m
+    x_floor = np.zeros(t.size)
+    if q < 1.0:
+        span = _half_width(np.sqrt((m + CHAIN_ROWS) * q * (1.0 - q)))
+        x_floor = m * q - span - 2.0 * CHAIN_ROWS
+    need = np.floor(-(alpha + sh.e * x_floor) / sh.d) - 2.0
+    live = sd > 0
+    if not live.any():
+        return None
+    z_need = float(np.min((need[live] - t[live] * rho) / sd[live]))
+    if not math.isfinite(z_need) or z_need < CUT_FLOOR + 1.0:
+        return None
+    built = _cuts.setdefault((n, w_pair, rho), [])
+    fits = [z for z in built if z <= z_need]
+    if fits:
+        return max(fits)
+    z_cut = float(math.floor(z_need)) - 1.0
+    built.append(z_cut)
+    if len(_cuts) > 64:
+        del _cuts[next(iter(_cuts))]
+    return z_cut
 
 
 @bounded_cache(4, TABLE_BYTES)
@@ -321,68 +309,32 @@ def _x_tables(n: int, w_pair: float, q: float):
     cx[:, 1] = 1.0
     ccx = np.zeros((rows, 2))
     ccx[:, 1] = 1.0
-    return np.zeros(rows), cx, ccx, np.zeros(rows), 0.0
-
-
-def _x_recurrence(m: np.ndarray, q: float):
-    """CX and CCX of X ~ Bin(m_r, q) for every row r: CX_r(x) = P~_r[X <= x] and its prefix
-    sums, x from x_lo - 1 to x_lo + width - 1. The row with the fewest users is built as in
-    :func:`window_pmf` on its own window, the others by band_recurrence.prefix_tables (rows of
-    T are consecutive, so m is too): P~ is a sub-measure whose missing mass (the start row's
-    outside mass) is added to every row's outside mass, with the start row's error plus 5u per
-    row. The columns are x = z + c (m - m_0) - 1 + j on one window of z, c = 0 where q <= 1/2
-    (the mass drifts right by q a row) and c = 1 otherwise (it drifts left by 1 - q): the window
-    is each row's own width plus min(q, 1 - q) rows (q = 0.82, 1270 rows: 2235 -> ~1430)."""
-    rows = m.size
-    lo, width = _window(m, q)
-    order = np.argsort(m, kind="stable")
-    if np.any(np.diff(m[order]) != 1):
-        raise AssertionError("rows of T are not consecutive")
-    r0 = int(order[0])
-    drift = 1.0 if q > 0.5 else 0.0
-    z_lo = lo - drift * (m - m[r0])
-    first_z = float(z_lo.min())
-    top = float(np.max(np.minimum(lo + width - 1, m) - drift * (m - m[r0])))
-    if drift:                                     # the start row's window holds all mass
-        top = max(top, float(lo[r0]) + width - 1)
-    w_all = int(top - first_z) + 1
-    px0, err0 = window_pmf(m[r0:r0 + 1], q, lo[r0:r0 + 1], width)
-    start = np.zeros((2, w_all + 1))             # [CX | CCX, z - first_z + 1]
-    offset = int(lo[r0] - first_z)
-    kept = min(width, w_all - offset)
-    np.cumsum(px0[0, :kept], out=start[0, offset + 1:offset + 1 + kept])
-    start[0, offset + 1 + kept:] = start[0, offset + kept]
-    np.cumsum(start[0, 1:], out=start[1, 1:])
-    table = prefix_tables(start, r0, order, q, rows, leftward=bool(drift))
-    x_lo = first_z + drift * (m - m[r0])
-    deficit = float(_outside(m[r0:r0 + 1], q, lo[r0:r0 + 1], width)[0])
-    x_out = _outside(m, q, x_lo, w_all) + deficit
-    err = err0 + REL_SPECIAL + 2 * (w_all + 1) * U + ROUNDINGS_PER_ROW * rows * U * (1 + 1e-6)
-    return x_lo, table[:, 0], table[:, 1], x_out, err
+    return np.zeros(rows), cx, ccx, np.zeros(rows), 0.0, np.arange(rows)
 
 
 #: keys of tables built in this process: a hint only (the caches above may have evicted them)
 _built: set = set()
 
 
-def band_plan(n: int, w_pair: float, rho: float, q: float) -> BandPlan:
+def band_plan(n: int, w_pair: float, rho: float, q: float,
+              z_cut: float | None = None) -> BandPlan:
     """The eps-independent tables for one group (q = 1: no X); the B and X tables are cached
     separately (an eps search meets the same pair with and without a pool variable). When
     neither has been built, they are built at once, B on a helper thread (numpy and scipy
     release the GIL; a rebuild at n = 1e4 in a warm process: 32 -> 17 ms; a first build in a
     fresh process gains little, its page faults are shared): the same tables, hence numbers."""
     tp = t_plan(n, w_pair)
-    b_key, x_key = (n, w_pair, rho), (n, w_pair, q)
+    b_key, x_key = (n, w_pair, rho, z_cut), (n, w_pair, q)
     pending = None
     if q < 1.0 and b_key not in _built and x_key not in _built:
         pending = _helper().submit(_b_tables, *b_key)
-    x_lo, cx, ccx, x_out, ex = _x_tables(*x_key)
-    b_lo, pb, sb, ssb, b_out, eb = pending.result() if pending else _b_tables(*b_key)
+    x_lo, cx, ccx, x_out, ex, x_rows = _x_tables(*x_key)
+    b_lo, pb, sb, ssb, b_out, eb, below = pending.result() if pending else _b_tables(*b_key)
     if len(_built) > 64:
         _built.clear()
     _built.update((b_key, x_key))
     return BandPlan(tp.t, tp.pt, tp.tail_p, b_lo, pb, sb, ssb, b_out, x_lo, cx, ccx, x_out,
-                    eb + ex + eb * ex + 4 * U)
+                    eb + ex + eb * ex + 4 * U, x_rows, below)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,7 +348,7 @@ def band_bounds(cat: Categories) -> tuple[float, float]:
     sh = _shape(cat)
     n = cat.count
     w_pair, rho, q, shift = _shared_parameters(n, sh.w_pair, sh.rho, sh.q)
-    plan = band_plan(n, w_pair, rho, q)
+    plan = band_plan(n, w_pair, rho, q, band_cut(sh, n, w_pair, rho, q))
     t = plan.t
     rows = np.arange(t.size)
     f_lo, f_hi = row_bounds(sh, plan, t, n - t, rows, rows)
@@ -428,8 +380,9 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     k1 = np.clip(k_hi, b_lo, b_hi + 1)
     i1 = (k1 - b_lo).astype(np.int64)
     ix_hi = (x_hi - x_lo).astype(np.int64)
-    px_w = plan.cx[xi, ix_hi + 1]
-    ccx_hi = plan.ccx[xi, ix_hi]
+    xt = plan.x_rows[xi]
+    px_w = plan.cx[xt, ix_hi + 1]
+    ccx_hi = plan.ccx[xt, ix_hi]
     coef = np.maximum(alpha + d * k1 + e * x_hi, 0.0)
     sb1 = plan.sb[bi, i1]
     f = px_w * (coef * sb1 + d * plan.ssb[bi, i1 + 1]) + ae * ccx_hi * sb1
@@ -442,16 +395,21 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     for r in range(0, t.size if width > 0 else 0, BAND_ROWS):
         c = slice(r, r + BAND_ROWS)
         df, ds = _band_sums(plan, d, e, alpha[c], kb0[c], kb1[c], b_lo[c], x_lo[c], x_hi[c],
-                            ix_hi[c], bi[c], xi[c], ve[c], width)
+                            ix_hi[c], bi[c], xt[c], ve[c], width)
         f[c] = f[c] + df
         slope[c] = slope[c] + ds
     out = plan.b_out[bi] + plan.x_out[xi]
+    # k below a cut window (band_cut): no term of the band when its largest value is < -4 ve
+    below = plan.b_below[bi]
+    top_below = alpha + d * (b_lo - 1) + e * x_lo
+    slope = slope + np.where(top_below > -4 * ve, below, 0.0)
     slope = np.minimum(slope + out, 1.0)
     # the slope argument needs the value error below one step of B and of X
     slope = np.where(4 * ve < min(d, ae if ae > 0 else math.inf), slope, 1.0)
     rel = plan.rel + (width + 40) * U
     f_lo = np.maximum(f * (1 - rel) - 2 * ve * slope, 0.0)
     f_hi = f * (1 + rel) + 2 * ve * slope + out * np.maximum(alpha + d * t, 0.0)
+    f_hi = f_hi + below * np.maximum(top_below + 2 * ve, 0.0)
     return f_lo, f_hi
 
 

@@ -198,13 +198,14 @@ def mixture_bounds(cat: Categories) -> tuple[float, float]:
     mix = _mixture(cat)
     sh, n = mix.shape, cat.count
     tp = t_plan(n, mix.w_pair)
-    b_lo, pb, sb, ssb, b_out, eb = exact_band._b_tables(n, mix.w_pair, sh.rho)
+    b_lo, pb, sb, ssb, b_out, eb, below = exact_band._b_tables(n, mix.w_pair, sh.rho)
     _, _, m_out, em = _m_tables(n, mix.w_pair, mix.s)
     ti, m, p_row = _rows(n, mix.w_pair, mix.s)
     m_first = int(m.min())
-    x_lo, cx, ccx, x_out, ex = _x_tables(m_first, int(m.max()), sh.q)
+    x_lo, cx, ccx, x_out, ex, x_rows = _x_tables(m_first, int(m.max()), sh.q)
     plan = exact_band.BandPlan(tp.t, tp.pt, tp.tail_p, b_lo, pb, sb, ssb, b_out, x_lo, cx,
-                               ccx, x_out, eb + ex + eb * ex + 4 * U)
+                               ccx, x_out, eb + ex + eb * ex + 4 * U, x_rows,
+                               below)
     t = tp.t[ti]
     # P[T = t] (REL_SPECIAL) times the M table's entry (em) and the product's rounding (2u)
     rel = REL_SPECIAL + em + REL_SPECIAL * em + 2 * U

@@ -44,15 +44,6 @@ from shufflesim.protocols.bounds.numerical.candidates import (
     _result,
     _Value,
 )
-from shufflesim.protocols.bounds.numerical.composition import (
-    hamming_patterns,
-    joint_blanket_atoms,
-    joint_exact_atoms,
-    parallel_blanket_atoms,
-    parallel_exact_atoms,
-    subsampled_blanket_atoms,
-    subsampled_exact_atoms,
-)
 from shufflesim.protocols.bounds.numerical.decompositions import (
     blanket_atoms,
     exact_pair_atoms,
@@ -62,12 +53,19 @@ from shufflesim.protocols.bounds.numerical.decompositions import (
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.bounds.spec import BoundSpec, any_ldp
 from shufflesim.protocols.errors import require, require_int_at_least
-from shufflesim.protocols.lazy import lazy_module
+from shufflesim.protocols.lazy import lazy_functions, lazy_module
 
 #: 001's triple candidates and two-count deltas: exact-lower's single-round search only (a
 #: composed bound over rounds does not need them; issue 32)
 two_count = lazy_module("shufflesim.protocols.bounds.numerical.two_count")
 vr = lazy_module("shufflesim.protocols.bounds.numerical.variation_ratio")
+#: the atoms of one-round compositions (000 Sec. 4), for the joint, parallel and subsampled
+#: bounds only (issue 32: a single randomizer's bound never imports them)
+(hamming_patterns, joint_blanket_atoms, joint_exact_atoms, parallel_blanket_atoms,
+ parallel_exact_atoms, subsampled_blanket_atoms, subsampled_exact_atoms) = lazy_functions(
+    "shufflesim.protocols.bounds.numerical.composition", "hamming_patterns",
+    "joint_blanket_atoms", "joint_exact_atoms", "parallel_blanket_atoms", "parallel_exact_atoms",
+    "subsampled_blanket_atoms", "subsampled_exact_atoms")
 
 #: relative precision of delta that a calibration question asks of the engine where its answer
 #: is not yet decided (the eps search's polish asks 5e-3 / 30 ~ 1.7e-4)
