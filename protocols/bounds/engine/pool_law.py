@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binom
+from shufflesim.protocols.distributions import binom
 
 from shufflesim.protocols.bounds.engine.common import (
     REL_SPECIAL,
