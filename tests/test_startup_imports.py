@@ -102,8 +102,9 @@ def test_a_krr_command_over_rounds_loads_only_what_it_uses(command):
 #: 001's variation-ratio machinery (exact-lower's single-round search), the exact binary-RR
 #: curve and its composed PLDs (binary randomizers only; declared in
 #: accounting/brr_exact_methods.py), the atoms of one-round compositions (joint, parallel,
-#: subsampled), RAPPOR (k-RR shares only its anchors), and the scenario and user-code machinery
-#: (the cost check needs neither).
+#: subsampled), RAPPOR (k-RR shares only its anchors), the Laplace randomizers (their pair grid
+#: is re-exported by the decompositions), and the scenario and user-code machinery (the cost
+#: check needs neither).
 NOT_FOR_KRR_ROUNDS = ("shufflesim.protocols.bounds.multi_message",
                       "shufflesim.protocols.bounds.personalized",
                       "shufflesim.protocols.bounds.numerical.krr_exact",
@@ -117,6 +118,7 @@ NOT_FOR_KRR_ROUNDS = ("shufflesim.protocols.bounds.multi_message",
                       "shufflesim.protocols.accounting.brr_exact_pld",
                       "shufflesim.protocols.bounds.numerical.composition",
                       "shufflesim.protocols.randomizers.rappor",
+                      "shufflesim.protocols.randomizers.laplace",
                       "shufflesim.simulator.scenario", "shufflesim.simulator.usercode")
 
 
