@@ -295,16 +295,21 @@ def test_issue_32_startup_rows(tmp_path):
 
 
 #: The steps of the row "bound-1e5-T100", each a fresh process adding to the one before
-#: (imports with the collector paused, as commands import): where its CPU goes (issue 32).
+#: (imports with the collector paused and one BLAS thread, as commands import): where its CPU
+#: goes (issue 32).
+_ONE_THREAD = ("import os, gc\n"
+               "for v in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):\n"
+               "    os.environ.setdefault(v, '1')\n"
+               "gc.disable()\n")
 _BUDGET_STEPS = (
     ("python -c pass (interpreter, site)", "pass", False),
-    ("+ numpy", "import gc; gc.disable(); import numpy", False),
-    ("+ scipy.special", "import gc; gc.disable(); import numpy, scipy.special", False),
-    ("+ click", "import gc; gc.disable(); import numpy, scipy.special, click", False),
-    ("+ the row's own modules, compiled", "import gc; gc.disable(); import numpy, scipy.special, "
-     "click\n" + _IMPORT, False),
-    ("+ the row's own modules, bytecode cache", "import gc; gc.disable(); import numpy, "
-     "scipy.special, click\n" + _IMPORT, True),
+    ("+ numpy", _ONE_THREAD + "import numpy", False),
+    ("+ scipy.special", _ONE_THREAD + "import numpy, scipy.special", False),
+    ("+ click", _ONE_THREAD + "import numpy, scipy.special, click", False),
+    ("+ the row's own modules, compiled", _ONE_THREAD + "import numpy, scipy.special, click\n"
+     + _IMPORT, False),
+    ("+ the row's own modules, bytecode cache", _ONE_THREAD + "import numpy, scipy.special, "
+     "click\n" + _IMPORT, True),
     ("whole command, compiled", None, False),
     ("whole command, bytecode cache", None, True),
 )
