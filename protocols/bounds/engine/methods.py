@@ -140,9 +140,9 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
         # the upper bound the upper ones (every term is >= 0). n_blocks = -1: the single style
         # with the exact law of the main pool count (EXACT_POOL), where the plain one is wide.
         if n_blocks < 0:
-            lo, hi = exact_pool_bounds(cat, values, p_lo, value_err)
+            lo, hi = exact_pool_bounds(cat, values, p_lo, value_err, rtol)
             if others:
-                hi = exact_pool_bounds(cat, values, p_hi, value_err)[1]
+                hi = exact_pool_bounds(cat, values, p_hi, value_err, rtol)[1]
         else:
             lo, hi = conditioning_bounds(cat, values, p_lo, value_err, n_blocks)
             if others:
@@ -200,9 +200,10 @@ def needs_blocks(cat: Categories, relative_width: float, rtol: float) -> bool:
         return False
     if relative_width > BLOCKS_WORTH * rtol:
         return True
+    # (the exact-pool style counts as costly too: ~2x an evaluation, with up to 8 chunks of
+    # rows at the polish's rtol; hr d = 16, eps0 = 4, n = 71969: a polish of 5 evaluations
+    # took 0.07 of 0.13 s)
     lo, hi = conditioning_bounds(cat, np.zeros(1), np.ones(1), np.zeros(1), 0)
-    if not (hi > 0 and hi - lo <= BLOCKS_WORTH * rtol * hi) and exact_pool_applies(cat):
-        lo, hi = exact_pool_bounds(cat, np.zeros(1), np.ones(1), np.zeros(1))
     return not (hi > 0 and hi - lo <= BLOCKS_WORTH * rtol * hi)
 
 
@@ -216,12 +217,15 @@ def exact_pool_applies(cat: Categories) -> bool:
     return pool_law.applies(cat.count, k.q, k.alpha)
 
 
-def exact_pool_bounds(cat: Categories, values, probs, value_err) -> tuple[float, float]:
+def exact_pool_bounds(cat: Categories, values, probs, value_err,
+                      rtol: float = 1e-3) -> tuple[float, float]:
     """The single style with the near kinks' terms also from the exact law of the main pool
     count (engine/pool_law.py): ~2x its cost; hr d = 16, eps0 = 4, n = 71969: a bracket of
     6.5e-4 instead of 5.3e-2, where the coarse eps search went on to 8- and 32-block
-    refinements (~0.1 s an evaluation; issue 32)."""
-    return conditioning.conditioning_bounds(cat, values, probs, value_err, 0, exact_pool=True)
+    refinements (~0.1 s an evaluation; issue 32). ``rtol``: the request (the rows are cut into
+    chunks whose relative range of pool sizes is about that; up to 8)."""
+    return conditioning.conditioning_bounds(cat, values, probs, value_err, 0,
+                                            exact_pool=max(rtol, 1e-6))
 
 
 def _select(cats: list[Categories]) -> str:
