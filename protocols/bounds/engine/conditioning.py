@@ -238,12 +238,11 @@ def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs, law=None):
     far_dn = np.where(k_dn <= t, far_dn, 0.0)
     rel = 1 + REL_SPECIAL + 8 * U * (jj + 4)
     total_lo = np.zeros(shape)
-    if law is not None:                           # every near kink at once
-        pk, a = np.stack([x[0] for x in near]), np.stack([x[1] for x in near])
+    if law is not None:     # every near kink at once (the caller intersects with the plain
+        pk, a = np.stack([x[0] for x in near]), np.stack([x[1] for x in near])   # style)
         dist = np.maximum(np.abs(a) - e_v, 0.0)
         up = a > 0
-        bound = np.minimum(_tail_bound(dev, dist, np.where(up, 1.0, -1.0)), law.upper(dist, up))
-        total = (pk * bound).sum(axis=0)
+        total = (pk * law.upper(dist, up)).sum(axis=0)
         sure = np.abs(a) > e_v
         lo = law.lower(np.where(sure, np.abs(a) + e_v, np.inf), up)
         total_lo = (pk * lo).sum(axis=0) * (2 - rel)

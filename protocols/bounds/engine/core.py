@@ -176,10 +176,11 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
     if chosen == "enumerate":
         lo, hi = enumeration_bounds(active)
     elif chosen == "conditioning":
-        lo, hi = _conditioning(active, rtol, atol, threshold, decide_only)
+        reachable = engine_fft.expected_gap(active, engine_fft.L_MAX)
+        lo, hi = _conditioning(active, rtol, atol, threshold, decide_only,
+                               reachable if method == "auto" else math.inf)
         # the exact band sum's bracket is rounding only: the FFT does not narrow it (issue 32)
         undecided = (threshold is None or lo <= threshold < hi) and not exact_sum(active)
-        reachable = engine_fft.expected_gap(active, engine_fft.L_MAX)
         # within BLOCKS_WORTH of the request the bracket is kept (methods.BLOCKS_WORTH)
         if (method == "auto" and undecided and hi - lo > BLOCKS_WORTH * max(rtol * hi, atol)
                 and reachable < 0.5 * (hi - lo) / hi):

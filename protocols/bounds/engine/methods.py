@@ -96,7 +96,13 @@ def _single_first(cat: Categories) -> bool:
 
 
 def _conditioning(cats: list[Categories], rtol: float, atol: float,
-                  threshold: float | None, decide_only: bool = False) -> tuple[float, float]:
+                  threshold: float | None, decide_only: bool = False,
+                  fft_gap: float = math.inf) -> tuple[float, float]:
+    """The conditioning method's bracket (the exact sums where they apply, else the single
+    style, its exact-pool variant, then block refinements). ``fft_gap``: the relative width
+    the FFT fallback is expected to reach (core.hockey_stick): a block refinement costlier
+    than CHEAP_LEAVES, or after the exact-pool style (the blocks then rarely gain), is not run
+    where that is under half the current width."""
     if len(cats) == 1 and exact_band.applicable(cats[0]):
         # a binomial pool and tables of bounded size: the exact sum (engine/exact_band.py),
         # unless only the comparison with threshold is asked for and the single style
@@ -133,8 +139,14 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
     for n_blocks in (0, -1, *MULTI_BLOCKS):
         if n_blocks < 0 and not exact_pool:
             continue
-        if n_blocks > 0 and (not blocks_help
-                             or n_t * (n_blocks + 4) * values.size > LEAF_BUDGET):
+        leaves = n_t * (n_blocks + 4) * values.size
+        if n_blocks > 0 and (not blocks_help or leaves > LEAF_BUDGET):
+            break
+        if (n_blocks > 0 and (leaves > CHEAP_LEAVES or exact_pool) and best_hi > 0
+                and fft_gap < 0.5 * (best_hi - best_lo) / best_hi):
+            # the FFT will follow and do better: at blh d = 4, eps0 = 4, n = 2683 the
+            # exact-pool style left 3.2e-2, 8 and 32 blocks 2.8e-2 (50 ms), 128 and 512 blocks
+            # 1.3e-2 (0.1-0.7 s), the FFT 7.9e-3 (~20 ms; issue 32)
             break
         # The shift probabilities are bracketed: the lower bound uses the lower probabilities,
         # the upper bound the upper ones (every term is >= 0). n_blocks = -1: the single style
