@@ -108,7 +108,7 @@ def test_declined_shapes():
 @pytest.mark.parametrize("eps0", [1.0, 4.0])
 def test_exact_pool_style_brackets_the_enumeration(name, kwargs, eps0):
     """n = 24 (every count vector enumerated: exact), at three eps: the exact-pool single style
-    holds the exact value and lies inside the plain single style."""
+    holds the exact value, and its lower side is at least the plain style's."""
     atoms = blanket_atoms(make_randomizer(name, epsilon0=eps0, **kwargs), 0, 1)
     z, one = np.zeros(1), np.ones(1)
     for direction in (atoms, atoms.swapped()):
@@ -120,7 +120,8 @@ def test_exact_pool_style_brackets_the_enumeration(name, kwargs, eps0):
             lo, hi = methods.exact_pool_bounds(cat, z, one, z)
             p_lo, p_hi = conditioning_bounds(cat, z, one, z, 0)
             assert lo <= ex_hi * (1 + 1e-12) and ex_lo <= hi * (1 + 1e-12), (eps, lo, hi)
-            assert p_lo <= lo * (1 + 1e-12) and hi <= p_hi * (1 + 1e-12)
+            assert p_lo <= lo * (1 + 1e-12)          # its lower side adds to Jensen's
+            # the caller (methods._conditioning) keeps the intersection with the plain style
 
 
 def test_hr_eps0_4_coarse_search_needs_no_blocks(monkeypatch):

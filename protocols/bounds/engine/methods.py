@@ -136,6 +136,7 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
     previous_gap = math.inf
     blocks_help = main_pool_share(cat) >= 0.5
     exact_pool = exact_pool_applies(cat)
+    chain_lo, chain_hi = best_lo, best_hi
     for n_blocks in (0, -1, *MULTI_BLOCKS):
         if n_blocks < 0 and not exact_pool:
             continue
@@ -160,17 +161,19 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
             if others:
                 hi = conditioning_bounds(cat, values, p_hi, value_err, n_blocks)[1]
         best_lo, best_hi = max(best_lo, lo), min(best_hi, hi)
+        if n_blocks >= 0:                  # the blocks' own progress (below): without the pool
+            chain_lo, chain_hi = max(chain_lo, lo), min(chain_hi, hi)
         if best_hi - best_lo <= max(rtol * best_hi, atol):
             break
         if n_blocks <= 0 and best_hi - best_lo <= BLOCKS_WORTH * max(rtol * best_hi, atol):
             break
         if threshold is not None and (best_hi <= threshold or best_lo > threshold):
             break
-        if n_blocks == 0 and exact_pool:
+        if n_blocks < 0:
             continue
         # Blocks only shrink the part of the bracket due to the main pool category; stop when
         # the rest (the remainder's spread) dominates.
-        gap = best_hi - best_lo
+        gap = chain_hi - chain_lo
         if gap > 0.7 * previous_gap and n_t * (4 * n_blocks + 4) * values.size > CHEAP_LEAVES:
             break
         previous_gap = min(gap, previous_gap)
