@@ -55,15 +55,16 @@ def test_the_polish_runs_where_asked_for(monkeypatch):
     monkeypatch.setattr(methods, "conditioning_bounds", stop_at_blocks)
     # (where the FFT is expected to do better, it replaces the blocks: methods._conditioning)
     monkeypatch.setattr(core.engine_fft, "fft_bounds", stop_at_fft)
-    # oue d = 4, eps0 = 4, n = 1e4: the exact-pool single style (engine/pool_law.py) is
-    # ~1.2e-2 wide there, within BLOCKS_WORTH of the coarse request but not of the polish's
+    # oue d = 4, eps0 = 4, n = 1e5: the exact-pool single style (engine/pool_law.py) is
+    # within BLOCKS_WORTH of the coarse request but not of the polish's (at n = 1e4 the exact
+    # mixture, engine/zero_mixture.py, now sums it without blocks)
     atoms = blanket_atoms(make_randomizer("oue", epsilon0=4.0, domain_size=4), 0, 1)
-    core.epsilon_bound([atoms, atoms.swapped()], 10_000, 1e-6)        # no refinement
+    core.epsilon_bound([atoms, atoms.swapped()], 100_000, 1e-6)       # no refinement
     with pytest.raises(Refined):
-        core.epsilon_bound([atoms, atoms.swapped()], 10_000, 1e-6, rtol=1e-7)
+        core.epsilon_bound([atoms, atoms.swapped()], 100_000, 1e-6, rtol=1e-7)
     monkeypatch.setattr(core, "POLISH_COSTLY_ABOVE", 0.0)
     with pytest.raises(Refined):
-        core.epsilon_bound([atoms, atoms.swapped()], 10_000, 1e-6)
+        core.epsilon_bound([atoms, atoms.swapped()], 100_000, 1e-6)
 
 
 def test_krr_needs_no_refinement_even_when_asked(monkeypatch):
@@ -156,16 +157,17 @@ def test_two_level_coarse_brackets_just_above_1e3_are_kept(monkeypatch, name, kw
 def test_a_block_refined_end_counts_as_costly():
     """methods.needs_blocks (session 14): an end whose width lies in (rtol, 2.5 rtol] may come
     from a block refinement (or the exact-pool style), after which only rtol stops the
-    refinements; the plain single style decides. blh d = 4, eps0 = 4, n = 1e4: the plain
-    single style is ~0.35 wide and the exact-pool one ~4e-3; a width the exact-pool style
-    reaches still counts as costly (its evaluations cost ~2x, in up to 8 chunks of rows)."""
+    refinements; the plain single style decides. blh d = 4, eps0 = 4, n = 19307 (at n = 1e4
+    the exact mixture, engine/zero_mixture.py, now applies): the exact-pool single style is
+    ~5e-3 wide; a width it reaches still counts as costly (its evaluations cost ~2x, in up to
+    8 chunks of rows)."""
     atoms = blanket_atoms(make_randomizer("blh", epsilon0=4.0, domain_size=4), 0, 1)
-    cat = categories(atoms, 10_000, 0.2834)
+    cat = categories(atoms, 19_307, 0.1978)
     assert methods._select([cat]) == "conditioning" and not methods.exact_sum([cat])
     assert methods.needs_blocks(cat, 2e-4, 1e-4)
     lo, hi = methods.exact_pool_bounds(cat, np.zeros(1), np.ones(1), np.zeros(1))
     width = (hi - lo) / hi
-    assert width < 2e-2
+    assert width < 5e-2
     assert methods.needs_blocks(cat, width, width / 2.0)
 
 

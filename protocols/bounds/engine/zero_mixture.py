@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.protocols.bounds.engine import exact_band
+from shufflesim.protocols.bounds.engine.band_recurrence import CHAIN_ROWS
 from shufflesim.protocols.bounds.engine.common import (
     REL_SPECIAL,
     REL_SUM,
@@ -66,6 +67,11 @@ __all__ = ["applicable", "mixture_bounds"]
 #: (subset d = 6, eps0 = 0.5: 0.016 -> 0.39 s, where the single style sufficed)
 MAX_ROWS = 200_000
 MAX_USERS = 2000
+#: beyond MAX_USERS users, the method is used while its rows are at most MAX_ROWS_LARGE and its
+#: tables at most exact_band.MAX_CELLS cells: where the pool's rarer category is rare (eps0 >=
+#: 4), e.g. OUE d = 4, eps0 = 4, n = 1e4: 0.19 -> 0.035 s (the former path needed the
+#: conditioning method's block refinements)
+MAX_ROWS_LARGE = 65_536
 #: share of Chernoff's bound that the rows left out may carry (:func:`_prune`)
 PRUNE = 1e-11
 
@@ -116,25 +122,36 @@ def _mixture(cat: Categories) -> _Mixture | None:
     return _Mixture(shape, w_pair, s, pool_pos, float(rest.c[roles.a]), float(rest.c[r]))
 
 
-def _rows_estimate(n: int, mix: _Mixture) -> float:
-    """Rows (t, m) of the tables, from the standard deviations (before building them)."""
-    sd_t = math.sqrt(n * mix.w_pair * (1.0 - mix.w_pair))
-    rows_t = 2 * float(exact_band._half_width(np.array(sd_t))) + 3
+def _sizes(n: int, mix: _Mixture) -> tuple[float, float]:
+    """Rows (t, y) of the tables and their cells (B: rows of T x B's window; X: its rows m x
+    X's window), from the standard deviations (before building them)."""
+    def span(sd):
+        return 2 * float(exact_band._half_width(np.array(sd))) + 3
+
+    rows_t = span(math.sqrt(n * mix.w_pair * (1.0 - mix.w_pair)))
+    t_max = min(n, n * mix.w_pair + rows_t)
     size = n * (1.0 - mix.w_pair) + rows_t
-    sd_m = math.sqrt(size * mix.s * (1.0 - mix.s))
-    return rows_t * (2 * float(exact_band._half_width(np.array(sd_m))) + 3)
+    rows_y = span(math.sqrt(size * mix.s * (1.0 - mix.s)))
+    q = mix.shape.q
+    b_cells = rows_t * span(math.sqrt(t_max * mix.shape.rho * (1.0 - mix.shape.rho)))
+    x_cells = (rows_t + rows_y) * (span(math.sqrt(size * q * (1.0 - q))) + CHAIN_ROWS)
+    return rows_t * rows_y, b_cells + x_cells
 
 
 def applicable(cat: Categories) -> bool:
     """An exact zero category beside exact_band's shape (module docstring), a group that
-    exact_band does not take itself, at most MAX_USERS users and MAX_ROWS rows."""
+    exact_band does not take itself, at most MAX_USERS users and MAX_ROWS rows, or more users
+    with at most MAX_ROWS_LARGE rows and exact_band.MAX_CELLS table cells."""
     cat = exact_band.reduced(cat)[0]
     if exact_band._shape(cat) is not None:
         return False
-    if cat.count > MAX_USERS:
-        return False
     mix = _mixture(cat)
-    return mix is not None and _rows_estimate(cat.count, mix) <= MAX_ROWS
+    if mix is None:
+        return False
+    rows, cells = _sizes(cat.count, mix)
+    if cat.count > MAX_USERS:
+        return rows <= MAX_ROWS_LARGE and cells <= exact_band.MAX_CELLS
+    return rows <= MAX_ROWS
 
 
 @bounded_cache(4, TABLE_BYTES)
