@@ -56,12 +56,13 @@ from shufflesim.protocols.bounds.engine.common import (
     TINY,
     Categories,
     U,
-    chernoff_lambda,
     chernoff_upper,
-    excess_bound,
     leaf_with_slope,
     mode_pmf_on_range,
 )
+from shufflesim.protocols.bounds.engine.deviation import Deviation as _Deviation
+from shufflesim.protocols.bounds.engine.deviation import far_side as _far_side
+from shufflesim.protocols.bounds.engine.deviation import tail_bound as _tail_bound
 from shufflesim.protocols.bounds.engine.plans import MultiPlan, multi_plan, t_plan
 from shufflesim.protocols.lazy import lazy_module
 
@@ -178,77 +179,6 @@ def _coeffs(cat: Categories, roles: Roles) -> _Coeffs:
     return _Coeffs(cb, ca - cb, rho, pool_mean, alpha, m_r, v_r, bound_r, q, pos_pair, pos_pool)
 
 
-@dataclass
-class _Deviation:
-    """Bounds on the law of Y = V - E V: its variance and a log-MGF bound psi(lam) >=
-    log E e^{lam Y} (lam of either sign), as the sum of the pieces present."""
-
-    var: np.ndarray
-    binom_m: np.ndarray | None = None     # exact binomial part alpha (X - mq), X ~ Bin(m, q)
-    binom_q: float = 0.0
-    alpha: float = 0.0
-    hoeffding_range: np.ndarray | None = None   # |alpha| (hi - lo) on a block
-    bennett_n: np.ndarray | None = None   # Bennett part: n terms, variance v, bound M
-    bennett_v: float = 0.0
-    bennett_m: float = 0.0
-
-    def psi(self, lam):
-        out = np.zeros(np.broadcast(lam, self.var).shape)
-        with np.errstate(over="ignore", invalid="ignore"):
-            if self.binom_m is not None and self.alpha != 0:
-                x = lam * self.alpha
-                out = out + self.binom_m * (np.log1p(self.binom_q * np.expm1(x)) - self.binom_q * x)
-            if self.hoeffding_range is not None:
-                out = out + (lam * self.hoeffding_range) ** 2 / 8.0
-            if self.bennett_n is not None and self.bennett_v > 0:
-                y = np.abs(lam) * self.bennett_m
-                out = out + (self.bennett_n * self.bennett_v * (np.expm1(y) - y)
-                             / self.bennett_m ** 2)
-        return np.where(np.isnan(out), np.inf, out)
-
-
-def _chernoff_log(dev: _Deviation, dist, sign):
-    """log of the Chernoff bound E[(sign Y - dist)_+] <= E e^{lam (sign Y - dist)} / (lam e),
-    at lam = chernoff_lambda(Var, dist); returns (log bound, lam)."""
-    lam = chernoff_lambda(dev.var, dist)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        log_b = dev.psi(sign * lam) - lam * dist - np.log(lam * np.e)
-    return np.where(np.isnan(log_b), np.inf, log_b), lam
-
-
-def _tail_bound(dev: _Deviation, dist, sign):
-    """min(phi, Chernoff) bound of E[(sign Y - dist)_+], dist >= 0 (sign = +-1 per element)."""
-    log_b, _ = _chernoff_log(dev, dist, sign)
-    chern = np.exp(np.minimum(log_b, 700.0))
-    return np.where(dev.var > 0, np.minimum(excess_bound(dev.var, dist), chern), 0.0)
-
-
-def _far_side(dev: _Deviation, dist, sign, p_edge, ratio, step, side_pmax):
-    """Bound of sum_{i >= 0} P[B = k_edge +- i] E[(sign Y - dist - i step)_+]: Chernoff at the
-    lam of the first term gives a factor e^{-lam step} per kink; the pmf grows at most by
-    ``ratio`` per kink (binomial pmf ratios are monotone), so the sum is geometric. Where
-    ratio e^{-lam step} >= 1, ``side_pmax()`` (largest pmf of the side) replaces the growth.
-    Every term is also at most phi(Var, dist) (phi decreases in the distance) and the pmfs sum
-    to at most 1 (at most p_edge / (1 - ratio) where ratio < 1), which bounds the sum where the
-    Chernoff bound overflows (a pool variance so small that the optimal lam overflows the
-    log-MGF; a Poisson-like main pool count, oue d = 4, eps0 = 4, n = 1e4)."""
-    log_b, lam = _chernoff_log(dev, dist, sign)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        shrink = np.log(ratio) - lam * step
-        geometric = np.exp(np.minimum(log_b, 700.0)) / -np.expm1(np.minimum(shrink, -1e-300))
-        out = np.where(shrink < -1e-12, p_edge * geometric, np.inf)
-        bad = ~np.isfinite(out) & (dev.var > 0)
-        if bad.any():
-            fallback = np.exp(np.minimum(log_b[bad], 700.0)) / -np.expm1(-lam[bad] * step)
-            out = out.copy()
-            out[bad] = side_pmax(bad) * fallback
-    with np.errstate(divide="ignore", invalid="ignore"):      # the side's pmfs sum to this
-        mass = np.where(ratio < 1.0, p_edge / (1.0 - ratio), 1.0)
-    mass = np.minimum(np.nan_to_num(mass, nan=1.0, posinf=1.0) * (1 + 8 * U), 1.0)
-    out = np.minimum(np.nan_to_num(out, nan=np.inf), excess_bound(dev.var, dist) * mass)
-    return np.where(dev.var > 0, out, 0.0)
-
-
 def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs, law=None):
     """Upper bound on E D(V) (module docstring, step 2). ``mu`` is the computed mean of V,
     within ``e_v`` of the true one (e_v <= d): distances to kinks are reduced by e_v, and a kink
@@ -308,12 +238,11 @@ def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs, law=None):
     far_dn = np.where(k_dn <= t, far_dn, 0.0)
     rel = 1 + REL_SPECIAL + 8 * U * (jj + 4)
     total_lo = np.zeros(shape)
-    if law is not None:                           # every near kink at once
-        pk, a = np.stack([x[0] for x in near]), np.stack([x[1] for x in near])
+    if law is not None:     # every near kink at once (the caller intersects with the plain
+        pk, a = np.stack([x[0] for x in near]), np.stack([x[1] for x in near])   # style)
         dist = np.maximum(np.abs(a) - e_v, 0.0)
         up = a > 0
-        bound = np.minimum(_tail_bound(dev, dist, np.where(up, 1.0, -1.0)), law.upper(dist, up))
-        total = (pk * bound).sum(axis=0)
+        total = (pk * law.upper(dist, up)).sum(axis=0)
         sure = np.abs(a) > e_v
         lo = law.lower(np.where(sure, np.abs(a) + e_v, np.inf), up)
         total_lo = (pk * lo).sum(axis=0) * (2 - rel)
@@ -337,8 +266,7 @@ def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err,
                   kink_sum: bool = True, law=None):
     """Per (t, shift): bounds of E[h_t(V + s)] with the exact law of X (one block); without
     ``kink_sum`` the upper side is that of h_t(E V + s) only (engine/screen.py adds its own
-    bound of the pool's spread); with ``law`` (engine/pool_law.py) the near kinks' terms also
-    from the exact law of X, on both sides."""
+    bound of the pool's spread); ``law``: engine/pool_law.py's tables (both sides)."""
     mm = m[:, None]
     tt = t[:, None]
     if has_main:
@@ -360,7 +288,7 @@ def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err,
     if not kink_sum:
         return lower, upper
     if law is not None:
-        add_up, add_lo = _kink_sum(tt, v, e_v, dev, k, law)
+        add_up, add_lo = _kink_sum(tt, v, e_v, dev, k, law.rows(mm))
         return lower + add_lo, upper + add_up
     if has_main and t.size >= KINK_TABLE_ROWS and np.all(var_v > 0) and np.max(e_v) < k.d / 2:
         return lower, upper + _tabled_kink_sum(tt, mm, v, e_v, var_v, k)
@@ -447,13 +375,13 @@ def _narrow_window(cat: Categories, roles: Roles, tp, shifts_v, shifts_p, shifts
 
 def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndarray,
                         shifts_err: np.ndarray, n_blocks: int = 0,
-                        exact_pool: bool = False) -> tuple[float, float]:
+                        exact_pool: float = 0.0) -> tuple[float, float]:
     """Guaranteed (lower, upper) for E[(S + s)_+], S the group's sum and s an independent
     shift taking ``shifts_v[i]`` (known to +-shifts_err[i]) with probability ``shifts_p[i]``.
 
     ``n_blocks = 0`` uses the single style, otherwise the multi style with that many fine
-    blocks; ``exact_pool``: the single style with the near kinks' terms also from the exact law
-    of the main pool count (engine/pool_law.py). ``cat`` must have at least two categories.
+    blocks; ``exact_pool`` > 0: the single style with the near kinks' terms also from the exact
+    law of the main pool count (engine/pool_law.py), for a request of that relative width.
     """
     roles = choose_roles(cat)
     k = _coeffs(cat, roles)
@@ -465,10 +393,11 @@ def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndar
     plan = multi_plan(n, w_pair, k.q, n_blocks) if use_multi else None
     n_blk = plan.lo.shape[1] if use_multi else 1
     step = max(1, CHUNK // (n_blk * shifts_v.size))
-    law = None            # engine/pool_law.py's tables for every row of the T plan
-    if exact_pool and not use_multi and has_main:
-        law = pool_law.pool_law(int(n - tp.t[-1]), int(n - tp.t[0]), k.q, k.alpha, k.v_r,
-                                k.bound_r)
+    law = None            # engine/pool_law.py's tables for the rows of the T plan, in chunks
+    if exact_pool and not use_multi and has_main:     # of relative m range ~ the request
+        m_rows = n - tp.t[::-1]
+        chunks = min(8, math.ceil((m_rows[-1] - m_rows[0]) / m_rows[-1] / exact_pool))
+        law = pool_law.pool_law(m_rows, k.q, k.alpha, k.v_r, k.bound_r, max(1, int(chunks)))
     window = _narrow_window(cat, roles, tp, shifts_v, shifts_p, shifts_err)
     first, last = (0, tp.t.size) if window is None else window[:2]
     lower = upper = 0.0

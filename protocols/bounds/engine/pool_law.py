@@ -40,7 +40,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from shufflesim.protocols.distributions import binom
 
 from shufflesim.protocols.bounds.engine.common import (
     REL_SPECIAL,
@@ -48,6 +47,7 @@ from shufflesim.protocols.bounds.engine.common import (
     chernoff_lambda,
     excess_bound,
 )
+from shufflesim.protocols.distributions import binom
 
 #: mass of X outside the window (Bernstein's inequality picks the window)
 TAIL = 1e-20
@@ -55,6 +55,10 @@ TAIL = 1e-20
 #: are grouped beyond LAGS); the rest is bounded by r((lags + 1) h)
 LAGS = 256
 LAG_SD = 12.0
+#: sub-cells of a lattice cell for the remainder's spread where the kernel has at most SUB_LAGS
+#: lags (a remainder not much wider than the lattice step: blh d = 4, eps0 = 4, n = 1e4)
+SUB = 4
+SUB_LAGS = 64
 #: windows of X larger than this are not tabled (the former bound stays)
 MAX_WINDOW = 20_000
 MARGIN = 1e-10
@@ -73,6 +77,7 @@ class SideTable:
     group: int = 1
     extra: float = 0.0    # additive: outside the window (upper only)
     remainder: object = None    # s -> r(s) (upper only)
+    sub: int = 1          # sub-cells per cell of ``spread`` (group = 1)
 
     def _cell(self, a):
         j = np.floor((a - self.w0) / self.h)
@@ -96,7 +101,12 @@ class SideTable:
     def upper(self, a):
         """An upper bound of E(s Y - a)_+ (a >= 0, any shape)."""
         j = self._cell(a)
-        spread = self.spread[np.floor_divide(j, self.group) + 1]
+        if self.sub > 1:
+            theta = (a - self.w0) / self.h - j
+            g = np.clip(np.floor(theta * self.sub), 0, self.sub - 1).astype(np.int64)
+            spread = self.spread[(j + 1) * self.sub + np.where(j < 0, self.sub - 1, g)]
+        else:
+            spread = self.spread[np.floor_divide(j, self.group) + 1]
         past = a > self.w0 + self.lat.size * self.h
         if np.any(past):
             # past the window's last point w_{K-1}: every distance is >= a - w_{K-1}
@@ -109,30 +119,51 @@ class SideTable:
 
 @dataclass(frozen=True)
 class PoolLaw:
-    """Lower and upper tables of both sides (s = +1: kinks above the mean)."""
+    """Lower and upper tables of both sides (s = +1: kinks above the mean) per chunk of rows:
+    chunk c serves the rows with m <= m_hi[c] (and above the previous chunk's)."""
 
-    lower_up: SideTable
-    lower_down: SideTable
-    upper_up: SideTable
-    upper_down: SideTable
+    m_hi: np.ndarray
+    tables: tuple          # per chunk: (lower_up, lower_down, upper_up, upper_down)
+
+    def rows(self, m):
+        """The tables bound to rows with pool sizes ``m`` (a column, one entry per row, in the
+        order of the T plan: m descending)."""
+        chunk = np.searchsorted(self.m_hi, np.ravel(m))
+        cuts = np.flatnonzero(np.diff(chunk)) + 1
+        starts = np.concatenate(([0], cuts))
+        ends = np.concatenate((cuts, [chunk.size]))
+        return _RowLaw(self, tuple((int(chunk[i]), int(i), int(j))
+                                   for i, j in zip(starts, ends, strict=True)))
+
+
+@dataclass(frozen=True)
+class _RowLaw:
+    law: PoolLaw
+    runs: tuple            # (chunk, first row, last row + 1) of consecutive rows
+
+    def _apply(self, a, up, which):
+        """Queries ``a`` of shape (..., rows, shifts); a = inf gives 0."""
+        out = np.full(a.shape, 0.0 if which == 0 else np.inf)     # rows of no chunk
+        for chunk, r0, r1 in self.runs:
+            if chunk >= len(self.law.tables):
+                continue
+            tables = self.law.tables[chunk]
+            f_up, f_dn = ((tables[0].lower, tables[1].lower) if which == 0
+                          else (tables[2].upper, tables[3].upper))
+            part = a[..., r0:r1, :]
+            finite = np.isfinite(part)
+            safe = np.where(finite, part, 0.0)
+            val = np.where(up[..., r0:r1, :], f_up(safe), f_dn(safe))
+            out[..., r0:r1, :] = np.where(finite, val, 0.0)
+        return out
 
     def lower(self, a, up):
         """Lower bounds of E(+-Y - a)_+ (+ where ``up``; a = inf gives 0)."""
-        return _by_side(a, up, self.lower_up.lower, self.lower_down.lower)
+        return self._apply(a, up, 0)
 
     def upper(self, a, up):
         """Upper bounds of E(+-Y - a)_+ (+ where ``up``)."""
-        return _by_side(a, up, self.upper_up.upper, self.upper_down.upper)
-
-
-def _by_side(a, up, f_up, f_down):
-    out = np.empty(a.shape)
-    finite = np.isfinite(a)
-    out[~finite] = 0.0
-    for mask, f in ((up & finite, f_up), (~up & finite, f_down)):
-        if mask.any():
-            out[mask] = f(a[mask])
-    return out
+        return self._apply(a, up, 2)
 
 
 def _bernstein(var: float, s: float) -> float:
@@ -169,7 +200,7 @@ def _remainder(n_r: float, v_r: float, m_r: float, s):
     return np.minimum(excess_bound(var, s), chern) * (1 + 64 * U)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=64)
 def _lattice(m: int, q: float, rel: float, ascending: bool):
     """Per order of x (W's order: x ascending when s alpha > 0): the masses (times ``rel``),
     S_j (j = -1 .. K - 1) and L(w_j) / h, from the far end; the window's first x and the
@@ -184,24 +215,38 @@ def _lattice(m: int, q: float, rel: float, ascending: bool):
     return p, above, lat, lo, hi, out
 
 
-def _spread(p, h: float, sd_r: float, remainder):
-    """T per group of cells (index J + 1, J = -1 ..), the group size, for the masses p on a
-    lattice of spacing h. Groups of g cells (H = g h) where the kernel would be longer than
-    LAGS: a point of group I and a of group J are at least (|I - J| - 1)_+ H apart (with
-    g = 1: (j - i) h for i <= j and (i - j - 1) h for i > j, as in the module docstring)."""
+def _kernels(h: float, sd_r: float, remainder):
+    """The remainder's kernels r((l + s / sub) h), s = 0 .. sub - 1, or r(l g h) for groups of
+    g cells where they would be longer than LAGS; with r((lags + 1) step), the bound of the
+    terms beyond. eps-dependent; shared by the chunks and both sides."""
     lags = min(LAGS, math.ceil(LAG_SD * sd_r / h) + 1)
     group = 1
     if lags == LAGS:
         group = max(1, math.ceil(LAG_SD * sd_r / (h * LAGS)))
     step = group * h
-    kernel = remainder(np.arange(lags + 1, dtype=float) * step)
+    sub = SUB if group == 1 and lags <= SUB_LAGS else 1
+    base = np.arange(lags + 1, dtype=float)
+    kernels = [remainder((base + s / sub) * step) for s in range(sub)]
     rest = float(remainder(np.array([(lags + 1) * step]))[0])
+    return kernels, rest, group, sub
+
+
+def _spread(p, kernels, rest: float, group: int, sub: int):
+    """T per group of cells (index J + 1, J = -1 ..; per sub-cell: index (j + 1) sub + g) for
+    the masses p on the lattice. Groups of g cells (H = g h): a point of group I and a of
+    group J are at least (|I - J| - 1)_+ H apart. Single cells: (j - i + theta) h for i <= j
+    and (i - j - theta) h for i > j, theta in [g, g + 1) / sub the position of a in its cell
+    (the module docstring, with theta = 0 and 1)."""
+    lags = kernels[0].size - 1
     if group == 1:
         k = p.size
-        causal = np.convolve(p, kernel)[:k]                  # A_j = sum_l p_{j-l} r(l h)
-        anti = np.convolve(p[::-1], kernel)[:k][::-1]        # A'_j = sum_l p_{j+l} r(l h)
-        cell = np.concatenate(([0.0], causal)) + np.concatenate((anti, [0.0]))
+        causal, anti = [], []
+        for kern in kernels:
+            causal.append(np.concatenate(([0.0], np.convolve(p, kern)[:k])))
+            anti.append(np.concatenate((np.convolve(p[::-1], kern)[:k][::-1], [0.0])))
+        cell = np.stack([causal[g] + anti[sub - 1 - g] for g in range(sub)], axis=1).ravel()
     else:
+        kernel = kernels[0]
         pad = (-p.size) % group
         grouped = np.concatenate((p, np.zeros(pad))).reshape(-1, group).sum(axis=1)
         sym = np.concatenate((kernel[::-1], [kernel[0]], kernel))   # r((|d| - 1)_+ H)
@@ -211,10 +256,10 @@ def _spread(p, h: float, sd_r: float, remainder):
     spread = cell.copy()
     spread[1:] = np.maximum(spread[1:], cell[:-1])       # the neighbours: the cell index's
     spread[:-1] = np.maximum(spread[:-1], cell[1:])      # rounding
-    return spread, group
+    return spread
 
 
-def _sides(m: int, q: float, alpha: float, rel: float, remainder=None, sd_r: float = 0.0):
+def _sides(m: int, q: float, alpha: float, rel: float, remainder=None, kernels=None):
     h = abs(alpha)
     sides = []
     for sign in (1.0, -1.0):
@@ -225,10 +270,11 @@ def _sides(m: int, q: float, alpha: float, rel: float, remainder=None, sd_r: flo
         if remainder is None:
             sides.append(SideTable(w0, h, lat * h, above))
             continue
-        spread, group = _spread(p, h, sd_r, remainder)
-        r0 = float(remainder(np.zeros(1))[0])
+        kerns, rest, group, sub = kernels
+        spread = _spread(p, kerns, rest, group, sub)
+        r0 = float(kerns[0][0])
         extra = (h * out + r0 * TAIL) * (1 + MARGIN)
-        sides.append(SideTable(w0, h, lat * h, above, spread, group, extra, remainder))
+        sides.append(SideTable(w0, h, lat * h, above, spread, group, extra, remainder, sub))
     return sides
 
 
@@ -240,16 +286,25 @@ def applies(m: int, q: float, alpha: float) -> bool:
     return hi - lo + 1 <= MAX_WINDOW
 
 
-def pool_law(m_min: int, m_max: int, q: float, alpha: float, v_r: float,
-             bound_r: float) -> PoolLaw | None:
-    """The tables for rows with m in [m_min, m_max], or None where they do not apply."""
-    if not (1 <= m_min <= m_max and applies(m_max, q, alpha)):
+def pool_law(m_rows, q: float, alpha: float, v_r: float, bound_r: float,
+             chunks: int = 1) -> PoolLaw | None:
+    """The tables for rows with the pool sizes ``m_rows`` (sorted, ascending) in up to
+    ``chunks`` chunks of consecutive rows (each with its own smallest and largest m: the
+    convex order's loss shrinks with the chunk's range), or None where they do not apply. The
+    remainder's bound uses the largest m of all rows (it grows with the count)."""
+    m_rows = np.asarray(m_rows)
+    if not (m_rows.size and m_rows[0] >= 1 and applies(int(m_rows[-1]), q, alpha)):
         return None
+    m_top = int(m_rows[-1])
 
     def remainder(s):
-        return _remainder(m_max, v_r, bound_r, s)
+        return _remainder(m_top, v_r, bound_r, s)
 
-    sd_r = math.sqrt(max(m_max * v_r, 0.0))
-    lower_up, lower_down = _sides(m_min, q, alpha, 1 - REL_SPECIAL)
-    upper_up, upper_down = _sides(m_max, q, alpha, 1 + REL_SPECIAL, remainder, sd_r)
-    return PoolLaw(lower_up, lower_down, upper_up, upper_down)
+    kernels = _kernels(abs(alpha), math.sqrt(max(m_top * v_r, 0.0)), remainder)
+    his, tables = [], []
+    for part in np.array_split(m_rows, min(chunks, m_rows.size)):
+        lower = _sides(int(part[0]), q, alpha, 1 - REL_SPECIAL)
+        upper = _sides(int(part[-1]), q, alpha, 1 + REL_SPECIAL, remainder, kernels)
+        his.append(int(part[-1]))
+        tables.append((*lower, *upper))
+    return PoolLaw(np.array(his), tuple(tables))
