@@ -72,15 +72,16 @@ def test_mixture_brackets_the_conditioning_method_at_n_1000():
 
 
 def test_mixture_brackets_the_conditioning_method_beyond_max_users():
-    """n = 1e4 and 5e4 (beyond MAX_USERS), where the pool's rarer category is rare (eps0 = 4,
-    8): the mixture applies (MAX_ROWS_LARGE), its rows stay within MAX_ROWS_LARGE, and its
-    bracket meets the conditioning method's and is 1000x narrower."""
-    cases = [(label, cat) for label, _, cat in _cats((10_000, 50_000), eps0s=(4.0, 8.0),
+    """n = 5000, 1e4 and 5e4 (beyond MAX_USERS), where the pool's rarer category is rare
+    (eps0 = 4, 8): the mixture applies (WIDE_ROWS, LARGE_ROWS), and its bracket meets the
+    conditioning method's and is 1000x narrower."""
+    cases = [(label, cat) for label, _, cat in _cats((5000, 10_000, 50_000), eps0s=(4.0, 8.0),
                                                      points=2, randomizers=RANDOMIZERS[::2])]
     for _, cat in cases:
         mix = zm._mixture(exact_band.reduced(cat)[0])
         rows, cells = zm._sizes(cat.count, mix)
-        assert rows <= zm.MAX_ROWS_LARGE and cells <= exact_band.MAX_CELLS
+        assert rows <= (zm.WIDE_ROWS if cat.count <= zm.WIDE_USERS else zm.LARGE_ROWS)
+        assert cells <= exact_band.MAX_CELLS
     assert check_against_conditioning(cases, zm.mixture_bounds, 8) >= 6
 
 
@@ -101,12 +102,14 @@ def test_rows_by_the_rarer_pool_category():
 
 def test_large_groups_where_the_pool_is_common_are_declined():
     """Beyond MAX_USERS the mixture is declined where its rows would be many (eps0 = 1,
-    n = 1e4: ~4e5) or its tables too large (eps0 = 8, n = 1e7)."""
-    for eps0, n in ((1.0, 10_000), (8.0, 10**7)):
+    n = 1e4: ~4e5; eps0 = 4, n = 37276: ~4.8e4) or its tables too large (eps0 = 8, n = 1e7)."""
+    for eps0, n in ((1.0, 10_000), (4.0, 37_276), (8.0, 10**7)):
         atoms = dec.blanket_atoms(make_randomizer("oue", epsilon0=eps0, domain_size=4), 0, 1)
         assert not zm.applicable(common.categories(atoms, n, 0.3 * eps0))
     atoms = dec.blanket_atoms(make_randomizer("oue", epsilon0=4.0, domain_size=4), 0, 1)
-    assert zm.applicable(common.categories(atoms, 10_000, 1.2))
+    assert zm.applicable(common.categories(atoms, 5179, 1.2))
+    atoms = dec.blanket_atoms(make_randomizer("oue", epsilon0=8.0, domain_size=4), 0, 1)
+    assert zm.applicable(common.categories(atoms, 138_950, 2.4))
 
 
 def test_pruning_keeps_the_bracket(monkeypatch):

@@ -67,11 +67,16 @@ __all__ = ["applicable", "mixture_bounds"]
 #: (subset d = 6, eps0 = 0.5: 0.016 -> 0.39 s, where the single style sufficed)
 MAX_ROWS = 200_000
 MAX_USERS = 2000
-#: beyond MAX_USERS users, the method is used while its rows are at most MAX_ROWS_LARGE and its
-#: tables at most exact_band.MAX_CELLS cells: where the pool's rarer category is rare (eps0 >=
-#: 4), e.g. OUE d = 4, eps0 = 4, n = 1e4: 0.19 -> 0.035 s (the former path needed the
-#: conditioning method's block refinements)
-MAX_ROWS_LARGE = 65_536
+#: beyond MAX_USERS users, the method is used while its tables have at most exact_band.MAX_CELLS
+#: cells and its rows are at most WIDE_ROWS (up to WIDE_USERS users) or LARGE_ROWS (beyond):
+#: where the pool's rarer category is rare (eps0 >= 4). On issue 32's sweep (8 randomizers,
+#: delta = 1e-6, n = 2683 - 1e6) it won there by 5-300x (OUE d = 4, eps0 = 8, n = 5179:
+#: 8.5 -> 0.035 s; eps0 = 4, n = 2683: 0.185 -> 0.027 s) and lost up to 2x beyond these limits,
+#: where the exact-pool single style (engine/pool_law.py) is narrow enough (eps0 = 4, n = 37276:
+#: 0.023 -> 0.064 s; eps0 = 8, n = 517947: 0.025 -> 0.040 s)
+WIDE_USERS = 6000
+WIDE_ROWS = 65_536
+LARGE_ROWS = 12_000
 #: share of Chernoff's bound that the rows left out may carry (:func:`_prune`)
 PRUNE = 1e-11
 
@@ -141,7 +146,7 @@ def _sizes(n: int, mix: _Mixture) -> tuple[float, float]:
 def applicable(cat: Categories) -> bool:
     """An exact zero category beside exact_band's shape (module docstring), a group that
     exact_band does not take itself, at most MAX_USERS users and MAX_ROWS rows, or more users
-    with at most MAX_ROWS_LARGE rows and exact_band.MAX_CELLS table cells."""
+    with exact_band.MAX_CELLS table cells and WIDE_ROWS / LARGE_ROWS rows."""
     cat = exact_band.reduced(cat)[0]
     if exact_band._shape(cat) is not None:
         return False
@@ -149,9 +154,10 @@ def applicable(cat: Categories) -> bool:
     if mix is None:
         return False
     rows, cells = _sizes(cat.count, mix)
-    if cat.count > MAX_USERS:
-        return rows <= MAX_ROWS_LARGE and cells <= exact_band.MAX_CELLS
-    return rows <= MAX_ROWS
+    if cat.count <= MAX_USERS:
+        return rows <= MAX_ROWS
+    limit = WIDE_ROWS if cat.count <= WIDE_USERS else LARGE_ROWS
+    return rows <= limit and cells <= exact_band.MAX_CELLS
 
 
 @bounded_cache(4, TABLE_BYTES)
