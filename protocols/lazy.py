@@ -44,18 +44,29 @@ def lazy_module(name: str) -> ModuleType:
 def lazy_functions(name: str, *functions: str) -> tuple:
     """Stand-ins for the functions ``functions`` of module ``name``, which is imported on the
     first call of any of them (for ``from name import f, g`` at the top of a module that calls
-    f or g only on some paths)."""
+    f or g only on some paths). A stand-in pickles as the real function."""
     module = sys.modules.get(name)
     if module is not None:
         return tuple(getattr(module, function) for function in functions)
-    return tuple(_deferred_function(name, function) for function in functions)
+    return tuple(_DeferredFunction(name, function) for function in functions)
 
 
-def _deferred_function(name: str, function: str):
-    def call(*args, **kwargs):
-        module = sys.modules.get(name) or import_gc.import_module(name)
-        return getattr(module, function)(*args, **kwargs)
+def _real_function(name: str, function: str):
+    return getattr(sys.modules.get(name) or import_gc.import_module(name), function)
 
-    call.__name__ = call.__qualname__ = function
-    call.__doc__ = f"{name}.{function} (its module imported on the first call)"
-    return call
+
+class _DeferredFunction:
+    """Calls ``name.function``, importing module ``name`` on the first call."""
+
+    def __init__(self, name: str, function: str):
+        self._module, self.__name__, self.__qualname__ = name, function, function
+        self.__doc__ = f"{name}.{function} (its module imported on the first call)"
+
+    def __call__(self, *args, **kwargs):
+        return _real_function(self._module, self.__name__)(*args, **kwargs)
+
+    def __reduce__(self):
+        return _real_function, (self._module, self.__name__)
+
+    def __repr__(self) -> str:
+        return f"<function {self._module}.{self.__name__} (imported on first call)>"

@@ -284,4 +284,8 @@ def test_a_narrow_coarse_bracket_is_still_polished(name, before, side):
         assert value - result.epsilon_error <= before * (1 + 1e-9)
         assert value >= before * (1 - 2e-6)       # the old stated error: 1.2e-6 relative
     else:
-        assert value >= before * (1 - 1e-9)
+        # the exact-pool single style (engine/pool_law.py) changes the polish's path
+        # (1.8 s -> 0.35 s): within the search's EXACT_SEARCH_RTOL = 1e-7 of the former
+        # value, and below optimal-blanket's upper bound at this point (0.0307393484)
+        assert value >= before * (1 - core.EXACT_SEARCH_RTOL)
+        assert value <= 0.0307393484

@@ -13,7 +13,7 @@ Over a grid of randomizers x domain size x eps0 x n x delta:
 
 Regime errors (a bound outside its validity regime) are skipped. The full grid (>= 1000 points)
 is ``slow`` (set $SHUFFLESIM_SOUNDNESS_WORKERS to spread it over processes, and
-$SHUFFLESIM_SOUNDNESS_N, e.g. "100,1000", $SHUFFLESIM_SOUNDNESS_RANDOMIZERS, e.g.
+$SHUFFLESIM_SOUNDNESS_N, e.g. "100,1000" or n off the grid such as "19307", $SHUFFLESIM_SOUNDNESS_RANDOMIZERS, e.g.
 "krr,brr", and/or $SHUFFLESIM_SOUNDNESS_CONFIGS, e.g. "rappor(domain_size=16);laplace()", for a
 partial run); the default run uses a small subset. docs/soundness.md
 records the latest full run and docs/soundness_grid.csv its collected rows.
@@ -240,14 +240,16 @@ def test_check_flags_violations(tmp_path):
 
 @pytest.mark.slow
 def test_soundness_full_grid(tmp_path):
-    points = (grid(FULL_DISCRETE, FULL_EPSILON0, FULL_N, FULL_DELTA)
-              + grid(FULL_CONTINUOUS, FULL_EPSILON0, FULL_N_CONTINUOUS, FULL_DELTA))
-    assert len(points) >= 1000
-    # $SHUFFLESIM_SOUNDNESS_N (comma-separated) restricts a run to those n (partial runs)
+    # $SHUFFLESIM_SOUNDNESS_N (comma-separated) gives the n of a partial run instead of FULL_N,
+    # e.g. "19307,37276" (the continuous outputs keep only those <= 10^4)
     chosen = os.environ.get("SHUFFLESIM_SOUNDNESS_N")
+    ns, ns_continuous = FULL_N, FULL_N_CONTINUOUS
     if chosen:
-        keep = {int(float(x)) for x in chosen.split(",")}
-        points = [p for p in points if p.n in keep]
+        ns = tuple(int(float(x)) for x in chosen.split(","))
+        ns_continuous = tuple(n for n in ns if n <= max(FULL_N_CONTINUOUS))
+    points = (grid(FULL_DISCRETE, FULL_EPSILON0, ns, FULL_DELTA)
+              + grid(FULL_CONTINUOUS, FULL_EPSILON0, ns_continuous, FULL_DELTA))
+    assert chosen or len(points) >= 1000
     names = os.environ.get("SHUFFLESIM_SOUNDNESS_RANDOMIZERS")
     if names:
         points = [p for p in points if p.randomizer in names.split(",")]

@@ -102,8 +102,9 @@ def test_a_krr_command_over_rounds_loads_only_what_it_uses(command):
 #: 001's variation-ratio machinery (exact-lower's single-round search), the exact binary-RR
 #: curve and its composed PLDs (binary randomizers only; declared in
 #: accounting/brr_exact_methods.py), the atoms of one-round compositions (joint, parallel,
-#: subsampled), RAPPOR (k-RR shares only its anchors), and the scenario and user-code machinery
-#: (the cost check needs neither).
+#: subsampled), RAPPOR (k-RR shares only its anchors), the Laplace randomizers (their pair grid
+#: is re-exported by the decompositions), and the scenario and user-code machinery (the cost
+#: check needs neither).
 NOT_FOR_KRR_ROUNDS = ("shufflesim.protocols.bounds.multi_message",
                       "shufflesim.protocols.bounds.personalized",
                       "shufflesim.protocols.bounds.numerical.krr_exact",
@@ -117,6 +118,7 @@ NOT_FOR_KRR_ROUNDS = ("shufflesim.protocols.bounds.multi_message",
                       "shufflesim.protocols.accounting.brr_exact_pld",
                       "shufflesim.protocols.bounds.numerical.composition",
                       "shufflesim.protocols.randomizers.rappor",
+                      "shufflesim.protocols.randomizers.laplace",
                       "shufflesim.simulator.scenario", "shufflesim.simulator.usercode")
 
 
@@ -217,7 +219,7 @@ def test_a_one_answer_command_imports_with_the_collector_paused(command):
 def test_lazy_functions_import_their_module_on_the_first_call(tmp_path):
     """protocols/lazy.py ``lazy_functions``: nothing imported before a call; the call imports
     the module and returns the real function's result; a module already imported gives its
-    real functions."""
+    real functions; a stand-in pickles as the real function (a process pool may carry it)."""
     (tmp_path / "lazy_target.py").write_text("def twice(x):\n    return 2 * x\n")
     code = ("import sys\n"
             f"sys.path.insert(0, {str(tmp_path)!r})\n"
@@ -227,9 +229,11 @@ def test_lazy_functions_import_their_module_on_the_first_call(tmp_path):
             "value = twice(21)\n"
             "import lazy_target\n"
             "(again,) = lazy_functions('lazy_target', 'twice')\n"
+            "import pickle\n"
             "print(before, value, 'lazy_target' in sys.modules, again is lazy_target.twice,"
-            " twice is lazy_target.twice, twice.__name__)\n")
+            " twice is lazy_target.twice, twice.__name__,"
+            " pickle.loads(pickle.dumps(twice)) is lazy_target.twice)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "42", "True", "True", "False", "twice"]
+    assert done.stdout.split() == ["False", "42", "True", "True", "False", "twice", "True"]

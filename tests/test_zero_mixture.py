@@ -71,6 +71,47 @@ def test_mixture_brackets_the_conditioning_method_at_n_1000():
     assert check_against_conditioning(cases, zm.mixture_bounds, 8) >= 6
 
 
+def test_mixture_brackets_the_conditioning_method_beyond_max_users():
+    """n = 5000, 1e4 and 5e4 (beyond MAX_USERS), where the pool's rarer category is rare
+    (eps0 = 4, 8): the mixture applies (WIDE_ROWS, LARGE_ROWS), and its bracket meets the
+    conditioning method's and is 1000x narrower."""
+    cases = [(label, cat) for label, _, cat in _cats((5000, 10_000, 50_000), eps0s=(4.0, 8.0),
+                                                     points=2, randomizers=RANDOMIZERS[::2])]
+    for _, cat in cases:
+        mix = zm._mixture(exact_band.reduced(cat)[0])
+        rows, cells = zm._sizes(cat.count, mix)
+        assert rows <= (zm.WIDE_ROWS if cat.count <= zm.WIDE_USERS else zm.LARGE_ROWS)
+        assert cells <= exact_band.MAX_CELLS
+    assert check_against_conditioning(cases, zm.mixture_bounds, 8) >= 6
+
+
+def test_rows_by_the_rarer_pool_category():
+    """The rows count the pool category of the smaller variance (OUE d = 4, eps0 = 1: the
+    rarer one), so at n = 1389 the window of its count is 2.5 sd narrower and there are about
+    half as many rows as when they counted both pool categories (session 14)."""
+    atoms = dec.blanket_atoms(make_randomizer("oue", epsilon0=1.0, domain_size=4), 0, 1)
+    cat = exact_band.reduced(common.categories(atoms, 1389, 0.086))[0]
+    mix = zm._mixture(cat)
+    others = 1.0 - mix.w_pair
+    pool = [float(w) / others for w, c in zip(cat.w, cat.c, strict=True)
+            if c not in (0.0, mix.c_a, mix.shape.cb)]
+    assert len(pool) == 2 and mix.s == pytest.approx(min(pool), rel=1e-12)
+    both = zm._Mixture(mix.shape, mix.w_pair, sum(pool), mix.pool_pos, mix.c_a, mix.c_r)
+    assert zm._sizes(1389, mix)[0] < 0.6 * zm._sizes(1389, both)[0]
+
+
+def test_large_groups_where_the_pool_is_common_are_declined():
+    """Beyond MAX_USERS the mixture is declined where its rows would be many (eps0 = 1,
+    n = 1e4: ~4e5; eps0 = 4, n = 37276: ~4.8e4) or its tables too large (eps0 = 8, n = 1e7)."""
+    for eps0, n in ((1.0, 10_000), (4.0, 37_276), (8.0, 10**7)):
+        atoms = dec.blanket_atoms(make_randomizer("oue", epsilon0=eps0, domain_size=4), 0, 1)
+        assert not zm.applicable(common.categories(atoms, n, 0.3 * eps0))
+    atoms = dec.blanket_atoms(make_randomizer("oue", epsilon0=4.0, domain_size=4), 0, 1)
+    assert zm.applicable(common.categories(atoms, 5179, 1.2))
+    atoms = dec.blanket_atoms(make_randomizer("oue", epsilon0=8.0, domain_size=4), 0, 1)
+    assert zm.applicable(common.categories(atoms, 138_950, 2.4))
+
+
 def test_pruning_keeps_the_bracket(monkeypatch):
     """Rows left out by Chernoff's bound (zero_mixture._prune) move neither end beyond the
     other's bracket, and the unpruned sum is inside the pruned bracket."""

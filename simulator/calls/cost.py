@@ -107,13 +107,15 @@ def apply_scenario_limits(scenario) -> None:
         usercode.set_time_limit(section.call_timeout)
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+#: a size: number, unit, optional "i" and "b" (compiled on first use, by re's own cache: a command
+#: without --max-memory never compiles it)
+_SIZE = r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)i?b?\s*$"
 
 
 def parse_size(text: str) -> float:
     """``"4G"``, ``"512M"``, ``"1.5 GiB"``, ``"800"`` (MiB) -> bytes; a UserError naming
     ``--max-memory`` otherwise."""
-    match = _SIZE.match(str(text))
+    match = re.match(_SIZE, str(text), re.IGNORECASE)
     if match is None:
         raise UserError(f"--max-memory = {str(text)!r}: expected a size such as 4G, 512M or "
                         "800 (MiB); 0: no limit")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -291,6 +292,58 @@ def test_issue_32_startup_rows(tmp_path):
             wall, cpu, rss, load, status = _run(argv, path, 300)
             print(f"{name} | {label} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {load:.1f} | "
                   f"{status}", flush=True)
+
+
+#: The steps of the row "bound-1e5-T100", each a fresh process adding to the one before
+#: (imports with the collector paused and one BLAS thread, as commands import): where its CPU
+#: goes (issue 32).
+_ONE_THREAD = ("import os, gc\n"
+               "for v in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):\n"
+               "    os.environ.setdefault(v, '1')\n"
+               "gc.disable()\n")
+_BUDGET_STEPS = (
+    ("python -c pass (interpreter, site)", "pass", False),
+    ("+ numpy", _ONE_THREAD + "import numpy", False),
+    ("+ scipy.special", _ONE_THREAD + "import numpy, scipy.special", False),
+    ("+ click", _ONE_THREAD + "import numpy, scipy.special, click", False),
+    ("+ the row's own modules, compiled", _ONE_THREAD + "import numpy, scipy.special, click\n"
+     + _IMPORT, False),
+    ("+ the row's own modules, bytecode cache", _ONE_THREAD + "import numpy, scipy.special, "
+     "click\n" + _IMPORT, True),
+    ("whole command, compiled", None, False),
+    ("whole command, bytecode cache", None, True),
+)
+
+
+@pytest.mark.benchmark
+def test_bound_row_budget(tmp_path):
+    """Where the CPU of ``bound`` k-RR n = 1e5 over 100 rounds goes: median CPU seconds of each
+    step of :data:`_BUDGET_STEPS` over BENCH_ROUNDS (default 7) alternating rounds; the
+    difference between two steps is what the step adds (compute, printing and exit: the whole
+    command minus its imports)."""
+    rounds = int(os.environ.get("BENCH_ROUNDS", "7"))
+    listed = tmp_path / "modules.json"
+    _modules_of(ROWS["bound-1e5-T100"][0], None, listed)
+    cache = tmp_path / "pycache"
+    argvs = [["-c", code, str(listed)] if code else ["-c", CLI, *ROWS["bound-1e5-T100"][0]]
+             for _, code, _ in _BUDGET_STEPS]
+    with _bytecode_cache(cache):                       # fills the cache
+        for (_, _, cached), argv in zip(_BUDGET_STEPS, argvs, strict=True):
+            if cached:
+                _run(argv, None, 300)
+    cpu = {name: [] for name, _, _ in _BUDGET_STEPS}
+    loads = []
+    for _ in range(rounds):
+        for (name, _, cached), argv in zip(_BUDGET_STEPS, argvs, strict=True):
+            with (_bytecode_cache(cache) if cached else contextlib.nullcontext()):
+                _, seconds, _, load, status = _run(argv, None, 300)
+            assert status == 0, name
+            cpu[name].append(seconds)
+            loads.append(load)
+    print(f"\nbound-1e5-T100 budget, {rounds} rounds, load {min(loads):.1f}-{max(loads):.1f}")
+    print("step | CPU s median | min")
+    for name, values in cpu.items():
+        print(f"{name} | {statistics.median(values):.3f} | {min(values):.3f}")
 
 
 @contextlib.contextmanager

@@ -28,13 +28,42 @@ def _half_width(sd: np.ndarray) -> np.ndarray:
     return log_t / 3.0 + np.sqrt(log_t * log_t / 9.0 + 2.0 * log_t * sd * sd)
 
 
+def _upper_span(size: np.ndarray, p: float) -> np.ndarray:
+    """s with Chernoff's bound P[Bin(size, p) >= size p + s] <= exp(-size KL(p + s/size || p))
+    <= TAIL (Hoeffding-Chernoff, the relative-entropy form), or size (1 - p) where even
+    P[all] = p^size exceeds TAIL. Newton steps on the convex increasing size KL(a || p) - ln(1
+    / TAIL) from Bernstein's span (:func:`_half_width`, whose point has KL >= the target), so
+    every iterate stays at or above the root. It is 1.05-1.5x narrower than Bernstein's (most at
+    small sd and p far from 1/2); it only sizes the windows: their outside mass is computed."""
+    size = np.asarray(size, dtype=float)
+    target = math.log(1.0 / TAIL)
+    room = size * (1.0 - p)
+    span = np.minimum(_half_width(np.sqrt(size * p * (1.0 - p))), room)
+    whole = size * -math.log(p) <= target        # P[Bin = size] = p^size >= TAIL
+    live = (size > 0) & ~whole
+    m = np.where(live, size, 1.0)
+    a = np.where(live, p + span / m, p)
+    a = np.minimum(a, 1.0 - 1e-15)
+    a = np.where(live, np.maximum(a, p), p)
+    odds = math.log((1.0 - p) / p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(12):
+            kl = a * np.log(a / p) + (1.0 - a) * np.log((1.0 - a) / (1.0 - p))
+            slope = np.log(a / (1.0 - a)) + odds
+            step = (m * kl - target) / (m * slope)
+            a = np.where(live & (step > 0) & (slope > 0), a - step, a)
+    out = np.where(live, (a - p) * m, room)
+    return np.minimum(np.where(np.isfinite(out), out, room), room)
+
+
 def _window(size: np.ndarray, p: float) -> tuple[np.ndarray, int]:
     """Per-row windows [lo, lo + width) of Bin(size, p), clipped below at 0 (entries beyond
-    ``size`` carry no mass)."""
+    ``size`` carry no mass), each side at Chernoff's TAIL span (:func:`_upper_span`; the lower
+    side is the upper side of size - Bin(size, 1 - p))."""
+    size = np.asarray(size, dtype=float)
     mean = size * p
-    half = _half_width(np.sqrt(size * p * (1.0 - p)))
-    lo = np.clip(np.floor(mean - half), 0.0, None)
-    hi = np.minimum(np.ceil(mean + half), size)
+    lo = np.clip(np.floor(mean - _upper_span(size, 1.0 - p) - 1.0), 0.0, None)
+    hi = np.minimum(np.ceil(mean + _upper_span(size, p) + 1.0), size)
     width = int(np.max(hi - lo, initial=0.0)) + 1
     return lo, width
 

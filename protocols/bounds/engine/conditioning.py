@@ -56,17 +56,19 @@ from shufflesim.protocols.bounds.engine.common import (
     TINY,
     Categories,
     U,
-    chernoff_lambda,
     chernoff_upper,
-    excess_bound,
     leaf_with_slope,
     mode_pmf_on_range,
 )
+from shufflesim.protocols.bounds.engine.deviation import Deviation as _Deviation
+from shufflesim.protocols.bounds.engine.deviation import far_side as _far_side
+from shufflesim.protocols.bounds.engine.deviation import tail_bound as _tail_bound
 from shufflesim.protocols.bounds.engine.plans import MultiPlan, multi_plan, t_plan
 from shufflesim.protocols.lazy import lazy_module
 
 kink_table = lazy_module("shufflesim.protocols.bounds.engine.kink_table")  # on first use
 t_window = lazy_module("shufflesim.protocols.bounds.engine.t_window")
+pool_law = lazy_module("shufflesim.protocols.bounds.engine.pool_law")
 
 J_MAX = 16            # at most this many kinks summed one by one on each side of the mean
 J_SD = 4.0            # ... enough to reach J_SD sd of V
@@ -177,78 +179,12 @@ def _coeffs(cat: Categories, roles: Roles) -> _Coeffs:
     return _Coeffs(cb, ca - cb, rho, pool_mean, alpha, m_r, v_r, bound_r, q, pos_pair, pos_pool)
 
 
-@dataclass
-class _Deviation:
-    """Bounds on the law of Y = V - E V: its variance and a log-MGF bound psi(lam) >=
-    log E e^{lam Y} (lam of either sign), as the sum of the pieces present."""
-
-    var: np.ndarray
-    binom_m: np.ndarray | None = None     # exact binomial part alpha (X - mq), X ~ Bin(m, q)
-    binom_q: float = 0.0
-    alpha: float = 0.0
-    hoeffding_range: np.ndarray | None = None   # |alpha| (hi - lo) on a block
-    bennett_n: np.ndarray | None = None   # Bennett part: n terms, variance v, bound M
-    bennett_v: float = 0.0
-    bennett_m: float = 0.0
-
-    def psi(self, lam):
-        out = np.zeros(np.broadcast(lam, self.var).shape)
-        with np.errstate(over="ignore", invalid="ignore"):
-            if self.binom_m is not None and self.alpha != 0:
-                x = lam * self.alpha
-                out = out + self.binom_m * (np.log1p(self.binom_q * np.expm1(x)) - self.binom_q * x)
-            if self.hoeffding_range is not None:
-                out = out + (lam * self.hoeffding_range) ** 2 / 8.0
-            if self.bennett_n is not None and self.bennett_v > 0:
-                y = np.abs(lam) * self.bennett_m
-                out = out + (self.bennett_n * self.bennett_v * (np.expm1(y) - y)
-                             / self.bennett_m ** 2)
-        return np.where(np.isnan(out), np.inf, out)
-
-
-def _chernoff_log(dev: _Deviation, dist, sign):
-    """log of the Chernoff bound E[(sign Y - dist)_+] <= E e^{lam (sign Y - dist)} / (lam e),
-    at lam = chernoff_lambda(Var, dist); returns (log bound, lam)."""
-    lam = chernoff_lambda(dev.var, dist)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        log_b = dev.psi(sign * lam) - lam * dist - np.log(lam * np.e)
-    return np.where(np.isnan(log_b), np.inf, log_b), lam
-
-
-def _tail_bound(dev: _Deviation, dist, sign):
-    """min(phi, Chernoff) bound of E[(sign Y - dist)_+], dist >= 0 (sign = +-1 per element)."""
-    log_b, _ = _chernoff_log(dev, dist, sign)
-    chern = np.exp(np.minimum(log_b, 700.0))
-    return np.where(dev.var > 0, np.minimum(excess_bound(dev.var, dist), chern), 0.0)
-
-
-def _far_side(dev: _Deviation, dist, sign, p_edge, ratio, step, side_pmax):
-    """Bound of sum_{i >= 0} P[B = k_edge +- i] E[(sign Y - dist - i step)_+]: Chernoff at the
-    lam of the first term gives a factor e^{-lam step} per kink; the pmf grows at most by
-    ``ratio`` per kink (binomial pmf ratios are monotone), so the sum is geometric. Where
-    ratio e^{-lam step} >= 1, ``side_pmax()`` (largest pmf of the side) replaces the growth.
-    Every term is also at most phi(Var, dist) (phi decreases in the distance) and the pmfs sum
-    to at most 1, which bounds the sum where the Chernoff bound overflows (a pool variance so
-    small that the optimal lam overflows the log-MGF)."""
-    log_b, lam = _chernoff_log(dev, dist, sign)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        shrink = np.log(ratio) - lam * step
-        geometric = np.exp(np.minimum(log_b, 700.0)) / -np.expm1(np.minimum(shrink, -1e-300))
-        out = np.where(shrink < -1e-12, p_edge * geometric, np.inf)
-        bad = ~np.isfinite(out) & (dev.var > 0)
-        if bad.any():
-            fallback = np.exp(np.minimum(log_b[bad], 700.0)) / -np.expm1(-lam[bad] * step)
-            out = out.copy()
-            out[bad] = side_pmax(bad) * fallback
-    out = np.minimum(np.nan_to_num(out, nan=np.inf), excess_bound(dev.var, dist))
-    return np.where(dev.var > 0, out, 0.0)
-
-
-def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs):
+def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs, law=None):
     """Upper bound on E D(V) (module docstring, step 2). ``mu`` is the computed mean of V,
     within ``e_v`` of the true one (e_v <= d): distances to kinks are reduced by e_v, and a kink
     within e_v of mu may lie on either side of the true mean, which adds at most e_v times its
-    mass."""
+    mass. With ``law`` (engine/pool_law.py) the near kinks' terms also from its tables, and
+    (upper, lower) is returned: the lower from the near kinks whose side is certain."""
     shape = np.broadcast(t, mu, dev.var).shape
     t = np.broadcast_to(t, shape)
     bstar = -(k.cb * t + mu) / k.d                # kappa_k - mu = d (b* - k)
@@ -259,15 +195,19 @@ def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs):
     odds = k.rho / (1.0 - k.rho)
     total = np.zeros(shape)
     near_mass = np.zeros(shape)
+    near = []                                     # (mass, a) per near kink, with ``law``
 
     def add(kk, p):
         nonlocal total, near_mass
         valid = (kk >= 0) & (kk <= t)
         pk = np.where(valid, np.nan_to_num(p, nan=0.0, posinf=0.0), 0.0)
         a = k.d * (bstar - kk)                     # > 0: kink above mu
+        near_mass = near_mass + np.where(np.abs(a) <= e_v, pk, 0.0)
+        if law is not None:
+            near.append((pk, a))
+            return
         dist = np.maximum(np.abs(a) - e_v, 0.0)
         total = total + pk * _tail_bound(dev, dist, np.where(a > 0, 1.0, -1.0))
-        near_mass = near_mass + np.where(np.abs(a) <= e_v, pk, 0.0)
 
     # Near kinks k0 - J + 1, ..., k0 + J; pmf by P[k+1]/P[k] = (t-k)/(k+1) * rho/(1-rho).
     add(k0, p0)
@@ -297,10 +237,20 @@ def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs):
     far_up = np.where(k_up >= 0, far_up, 0.0)
     far_dn = np.where(k_dn <= t, far_dn, 0.0)
     rel = 1 + REL_SPECIAL + 8 * U * (jj + 4)
+    total_lo = np.zeros(shape)
+    if law is not None:     # every near kink at once (the caller intersects with the plain
+        pk, a = np.stack([x[0] for x in near]), np.stack([x[1] for x in near])   # style)
+        dist = np.maximum(np.abs(a) - e_v, 0.0)
+        up = a > 0
+        total = (pk * law.upper(dist, up)).sum(axis=0)
+        sure = np.abs(a) > e_v
+        lo = law.lower(np.where(sure, np.abs(a) + e_v, np.inf), up)
+        total_lo = (pk * lo).sum(axis=0) * (2 - rel)
     # Kinks within e_v of mu: counted among the near ones; all kinks (mass <= 1) if e_v could
     # reach beyond the near set.
     within = np.where(e_v < (jj - 1) * k.d, np.minimum(near_mass * rel, 1.0), 1.0)
-    return (total + far_up + far_dn) * rel + e_v * within
+    upper = (total + far_up + far_dn) * rel + e_v * within
+    return upper if law is None else (upper, total_lo)
 
 
 def _leaf_bounds(t, mu, e_v, k: _Coeffs):
@@ -313,10 +263,10 @@ def _leaf_bounds(t, mu, e_v, k: _Coeffs):
 
 
 def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err,
-                  kink_sum: bool = True):
+                  kink_sum: bool = True, law=None):
     """Per (t, shift): bounds of E[h_t(V + s)] with the exact law of X (one block); without
     ``kink_sum`` the upper side is that of h_t(E V + s) only (engine/screen.py adds its own
-    bound of the pool's spread)."""
+    bound of the pool's spread); ``law``: engine/pool_law.py's tables (both sides)."""
     mm = m[:, None]
     tt = t[:, None]
     if has_main:
@@ -337,11 +287,12 @@ def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err,
     lower, upper = _leaf_bounds(tt, v, e_v, k)
     if not kink_sum:
         return lower, upper
+    if law is not None:
+        add_up, add_lo = _kink_sum(tt, v, e_v, dev, k, law.rows(mm))
+        return lower + add_lo, upper + add_up
     if has_main and t.size >= KINK_TABLE_ROWS and np.all(var_v > 0) and np.max(e_v) < k.d / 2:
-        upper = upper + _tabled_kink_sum(tt, mm, v, e_v, var_v, k)
-    else:
-        upper = upper + _kink_sum(tt, v, e_v, dev, k)
-    return lower, upper
+        return lower, upper + _tabled_kink_sum(tt, mm, v, e_v, var_v, k)
+    return lower, upper + _kink_sum(tt, v, e_v, dev, k)
 
 
 def _tabled_kink_sum(tt, mm, v, e_v, var_v, k: _Coeffs):
@@ -350,23 +301,7 @@ def _tabled_kink_sum(tt, mm, v, e_v, var_v, k: _Coeffs):
     m_max = float(np.max(mm))
     bound = _Deviation(var=np.zeros(kink_table.GRID), binom_m=m_max, binom_q=k.q,
                        alpha=k.alpha, bennett_n=m_max, bennett_v=k.v_r, bennett_m=k.bound_r)
-    bstar = -(k.cb * tt + v) / k.d
-    k0 = np.floor(bstar)
-    tb = np.broadcast_to(tt, bstar.shape)
-    p0 = BINOM_PMF(k0, tb, k.rho)
-    t_min = float(np.min(tt))
-    p_max = float(mode_pmf_on_range(0.0, t_min, t_min, k.rho))
-    # P[B = k0 + 1] = P[B = k0] (t - k0) / (k0 + 1) rho / (1 - rho) (a few u more), p_max
-    # where k0 < 0 (an upper bound is all the sum needs), 0 beyond t
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = p0 * (tb - k0) / (k0 + 1.0) * (k.rho / (1.0 - k.rho)) * (1 + 8 * U)
-    p1 = np.where((k0 >= 0) & (k0 < tb), ratio, np.where(k0 < 0, p_max, 0.0))
-    var = np.broadcast_to(var_v * (1 + 16 * U), bstar.shape)
-    rel = 1 + REL_SPECIAL                  # Boost's pmfs
-    out = kink_table.kink_sum(bstar, var, np.broadcast_to(e_v, bstar.shape), k.d, tb, k.rho,
-                              p0 * rel, p1 * rel, p_max, bound.psi,
-                              lambda lam: bound.psi(-lam))
-    return out
+    return kink_table.rows_kink_sum(tt, v, e_v, var_v, k.cb, k.d, k.rho, bound.psi)
 
 
 def _multi_terms(sl, t, plan: MultiPlan, k: _Coeffs, shifts_v, shifts_err):
@@ -439,12 +374,14 @@ def _narrow_window(cat: Categories, roles: Roles, tp, shifts_v, shifts_p, shifts
 
 
 def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndarray,
-                        shifts_err: np.ndarray, n_blocks: int = 0) -> tuple[float, float]:
+                        shifts_err: np.ndarray, n_blocks: int = 0,
+                        exact_pool: float = 0.0) -> tuple[float, float]:
     """Guaranteed (lower, upper) for E[(S + s)_+], S the group's sum and s an independent
     shift taking ``shifts_v[i]`` (known to +-shifts_err[i]) with probability ``shifts_p[i]``.
 
     ``n_blocks = 0`` uses the single style, otherwise the multi style with that many fine
-    blocks. ``cat`` must have at least two categories.
+    blocks; ``exact_pool`` > 0: the single style with the near kinks' terms also from the exact
+    law of the main pool count (engine/pool_law.py), for a request of that relative width.
     """
     roles = choose_roles(cat)
     k = _coeffs(cat, roles)
@@ -456,6 +393,11 @@ def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndar
     plan = multi_plan(n, w_pair, k.q, n_blocks) if use_multi else None
     n_blk = plan.lo.shape[1] if use_multi else 1
     step = max(1, CHUNK // (n_blk * shifts_v.size))
+    law = None            # engine/pool_law.py's tables for the rows of the T plan, in chunks
+    if exact_pool and not use_multi and has_main:     # of relative m range ~ the request
+        m_rows = n - tp.t[::-1]
+        chunks = min(8, math.ceil((m_rows[-1] - m_rows[0]) / m_rows[-1] / exact_pool))
+        law = pool_law.pool_law(m_rows, k.q, k.alpha, k.v_r, k.bound_r, max(1, int(chunks)))
     window = _narrow_window(cat, roles, tp, shifts_v, shifts_p, shifts_err)
     first, last = (0, tp.t.size) if window is None else window[:2]
     lower = upper = 0.0
@@ -465,7 +407,8 @@ def conditioning_bounds(cat: Categories, shifts_v: np.ndarray, shifts_p: np.ndar
         if use_multi:
             lo_t, up_t = _multi_terms(sl, t, plan, k, shifts_v, shifts_err)
         else:
-            lo_t, up_t = _single_terms(t, n - t, k, has_main, shifts_v, shifts_err)
+            lo_t, up_t = _single_terms(t, n - t, k, has_main, shifts_v, shifts_err,
+                                       law=law)
         pt = tp.pt[sl]
         lower += float((pt * (1 - REL_SPECIAL)) @ (lo_t @ shifts_p))
         upper += float((pt * (1 + REL_SPECIAL)) @ (up_t @ shifts_p))

@@ -33,8 +33,8 @@ non-increasing function delta(eps) with a safeguarded Illinois regula falsi on s
 :func:`epsilon_bound` starts it from the normal approximation's crossing and asks the engine
 only to decide delta(eps) <= delta.
 
-Performance (tests/benchmarks/bench_engine.py, 10-RR, eps0 = 1, delta = 1e-6, both
-directions, this 2-core machine): n = 1e6 in ~0.3 s, n = 1e8 in ~2 s, peak memory ~20 MiB.
+Performance (bench_engine.py, 10-RR, eps0 = 1, delta = 1e-6, both directions, 2 cores):
+n = 1e6 in ~0.3 s, n = 1e8 in ~2 s, peak memory ~20 MiB.
 """
 
 from __future__ import annotations
@@ -93,13 +93,12 @@ Group = tuple[RatioAtoms, int]
 #: e.g. exact-lower at 10-RR, eps0 = 2, n = 1e5, delta = 1e-8 came out 1.6e-5 looser
 POLISH_ABOVE = 1e-5
 #: ... and, on the upper side by default, wider than this where the polish's finer estimates
-#: would need the conditioning method's block refinements (methods.needs_blocks; issue 32's
-#: < 0.05 s): k-RR at n = 3e4-5e5, delta <= 1e-6 took 1-5 s for the last <= 2e-5 of eps, oue,
-#: rappor, subset, olh, blh at n = 1e4 1.3-5.6 s for the last <= 2.5e-4. 2e-3, not 1e-3: their
-#: coarse brackets at n = 5e3-1e6 are 1.0-1.3e-3 (hr16 eps0 = 1, n = 1e4: 5.1 s for the last 4.8e-4)
+#: would need the conditioning method's block refinements (methods.needs_blocks; issue 32):
+#: k-RR at n = 3e4-5e5, delta <= 1e-6 took 1-5 s for the last <= 2e-5 of eps, two-level
+#: randomizers at n = 1e4 1.3-5.6 s for the last <= 2.5e-4. 2e-3, not 1e-3: their coarse
+#: brackets at n = 5e3-1e6 are 1.0-1.3e-3 (hr16 eps0 = 1, n = 1e4: 5.1 s for the last 4.8e-4)
 POLISH_COSTLY_ABOVE = 2e-3
-#: relative width of the conditioning method's single style above which many-level atoms are
-#: merged on the lower side (engine/levels.py, :func:`_needs_fft`)
+#: the single style's relative width above which many-level atoms merge (lower side; levels.py)
 SINGLE_WIDE = 0.05
 METHODS = ("auto", "enumerate", "conditioning", "fft")
 #: the polish's estimates are this many times finer than the coarse search's (delta_rtol)
@@ -176,10 +175,11 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
     if chosen == "enumerate":
         lo, hi = enumeration_bounds(active)
     elif chosen == "conditioning":
-        lo, hi = _conditioning(active, rtol, atol, threshold, decide_only)
+        reachable = engine_fft.expected_gap(active, engine_fft.L_MAX)
+        fft_gap = reachable if method == "auto" else math.inf     # costly blocks skipped
+        lo, hi = _conditioning(active, rtol, atol, threshold, decide_only, fft_gap)
         # the exact band sum's bracket is rounding only: the FFT does not narrow it (issue 32)
         undecided = (threshold is None or lo <= threshold < hi) and not exact_sum(active)
-        reachable = engine_fft.expected_gap(active, engine_fft.L_MAX)
         # within BLOCKS_WORTH of the request the bracket is kept (methods.BLOCKS_WORTH)
         if (method == "auto" and undecided and hi - lo > BLOCKS_WORTH * max(rtol * hi, atol)
                 and reachable < 0.5 * (hi - lo) / hi):

@@ -361,12 +361,17 @@ def band_bounds(cat: Categories) -> tuple[float, float]:
 
 
 def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.ndarray,
-               xi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+               xi: np.ndarray, shift: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per row (t pair users, m pool users; ``bi`` / ``xi`` its row in the plan's B / X
     tables): guaranteed (lower, upper) of f = E[(alpha + d B + e X)_+] (module docstring),
-    the upper side with the mass of B and X outside their windows."""
+    the upper side with the mass of B and X outside their windows; ``shift`` (per row) is
+    added to alpha (engine/zero_mixture.py: the value of the users counted by its rows)."""
     d, e, ae = sh.d, sh.e, abs(sh.e)
     alpha = sh.cb * t + sh.base * m
+    size = abs(sh.cb) * t + abs(sh.base) * m
+    if shift is not None:
+        alpha = alpha + shift
+        size = size + np.abs(shift)
     b_lo, b_w = plan.b_lo[bi], plan.b_w
     b_hi = np.minimum(b_lo + b_w - 1, t)          # entries beyond the support carry no mass
     x_lo, x_w = plan.x_lo[xi], plan.x_w
@@ -391,7 +396,7 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     kb0 = np.maximum(k_lo, b_lo)
     kb1 = np.minimum(k_hi, b_hi + 1)
     width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
-    ve = 8 * U * (abs(sh.cb) * t + abs(sh.base) * m + d * (t + 1) + ae * (m + 1)) * (1 + 1e-6)
+    ve = 8 * U * (size + d * (t + 1) + ae * (m + 1)) * (1 + 1e-6)
     for r in range(0, t.size if width > 0 else 0, BAND_ROWS):
         c = slice(r, r + BAND_ROWS)
         df, ds = _band_sums(plan, d, e, alpha[c], kb0[c], kb1[c], b_lo[c], x_lo[c], x_hi[c],
@@ -427,19 +432,39 @@ def _band_sums(plan: BandPlan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, b
     far below ve / |e|); it was x <= x*(k) + 2, two steps of |e| more: at oue d = 4, eps0 = 4,
     n = 100 (|e| ~ 765) rows with S < -700 carried 2 ve each, 30 % of delta = 1e-12."""
     ae, b_w = abs(e), plan.b_w
-    k = kb0[:, None] + np.arange(width)[None, :]
+    step = np.arange(width)
+    k = kb0[:, None] + step
     valid = k < kb1[:, None]
-    a_k = alpha[:, None] + d * k
-    xs = np.floor(a_k / ae)
-    xh = np.clip(xs, x_lo[:, None] - 1, x_hi[:, None])
-    ix = (xh - x_lo[:, None] + 1).astype(np.int64)
+    a_k = d * k
+    a_k += alpha[:, None]
+    xs = a_k / ae
+    np.floor(xs, out=xs)
+    lo1 = (x_lo - 1)[:, None]
+    xh = np.maximum(xs, lo1)
+    np.minimum(xh, x_hi[:, None], out=xh)
+    ix = (xh - lo1).astype(np.int64)
     cx, ccx, pb = rows_of(plan.cx, xi), rows_of(plan.ccx, xi), rows_of(plan.pb, bi)
-    inside = valid & (xs >= x_lo[:, None])
-    g = np.maximum(a_k + e * xh, 0.0) * cx(ix) + ae * ccx(np.maximum(ix - 1, 0))
-    ib = np.clip(k - b_lo[:, None], 0, b_w - 1).astype(np.int64)
+    inside = xs >= x_lo[:, None]
+    inside &= valid
+    g = e * xh
+    g += a_k
+    np.maximum(g, 0.0, out=g)
+    g *= cx(ix)
+    ix -= 1
+    np.maximum(ix, 0, out=ix)
+    h = ccx(ix)
+    h *= ae
+    g += h
+    ib = (kb0 - b_lo).astype(np.int64)[:, None] + step
+    np.minimum(ib, b_w - 1, out=ib)
     p_k = np.where(valid, pb(ib), 0.0)
-    xv = np.floor((a_k + 4 * ve[:, None]) / ae) - x_lo[:, None] + 1
-    iv = np.clip(xv, 0, ix_hi[:, None] + 1).astype(np.int64)
+    xv = a_k + 4 * ve[:, None]
+    xv /= ae
+    np.floor(xv, out=xv)
+    xv -= lo1
+    np.maximum(xv, 0, out=xv)
+    np.minimum(xv, (ix_hi + 1)[:, None], out=xv)
+    iv = xv.astype(np.int64)
     return ((p_k * np.where(inside, g, 0.0)).sum(axis=1), (p_k * cx(iv)).sum(axis=1))
 
 

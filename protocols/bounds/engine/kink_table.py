@@ -31,7 +31,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine.common import chernoff_lambda, excess_bound
+from shufflesim.protocols.bounds.engine.common import (
+    BINOM_PMF,
+    REL_SPECIAL,
+    chernoff_lambda,
+    excess_bound,
+    mode_pmf_on_range,
+)
 
 #: grid points of the lam table per side
 GRID = 256
@@ -106,3 +112,25 @@ def kink_sum(bstar, var, e_v, d: float, t, rho: float, p0, p1, p_max: float, psi
     up = _side(above, p0, r_up, side_up, var, d, psi_up)
     down = _side(below, p1, r_dn, side_dn, var, d, psi_down)
     return (up + down + e_v * np.maximum(p0, p1)) * (1 + MARGIN)
+
+
+def rows_kink_sum(tt, v, e_v, var_v, cb: float, d: float, rho: float, psi):
+    """:func:`kink_sum` for the conditioning method's single style (engine/conditioning.py):
+    rows t (a column), pool means ``v`` (rows x shifts) within ``e_v``, Var V <= ``var_v``,
+    kinks of h_t(v) = E[(cb t + v + d B)_+], B ~ Bin(t, rho), and ``psi`` a log-MGF bound of
+    V - E V valid for every row (lam of either sign)."""
+    bstar = -(cb * tt + v) / d
+    k0 = np.floor(bstar)
+    tb = np.broadcast_to(tt, bstar.shape)
+    p0 = BINOM_PMF(k0, tb, rho)
+    t_min = float(np.min(tt))
+    p_max = float(mode_pmf_on_range(0.0, t_min, t_min, rho))
+    # P[B = k0 + 1] = P[B = k0] (t - k0) / (k0 + 1) rho / (1 - rho) (a few u more), p_max
+    # where k0 < 0 (an upper bound is all the sum needs), 0 beyond t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = p0 * (tb - k0) / (k0 + 1.0) * (rho / (1.0 - rho)) * (1 + 8 * U)
+    p1 = np.where((k0 >= 0) & (k0 < tb), ratio, np.where(k0 < 0, p_max, 0.0))
+    var = np.broadcast_to(var_v * (1 + 16 * U), bstar.shape)
+    rel = 1 + REL_SPECIAL                  # Boost's pmfs
+    return kink_sum(bstar, var, np.broadcast_to(e_v, bstar.shape), d, tb, rho, p0 * rel,
+                    p1 * rel, p_max, psi, lambda lam: psi(-lam))

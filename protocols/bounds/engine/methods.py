@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine import exact_band, zero_mixture
+from shufflesim.protocols.bounds.engine import conditioning, exact_band, zero_mixture
 from shufflesim.protocols.bounds.engine.common import (
     Categories,
 )
@@ -21,6 +21,9 @@ from shufflesim.protocols.bounds.engine.conditioning import (
     well_posed,
 )
 from shufflesim.protocols.bounds.engine.enumerate import composition_count, joint_outcomes
+from shufflesim.protocols.lazy import lazy_module
+
+pool_law = lazy_module("shufflesim.protocols.bounds.engine.pool_law")
 
 ENUMERATE_MAX = 300_000      # joint count vectors for the "enumerate" method (auto)
 #: One group with more count vectors than this goes to the exact band sum where it applies
@@ -93,7 +96,13 @@ def _single_first(cat: Categories) -> bool:
 
 
 def _conditioning(cats: list[Categories], rtol: float, atol: float,
-                  threshold: float | None, decide_only: bool = False) -> tuple[float, float]:
+                  threshold: float | None, decide_only: bool = False,
+                  fft_gap: float = math.inf) -> tuple[float, float]:
+    """The conditioning method's bracket (the exact sums where they apply, else the single
+    style, its exact-pool variant, then block refinements). ``fft_gap``: the relative width
+    the FFT fallback is expected to reach (core.hockey_stick): a block refinement costlier
+    than CHEAP_LEAVES, or after the exact-pool style (the blocks then rarely gain), is not run
+    where that is under half the current width."""
     if len(cats) == 1 and exact_band.applicable(cats[0]):
         # a binomial pool and tables of bounded size: the exact sum (engine/exact_band.py),
         # unless only the comparison with threshold is asked for and the single style
@@ -126,24 +135,45 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
     n_t = max(1.0, 20 * math.sqrt(cat.count * 0.25))
     previous_gap = math.inf
     blocks_help = main_pool_share(cat) >= 0.5
-    for n_blocks in (0, *MULTI_BLOCKS):
-        if n_blocks and (not blocks_help or n_t * (n_blocks + 4) * values.size > LEAF_BUDGET):
+    exact_pool = exact_pool_applies(cat)
+    chain_lo, chain_hi = best_lo, best_hi
+    for n_blocks in (0, -1, *MULTI_BLOCKS):
+        if n_blocks < 0 and not exact_pool:
+            continue
+        leaves = n_t * (n_blocks + 4) * values.size
+        if n_blocks > 0 and (not blocks_help or leaves > LEAF_BUDGET):
+            break
+        if (n_blocks > 0 and (leaves > CHEAP_LEAVES or exact_pool) and best_hi > 0
+                and fft_gap < 0.5 * (best_hi - best_lo) / best_hi):
+            # the FFT will follow and do better: at blh d = 4, eps0 = 4, n = 2683 the
+            # exact-pool style left 3.2e-2, 8 and 32 blocks 2.8e-2 (50 ms), 128 and 512 blocks
+            # 1.3e-2 (0.1-0.7 s), the FFT 7.9e-3 (~20 ms; issue 32)
             break
         # The shift probabilities are bracketed: the lower bound uses the lower probabilities,
-        # the upper bound the upper ones (every term is >= 0).
-        lo, hi = conditioning_bounds(cat, values, p_lo, value_err, n_blocks)
-        if others:
-            hi = conditioning_bounds(cat, values, p_hi, value_err, n_blocks)[1]
+        # the upper bound the upper ones (every term is >= 0). n_blocks = -1: the single style
+        # with the exact law of the main pool count (EXACT_POOL), where the plain one is wide.
+        if n_blocks < 0:
+            lo, hi = exact_pool_bounds(cat, values, p_lo, value_err, rtol)
+            if others:
+                hi = exact_pool_bounds(cat, values, p_hi, value_err, rtol)[1]
+        else:
+            lo, hi = conditioning_bounds(cat, values, p_lo, value_err, n_blocks)
+            if others:
+                hi = conditioning_bounds(cat, values, p_hi, value_err, n_blocks)[1]
         best_lo, best_hi = max(best_lo, lo), min(best_hi, hi)
+        if n_blocks >= 0:                  # the blocks' own progress (below): without the pool
+            chain_lo, chain_hi = max(chain_lo, lo), min(chain_hi, hi)
         if best_hi - best_lo <= max(rtol * best_hi, atol):
             break
-        if not n_blocks and best_hi - best_lo <= BLOCKS_WORTH * max(rtol * best_hi, atol):
+        if n_blocks <= 0 and best_hi - best_lo <= BLOCKS_WORTH * max(rtol * best_hi, atol):
             break
         if threshold is not None and (best_hi <= threshold or best_lo > threshold):
             break
+        if n_blocks < 0:
+            continue
         # Blocks only shrink the part of the bracket due to the main pool category; stop when
         # the rest (the remainder's spread) dominates.
-        gap = best_hi - best_lo
+        gap = chain_hi - chain_lo
         if gap > 0.7 * previous_gap and n_t * (4 * n_blocks + 4) * values.size > CHEAP_LEAVES:
             break
         previous_gap = min(gap, previous_gap)
@@ -185,8 +215,32 @@ def needs_blocks(cat: Categories, relative_width: float, rtol: float) -> bool:
         return False
     if relative_width > BLOCKS_WORTH * rtol:
         return True
+    # (the exact-pool style counts as costly too: ~2x an evaluation, with up to 8 chunks of
+    # rows at the polish's rtol; hr d = 16, eps0 = 4, n = 71969: a polish of 5 evaluations
+    # took 0.07 of 0.13 s)
     lo, hi = conditioning_bounds(cat, np.zeros(1), np.ones(1), np.zeros(1), 0)
     return not (hi > 0 and hi - lo <= BLOCKS_WORTH * rtol * hi)
+
+
+def exact_pool_applies(cat: Categories) -> bool:
+    """Whether the conditioning method's single style has an exact-pool variant
+    (engine/pool_law.py: a main pool category beside the pair, its window small enough)."""
+    roles = conditioning.choose_roles(cat)
+    if roles.main < 0:
+        return False
+    k = conditioning._coeffs(cat, roles)
+    return pool_law.applies(cat.count, k.q, k.alpha)
+
+
+def exact_pool_bounds(cat: Categories, values, probs, value_err,
+                      rtol: float = 1e-3) -> tuple[float, float]:
+    """The single style with the near kinks' terms also from the exact law of the main pool
+    count (engine/pool_law.py): ~2x its cost; hr d = 16, eps0 = 4, n = 71969: a bracket of
+    6.5e-4 instead of 5.3e-2, where the coarse eps search went on to 8- and 32-block
+    refinements (~0.1 s an evaluation; issue 32). ``rtol``: the request (the rows are cut into
+    chunks whose relative range of pool sizes is about that; up to 8)."""
+    return conditioning.conditioning_bounds(cat, values, probs, value_err, 0,
+                                            exact_pool=max(rtol, 1e-6))
 
 
 def _select(cats: list[Categories]) -> str:

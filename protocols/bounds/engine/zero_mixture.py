@@ -6,28 +6,33 @@ subset selection, OLH, BLH: a, b in {1, e^eps0}, 000 Sec. 4-5 and Thm 13), whose
 Setting (000 Thm 12-14): n users, categories c_k with probabilities w_k, S = sum_k c_k N_k. One
 category z has c_z = 0 exactly (the zero atom: a = b = 0, so the computed a - e^eps b is 0
 too). The others, renormalized, have exact_band's shape: a pair (a, b) and a pool of two
-categories j, o. Then, with T = N_a + N_b ~ Bin(n, w_a + w_b), given T = t the count of the
-pool users outside the zero atom is M ~ Bin(n - t, s), s = (w_j + w_o) / (1 - w_a - w_b), and
-given (t, m), B = N_a ~ Bin(t, rho) and X ~ Bin(m, q) are independent, exactly as in
-exact_band with m = n - t replaced by m (the zero users add nothing to S):
+categories. With T = N_a + N_b ~ Bin(n, w_a + w_b), the pool category r of the smaller
+variance (the rarer one: the rows' count) has, given T = t, Y = N_r ~ Bin(n - t, s) with
+s = w_r / (1 - w_a - w_b), and given (t, y) the other one, x, has X = N_x ~ Bin(m, q) among
+the m = n - t - y users that are x or zero, q = w_x / (w_x + w_z), while B = N_a ~ Bin(t, rho)
+as in exact_band; X and B are independent given (t, y). So, exactly,
 
-    E[S_+] = sum_t P[T = t] sum_m P[M = m | t] f(t, m),   f(t, m) = E[(alpha + d B + e X)_+],
+    E[S_+] = sum_t P[T = t] sum_y P[Y = y | t] f(t, y),   f = E[(alpha + d B + e X)_+],
 
-alpha = c_b t + c_o m (exact_band.row_bounds evaluates f, with its error bound). Its B tables
-(per t) are exact_band's own for (n, w_a + w_b, rho); the X tables run over the consecutive m of
-every row; the tables of M given t are one more window_pmf. Each is eps-independent and cached
+alpha = c_b t + c_r y, e = c_x (X -> m - X when c_x > 0, as in exact_band): exact_band's shape
+with the zero atom as its second pool category (exact_band.row_bounds evaluates f, with its
+error bound, c_r y added to its alpha). Its B tables (per t) are exact_band's own for
+(n, w_a + w_b, rho); the X tables run over the consecutive m of every row; the tables of Y
+given t are one more window_pmf. Each is eps-independent and cached
 (table_cache.bounded_cache), so an eps search pays for them once and then ~(rows x band)
-look-ups per evaluation, where a row is a pair (t, m).
+look-ups per evaluation, where a row is a pair (t, y). (Rows by the rarer category: at OUE
+d = 4, eps0 = 1, n = 1389 the count of r varies with sd 6.5 where that of both pool
+categories, the former rows, varies with sd 16.)
 
 Error bound: every term P[T = t] P[M = m | t] (B entry) (X entry) coefficient has the
 relative errors of its factors (REL_SPECIAL for P[T = t], the M table's window_pmf bound, the
 band's own bound inside row_bounds); sums of non-negative terms add (length) u. Mass outside
-the windows: T outside (plans.t_plan) adds c_a E[T; out] + p n P[out], M outside its window
-for a row adds P[T = t] P[M out | t] (c_a t + p (n - t)), with p = max(c_j, c_o, 0): S_+ is at
+the windows: T outside (plans.t_plan) adds c_a E[T; out] + p n P[out], Y outside its window
+for a row adds P[T = t] P[Y out | t] (c_a t + p (n - t)), with p = max(c_r, c_x, 0): S_+ is at
 most c_a T + p (n - T) (c_b < 0, zero users add 0). Both go to the upper side only, as do the
 Chernoff bounds of the rows left out by :func:`_prune` (whose lower side is 0).
 
-Cost: rows = (window of T) x (window of M), ~ 9e4 at n = 1e3 (about 40 % kept after
+Cost: rows = (window of T) x (window of Y), ~ 4e4 at n = 1e3 (about 40 % kept after
 :func:`_prune`), times the band (~5-20): applied up to MAX_USERS users and MAX_ROWS rows
 (issue 32: these randomizers took 1-11 s per optimal-blanket at n = 1e2-1e3 on the FFT path,
 ~0.2 s an evaluation; now 0.02-0.5 s per bound).
@@ -41,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.protocols.bounds.engine import exact_band
+from shufflesim.protocols.bounds.engine.band_recurrence import CHAIN_ROWS
 from shufflesim.protocols.bounds.engine.common import (
     REL_SPECIAL,
     REL_SUM,
@@ -61,6 +67,16 @@ __all__ = ["applicable", "mixture_bounds"]
 #: (subset d = 6, eps0 = 0.5: 0.016 -> 0.39 s, where the single style sufficed)
 MAX_ROWS = 200_000
 MAX_USERS = 2000
+#: beyond MAX_USERS users, the method is used while its tables have at most exact_band.MAX_CELLS
+#: cells and its rows are at most WIDE_ROWS (up to WIDE_USERS users) or LARGE_ROWS (beyond):
+#: where the pool's rarer category is rare (eps0 >= 4). On issue 32's sweep (8 randomizers,
+#: delta = 1e-6, n = 2683 - 1e6) it won there by 5-300x (OUE d = 4, eps0 = 8, n = 5179:
+#: 8.5 -> 0.035 s; eps0 = 4, n = 2683: 0.185 -> 0.027 s) and lost up to 2x beyond these limits,
+#: where the exact-pool single style (engine/pool_law.py) is narrow enough (eps0 = 4, n = 37276:
+#: 0.023 -> 0.064 s; eps0 = 8, n = 517947: 0.025 -> 0.040 s)
+WIDE_USERS = 6000
+WIDE_ROWS = 65_536
+LARGE_ROWS = 12_000
 #: share of Chernoff's bound that the rows left out may carry (:func:`_prune`)
 PRUNE = 1e-11
 
@@ -71,9 +87,10 @@ class _Mixture:
 
     shape: exact_band._Shape
     w_pair: float        # P[a user is in the pair (a, b)]
-    s: float             # P[a user outside the pair is in {j, o}]
-    pool_pos: float      # max(c_j, c_o, 0)
+    s: float             # P[a user outside the pair is in r] (the rows' category)
+    pool_pos: float      # max(c_r, c_x, 0)
     c_a: float           # the pair's positive value
+    c_r: float           # the value of the rows' category
 
 
 def _mixture(cat: Categories) -> _Mixture | None:
@@ -88,44 +105,64 @@ def _mixture(cat: Categories) -> _Mixture | None:
     keep = np.arange(cat.c.size) != z
     w_rest = cat.w[keep]
     rest = Categories(cat.c[keep], w_rest / float(w_rest.sum()), cat.count, cat.c_err)
-    shape = exact_band._shape(rest)
-    if shape is None or shape.q >= 1.0:
+    pair = exact_band._shape(rest)
+    if pair is None or pair.q >= 1.0:
         return None
     roles = choose_roles(rest)
     w_pair = float(w_rest[roles.a] + w_rest[roles.b])
-    pool = np.array(roles.pool)
-    w_pool = float(w_rest[pool].sum())
-    s = w_pool / (w_pool + w0)
-    if not (0.0 < w_pair < 1.0 and 0.0 < s < 1.0):
+    j, o = roles.pool
+    w_j, w_o = float(w_rest[j]), float(w_rest[o])
+    outside = w_j + w_o + w0
+    var_j, var_o = (w_j / outside) * (1 - w_j / outside), (w_o / outside) * (1 - w_o / outside)
+    r, x, w_r, w_x = (j, o, w_j, w_o) if var_j <= var_o else (o, j, w_o, w_j)
+    s = w_r / outside
+    q = w_x / (w_x + w0)
+    if not (0.0 < w_pair < 1.0 and 0.0 < s < 1.0 and 0.0 < q < 1.0):
         return None
-    pool_pos = max(float(rest.c[pool].max()), 0.0)
-    return _Mixture(shape, w_pair, s, pool_pos, float(rest.c[roles.a]))
+    base, e = 0.0, float(rest.c[x])
+    if e > 0:                       # X -> m - X, as in exact_band._shape
+        base, e, q = e, -e, 1.0 - q
+    shape = exact_band._Shape(pair.cb, pair.d, base, e, w_pair, pair.rho, q)
+    pool_pos = max(float(rest.c[r]), float(rest.c[x]), 0.0)
+    return _Mixture(shape, w_pair, s, pool_pos, float(rest.c[roles.a]), float(rest.c[r]))
 
 
-def _rows_estimate(n: int, mix: _Mixture) -> float:
-    """Rows (t, m) of the tables, from the standard deviations (before building them)."""
-    sd_t = math.sqrt(n * mix.w_pair * (1.0 - mix.w_pair))
-    rows_t = 2 * float(exact_band._half_width(np.array(sd_t))) + 3
+def _sizes(n: int, mix: _Mixture) -> tuple[float, float]:
+    """Rows (t, y) of the tables and their cells (B: rows of T x B's window; X: its rows m x
+    X's window), from the standard deviations (before building them)."""
+    def span(sd):
+        return 2 * float(exact_band._half_width(np.array(sd))) + 3
+
+    rows_t = span(math.sqrt(n * mix.w_pair * (1.0 - mix.w_pair)))
+    t_max = min(n, n * mix.w_pair + rows_t)
     size = n * (1.0 - mix.w_pair) + rows_t
-    sd_m = math.sqrt(size * mix.s * (1.0 - mix.s))
-    return rows_t * (2 * float(exact_band._half_width(np.array(sd_m))) + 3)
+    rows_y = span(math.sqrt(size * mix.s * (1.0 - mix.s)))
+    q = mix.shape.q
+    b_cells = rows_t * span(math.sqrt(t_max * mix.shape.rho * (1.0 - mix.shape.rho)))
+    x_cells = (rows_t + rows_y) * (span(math.sqrt(size * q * (1.0 - q))) + CHAIN_ROWS)
+    return rows_t * rows_y, b_cells + x_cells
 
 
 def applicable(cat: Categories) -> bool:
     """An exact zero category beside exact_band's shape (module docstring), a group that
-    exact_band does not take itself, at most MAX_USERS users and MAX_ROWS rows."""
+    exact_band does not take itself, at most MAX_USERS users and MAX_ROWS rows, or more users
+    with exact_band.MAX_CELLS table cells and WIDE_ROWS / LARGE_ROWS rows."""
     cat = exact_band.reduced(cat)[0]
     if exact_band._shape(cat) is not None:
         return False
-    if cat.count > MAX_USERS:
-        return False
     mix = _mixture(cat)
-    return mix is not None and _rows_estimate(cat.count, mix) <= MAX_ROWS
+    if mix is None:
+        return False
+    rows, cells = _sizes(cat.count, mix)
+    if cat.count <= MAX_USERS:
+        return rows <= MAX_ROWS
+    limit = WIDE_ROWS if cat.count <= WIDE_USERS else LARGE_ROWS
+    return rows <= limit and cells <= exact_band.MAX_CELLS
 
 
 @bounded_cache(4, TABLE_BYTES)
 def _m_tables(n: int, w_pair: float, s: float):
-    """M | t ~ Bin(n - t, s) over the window of T: (m_lo, pmf, outside mass, error)."""
+    """Y | t ~ Bin(n - t, s) over the window of T: (y_lo, pmf, outside mass, error)."""
     size = n - t_plan(n, w_pair).t
     lo, width = exact_band._window(size, s)
     pm, err = exact_band.window_pmf(size, s, lo, width)
@@ -141,11 +178,11 @@ def _x_tables(m_first: int, m_last: int, q: float):
 
 @bounded_cache(4, TABLE_BYTES)
 def _rows(n: int, w_pair: float, s: float):
-    """The rows (t, m) with P[M = m | t] > 0 in the window: (index of t, m, probability)."""
+    """The rows (t, y) with P[Y = y | t] > 0 in the window: (index of t, y, probability)."""
     tp = t_plan(n, w_pair)
-    m_lo, pm, _, _ = _m_tables(n, w_pair, s)
-    i, j = np.nonzero(pm > 0)
-    return i, m_lo[i] + j, tp.pt[i] * pm[i, j]
+    y_lo, py, _, _ = _m_tables(n, w_pair, s)
+    i, j = np.nonzero(py > 0)
+    return i, y_lo[i] + j, tp.pt[i] * py[i, j]
 
 
 def _chernoff_lambda(cat: Categories) -> float:
@@ -166,22 +203,24 @@ def _chernoff_lambda(cat: Categories) -> float:
     return float(np.exp(s[i]))
 
 
-def _prune(cat: Categories, sh, t: np.ndarray, m: np.ndarray, p_row: np.ndarray,
-           rel: float) -> tuple[np.ndarray, float]:
+def _prune(cat: Categories, sh, t: np.ndarray, m: np.ndarray, shift: np.ndarray,
+           p_row: np.ndarray, rel: float) -> tuple[np.ndarray, float]:
     """Rows worth evaluating, and an upper bound on the rest's share of E[S_+]. Per row,
-    f(t, m) <= E e^{lam (alpha + d B + e X)} / (lam e) (y_+ <= e^{lam y} / (lam e), B and X over
-    their whole binomial laws) = exp(lam alpha + t ln(1 + rho (e^{lam d} - 1))
-    + m ln(1 + q (e^{lam e} - 1))) / (lam e); a row whose bound times P[row] is at most
-    PRUNE / rows of the sum of all of them is left out and its bound added to the upper side
-    (lower side: 0), so at most PRUNE of Chernoff's bound (issue 32: most rows of the 2-D
-    window lie far from the values S > 0). The logarithms' rounding is covered by
+    f <= E e^{lam (alpha + d B + e X)} / (lam e) (y_+ <= e^{lam y} / (lam e), B and X over
+    their whole binomial laws; alpha with the row's ``shift``) = exp(lam alpha
+    + t ln(1 + rho (e^{lam d} - 1)) + m ln(1 + q (e^{lam e} - 1))) / (lam e); a row whose
+    bound times P[row] is at most PRUNE / rows of the sum of all of them is left out and its
+    bound added to the upper side (lower side: 0), so at most PRUNE of Chernoff's bound
+    (issue 32: most rows of the 2-D window lie far from the values S > 0). The logarithms'
+    rounding is covered by
     exp(64 u (sum of their sizes + 2))."""
     lam = _chernoff_lambda(cat)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         # (numpy scalars: an overflow gives inf, and then no row is left out)
         log_b1 = np.log1p(sh.rho * np.expm1(np.float64(lam * sh.d)))
         log_x1 = np.log1p(sh.q * np.expm1(np.float64(lam * sh.e)))
-        parts = (lam * (sh.cb * t + sh.base * m), t * log_b1, m * log_x1, np.log(p_row))
+        parts = (lam * (sh.cb * t + sh.base * m + shift), t * log_b1, m * log_x1,
+                 np.log(p_row))
         log_b = sum(parts) - math.log(lam) - 1.0
         size = sum(np.abs(x) for x in parts) + abs(math.log(lam)) + 3.0
         bound = np.exp(log_b + 64 * U * size) * (1 + rel)
@@ -200,22 +239,23 @@ def mixture_bounds(cat: Categories) -> tuple[float, float]:
     tp = t_plan(n, mix.w_pair)
     b_lo, pb, sb, ssb, b_out, eb, below = exact_band._b_tables(n, mix.w_pair, sh.rho)
     _, _, m_out, em = _m_tables(n, mix.w_pair, mix.s)
-    ti, m, p_row = _rows(n, mix.w_pair, mix.s)
+    ti, y, p_row = _rows(n, mix.w_pair, mix.s)
+    t = tp.t[ti]
+    m = n - t - y                  # the users that are x or zero
+    shift = mix.c_r * y
     m_first = int(m.min())
     x_lo, cx, ccx, x_out, ex, x_rows = _x_tables(m_first, int(m.max()), sh.q)
     plan = exact_band.BandPlan(tp.t, tp.pt, tp.tail_p, b_lo, pb, sb, ssb, b_out, x_lo, cx,
-                               ccx, x_out, eb + ex + eb * ex + 4 * U, x_rows,
-                               below)
-    t = tp.t[ti]
-    # P[T = t] (REL_SPECIAL) times the M table's entry (em) and the product's rounding (2u)
+                               ccx, x_out, eb + ex + eb * ex + 4 * U, x_rows, below)
+    # P[T = t] (REL_SPECIAL) times the Y table's entry (em) and the product's rounding (2u)
     rel = REL_SPECIAL + em + REL_SPECIAL * em + 2 * U
-    keep, pruned = _prune(cat, sh, t, m, p_row, rel)
+    keep, pruned = _prune(cat, sh, t, m, shift, p_row, rel)
     f_lo, f_hi = exact_band.row_bounds(sh, plan, t[keep], m[keep], ti[keep],
-                                       (m[keep] - m_first).astype(np.int64))
+                                       (m[keep] - m_first).astype(np.int64), shift[keep])
     size = float(m.size + tp.t.size)
     lower = float(p_row[keep] @ f_lo) * (1 - rel) * (1 - REL_SUM - size * U)
     upper = float(p_row[keep] @ f_hi) * (1 + rel) * (1 + REL_SUM + size * U) + pruned
-    # M outside its window given t, then T outside its window (module docstring)
+    # Y outside its window given t, then T outside its window (module docstring)
     worst = mix.c_a * tp.t + mix.pool_pos * (n - tp.t)
     upper += float(tp.pt @ (m_out * worst)) * (1 + REL_SPECIAL) * (1 + tp.t.size * 4 * U)
     upper += (mix.c_a * tp.tail_et + mix.pool_pos * n * tp.tail_p) * (1 + 8 * U)

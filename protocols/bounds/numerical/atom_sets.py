@@ -17,10 +17,6 @@ from shufflesim.protocols.errors import require
 from shufflesim.protocols.randomizers.analysis import (
     NeighbourCandidates,  # noqa: F401  (re-exported: defined beside the randomizers)
 )
-from shufflesim.protocols.randomizers.laplace import (  # noqa: F401  (re-exported)
-    LAPLACE_PAIR_GRID,
-    laplace_pair_grid,
-)
 
 #: Default number of cells for discretizing continuous ratios (Laplace).
 DEFAULT_CELLS = 2048

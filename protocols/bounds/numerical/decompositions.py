@@ -98,6 +98,7 @@ from shufflesim.protocols.bounds.numerical.atom_sets import (
     piecewise_interval_atoms,
 )
 from shufflesim.protocols.errors import ParameterError, require
+from shufflesim.protocols.lazy import lazy_functions
 from shufflesim.protocols.randomizers.analysis import (
     DISCRETE_PMF,
     LOG_LINEAR,
@@ -107,11 +108,12 @@ from shufflesim.protocols.randomizers.analysis import (
     NeighbourCandidates,  # noqa: F401  (re-exported: defined beside the randomizers)
 )
 from shufflesim.protocols.randomizers.base import MAX_ENUMERABLE_OUTPUTS, Categorical, Randomizer
-from shufflesim.protocols.randomizers.laplace import (  # noqa: F401  (re-exported)
-    LAPLACE_PAIR_GRID,
-    laplace_pair_grid,
-)
 from shufflesim.protocols.randomizers.registry import randomizer_class, randomizer_names
+
+#: re-exported; the Laplace randomizers' module is imported on its first call (issue 32: a
+#: k-RR bound never loads it)
+(laplace_pair_grid,) = lazy_functions("shufflesim.protocols.randomizers.laplace",
+                                      "laplace_pair_grid")
 
 
 # ----------------------------------------------------------------------------------------------
