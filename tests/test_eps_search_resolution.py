@@ -162,3 +162,29 @@ def test_the_named_fft_point_no_longer_crawls(monkeypatch):
     assert sum(counts) <= 20, counts
     assert res.epsilon == pytest.approx(1.51731368594, rel=1e-10)
     assert res.epsilon + res.epsilon_error >= 1.51731368594
+
+
+@pytest.mark.parametrize("guess_slope", [None, SLOPE])
+def test_a_follow_up_search_from_the_returned_end_finds_the_same_value(guess_slope):
+    """Route consistency (session 14's revert): with estimates that resolve the crossing, a
+    lower-side search ends on its polishing point just past the crossing, so a second search
+    started from its end (as the Thm 5.1 post-processing and the catalogue's variation-ratio
+    inversion are) finds the same value to POLISH_EDGE tolerances. Skipping that point within
+    the tolerance (t34s's POLISH_WITHIN) left the value anywhere inside one tolerance, and the
+    follow-up moved it: compose and bounds disagreed by 1.2e-9, Thm 5.1 stopped winning."""
+    def sharp_exact(eps):
+        t = true_delta(eps) if eps < EPS_MAX else 0.0
+        return Estimate(t * (1 + 1e-12), t * (1 - 1e-12), t * (1 + 1e-12), "synthetic")
+
+    rtol = 1e-7
+    first = epsilon_of_delta(sharp_exact, DELTA, "lower", eps_max=EPS_MAX, rtol=rtol,
+                             resolution_stop=0.5, xtol=1e-15, guess_slope=guess_slope,
+                             guess=1.4 if guess_slope else None)
+    assert first.lower <= CROSSING <= first.upper
+    end = dict(first.ends)[first.value]
+    second = epsilon_of_delta(sharp_exact, DELTA, "lower", eps_max=EPS_MAX, rtol=rtol,
+                              xtol=1e-15, bracket=(first.value, EPS_MAX),
+                              known={first.value: end})
+    tol = rtol * first.value
+    assert abs(second.value - first.value) <= 5 * eps_search.POLISH_EDGE * tol
+    assert CROSSING - first.value <= 5 * eps_search.POLISH_EDGE * tol

@@ -88,9 +88,9 @@ POLISH_EDGE = 0.001
 #: this (relative): then the secant in that coordinate is trusted (:func:`_shaped_root`; on
 #: the 90 searches: 0.1 and 0.2: 747 evaluations, 0.4: 737, 0.7: 735)
 LINEAR = 0.4
-#: side="lower" without a slope (no far pair, no hint): two points measure the slope of ln delta
-#: for the resolution stop when it falls between them by at least this many times the sum of
-#: their estimates' log-widths (:func:`_bracket_slope`; a closer pair measures the noise)
+#: side="lower" without a far pair: two points measure the slope of ln delta for the
+#: resolution stop when it falls between them by at least this many times the sum of their
+#: estimates' log-widths (:func:`_bracket_slope`; a closer pair measures the noise)
 SLOPE_NOISE = 4.0
 #: ... and that measured slope replaces a hint ``guess_slope`` only where they differ by more
 #: than this factor (the normal approximation's slope was 3.7 at subset (6, 2), eps0 = 4,
@@ -381,8 +381,8 @@ def _bracket_slope(seen, side_value, lo: float,
     measures that noise). ``steepest``: the smallest over the pairs of ln(upper(a) /
     lower(b)) / (b - a), the steepest average slope the brackets allow; a steep slope means a
     narrow resolution, so the stop comes late rather than early. None where no pair gives one.
-    Used by side="lower" without a far pair or a hint (issue 32: subset (6, 2), eps0 = 4,
-    n = 1000, delta = 1e-8 took 31 FFT evaluations crawling in steps of ~1e-7)."""
+    Used by side="lower" without a far pair (issue 32: without a hint either, subset (6, 2),
+    eps0 = 4, n = 1000, delta = 1e-8 took 31 FFT evaluations crawling in steps of ~1e-7)."""
     def log_width(e: float) -> float:
         return math.log(seen[e].upper / seen[e].lower)
 
