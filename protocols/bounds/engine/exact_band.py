@@ -255,8 +255,15 @@ def _b_tables(n: int, w_pair: float, rho: float, z_cut: float | None = None):
     return b_lo, pb, sb, ssb, b_out, err + REL_SPECIAL + 2 * (b_w + 2) * U, below
 
 
-#: z-levels of B's cut windows built per (n, w_pair, rho) (:func:`band_cut`)
-_cuts: dict[tuple, list[float]] = {}
+class _Levels(dict):
+    """z-levels of B's cut windows built per (n, w_pair, rho) (:func:`band_cut`); cleared with
+    the table caches (``cache_clear``, as the benchmarks' fresh-cache points do)."""
+
+    def cache_clear(self) -> None:
+        self.clear()
+
+
+_cuts: _Levels = _Levels()
 #: no cut below this many standard deviations (the window's half-width is ~9-10 of them)
 CUT_FLOOR = -6.0
 
