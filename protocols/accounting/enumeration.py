@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from shufflesim.protocols.accounting.pairs import CountModel
-from shufflesim.protocols.accounting.run_masses import run_interval_masses
+from shufflesim.protocols.accounting.run_masses import distinct_columns, run_interval_masses
 from shufflesim.protocols.distributions import binom
 
 #: Default tail mass left out of each binomial window.
@@ -229,8 +229,10 @@ def neutral_bins(model: CountModel, n: int, n_min: int, n_max: int, tail: float,
     # is mass - (1 - rho) (f(hi) - f(lo - 1)): two pmfs, about 20x cheaper than the two cdfs
     # of another row_interval_masses (issue 32; no cancellation: on a tail bin the pmf term
     # is a small share of the mass; the bin {0}, whose mean is 0, is set to 0)
-    pmf = functools.partial(binom.pmf, n=np.maximum(NN - 1, 0), p=rho)
-    inside = mass - (1.0 - rho) * (pmf(bhi) - pmf(blo - 1))
+    ends = np.concatenate([blo - 1, bhi], axis=1)          # each shared end once
+    keep, which = distinct_columns(ends)
+    at = binom.pmf(ends[:, keep], np.maximum(N - 1, 0)[:, None], rho)[:, which]
+    inside = mass - (1.0 - rho) * (at[:, blo.shape[1]:] - at[:, :blo.shape[1]])
     mean = NN * rho * np.where(bhi <= 0, 0.0, np.clip(inside, 0.0, 1.0))
     empty = blo > bhi
     return NeutralBins(n_min, np.where(empty, 0.0, blo), np.where(empty, 0.0, bhi),

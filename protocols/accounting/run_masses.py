@@ -77,6 +77,16 @@ def run_tails(k: np.ndarray, trials: np.ndarray, p: float, upper: bool) -> np.nd
     return out
 
 
+def distinct_columns(ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the columns of ``ends`` kept: the first copy of each distinct column, and for every
+    column the index of its copy among those kept): an interval end shared by two columns
+    (the hi of one interval is the lo - 1 of the next) is then evaluated once."""
+    equal = (ends[:, :, None] == ends[:, None, :]).all(axis=0)     # column i is column j
+    first = np.argmax(equal, axis=0)                                # its first copy
+    keep = np.flatnonzero(first == np.arange(first.size))
+    return keep, np.searchsorted(keep, first)
+
+
 def run_interval_masses(lo: np.ndarray, hi: np.ndarray, trials: np.ndarray,
                         p: float) -> np.ndarray:
     """P[lo <= Bin(trials[r], p) <= hi] for intervals (rows r, columns) of consecutive
@@ -93,11 +103,8 @@ def run_interval_masses(lo: np.ndarray, hi: np.ndarray, trials: np.ndarray,
     down = live & ~up
     cols = lo.shape[1]
     ends = np.concatenate([lo - 1, hi], axis=1)                    # (rows, 2 cols)
-    equal = (ends[:, :, None] == ends[:, None, :]).all(axis=0)     # column i is column j
-    first = np.argmax(equal, axis=0)                                # its first copy
-    keep = np.flatnonzero(first == np.arange(first.size))
+    keep, which = distinct_columns(ends)
     distinct = ends[:, keep].T
-    which = np.searchsorted(keep, first)                            # end column -> distinct
     mass = np.zeros(lo.shape)
     for side, used in ((False, down), (True, up)):
         if not used.any():
