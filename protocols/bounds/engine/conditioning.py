@@ -74,6 +74,7 @@ J_MAX = 16            # at most this many kinks summed one by one on each side o
 J_SD = 4.0            # ... enough to reach J_SD sd of V
 CHUNK = 100_000       # leaf evaluations per vectorized chunk (memory bound)
 KINK_TABLE_ROWS = 4096   # rows from which the single style's kink sum uses one table
+_KEPT = None             # (key, pieces) of the latest single-style rows (_single_terms)
 
 
 @dataclass(frozen=True)
@@ -179,12 +180,11 @@ def _coeffs(cat: Categories, roles: Roles) -> _Coeffs:
     return _Coeffs(cb, ca - cb, rho, pool_mean, alpha, m_r, v_r, bound_r, q, pos_pair, pos_pool)
 
 
-def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs, law=None):
+def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs, keep: bool = False):
     """Upper bound on E D(V) (module docstring, step 2). ``mu`` is the computed mean of V,
     within ``e_v`` of the true one (e_v <= d): distances to kinks are reduced by e_v, and a kink
     within e_v of mu may lie on either side of the true mean, which adds at most e_v times its
-    mass. With ``law`` (engine/pool_law.py) the near kinks' terms also from its tables, and
-    (upper, lower) is returned: the lower from the near kinks whose side is certain."""
+    mass. With ``keep``, also the parts that :func:`_pool_kinks` finishes."""
     shape = np.broadcast(t, mu, dev.var).shape
     t = np.broadcast_to(t, shape)
     bstar = -(k.cb * t + mu) / k.d                # kappa_k - mu = d (b* - k)
@@ -195,7 +195,7 @@ def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs, law=None):
     odds = k.rho / (1.0 - k.rho)
     total = np.zeros(shape)
     near_mass = np.zeros(shape)
-    near = []                                     # (mass, a) per near kink, with ``law``
+    near = []                                     # (mass, a) per near kink, with ``keep``
 
     def add(kk, p):
         nonlocal total, near_mass
@@ -203,12 +203,10 @@ def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs, law=None):
         pk = np.where(valid, np.nan_to_num(p, nan=0.0, posinf=0.0), 0.0)
         a = k.d * (bstar - kk)                     # > 0: kink above mu
         near_mass = near_mass + np.where(np.abs(a) <= e_v, pk, 0.0)
-        if law is not None:
-            near.append((pk, a))
-            return
         dist = np.maximum(np.abs(a) - e_v, 0.0)
         total = total + pk * _tail_bound(dev, dist, np.where(a > 0, 1.0, -1.0))
-
+        if keep:
+            near.append((pk, a))
     # Near kinks k0 - J + 1, ..., k0 + J; pmf by P[k+1]/P[k] = (t-k)/(k+1) * rho/(1-rho).
     add(k0, p0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -237,20 +235,25 @@ def _kink_sum(t, mu, e_v, dev: _Deviation, k: _Coeffs, law=None):
     far_up = np.where(k_up >= 0, far_up, 0.0)
     far_dn = np.where(k_dn <= t, far_dn, 0.0)
     rel = 1 + REL_SPECIAL + 8 * U * (jj + 4)
-    total_lo = np.zeros(shape)
-    if law is not None:     # every near kink at once (the caller intersects with the plain
-        pk, a = np.stack([x[0] for x in near]), np.stack([x[1] for x in near])   # style)
-        dist = np.maximum(np.abs(a) - e_v, 0.0)
-        up = a > 0
-        total = (pk * law.upper(dist, up)).sum(axis=0)
-        sure = np.abs(a) > e_v
-        lo = law.lower(np.where(sure, np.abs(a) + e_v, np.inf), up)
-        total_lo = (pk * lo).sum(axis=0) * (2 - rel)
     # Kinks within e_v of mu: counted among the near ones; all kinks (mass <= 1) if e_v could
     # reach beyond the near set.
     within = np.where(e_v < (jj - 1) * k.d, np.minimum(near_mass * rel, 1.0), 1.0)
     upper = (total + far_up + far_dn) * rel + e_v * within
-    return upper if law is None else (upper, total_lo)
+    if not keep:
+        return upper
+    return upper, (near, far_up + far_dn, rel, e_v * within, e_v)
+
+
+def _pool_kinks(parts, law):
+    """(upper, lower) of E D(V) with the near kinks' terms from engine/pool_law.py's tables
+    (the caller intersects with the plain style): the lower from the near kinks whose side is
+    certain (every term is >= 0), the far sides as in :func:`_kink_sum`."""
+    near, far, rel, slack, e_v = parts
+    pk, a = np.stack([x[0] for x in near]), np.stack([x[1] for x in near])
+    up = a > 0
+    upper = (pk * law.upper(np.maximum(np.abs(a) - e_v, 0.0), up)).sum(axis=0)
+    lower = law.lower(np.where(np.abs(a) > e_v, np.abs(a) + e_v, np.inf), up)
+    return (upper + far) * rel + slack, (pk * lower).sum(axis=0) * (2 - rel)
 
 
 def _leaf_bounds(t, mu, e_v, k: _Coeffs):
@@ -284,15 +287,27 @@ def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err,
     if has_main:
         dev.binom_m, dev.binom_q, dev.alpha = mm, k.q, k.alpha
         dev.bennett_n, dev.bennett_v, dev.bennett_m = mm, k.v_r, k.bound_r
-    lower, upper = _leaf_bounds(tt, v, e_v, k)
     if not kink_sum:
-        return lower, upper
-    if law is not None:
-        add_up, add_lo = _kink_sum(tt, v, e_v, dev, k, law.rows(mm))
-        return lower + add_lo, upper + add_up
-    if has_main and t.size >= KINK_TABLE_ROWS and np.all(var_v > 0) and np.max(e_v) < k.d / 2:
+        return _leaf_bounds(tt, v, e_v, k)
+    if law is None and has_main and t.size >= KINK_TABLE_ROWS and np.all(var_v > 0) \
+            and np.max(e_v) < k.d / 2:
+        lower, upper = _leaf_bounds(tt, v, e_v, k)
         return lower, upper + _tabled_kink_sum(tt, mm, v, e_v, var_v, k)
-    return lower, upper + _kink_sum(tt, v, e_v, dev, k)
+    # the plain style's pieces, kept for an exact-pool call on the same rows (a memo of a
+    # pure function: the same numbers either way)
+    global _KEPT
+    key = (k, float(t[0]), float(t[-1]), t.size, float(m[0]), shifts_v.tobytes(),
+           shifts_err.tobytes(), has_main)
+    if _KEPT is not None and _KEPT[0] == key:
+        lower, upper, add, parts = _KEPT[1]
+    else:
+        lower, upper = _leaf_bounds(tt, v, e_v, k)
+        add, parts = _kink_sum(tt, v, e_v, dev, k, keep=True)
+        _KEPT = (key, (lower, upper, add, parts))
+    if law is None:
+        return lower, upper + add
+    add_up, add_lo = _pool_kinks(parts, law.rows(mm))
+    return lower + add_lo, upper + add_up
 
 
 def _tabled_kink_sum(tt, mm, v, e_v, var_v, k: _Coeffs):

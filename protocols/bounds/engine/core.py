@@ -175,20 +175,20 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
     if chosen == "enumerate":
         lo, hi = enumeration_bounds(active)
     elif chosen == "conditioning":
-        reachable = engine_fft.expected_gap(active, engine_fft.L_MAX)
-        fft_gap = reachable if method == "auto" else math.inf     # costly blocks skipped
-        lo, hi = _conditioning(active, rtol, atol, threshold, decide_only, fft_gap)
+        reach = engine_fft.expected_gap(active, engine_fft.L_MAX) if method == "auto" else math.inf
+        lo, hi, pooled = _conditioning(active, rtol, atol, threshold, decide_only, reach)
+        chosen = "conditioning+pool" if pooled else chosen
         # the exact band sum's bracket is rounding only: the FFT does not narrow it (issue 32)
         undecided = (threshold is None or lo <= threshold < hi) and not exact_sum(active)
         # within BLOCKS_WORTH of the request the bracket is kept (methods.BLOCKS_WORTH)
         if (method == "auto" and undecided and hi - lo > BLOCKS_WORTH * max(rtol * hi, atol)
-                and reachable < 0.5 * (hi - lo) / hi):
+                and reach < 0.5 * (hi - lo) / hi):
             # Both brackets are valid: keep their intersection.
             merged = _levels_lower(groups, epsilon, rtol, atol, threshold, merge_levels)
             if merged is not None:
                 lo, chosen = max(lo, merged), "conditioning+levels"
             else:
-                f_lo, f_hi = engine_fft.fft_bounds(active, max(rtol, reachable))
+                f_lo, f_hi = engine_fft.fft_bounds(active, max(rtol, reach))
                 lo, hi = max(lo, f_lo), min(hi, f_hi)
                 chosen = "conditioning+fft"
     else:
@@ -253,8 +253,8 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
     end = dict(coarse.ends).get(coarse.upper)
     if (coarse.error <= costly_above * coarse.upper and end is not None and end.upper > 0
             and method in ("auto", "conditioning")
-            and needs_blocks(categories(atoms, n, coarse.upper),
-                             (end.upper - end.lower) / end.upper, fine_rtol)):
+            and needs_blocks(categories(atoms, n, coarse.upper), (end.upper - end.lower)
+                             / end.upper, fine_rtol, end.method.startswith("conditioning+pool"))):
         return coarse
 
     def fine(eps):

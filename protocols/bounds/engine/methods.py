@@ -97,12 +97,13 @@ def _single_first(cat: Categories) -> bool:
 
 def _conditioning(cats: list[Categories], rtol: float, atol: float,
                   threshold: float | None, decide_only: bool = False,
-                  fft_gap: float = math.inf) -> tuple[float, float]:
+                  fft_gap: float = math.inf) -> tuple[float, float, bool]:
     """The conditioning method's bracket (the exact sums where they apply, else the single
     style, its exact-pool variant, then block refinements). ``fft_gap``: the relative width
     the FFT fallback is expected to reach (core.hockey_stick): a block refinement costlier
     than CHEAP_LEAVES, or after the exact-pool style (the blocks then rarely gain), is not run
-    where that is under half the current width."""
+    where that is under half the current width. The third value: whether the exact-pool style
+    ran (its evaluations are costlier: :func:`needs_blocks`)."""
     if len(cats) == 1 and exact_band.applicable(cats[0]):
         # a binomial pool and tables of bounded size: the exact sum (engine/exact_band.py),
         # unless only the comparison with threshold is asked for and the single style
@@ -112,17 +113,17 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
         if single_first or (decide_only and threshold is not None):
             lo, hi = conditioning_bounds(cats[0], np.zeros(1), np.ones(1), np.zeros(1), 0)
             if decide_only and threshold is not None and (hi <= threshold or lo > threshold):
-                return lo, hi
+                return lo, hi, False
             if single_first and hi - lo <= max(SINGLE_EXACT * hi, atol):
-                return lo, hi
-        return exact_band.band_bounds(cats[0])
+                return lo, hi, False
+        return (*exact_band.band_bounds(cats[0]), False)
     if len(cats) == 1 and zero_mixture.applicable(cats[0]):
         # an exact zero beside the band's shape (two-level randomizers' blankets)
         if decide_only and threshold is not None:
             lo, hi = conditioning_bounds(cats[0], np.zeros(1), np.ones(1), np.zeros(1), 0)
             if hi <= threshold or lo > threshold:
-                return lo, hi
-        return zero_mixture.mixture_bounds(cats[0])
+                return lo, hi, False
+        return (*zero_mixture.mixture_bounds(cats[0]), False)
     main = _main_group(cats)
     others = [cat for i, cat in enumerate(cats) if i != main]
     if others:
@@ -137,6 +138,7 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
     blocks_help = main_pool_share(cat) >= 0.5
     exact_pool = exact_pool_applies(cat)
     chain_lo, chain_hi = best_lo, best_hi
+    pooled = False
     for n_blocks in (0, -1, *MULTI_BLOCKS):
         if n_blocks < 0 and not exact_pool:
             continue
@@ -153,6 +155,7 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
         # the upper bound the upper ones (every term is >= 0). n_blocks = -1: the single style
         # with the exact law of the main pool count (EXACT_POOL), where the plain one is wide.
         if n_blocks < 0:
+            pooled = True
             lo, hi = exact_pool_bounds(cat, values, p_lo, value_err, rtol)
             if others:
                 hi = exact_pool_bounds(cat, values, p_hi, value_err, rtol)[1]
@@ -177,7 +180,7 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
         if gap > 0.7 * previous_gap and n_t * (4 * n_blocks + 4) * values.size > CHEAP_LEAVES:
             break
         previous_gap = min(gap, previous_gap)
-    return best_lo, best_hi
+    return best_lo, best_hi, pooled
 
 
 def _applicable(method: str, cats: list[Categories]) -> bool:
@@ -200,7 +203,8 @@ def exact_sum(cats: list[Categories]) -> bool:
                                or zero_mixture.applicable(cats[0]))
 
 
-def needs_blocks(cat: Categories, relative_width: float, rtol: float) -> bool:
+def needs_blocks(cat: Categories, relative_width: float, rtol: float,
+                 pooled: bool = False) -> bool:
     """Whether :func:`_conditioning`, asked for ``rtol`` at one group where an estimate had a
     bracket of ``relative_width``, would go on to block refinements (outside the exact band
     sum; ~0.1-0.45 s each at n = 3e4-3e5, where the single style costs ~3 ms).
@@ -210,14 +214,16 @@ def needs_blocks(cat: Categories, relative_width: float, rtol: float) -> bool:
     single style is then computed (one evaluation) and decides. Issue 32: olh d = 4,
     eps0 = 4, n = 138950, the coarse end's 8-block width 4.1655e-4 against 2.5 x 1.6667e-4
     (single style: 0.36), and the polish ran 32 and 128 blocks (1.2 s) for -7.6e-6 of eps."""
-    if not (relative_width > rtol and _select([cat]) == "conditioning"
+    if not ((relative_width > rtol or pooled) and _select([cat]) == "conditioning"
             and not exact_sum([cat]) and main_pool_share(cat) >= 0.5):
         return False
+    if pooled:              # the estimate needed the exact-pool style: the finer ones too
+        return True
     if relative_width > BLOCKS_WORTH * rtol:
         return True
-    # (the exact-pool style counts as costly too: ~2x an evaluation, with up to 8 chunks of
-    # rows at the polish's rtol; hr d = 16, eps0 = 4, n = 71969: a polish of 5 evaluations
-    # took 0.07 of 0.13 s)
+    # (the exact-pool style counts as costly too, ``pooled``: an end it gave, ~2x an
+    # evaluation with up to 8 chunks of rows at the polish's rtol; hr d = 16, eps0 = 4,
+    # n = 138950: a polish of 4 evaluations took 0.04 of 0.1 s)
     lo, hi = conditioning_bounds(cat, np.zeros(1), np.ones(1), np.zeros(1), 0)
     return not (hi > 0 and hi - lo <= BLOCKS_WORTH * rtol * hi)
 
