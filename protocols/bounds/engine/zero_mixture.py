@@ -70,13 +70,14 @@ MAX_USERS = 2000
 #: beyond MAX_USERS users, the method is used while its tables have at most exact_band.MAX_CELLS
 #: cells and its rows are at most WIDE_ROWS (up to WIDE_USERS users) or LARGE_ROWS (beyond):
 #: where the pool's rarer category is rare (eps0 >= 4). On issue 32's sweep (8 randomizers,
-#: delta = 1e-6, n = 2683 - 1e6) it won there by 5-300x (OUE d = 4, eps0 = 8, n = 5179:
-#: 8.5 -> 0.035 s; eps0 = 4, n = 2683: 0.185 -> 0.027 s) and lost up to 2x beyond these limits,
-#: where the exact-pool single style (engine/pool_law.py) is narrow enough (eps0 = 4, n = 37276:
-#: 0.023 -> 0.064 s; eps0 = 8, n = 517947: 0.025 -> 0.040 s)
+#: delta = 1e-6, n = 2683 - 1e6) it won there by up to 300x (OUE d = 4, eps0 = 8, n = 5179:
+#: 8.5 -> 0.035 s; HR d = 16, eps0 = 8, n = 71969: 1.06 -> 0.036 s; eps0 = 4, n = 2683:
+#: 0.185 -> 0.027 s) and lost up to 2x beyond these limits, where the exact-pool single style
+#: (engine/pool_law.py) is narrow enough (eps0 = 4, n = 37276: 0.023 -> 0.064 s; eps0 = 8,
+#: n = 517947, RAPPOR: 0.031 -> 0.053 s); inside them its worst loss was 0.024 -> 0.040 s
 WIDE_USERS = 6000
 WIDE_ROWS = 65_536
-LARGE_ROWS = 12_000
+LARGE_ROWS = 22_000
 #: share of Chernoff's bound that the rows left out may carry (:func:`_prune`)
 PRUNE = 1e-11
 
