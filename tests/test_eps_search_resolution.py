@@ -142,8 +142,8 @@ def test_exact_estimates_still_converge_to_the_tolerance():
 def test_the_named_fft_point_no_longer_crawls(monkeypatch):
     """subset (6, 2), eps0 = 4, n = 1000, delta = 1e-8 (issue 32's named point): exact-lower's
     searches took 31 + 5 FFT evaluations (12 s), the first crawling in steps of ~1e-7; now
-    <= 20 in all, with the same value (1.51731368594, polished by core._polish) and a stated
-    bracket that still holds the former one's lower end."""
+    12 + 7 or 8 (<= 24 asserted), with the same value (1.51731368594, polished by
+    core._polish) and a stated bracket that still holds the former one's lower end."""
     from shufflesim.protocols.bounds.engine import core
     from shufflesim.protocols.bounds.numerical.optimal import exact_lower_epsilon
     from shufflesim.protocols.randomizers import make_randomizer
@@ -159,7 +159,7 @@ def test_the_named_fft_point_no_longer_crawls(monkeypatch):
     monkeypatch.setattr(core, "epsilon_of_delta", counted)
     r = make_randomizer("subset", epsilon0=4.0, domain_size=6, subset_size=2)
     res = exact_lower_epsilon(r, 1000, 1e-8)
-    assert sum(counts) <= 20, counts
+    assert sum(counts) <= 24, counts
     assert res.epsilon == pytest.approx(1.51731368594, rel=1e-10)
     assert res.epsilon + res.epsilon_error >= 1.51731368594
 

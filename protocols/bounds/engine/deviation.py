@@ -59,7 +59,7 @@ def chernoff_log(dev: Deviation, dist, sign):
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         psi = dev.psi(sign * lam)
         log_b = np.where(np.isnan(psi), np.inf, psi - lam * dist - np.log(lam * np.e))
-        heavy = ~(psi <= lam * lam * dev.var)
+        heavy = ~(psi <= lam * lam * dev.var) & (dev.var > 0) & np.isfinite(lam)
         if np.any(heavy):
             shape = log_b.shape
             sub = dev.restricted(heavy)
