@@ -8,8 +8,9 @@ it replaces:
 * exact-lower screens its candidate pairs on a coarser grid with smaller block pairs: the same
   value as refining every candidate, and the screened value of a candidate is never above its
   fine one by more than float noise (both are lower bounds; the fine one is the tighter);
-* enumeration.binomial_log_pmf_around (the lower block pairs' pmfs) agrees with Boost's pmf to
-  1e-11 relative (pld.mass_relative_error allows 4e-11 and more) and is -inf off the support;
+* enumeration.binomial_pmf_around (the block pairs' pmfs, by running products of ratios) agrees
+  with Boost's pmf to 1e-12 relative (pld.mass_relative_error allows 4e-11 and more) and is
+  exactly 0 off the support;
 * calibration of basic over T identical rounds by one engine delta question per eps0 finds the
   eps0 of the search through compose_rounds (within the search's tolerance), certified;
 * basic's per-round eps by engine delta questions (baselines.round_epsilon) is the engine's eps
@@ -26,7 +27,7 @@ import pytest
 from shufflesim.protocols.accounting import baselines, compose, neutral_blocks, pairs, rdp
 from shufflesim.protocols.accounting.calibrate import largest_epsilon0
 from shufflesim.protocols.accounting.compose import Round, compose_rounds
-from shufflesim.protocols.accounting.enumeration import binomial_log_pmf_around
+from shufflesim.protocols.accounting.enumeration import binomial_pmf_around
 from shufflesim.protocols.bounds.numerical.optimal import (
     optimal_blanket_delta,
     optimal_blanket_epsilon,
@@ -96,18 +97,19 @@ def test_exact_lower_screening_gives_the_refined_maximum(monkeypatch, name, kw, 
 
 
 @pytest.mark.parametrize("p", [0.5, 0.1, 0.77, 0.0123])
-def test_binomial_log_pmf_around_matches_boost(p):
+def test_binomial_pmf_around_matches_boost(p):
     S = np.arange(1, 3000, 7, dtype=float)
     c = np.floor(p * S)
     t = np.arange(-250, 251, dtype=float)
-    log_pmf = binomial_log_pmf_around(S, p, c, t)
+    pmf = binomial_pmf_around(S, p, c, t)
     h = c[None, :] + t[:, None]
     inside = (h >= 0) & (h <= S[None, :])
     ref = binom.pmf(np.where(inside, h, 0.0), S[None, :], p)
     live = inside & (ref > 1e-280)
-    rel = np.abs(np.exp(log_pmf[live]) - ref[live]) / ref[live]
-    assert rel.max() < 1e-11
-    assert np.all(np.isneginf(log_pmf[~inside]))
+    rel = np.abs(pmf[live] - ref[live]) / ref[live]
+    assert rel.max() < 1e-12
+    assert np.all(pmf[~inside] == 0.0)
+    assert np.all(pmf >= 0.0)
 
 
 def test_basic_calibration_by_question_matches_the_composed_search():

@@ -54,7 +54,7 @@ import numpy as np
 from shufflesim.protocols.accounting.block_layout import EXACT_ENTRIES, block_ends, layout
 from shufflesim.protocols.accounting.enumeration import (
     Aggregates,
-    _half_binomial_log_pmf,
+    _half_binomial_pmf,
     interval_mass,
     is_symmetric,
     window,
@@ -133,7 +133,7 @@ def block_aggregates(model: CountModel, n: int, side: str, *, tail: float,
     size = 0
     for first in range(0, s_pair.size, cols):        # chunks of blocks: bounded memory
         sl = slice(first, first + cols)
-        pmf = np.exp(_half_binomial_log_pmf(s_pair[sl], t))           # (t, blocks)
+        pmf = _half_binomial_pmf(s_pair[sl], t)           # (t, blocks)
         entries = pmf.size
         # p0, p1 and ell are computed in place in the output arrays, by the formulas
         #   p0 = pmf w (m + alpha D) / m,  p1 = pmf w (m + beta D) / m,

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from shufflesim.protocols.accounting.pairs import CountModel
+from shufflesim.protocols.accounting.run_masses import distinct_columns, run_interval_masses
 from shufflesim.protocols.distributions import binom
 
 #: Default tail mass left out of each binomial window.
@@ -222,14 +223,16 @@ def neutral_bins(model: CountModel, n: int, n_min: int, n_max: int, tail: float,
     blo = np.concatenate([np.zeros((N.size, 1)), starts, hi[:, None] + 1], axis=1)
     bhi = np.concatenate([lo[:, None] - 1, ends, N[:, None]], axis=1)
     NN = np.broadcast_to(N[:, None], blo.shape)
-    mass = row_interval_masses(blo, bhi, NN, rho)
+    mass = run_interval_masses(blo, bhi, N, rho)      # consecutive N (run_masses.py)
     # E[h3; lo <= h3 <= hi] = N rho P[lo - 1 <= Bin(N - 1, rho) <= hi - 1], and from
     # F_N(k) = F_{N-1}(k - 1) + (1 - rho) f(k) (f the pmf of Bin(N - 1, rho)) that probability
     # is mass - (1 - rho) (f(hi) - f(lo - 1)): two pmfs, about 20x cheaper than the two cdfs
     # of another row_interval_masses (issue 32; no cancellation: on a tail bin the pmf term
     # is a small share of the mass; the bin {0}, whose mean is 0, is set to 0)
-    pmf = functools.partial(binom.pmf, n=np.maximum(NN - 1, 0), p=rho)
-    inside = mass - (1.0 - rho) * (pmf(bhi) - pmf(blo - 1))
+    ends = np.concatenate([blo - 1, bhi], axis=1)          # each shared end once
+    keep, which = distinct_columns(ends)
+    at = binom.pmf(ends[:, keep], np.maximum(N - 1, 0)[:, None], rho)[:, which]
+    inside = mass - (1.0 - rho) * (at[:, blo.shape[1]:] - at[:, :blo.shape[1]])
     mean = NN * rho * np.where(bhi <= 0, 0.0, np.clip(inside, 0.0, 1.0))
     empty = blo > bhi
     return NeutralBins(n_min, np.where(empty, 0.0, blo), np.where(empty, 0.0, bhi),
@@ -250,45 +253,52 @@ def is_symmetric(model: CountModel) -> bool:
     return close(w1, w2) and close(a1 - b1, b2 - a2)
 
 
-def _half_binomial_log_pmf(S: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """log P[Bin(S, 1/2) = c + t], c = floor(S / 2), for offsets t (rows) and S (columns):
-    :func:`binomial_log_pmf_around` with p = 1/2."""
-    return binomial_log_pmf_around(S, 0.5, np.floor(S / 2.0), t)
+def _half_binomial_pmf(S: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """P[Bin(S, 1/2) = c + t], c = floor(S / 2), for offsets t (rows) and S (columns):
+    :func:`binomial_pmf_around` with p = 1/2."""
+    return binomial_pmf_around(S, 0.5, np.floor(S / 2.0), t)
 
 
-def binomial_log_pmf_around(S: np.ndarray, p: float, c: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """log P[Bin(S, p) = c + t] for offsets t (rows, sorted) and columns (S, c), 0 <= c <= S
-    (c near the mode): the pmf at c from Boost (scipy.stats.binom.pmf), the rest by cumulative
-    sums of the log ratios log((S - h) / (h + 1)) + log(p / (1 - p)) upwards and
-    log(h / (S - h + 1)) + log((1 - p) / p) downwards (each term within a few ulp, so the
-    relative error of a pmf is about 1e-14 after 10^4 steps: far inside
-    pld.mass_relative_error); -inf off the support. One pass of elementwise work instead of a
-    Boost call per entry."""
+def binomial_pmf_around(S: np.ndarray, p: float, c: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """P[Bin(S, p) = c + t] for offsets t (rows, sorted, holding 0) and columns (S, c),
+    0 <= c <= S (c near the mode): the pmf at c from Boost (scipy.stats.binom.pmf), the rest by
+    cumulative products of the ratios (S - h) / (h + 1) p / (1 - p) upwards and
+    h / (S - h + 1) (1 - p) / p downwards. Each factor is within an ulp or two, so the relative
+    error after k steps is about 2k ulp (measured: <= 3e-13 against Boost at k <= 250, S < 3000,
+    where the former cumulative sum of log ratios, then exp, gave <= 8.5e-13): far inside
+    pld.mass_relative_error. Exactly 0 off the support (a ratio there is clipped to 0, and every
+    product after it is 0: the support is contiguous around c). One pass of elementwise work
+    instead of a Boost call per entry, and no log or exp per entry (issue 32: 0.7x the time of
+    the log-sum version on the block pairs at n = 1e5)."""
     S = np.asarray(S, dtype=float)
     c = np.asarray(c, dtype=float)
-    log_c = np.log(binom.pmf(c, S, p))
-    log_odds = math.log(p) - math.log1p(-p)
-    out = np.full((t.size, S.size), -np.inf)
+    at_c = binom.pmf(c, S, p)
+    odds = p / (1.0 - p)
+    out = np.empty((t.size, S.size))
     zero = int(np.searchsorted(t, 0))
+    out[zero] = at_c
     up = t[zero:]
-    # a step off the support has ratio <= 0: its log is -inf, and so is every sum after it
-    # (the support is contiguous around c), so the result is -inf exactly off the support
-    if up.size > 1:
+    if up.size > 1:                      # rows zero + 1 ..: ratios, then their running product
         i = up[:-1, None]
-        with np.errstate(divide="ignore"):
-            steps = np.log(np.maximum((S - c - i) / (c + i + 1.0), 0.0))
-        if log_odds:
-            steps += log_odds
-        out[zero + 1:] = log_c + np.cumsum(steps, axis=0)
-    out[zero] = log_c
-    down = -t[:zero][::-1]  # 1, 2, ...
+        steps = out[zero + 1:]
+        np.subtract(S - c, i, out=steps)
+        np.maximum(steps, 0.0, out=steps)
+        np.divide(steps, c + i + 1.0, out=steps)
+        if odds != 1.0:
+            np.multiply(steps, odds, out=steps)
+        np.multiply(steps[0], at_c, out=steps[0])
+        np.cumprod(steps, axis=0, out=steps)
+    down = -t[:zero][::-1]               # 1, 2, ...: rows zero - 1, zero - 2, ..
     if down.size:
         i = down[:, None]
-        with np.errstate(divide="ignore"):
-            steps = np.log(np.maximum((c - i + 1.0) / (S - c + i), 0.0))
-        if log_odds:
-            steps -= log_odds
-        out[:zero] = (log_c + np.cumsum(steps, axis=0))[::-1]
+        steps = out[:zero][::-1]
+        np.subtract(c + 1.0, i, out=steps)
+        np.maximum(steps, 0.0, out=steps)
+        np.divide(steps, S - c + i, out=steps)
+        if odds != 1.0:
+            np.divide(steps, odds, out=steps)
+        np.multiply(steps[0], at_c, out=steps[0])
+        np.cumprod(steps, axis=0, out=steps)
     return out
 
 
@@ -342,7 +352,7 @@ def _symmetric_loop(model: CountModel, n: int, S_all, t, bins: NeutralBins, p_s,
             for c0 in range(0, sel.size, cols):
                 cs = sel[c0:c0 + cols]
                 S = S_all[cs]
-                X = np.exp(_half_binomial_log_pmf(S, t)) * p_s[cs][None, :]
+                X = _half_binomial_pmf(S, t) * p_s[cs][None, :]
                 rows = (n - S).astype(np.int64) - bins.n_min
                 pk, mk = bins.mass[rows], bins.mean[rows]
                 y_p += small_product(X, pk)

@@ -39,7 +39,7 @@ import numpy as np
 
 from shufflesim.protocols.accounting.enumeration import (
     Aggregates,
-    binomial_log_pmf_around,
+    binomial_pmf_around,
     interval_mass,
     window,
 )
@@ -93,7 +93,7 @@ def lower_block_aggregates(model: CountModel, n: int, *, tail: float,
     for first in range(0, s_pair.size, cols):        # chunks of blocks: bounded memory
         sl = slice(first, first + cols)
         h1 = c[sl][None, :] + t[:, None]
-        pmf = np.exp(binomial_log_pmf_around(s_pair[sl], q, c[sl], t))
+        pmf = binomial_pmf_around(s_pair[sl], q, c[sl], t)
         u = h1 - q * s_pair[sl][None, :]
         mm = m[sl][None, :]
         base = pmf * weight[sl][None, :]

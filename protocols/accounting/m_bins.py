@@ -40,7 +40,7 @@ import numpy as np
 from shufflesim.protocols.accounting.enumeration import (
     Aggregates,
     AggregateStream,
-    _half_binomial_log_pmf,
+    _half_binomial_pmf,
     interval_mass,
     is_symmetric,
     row_interval_masses,
@@ -202,7 +202,7 @@ def m_bin_stream(model: CountModel, n: int, *, tail: float,
             for first in range(0, sel.size, rows):        # chunks of S: bounded memory
                 part = slice(first, first + rows)
                 idx = sel[part]
-                X = np.exp(_half_binomial_log_pmf(S[idx], t))   # (t, S of the chunk)
+                X = _half_binomial_pmf(S[idx], t)   # (t, S of the chunk)
                 row, q = np.nonzero(~empty[idx, inner])
                 if row.size:                      # the chunk's bands, spread onto its bins of m
                     col = column[jg[idx[row], q]]

@@ -51,7 +51,7 @@ import numpy as np
 from shufflesim.protocols.accounting.block_layout import EXACT_ENTRIES, block_ends, layout
 from shufflesim.protocols.accounting.enumeration import (
     Aggregates,
-    _half_binomial_log_pmf,
+    _half_binomial_pmf,
     interval_mass,
     is_symmetric,
     neutral_bins,
@@ -169,7 +169,7 @@ def neutral_block_aggregates(model: CountModel, n: int, *, tail: float, weak_rto
         y_v = np.zeros((t.size, bins_m))
         for first in range(0, sel.size, cols):        # chunks of blocks: bounded memory
             part = sel[first:first + cols]
-            X = np.exp(_half_binomial_log_pmf(sa[part], t))        # (t, blocks)
+            X = _half_binomial_pmf(sa[part], t)        # (t, blocks)
             y_w += small_product(X, w_j[first:first + cols])
             y_v += small_product(X, v_j[first:first + cols])
         D = (2.0 * t - parity)[:, None]
