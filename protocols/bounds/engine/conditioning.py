@@ -298,8 +298,9 @@ def _single_terms(t, m, k: _Coeffs, has_main: bool, shifts_v, shifts_err,
     global _KEPT
     key = (k, float(t[0]), float(t[-1]), t.size, float(m[0]), shifts_v.tobytes(),
            shifts_err.tobytes(), has_main)
-    if _KEPT is not None and _KEPT[0] == key:
-        lower, upper, add, parts = _KEPT[1]
+    kept = _KEPT                       # one read: another thread may replace it
+    if kept is not None and kept[0] == key:
+        lower, upper, add, parts = kept[1]
     else:
         lower, upper = _leaf_bounds(tt, v, e_v, k)
         add, parts = _kink_sum(tt, v, e_v, dev, k, keep=True)
