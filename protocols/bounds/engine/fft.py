@@ -382,6 +382,9 @@ ROUNDED_USELESS = 4.0     # plain rounding skipped beyond this predicted relativ
 #: passes that cannot narrow the bracket (laplace_metric, n = 1e4: two 2^21-point
 #: convolutions, 0.7 s of each 0.8-1.1 s evaluation, never kept)
 ROUNDED_OPTIMISM = 4.0
+#: a finer randomized rounding aims at this fraction of rtol (bracket ~ h^2: subset (6, 2),
+#: eps0 = 4, n = 1000: 87480 -> 540000 points took it 0.0366 -> 0.00116)
+FINER_AIM = 0.5
 
 
 def expected_gap(cats: list[Categories], length: int) -> float:
@@ -429,6 +432,17 @@ def window_sd(cats: list[Categories], rtol: float) -> float:
     return K_WINDOW
 
 
+def _finer_spread_length(length: int, gap: float, rtol: float, limit: int) -> int | None:
+    """Grid of a randomized rounding whose bracket (~ h^2) should be FINER_AIM * rtol, given
+    the relative ``gap`` on ``length`` points; None unless longer and at most ``limit`` (the
+    plain rounding's grid). Only the cost depends on this: each bracket is guaranteed."""
+    if not (gap > 0 and math.isfinite(gap)):
+        return None
+    want = math.ceil(length * math.sqrt(gap / (FINER_AIM * max(rtol, 1e-12))))
+    finer = fft.next_fast_len(min(want, limit), real=True)
+    return finer if length < finer <= limit else None
+
+
 def fft_bounds(cats: list[Categories], rtol: float, step: float | None = None,
                length: int | None = None) -> tuple[float, float]:
     """Guaranteed (lower, upper) for E[(sum)_+] by FFT (module docstring).
@@ -472,6 +486,14 @@ def fft_bounds(cats: list[Categories], rtol: float, step: float | None = None,
                or predicted > ROUNDED_OPTIMISM * (upper - lower) / max(upper, TINY))
     if upper - lower > rtol * upper and not useless:
         length1 = fft.next_fast_len(max(L_MIN, math.ceil(span / h1) + 2), real=True)
+        finer = _finer_spread_length(length, (upper - lower) / max(upper, TINY), rtol,
+                                     min(cap, length1))
+        if finer is not None:   # one convolution instead of the plain rounding's two (issue 32)
+            h2 = span / (finer - 1)
+            lo2, up2 = _spread_bounds(cats, h2, finer, sd, 0.5 * (finer * h2 - 2 * spread) / sd)
+            lower, upper = max(lower, lo2), min(upper, up2)
+            useless = predicted > ROUNDED_OPTIMISM * (upper - lower) / max(upper, TINY)
+    if upper - lower > rtol * upper and not useless:
         h1 = span / (length1 - 1)
         lo1, up1 = _rounded_bounds(cats, h1, length1, sd, 0.5 * (length1 * h1 - 2 * spread) / sd)
         lower, upper = max(lower, lo1), min(upper, up1)
