@@ -382,8 +382,7 @@ ROUNDED_USELESS = 4.0     # plain rounding skipped beyond this predicted relativ
 #: passes that cannot narrow the bracket (laplace_metric, n = 1e4: two 2^21-point
 #: convolutions, 0.7 s of each 0.8-1.1 s evaluation, never kept)
 ROUNDED_OPTIMISM = 4.0
-#: a finer randomized rounding aims at this fraction of rtol (bracket ~ h^2: subset (6, 2),
-#: eps0 = 4, n = 1000: 87480 -> 540000 points took it 0.0366 -> 0.00116)
+#: a finer randomized rounding aims at this fraction of rtol (its bracket shrinks about as h^2)
 FINER_AIM = 0.5
 
 
@@ -435,7 +434,8 @@ def window_sd(cats: list[Categories], rtol: float) -> float:
 def _finer_spread_length(length: int, gap: float, rtol: float, limit: int) -> int | None:
     """Grid of a randomized rounding whose bracket (~ h^2) should be FINER_AIM * rtol, given
     the relative ``gap`` on ``length`` points; None unless longer and at most ``limit`` (the
-    plain rounding's grid). Only the cost depends on this: each bracket is guaranteed."""
+    plain rounding's grid, whose pass it replaces: on the same grid its first-order bracket
+    was 4-40x wider in every case measured, issue 32). Each bracket is guaranteed."""
     if not (gap > 0 and math.isfinite(gap)):
         return None
     want = math.ceil(length * math.sqrt(gap / (FINER_AIM * max(rtol, 1e-12))))
@@ -492,9 +492,9 @@ def fft_bounds(cats: list[Categories], rtol: float, step: float | None = None,
             h2 = span / (finer - 1)
             lo2, up2 = _spread_bounds(cats, h2, finer, sd, 0.5 * (finer * h2 - 2 * spread) / sd)
             lower, upper = max(lower, lo2), min(upper, up2)
-            useless = predicted > ROUNDED_OPTIMISM * (upper - lower) / max(upper, TINY)
-    if upper - lower > rtol * upper and not useless:
-        h1 = span / (length1 - 1)
-        lo1, up1 = _rounded_bounds(cats, h1, length1, sd, 0.5 * (length1 * h1 - 2 * spread) / sd)
-        lower, upper = max(lower, lo1), min(upper, up1)
+        else:
+            h1 = span / (length1 - 1)
+            k1 = 0.5 * (length1 * h1 - 2 * spread) / sd
+            lo1, up1 = _rounded_bounds(cats, h1, length1, sd, k1)
+            lower, upper = max(lower, lo1), min(upper, up1)
     return max(lower * (1 - REL_SUM), 0.0), upper * (1 + REL_SUM) + TINY
