@@ -68,3 +68,49 @@ def test_exact_lower_is_below_the_dense_divergence_at_its_eps(d, f, n):
     found = [delta for _, delta in model_deltas(r, n, result.epsilon)]
     assert max(found) > delta
     assert result.epsilon <= mm.exact_upper_bound(r, n, delta).epsilon
+
+
+def _small_n_tables():
+    """cheu d = 16, f = 0.15 at n = 50: many slices' heavy runs end at the grid's last column
+    (the windows cover whole supports), the case where the narrowed layout pads past it."""
+    from shufflesim.protocols.bounds.multi_message import models
+    r = make_randomizer("cheu", epsilon0=1.0, domain_size=16, flip_probability=F)
+    return [t for *_, m in mm.lower_models(r, 50) if isinstance(m, models.ThinnedProductModel)
+            for t in models.thinned_tables_of(m, mm.blanket_count(r, 50))]
+
+
+def test_narrowed_cells_are_each_slice_heavy_run_once():
+    """prepared keeps, per slice, exactly the cells of its heavy run, each once (session 15:
+    the padding past the last column used to repeat that column's cell, up to 9 times)."""
+    tables = _small_n_tables()
+    assert tables
+    for t in tables:
+        a0, a1, ga, la = t["a"]
+        c1, c2 = t["c1"][:, None], t["c2"][:, None]
+        full = (c1 * a0, c1 * a1, c2 * ga)
+        heavy = (full[0] + full[1] + full[2]) > thinned_curve.CELL_DROP
+        width = heavy.shape[1]
+        assert heavy[:, -1].any()                       # the case is present
+        ready = thinned_curve.prepared(t)
+        assert ready["w"][0].shape[1] < width            # and the table is narrowed
+        for i in np.flatnonzero(heavy.any(axis=1)):
+            lo = int(np.argmax(heavy[i]))
+            hi = width - int(np.argmax(heavy[i, ::-1]))
+            for kept, whole in zip(ready["w"], full, strict=True):
+                assert sorted(kept[i][kept[i] != 0]) == sorted(whole[i, lo:hi][whole[i, lo:hi] != 0])
+
+
+def test_narrowed_region_masses_match_the_full_grid():
+    """Region masses of the narrowed layout against the full grid's (every cell, no
+    narrowing): equal up to the dropped cells (< CELL_DROP each) and rounding."""
+    for t in _small_n_tables():
+        ready = thinned_curve.prepared(t)
+        a0, a1, ga, la = t["a"]
+        c1, c2 = t["c1"][:, None], t["c2"][:, None]
+        whole = dict(ready, w=(c1 * a0, c1 * a1, c2 * ga), cut0=t["shift"] - la)
+        thresholds = np.linspace(-0.5, 2.0, 11)
+        for narrow, full in zip(thinned_curve.region_masses(ready, thresholds),
+                                thinned_curve.region_masses(whole, thresholds), strict=True):
+            dropped = a0.shape[1] * thinned_curve.CELL_DROP
+            assert np.all(narrow <= full * (1 + 1e-12) + 1e-300)
+            assert np.all(narrow >= full * (1 - 1e-12) - dropped)
