@@ -14,8 +14,9 @@ Over a grid of randomizers x domain size x eps0 x n x delta:
 Regime errors (a bound outside its validity regime) are skipped. The full grid (>= 1000 points)
 is ``slow`` (set $SHUFFLESIM_SOUNDNESS_WORKERS to spread it over processes, and
 $SHUFFLESIM_SOUNDNESS_N, e.g. "100,1000" or n off the grid such as "19307",
-$SHUFFLESIM_SOUNDNESS_RANDOMIZERS, e.g. "krr,brr", and/or $SHUFFLESIM_SOUNDNESS_CONFIGS, e.g. "rappor(domain_size=16);laplace()", for a
-partial run); the default run uses a small subset. docs/soundness.md
+$SHUFFLESIM_SOUNDNESS_RANDOMIZERS, e.g. "krr,brr", and/or
+$SHUFFLESIM_SOUNDNESS_CONFIGS, e.g. "rappor(domain_size=16);laplace()", for a partial run); the
+default run uses a small subset. docs/soundness.md
 records the latest full run and docs/soundness_grid.csv its collected rows.
 """
 
