@@ -217,13 +217,13 @@ def needs_blocks(cat: Categories, relative_width: float, rtol: float,
     if not ((relative_width > rtol or pooled) and _select([cat]) == "conditioning"
             and not exact_sum([cat]) and main_pool_share(cat) >= 0.5):
         return False
-    if pooled:              # the estimate needed the exact-pool style: the finer ones too
+    if pooled:
+        # the estimate needed the exact-pool style, and the finer ones would too: ~2x an
+        # evaluation with up to 8 chunks of rows at the polish's rtol (hr d = 16, eps0 = 4,
+        # n = 138950: a polish of 4 evaluations took 0.04 of 0.1 s)
         return True
     if relative_width > BLOCKS_WORTH * rtol:
         return True
-    # (the exact-pool style counts as costly too, ``pooled``: an end it gave, ~2x an
-    # evaluation with up to 8 chunks of rows at the polish's rtol; hr d = 16, eps0 = 4,
-    # n = 138950: a polish of 4 evaluations took 0.04 of 0.1 s)
     lo, hi = conditioning_bounds(cat, np.zeros(1), np.ones(1), np.zeros(1), 0)
     return not (hi > 0 and hi - lo <= BLOCKS_WORTH * rtol * hi)
 
@@ -245,6 +245,7 @@ def exact_pool_bounds(cat: Categories, values, probs, value_err,
     6.5e-4 instead of 5.3e-2, where the coarse eps search went on to 8- and 32-block
     refinements (~0.1 s an evaluation; issue 32). ``rtol``: the request (the rows are cut into
     chunks whose relative range of pool sizes is about that; up to 8)."""
+    # through the module (not this module's name, which tests wrap to count block refinements)
     return conditioning.conditioning_bounds(cat, values, probs, value_err, 0,
                                             exact_pool=max(rtol, 1e-6))
 
