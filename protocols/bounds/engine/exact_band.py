@@ -60,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.protocols.bounds.engine.band_recurrence import CHAIN_ROWS, _x_recurrence
+from shufflesim.protocols.bounds.engine.band_sums import band_sums
 from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - read as exact_band.*
     SHARE_ULPS,
     _seen_parameters,
@@ -75,7 +76,6 @@ from shufflesim.protocols.bounds.engine.binomial_window import (  # noqa: F401 -
 )
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, REL_SUM, TINY, Categories, U
 from shufflesim.protocols.bounds.engine.conditioning import choose_roles
-from shufflesim.protocols.bounds.engine.flat_rows import rows_of
 from shufflesim.protocols.bounds.engine.plans import t_plan
 from shufflesim.protocols.bounds.engine.table_cache import TABLE_BYTES, bounded_cache
 from shufflesim.protocols.distributions import binom
@@ -404,12 +404,9 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     kb1 = np.minimum(k_hi, b_hi + 1)
     width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
     ve = 8 * U * (size + d * (t + 1) + ae * (m + 1)) * (1 + 1e-6)
-    for r in range(0, t.size if width > 0 else 0, BAND_ROWS):
-        c = slice(r, r + BAND_ROWS)
-        df, ds = _band_sums(plan, d, e, alpha[c], kb0[c], kb1[c], b_lo[c], x_lo[c], x_hi[c],
-                            ix_hi[c], bi[c], xt[c], ve[c], width)
-        f[c] = f[c] + df
-        slope[c] = slope[c] + ds
+    df, ds = band_sums(plan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, bi, xt, ve, width)
+    f += df
+    slope += ds
     out = plan.b_out[bi] + plan.x_out[xi]
     # k below a cut window (band_cut): no term of the band when its largest value is < -4 ve
     below = plan.b_below[bi]
@@ -418,61 +415,11 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     slope = np.minimum(slope + out, 1.0)
     # the slope argument needs the value error below one step of B and of X
     slope = np.where(4 * ve < min(d, ae if ae > 0 else math.inf), slope, 1.0)
-    rel = plan.rel + (width + 40) * U
+    rel = plan.rel + (width + 41) * U        # + 1: band_sums' factor |e|
     f_lo = np.maximum(f * (1 - rel) - 2 * ve * slope, 0.0)
     f_hi = f * (1 + rel) + 2 * ve * slope + out * np.maximum(alpha + d * t, 0.0)
     f_hi = f_hi + below * np.maximum(top_below + 2 * ve, 0.0)
     return f_lo, f_hi
-
-
-#: rows of the band computed at a time (row_bounds): the (rows x band) temporaries stay in
-#: cache (the mixture of engine/zero_mixture.py has ~35 000 rows x 10 at n = 1e3); each row's
-#: numbers are the same as in one pass
-BAND_ROWS = 2048
-
-
-def _band_sums(plan: BandPlan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, bi, xi, ve,
-               width: int):
-    """The band's part of f and of its slope for some rows (row_bounds), k in [kb0, kb1)
-    padded to ``width``. The slope counts the x with computed alpha + d k + e x > -3 ve (exact
-    > -2 ve): x <= floor((alpha + d k + 4 ve) / |e|) (one ve more: the division's rounding is
-    far below ve / |e|); it was x <= x*(k) + 2, two steps of |e| more: at oue d = 4, eps0 = 4,
-    n = 100 (|e| ~ 765) rows with S < -700 carried 2 ve each, 30 % of delta = 1e-12."""
-    ae, b_w = abs(e), plan.b_w
-    step = np.arange(width)
-    k = kb0[:, None] + step
-    valid = k < kb1[:, None]
-    a_k = d * k
-    a_k += alpha[:, None]
-    xs = a_k / ae
-    np.floor(xs, out=xs)
-    lo1 = (x_lo - 1)[:, None]
-    xh = np.maximum(xs, lo1)
-    np.minimum(xh, x_hi[:, None], out=xh)
-    ix = (xh - lo1).astype(np.int64)
-    cx, ccx, pb = rows_of(plan.cx, xi), rows_of(plan.ccx, xi), rows_of(plan.pb, bi)
-    inside = xs >= x_lo[:, None]
-    inside &= valid
-    g = e * xh
-    g += a_k
-    np.maximum(g, 0.0, out=g)
-    g *= cx(ix)
-    ix -= 1
-    np.maximum(ix, 0, out=ix)
-    h = ccx(ix)
-    h *= ae
-    g += h
-    ib = (kb0 - b_lo).astype(np.int64)[:, None] + step
-    np.minimum(ib, b_w - 1, out=ib)
-    p_k = np.where(valid, pb(ib), 0.0)
-    xv = a_k + 4 * ve[:, None]
-    xv /= ae
-    np.floor(xv, out=xv)
-    xv -= lo1
-    np.maximum(xv, 0, out=xv)
-    np.minimum(xv, (ix_hi + 1)[:, None], out=xv)
-    iv = xv.astype(np.int64)
-    return ((p_k * np.where(inside, g, 0.0)).sum(axis=1), (p_k * cx(iv)).sum(axis=1))
 
 
 def _t_tail_bound(cat: Categories, n: int, w_pair: float) -> float:
