@@ -29,10 +29,45 @@ sum adds 1u relative (exact_band.row_bounds counts it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-__all__ = ["band_sums"]
+__all__ = ["RowSetup", "band_sums", "row_setup"]
+
+
+@dataclass(frozen=True)
+class RowSetup:
+    """The eps-independent part of exact_band.row_bounds for some rows of a plan: their
+    windows of B and X, X's table row, the look-ups of the closed form above the band that
+    depend only on the windows, and the mass outside the windows. Built once per rows (an
+    eps search evaluates the same rows several times: engine/zero_mixture.py)."""
+
+    b_lo: np.ndarray
+    b_hi: np.ndarray         # last k of B's window within the support
+    x_lo: np.ndarray
+    x_hi: np.ndarray         # last x of X's window within the support (x_lo without X)
+    ix_hi: np.ndarray        # x_hi - x_lo (int)
+    xt: np.ndarray           # row of the X tables
+    px_w: np.ndarray         # CX(x_hi)
+    ccx_hi: np.ndarray       # CCX(x_hi - 1)
+    out: np.ndarray          # P[B outside its window] + P[X outside its window]
+    below: np.ndarray        # P[B below a cut window]
+
+
+def row_setup(plan, t: np.ndarray, m: np.ndarray, bi: np.ndarray, xi: np.ndarray,
+              has_x: bool) -> RowSetup:
+    """:class:`RowSetup` of the rows (t pair users, m pool users; ``bi`` / ``xi`` their rows
+    in the plan's B / X tables; ``has_x``: the shape has a pool variable X)."""
+    b_lo = plan.b_lo[bi]
+    b_hi = np.minimum(b_lo + plan.b_w - 1, t)          # entries beyond the support: no mass
+    x_lo = plan.x_lo[xi]
+    x_hi = np.minimum(x_lo + plan.x_w - 1, m) if has_x else x_lo
+    ix_hi = (x_hi - x_lo).astype(np.int64)
+    xt = plan.x_rows[xi]
+    return RowSetup(b_lo, b_hi, x_lo, x_hi, ix_hi, xt, plan.cx[xt, ix_hi + 1],
+                    plan.ccx[xt, ix_hi], plan.b_out[bi] + plan.x_out[xi], plan.b_below[bi])
 
 #: rows of the band computed at a time: the (band x rows) temporaries stay in cache (the
 #: mixture of engine/zero_mixture.py has ~35 000 rows x 10 at n = 1389)
