@@ -421,7 +421,8 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     kb0 = k_lo + 1.0
     kb0 -= wide
     np.maximum(kb0, b_lo, out=kb0)
-    slope += setup.cx_lo * ~wide
+    if e != 0.0:                        # (without X there is no band)
+        slope += setup.cx_lo * ~wide
     kb1 = np.minimum(k_hi, b_hi1)
     width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
     df, ds = band_sums(plan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, bi, xt, ve, width)
