@@ -149,19 +149,20 @@ def band_sums(plan, d: float, e: float, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi
         q, xs, g = buf_q[:, :n_c], buf_x[:, :n_c], buf_g[:, :n_c]
         lo1 = x_lo[c] - 1.0
         hi = x_hi[c]
-        # a = alpha + d (kb0 + j), then a / |e| and x^ (clipped to [x_lo - 1, x_hi])
+        # a = alpha + d (kb0 + j), then a / |e| and x* = floor(a / |e|)
         np.add(d_steps, alpha[c] + d * kb0[c], out=q)
         np.multiply(q, inv, out=q)
         np.floor(q, out=xs)
+        # the slope's x* + 1: where a + e (x* + 1) > -4 ve, i.e. a / |e| - x* >= 1 - 4 ve / |e|
+        # (rare: looked up cell by cell below)
+        np.subtract(q, xs, out=g)
+        rare = bool(np.any(g >= 1.0 - 4.01 * float(np.max(ve[c])) * inv))
+        # x^ = x* clipped to [x_lo - 1, x_hi], a / |e| - x^ and the flat index of CX(x^)
         np.clip(xs, lo1, hi, out=xs)
-        np.subtract(q, xs, out=q)                      # a / |e| - x^
-        # the slope's x^ + 1: where a + e (x^ + 1) > -4 ve, i.e. a / |e| - x^ >= 1 - 4 ve / |e|
-        # (with x^ inside the window: at x_hi the window ends; below x_lo, a / |e| - x^ < 0)
-        thr = 1.0 - 4.01 * ve[c] * inv
-        bump = q >= thr
-        bump &= q < 1.0
+        np.subtract(q, xs, out=q)
         base_x = xt[c].astype(np.intp) * cx_rs
-        idx = (xs - lo1 + base_x).astype(np.intp)     # flat index of CX(x^) (exact integers)
+        xs += (base_x - lo1)
+        idx = xs.astype(np.intp)
         cxv = np.take(cx_f, idx)
         # G / |e|: 0 where x* < x_lo (idx at the row's column 0)
         inside = idx > base_x
@@ -176,10 +177,18 @@ def band_sums(plan, d: float, e: float, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi
         p *= isteps < (kb1[c] - kb0[c]).astype(np.intp)
         df[c] = np.einsum("ji,ji->i", p, g)
         ds[c] = np.einsum("ji,ji->i", p, cxv)
-        bump &= xs < hi
-        if bump.any():
-            jj, ii = np.nonzero(bump)
-            idx += 1                                    # back to CX(x^)'s index
-            extra = p[jj, ii] * (np.take(cx_f, idx[jj, ii] + 1) - cxv[jj, ii])
-            np.add.at(ds, r + ii, np.maximum(extra, 0.0))
+        if rare:
+            _next_x(ds, r, q, xs - base_x + lo1, hi, lo1, ve[c] * inv, p, idx + 1, cx_f)
     return df * ae, ds
+
+
+def _next_x(ds, r: int, frac, xh, hi, lo1, ve_e, p, idx, cx_f) -> None:
+    """Add to ``ds`` (rows r, r + 1, ...) P[B = k] P[X = x^ + 1] for the cells whose value at
+    x^ + 1 lies within 4 ve of 0: a / |e| - x^ >= 1 - 4 ve / |e| with x^ inside the window
+    (x_lo - 1 <= x^ < x_hi; at x_hi the window ends, below it a / |e| - x^ < 0); ``frac`` is
+    a / |e| - x^, ``idx`` the flat index of CX(x^)."""
+    cells = (frac >= 1.0 - 4.01 * ve_e) & (frac < 1.0) & (xh < hi) & (xh >= lo1) & (p > 0)
+    jj, ii = np.nonzero(cells)
+    if ii.size:
+        extra = p[jj, ii] * (np.take(cx_f, idx[jj, ii] + 1) - np.take(cx_f, idx[jj, ii]))
+        np.add.at(ds, r + ii, np.maximum(extra, 0.0))
