@@ -29,6 +29,7 @@ sum adds 1u relative (exact_band.row_bounds counts it).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,9 +87,7 @@ def row_setup(plan, t: np.ndarray, m: np.ndarray, bi: np.ndarray, xi: np.ndarray
     if trim and has_x and t.size:
         # per pool size (the rows' m are few consecutive integers)
         m_min = float(m.min())
-        sizes = np.arange(m_min, float(m.max()) + 1.0)
-        tops = np.ceil(sizes * q + _upper_span(sizes, q, TRIM_TAIL))
-        top = tops[(m - m_min).astype(np.intp)]
+        top = _trim_tops(m_min, float(m.max()), q, TRIM_TAIL)[(m - m_min).astype(np.intp)]
         trimmed = top < x_hi
         x_hi = np.where(trimmed, np.maximum(top, x_lo), x_hi)
         tau[trimmed] = TRIM_TAIL
@@ -104,6 +103,15 @@ def row_setup(plan, t: np.ndarray, m: np.ndarray, bi: np.ndarray, xi: np.ndarray
 #: 4.9 ms, 4096: 4.2 ms, 8192: 4.7 ms)
 BAND_CELLS = 32_768
 BAND_ROWS = 1024
+
+
+@functools.lru_cache(maxsize=8)
+def _trim_tops(m_min: float, m_max: float, q: float, tail: float) -> np.ndarray:
+    """ceil(m q + s) for m = m_min..m_max, s Chernoff's span of Bin(m, q) at ``tail``."""
+    sizes = np.arange(m_min, m_max + 1.0)
+    tops = np.ceil(sizes * q + _upper_span(sizes, q, tail))
+    tops.flags.writeable = False
+    return tops
 
 
 def _flat(table: np.ndarray) -> tuple[np.ndarray, int, int]:
