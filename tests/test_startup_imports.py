@@ -237,3 +237,49 @@ def test_lazy_functions_import_their_module_on_the_first_call(tmp_path):
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "42", "True", "True", "False", "twice", "True"]
+
+
+#: Modules that run only when numpy.f2py or numpy.testing runs (their imports, not themselves).
+_F2PY_TESTING_RUN = ("numpy.f2py.crackfortran", "numpy.testing._private.utils", "unittest")
+
+
+def test_a_one_answer_command_leaves_numpy_f2py_and_testing_unrun():
+    """simulator/cli/deferred_imports.py: ``bound`` imports scipy.special, whose array-API
+    layer binds every numpy submodule; numpy.f2py and numpy.testing are bound but never run
+    (their own imports are absent). ``audit``, a long command, keeps its imports as they are."""
+    bound = _modules_after(COMMAND, "bound", *KRR, "--epsilon0", "1")
+    assert "scipy.special" in bound  # the check sees the import that binds them
+    assert not [m for m in _F2PY_TESTING_RUN if m in bound]
+    audit = _modules_after(COMMAND, "audit", "--randomizer", "krr", "--domain-size", "2",
+                           "--epsilon0", "2", "--n", "20", "--delta", "1e-3", "--trials", "200",
+                           "--no-verdicts", "-q")
+    assert "scipy.special" in audit
+    assert "numpy.f2py.crackfortran" in audit   # not deferred there: the check can see it
+
+
+def test_deferred_numpy_modules_run_on_their_first_use():
+    """A deferred module is the real one once read: numpy.testing's assertions work (and
+    raise), numpy.f2py's functions are there; a module imported before :func:`defer` is
+    untouched; a program that imports shufflesim as a library defers nothing."""
+    code = ("import sys, importlib.util\n"
+            "import numpy.ma\n"
+            "import shufflesim\n"
+            "from shufflesim.simulator.cli import deferred_imports\n"
+            "library = deferred_imports._FINDER in sys.meta_path\n"
+            "deferred_imports.defer(); deferred_imports.defer()\n"
+            "twice = sys.meta_path.count(deferred_imports._FINDER)\n"
+            "import numpy.testing, numpy.f2py\n"
+            "bound_only = 'numpy.testing._private.utils' not in sys.modules\n"
+            "numpy.testing.assert_allclose([1.0], [1.0])\n"
+            "try:\n"
+            "    numpy.testing.assert_allclose([1.0], [2.0])\n"
+            "    raised = False\n"
+            "except AssertionError:\n"
+            "    raised = True\n"
+            "print(library, twice, bound_only, raised, callable(numpy.f2py.run_main),\n"
+            "      type(sys.modules['numpy.ma']).__name__,\n"
+            "      'numpy.testing._private.utils' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "1", "True", "True", "True", "module", "True"]

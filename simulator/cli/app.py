@@ -27,7 +27,7 @@ import click
 from shufflesim.protocols import import_gc
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.simulator import __version__, held_output
-from shufflesim.simulator.cli import commands
+from shufflesim.simulator.cli import commands, deferred_imports
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution import blas
 
@@ -36,8 +36,10 @@ EXIT_INTERRUPTED = 130
 #: Commands that compute one answer and exit: in the console script's process (:func:`entry`,
 #: not click's test runner nor a program calling :data:`main`) their imports pause the cyclic
 #: garbage collector and freeze what they made out of its later scans (protocols/import_gc.py;
-#: about 0.017 s of CPU per ``bound``). ``run``, ``audit`` and ``plot`` keep it as it is: a
-#: freeze in the middle of a long run would keep the cyclic garbage of its earlier work alive.
+#: about 0.017 s of CPU per ``bound``), and the numpy submodules that scipy imports and no
+#: command runs load only on first use (simulator/cli/deferred_imports.py; about 0.03 s).
+#: ``run``, ``audit`` and ``plot`` keep both as they are: a freeze in the middle of a long run
+#: would keep the cyclic garbage of its earlier work alive.
 QUIET_IMPORTS = frozenset({"bound", "calibrate", "compose", "list", "rdp"})
 _console = {"script": False}
 
@@ -96,6 +98,7 @@ class _Group(click.Group):
         if cmd_name not in self.commands and cmd_name in _command_modules():
             if cmd_name in QUIET_IMPORTS and _console["script"]:
                 import_gc.for_commands()
+                deferred_imports.defer()  # numpy.f2py and numpy.testing: never run
             loaded = import_gc.import_module(f"{commands.__name__}.{cmd_name}")
             if hasattr(loaded, "command"):
                 self.add_command(loaded.command, cmd_name)

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.protocols.bounds.engine.band_recurrence import CHAIN_ROWS, _x_recurrence
+from shufflesim.protocols.bounds.engine.band_sums import RowSetup, band_sums, row_setup
 from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - read as exact_band.*
     SHARE_ULPS,
     _seen_parameters,
@@ -75,7 +76,6 @@ from shufflesim.protocols.bounds.engine.binomial_window import (  # noqa: F401 -
 )
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, REL_SUM, TINY, Categories, U
 from shufflesim.protocols.bounds.engine.conditioning import choose_roles
-from shufflesim.protocols.bounds.engine.flat_rows import rows_of
 from shufflesim.protocols.bounds.engine.plans import t_plan
 from shufflesim.protocols.bounds.engine.table_cache import TABLE_BYTES, bounded_cache
 from shufflesim.protocols.distributions import binom
@@ -368,111 +368,89 @@ def band_bounds(cat: Categories) -> tuple[float, float]:
 
 
 def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.ndarray,
-               xi: np.ndarray, shift: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+               xi: np.ndarray, shift: np.ndarray | None = None,
+               setup: RowSetup | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per row (t pair users, m pool users; ``bi`` / ``xi`` its row in the plan's B / X
     tables): guaranteed (lower, upper) of f = E[(alpha + d B + e X)_+] (module docstring),
     the upper side with the mass of B and X outside their windows; ``shift`` (per row) is
-    added to alpha (engine/zero_mixture.py: the value of the users counted by its rows)."""
+    added to alpha (engine/zero_mixture.py: the value of the users counted by its rows);
+    ``setup``: band_sums.row_setup of these rows (built here if not given)."""
     d, e, ae = sh.d, sh.e, abs(sh.e)
+    if setup is None:
+        setup = row_setup(plan, t, m, bi, xi, sh.q < 1.0)
     alpha = sh.cb * t + sh.base * m
     size = abs(sh.cb) * t + abs(sh.base) * m
     if shift is not None:
         alpha = alpha + shift
         size = size + np.abs(shift)
-    b_lo, b_w = plan.b_lo[bi], plan.b_w
-    b_hi = np.minimum(b_lo + b_w - 1, t)          # entries beyond the support carry no mass
-    x_lo, x_w = plan.x_lo[xi], plan.x_w
-    x_hi = np.minimum(x_lo + x_w - 1, m) if sh.q < 1.0 else x_lo
+    b_lo, b_hi, x_lo, x_hi, ix_hi, xt = (setup.b_lo, setup.b_hi, setup.x_lo, setup.x_hi,
+                                         setup.ix_hi, setup.xt)
     with np.errstate(divide="ignore", invalid="ignore"):
         # k_hi: the smallest k with alpha + d k + e x_hi >= 0 (x*(k) >= x_hi from there on)
         k_hi = np.ceil(-(alpha + e * x_hi) / d)
         # the band starts one below the smallest k with alpha + d k + e x_lo > 0
         k_lo = np.floor(-(alpha + e * x_lo) / d)
-    # above the band: closed form with SB and SSB
-    k1 = np.clip(k_hi, b_lo, b_hi + 1)
+    # above the band: closed form with SB and SSB (flat look-ups: numpy's 2-D fancy indexing
+    # and np.clip / np.where with array operands cost ~4 ns an element, issue 32)
+    b_hi1 = b_hi + 1
+    k1 = np.minimum(np.maximum(k_hi, b_lo), b_hi1)
     i1 = (k1 - b_lo).astype(np.int64)
-    ix_hi = (x_hi - x_lo).astype(np.int64)
-    xt = plan.x_rows[xi]
-    px_w = plan.cx[xt, ix_hi + 1]
-    ccx_hi = plan.ccx[xt, ix_hi]
-    coef = np.maximum(alpha + d * k1 + e * x_hi, 0.0)
-    sb1 = plan.sb[bi, i1]
-    f = px_w * (coef * sb1 + d * plan.ssb[bi, i1 + 1]) + ae * ccx_hi * sb1
-    slope = sb1.copy()
+    i1 += bi * plan.sb.shape[1]
+    sb1 = np.take(plan.sb, i1)
+    i1 += bi + 1                                 # ssb has one column more than sb
+    ssb1 = np.take(plan.ssb, i1)
+    coef = d * k1
+    coef += alpha
+    coef += e * x_hi
+    np.maximum(coef, 0.0, out=coef)
+    coef *= sb1
+    ssb1 *= d
+    coef += ssb1
+    f = setup.px_w * coef
+    f += ae * setup.ccx_hi * sb1
+    slope = sb1
     # the band: one look-up per k
     kb0 = np.maximum(k_lo, b_lo)
-    kb1 = np.minimum(k_hi, b_hi + 1)
+    kb1 = np.minimum(k_hi, b_hi1)
     width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
-    ve = 8 * U * (size + d * (t + 1) + ae * (m + 1)) * (1 + 1e-6)
-    for r in range(0, t.size if width > 0 else 0, BAND_ROWS):
-        c = slice(r, r + BAND_ROWS)
-        df, ds = _band_sums(plan, d, e, alpha[c], kb0[c], kb1[c], b_lo[c], x_lo[c], x_hi[c],
-                            ix_hi[c], bi[c], xt[c], ve[c], width)
-        f[c] = f[c] + df
-        slope[c] = slope[c] + ds
-    out = plan.b_out[bi] + plan.x_out[xi]
+    ve = d * (t + 1)
+    ve += size
+    ve += ae * (m + 1)
+    ve *= 8 * U * (1 + 1e-6)
+    df, ds = band_sums(plan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, bi, xt, ve, width)
+    f += df
+    slope += ds
+    out = setup.out
     # k below a cut window (band_cut): no term of the band when its largest value is < -4 ve
-    below = plan.b_below[bi]
-    top_below = alpha + d * (b_lo - 1) + e * x_lo
-    slope = slope + np.where(top_below > -4 * ve, below, 0.0)
-    slope = np.minimum(slope + out, 1.0)
+    below = setup.below
+    top_below = d * (b_lo - 1)
+    top_below += alpha
+    top_below += e * x_lo
+    slope += below * (top_below > -4 * ve)
+    slope += out
+    np.minimum(slope, 1.0, out=slope)
     # the slope argument needs the value error below one step of B and of X
-    slope = np.where(4 * ve < min(d, ae if ae > 0 else math.inf), slope, 1.0)
-    rel = plan.rel + (width + 40) * U
-    f_lo = np.maximum(f * (1 - rel) - 2 * ve * slope, 0.0)
-    f_hi = f * (1 + rel) + 2 * ve * slope + out * np.maximum(alpha + d * t, 0.0)
-    f_hi = f_hi + below * np.maximum(top_below + 2 * ve, 0.0)
+    wide = 4 * ve >= min(d, ae if ae > 0 else math.inf)
+    if wide.any():
+        slope[wide] = 1.0
+    rel = plan.rel + (width + 41) * U        # + 1: band_sums' factor |e|
+    err = 2 * ve
+    err *= slope
+    f_lo = f * (1 - rel)
+    f_lo -= err
+    np.maximum(f_lo, 0.0, out=f_lo)
+    f_hi = f * (1 + rel)
+    f_hi += err
+    top = d * t
+    top += alpha
+    np.maximum(top, 0.0, out=top)
+    top *= out
+    f_hi += top
+    top_below += 2 * ve
+    np.maximum(top_below, 0.0, out=top_below)
+    top_below *= below
+    f_hi += top_below
     return f_lo, f_hi
-
-
-#: rows of the band computed at a time (row_bounds): the (rows x band) temporaries stay in
-#: cache (the mixture of engine/zero_mixture.py has ~35 000 rows x 10 at n = 1e3); each row's
-#: numbers are the same as in one pass
-BAND_ROWS = 2048
-
-
-def _band_sums(plan: BandPlan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, bi, xi, ve,
-               width: int):
-    """The band's part of f and of its slope for some rows (row_bounds), k in [kb0, kb1)
-    padded to ``width``. The slope counts the x with computed alpha + d k + e x > -3 ve (exact
-    > -2 ve): x <= floor((alpha + d k + 4 ve) / |e|) (one ve more: the division's rounding is
-    far below ve / |e|); it was x <= x*(k) + 2, two steps of |e| more: at oue d = 4, eps0 = 4,
-    n = 100 (|e| ~ 765) rows with S < -700 carried 2 ve each, 30 % of delta = 1e-12."""
-    ae, b_w = abs(e), plan.b_w
-    step = np.arange(width)
-    k = kb0[:, None] + step
-    valid = k < kb1[:, None]
-    a_k = d * k
-    a_k += alpha[:, None]
-    xs = a_k / ae
-    np.floor(xs, out=xs)
-    lo1 = (x_lo - 1)[:, None]
-    xh = np.maximum(xs, lo1)
-    np.minimum(xh, x_hi[:, None], out=xh)
-    ix = (xh - lo1).astype(np.int64)
-    cx, ccx, pb = rows_of(plan.cx, xi), rows_of(plan.ccx, xi), rows_of(plan.pb, bi)
-    inside = xs >= x_lo[:, None]
-    inside &= valid
-    g = e * xh
-    g += a_k
-    np.maximum(g, 0.0, out=g)
-    g *= cx(ix)
-    ix -= 1
-    np.maximum(ix, 0, out=ix)
-    h = ccx(ix)
-    h *= ae
-    g += h
-    ib = (kb0 - b_lo).astype(np.int64)[:, None] + step
-    np.minimum(ib, b_w - 1, out=ib)
-    p_k = np.where(valid, pb(ib), 0.0)
-    xv = a_k + 4 * ve[:, None]
-    xv /= ae
-    np.floor(xv, out=xv)
-    xv -= lo1
-    np.maximum(xv, 0, out=xv)
-    np.minimum(xv, (ix_hi + 1)[:, None], out=xv)
-    iv = xv.astype(np.int64)
-    return ((p_k * np.where(inside, g, 0.0)).sum(axis=1), (p_k * cx(iv)).sum(axis=1))
 
 
 def _t_tail_bound(cat: Categories, n: int, w_pair: float) -> float:

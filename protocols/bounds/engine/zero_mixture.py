@@ -47,6 +47,7 @@ import numpy as np
 
 from shufflesim.protocols.bounds.engine import exact_band
 from shufflesim.protocols.bounds.engine.band_recurrence import CHAIN_ROWS
+from shufflesim.protocols.bounds.engine.band_sums import row_setup
 from shufflesim.protocols.bounds.engine.common import (
     REL_SPECIAL,
     REL_SUM,
@@ -78,8 +79,15 @@ MAX_USERS = 2000
 WIDE_USERS = 6000
 WIDE_ROWS = 65_536
 LARGE_ROWS = 22_000
-#: share of Chernoff's bound that the rows left out may carry (:func:`_prune`)
-PRUNE = 1e-11
+#: share of Chernoff's bound that the rows left out may carry (:func:`_prune`). Issue 32
+#: (session 16): 1e-9 instead of 1e-11 keeps 14 % fewer rows (OUE d = 4, eps0 = 0.5,
+#: n = 1389: 37 846 -> 32 411) and leaves out 7e-12 of E[S_+] instead of 7e-14 (at OUE and
+#: HR d = 16, n = 1389, BLH d = 4, n = 720: Chernoff's bound is ~100x the value), far below
+#: the bracket's own relative width (~8e-9: REL_SPECIAL on each side); eps moved by +1e-14.
+PRUNE = 1e-9
+#: a new set of kept rows leaves out at most PRUNE / KEEP_MARGIN, so that the eps search's
+#: later evaluations keep it (:func:`_prune`)
+KEEP_MARGIN = 8.0
 
 
 @dataclass(frozen=True)
@@ -179,11 +187,19 @@ def _x_tables(m_first: int, m_last: int, q: float):
 
 @bounded_cache(4, TABLE_BYTES)
 def _rows(n: int, w_pair: float, s: float):
-    """The rows (t, y) with P[Y = y | t] > 0 in the window: (index of t, y, probability)."""
+    """The rows (t, y) with P[Y = y | t] > 0 in the window: (index of t, y, probability, the
+    columns (t, m, y, ln P[row] + 64 u |ln P[row]|) of :func:`_prune`'s exponent, and a memo
+    of the rows kept and their eps-independent data, :func:`_kept`)."""
     tp = t_plan(n, w_pair)
     y_lo, py, _, _ = _m_tables(n, w_pair, s)
     i, j = np.nonzero(py > 0)
-    return i, y_lo[i] + j, tp.pt[i] * py[i, j]
+    y = y_lo[i] + j
+    p_row = tp.pt[i] * py[i, j]
+    t = tp.t[i]
+    with np.errstate(divide="ignore"):
+        log_p = np.log(p_row)
+    lin = np.column_stack((t, n - t - y, y, log_p + 64 * U * np.abs(log_p)))
+    return i, y, p_row, lin, {}
 
 
 def _chernoff_lambda(cat: Categories) -> float:
@@ -204,32 +220,59 @@ def _chernoff_lambda(cat: Categories) -> float:
     return float(np.exp(s[i]))
 
 
-def _prune(cat: Categories, sh, t: np.ndarray, m: np.ndarray, shift: np.ndarray,
-           p_row: np.ndarray, rel: float) -> tuple[np.ndarray, float]:
+def _prune(cat: Categories, sh, c_r: float, lin: np.ndarray, memo: dict,
+           rel: float) -> tuple[np.ndarray, float]:
     """Rows worth evaluating, and an upper bound on the rest's share of E[S_+]. Per row,
     f <= E e^{lam (alpha + d B + e X)} / (lam e) (y_+ <= e^{lam y} / (lam e), B and X over
-    their whole binomial laws; alpha with the row's ``shift``) = exp(lam alpha
-    + t ln(1 + rho (e^{lam d} - 1)) + m ln(1 + q (e^{lam e} - 1))) / (lam e); a row whose
-    bound times P[row] is at most PRUNE / rows of the sum of all of them is left out and its
-    bound added to the upper side (lower side: 0), so at most PRUNE of Chernoff's bound
-    (issue 32: most rows of the 2-D window lie far from the values S > 0). The logarithms'
-    rounding is covered by
-    exp(64 u (sum of their sizes + 2))."""
+    their whole binomial laws; alpha = c_b t + base m + c_r y) = exp(lam alpha
+    + t ln(1 + rho (e^{lam d} - 1)) + m ln(1 + q (e^{lam e} - 1))) / (lam e), times P[row]:
+    a linear form in the columns (t, m, y, ln P[row]) of ``lin``, its rounding covered by
+    64 u times the sum of the sizes of its terms (each coefficient and ln P[row] enlarged by
+    64 u of its size). The rows left out carry at most PRUNE of the sum of all the bounds;
+    their bounds go to the upper side (lower side: 0). The rows kept at an earlier eps (the
+    eps search's evaluations; ``memo``) are kept again while the others carry at most PRUNE
+    (issue 32: most rows of the 2-D window lie far from the values S > 0; the same rows let
+    :func:`_kept` reuse their data); else the rows whose bound exceeds PRUNE / KEEP_MARGIN /
+    rows of the sum are kept."""
+    rows = lin.shape[0]
     lam = _chernoff_lambda(cat)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         # (numpy scalars: an overflow gives inf, and then no row is left out)
-        log_b1 = np.log1p(sh.rho * np.expm1(np.float64(lam * sh.d)))
-        log_x1 = np.log1p(sh.q * np.expm1(np.float64(lam * sh.e)))
-        parts = (lam * (sh.cb * t + sh.base * m + shift), t * log_b1, m * log_x1,
-                 np.log(p_row))
-        log_b = sum(parts) - math.log(lam) - 1.0
-        size = sum(np.abs(x) for x in parts) + abs(math.log(lam)) + 3.0
-        bound = np.exp(log_b + 64 * U * size) * (1 + rel)
+        log_b1 = float(np.log1p(sh.rho * np.expm1(np.float64(lam * sh.d))))
+        log_x1 = float(np.log1p(sh.q * np.expm1(np.float64(lam * sh.e))))
+        terms = ((lam * sh.cb, log_b1), (lam * sh.base, log_x1), (lam * c_r, 0.0))
+        coef = np.array([a + b + 64 * U * (abs(a) + abs(b)) for a, b in terms] + [1.0])
+        const = -math.log(lam) - 1.0 + 64 * U * (abs(math.log(lam)) + 3.0)
+        bound = np.exp(lin @ coef + const) * (1 + rel)
     total = float(bound.sum())
     if not (math.isfinite(total) and total > 0):
-        return np.ones(t.size, dtype=bool), 0.0
-    keep = bound > PRUNE * total / t.size
-    return keep, float(bound[~keep].sum()) * (1 + t.size * U)
+        return np.ones(rows, dtype=bool), 0.0
+    keep = memo.get("keep")
+    if keep is not None:
+        left = float(bound @ memo["left"])
+        if left <= PRUNE * total:
+            return keep, left * (1 + rows * U)
+    keep = bound > PRUNE / KEEP_MARGIN * total / rows
+    memo.clear()
+    memo["keep"], memo["left"] = keep, (~keep).astype(float)
+    return keep, float(bound @ memo["left"]) * (1 + rows * U)
+
+
+def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan, m_first: int,
+          has_x: bool):
+    """The kept rows' (t, m, index of t, row of the X tables, y, probability, row_bounds'
+    setup), built once per kept set and plan tables (``memo``)."""
+    tables = (plan.pb, plan.cx)
+    got = memo.get("kept")
+    if got is not None and got[0] is keep and all(a is b for a, b in zip(got[1], tables)):
+        return got[2]
+    ti_k, y_k = ti[keep], y[keep]
+    t = tp.t[ti_k]
+    m = n - t - y_k                    # the users that are x or zero
+    xi = (m - m_first).astype(np.int64)
+    data = (t, m, ti_k, xi, y_k, p_row[keep], row_setup(plan, t, m, ti_k, xi, has_x))
+    memo["kept"] = (keep, tables, data)
+    return data
 
 
 def mixture_bounds(cat: Categories) -> tuple[float, float]:
@@ -240,22 +283,21 @@ def mixture_bounds(cat: Categories) -> tuple[float, float]:
     tp = t_plan(n, mix.w_pair)
     b_lo, pb, sb, ssb, b_out, eb, below = exact_band._b_tables(n, mix.w_pair, sh.rho)
     _, _, m_out, em = _m_tables(n, mix.w_pair, mix.s)
-    ti, y, p_row = _rows(n, mix.w_pair, mix.s)
-    t = tp.t[ti]
-    m = n - t - y                  # the users that are x or zero
-    shift = mix.c_r * y
-    m_first = int(m.min())
-    x_lo, cx, ccx, x_out, ex, x_rows = _x_tables(m_first, int(m.max()), sh.q)
+    ti, y, p_row, lin, memo = _rows(n, mix.w_pair, mix.s)
+    m_all = lin[:, 1]
+    m_first = int(m_all.min())
+    x_lo, cx, ccx, x_out, ex, x_rows = _x_tables(m_first, int(m_all.max()), sh.q)
     plan = exact_band.BandPlan(tp.t, tp.pt, tp.tail_p, b_lo, pb, sb, ssb, b_out, x_lo, cx,
                                ccx, x_out, eb + ex + eb * ex + 4 * U, x_rows, below)
     # P[T = t] (REL_SPECIAL) times the Y table's entry (em) and the product's rounding (2u)
     rel = REL_SPECIAL + em + REL_SPECIAL * em + 2 * U
-    keep, pruned = _prune(cat, sh, t, m, shift, p_row, rel)
-    f_lo, f_hi = exact_band.row_bounds(sh, plan, t[keep], m[keep], ti[keep],
-                                       (m[keep] - m_first).astype(np.int64), shift[keep])
-    size = float(m.size + tp.t.size)
-    lower = float(p_row[keep] @ f_lo) * (1 - rel) * (1 - REL_SUM - size * U)
-    upper = float(p_row[keep] @ f_hi) * (1 + rel) * (1 + REL_SUM + size * U) + pruned
+    keep, pruned = _prune(cat, sh, mix.c_r, lin, memo, rel)
+    t, m, ti_k, xi, y_k, p_k, setup = _kept(memo, keep, ti, y, p_row, tp, n, plan, m_first,
+                                            sh.q < 1.0)
+    f_lo, f_hi = exact_band.row_bounds(sh, plan, t, m, ti_k, xi, mix.c_r * y_k, setup)
+    size = float(lin.shape[0] + tp.t.size)
+    lower = float(p_k @ f_lo) * (1 - rel) * (1 - REL_SUM - size * U)
+    upper = float(p_k @ f_hi) * (1 + rel) * (1 + REL_SUM + size * U) + pruned
     # Y outside its window given t, then T outside its window (module docstring)
     worst = mix.c_a * tp.t + mix.pool_pos * (n - tp.t)
     upper += float(tp.pt @ (m_out * worst)) * (1 + REL_SPECIAL) * (1 + tp.t.size * 4 * U)
