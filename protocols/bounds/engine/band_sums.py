@@ -34,7 +34,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from shufflesim.protocols.bounds.engine.binomial_window import _upper_span
+
 __all__ = ["RowSetup", "band_sums", "row_setup"]
+
+
+#: P[X > x_hi] of a trimmed window's top (:func:`row_setup`): the band stops where X's own
+#: law leaves at most this much above, not at the table's edge (TAIL = 1e-20)
+TRIM_TAIL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -47,31 +54,56 @@ class RowSetup:
     b_lo: np.ndarray
     b_hi: np.ndarray         # last k of B's window within the support
     x_lo: np.ndarray
-    x_hi: np.ndarray         # last x of X's window within the support (x_lo without X)
+    x_hi: np.ndarray         # last x of the band's window of X (x_lo without X)
     ix_hi: np.ndarray        # x_hi - x_lo (int)
     xt: np.ndarray           # row of the X tables
     px_w: np.ndarray         # CX(x_hi)
     ccx_hi: np.ndarray       # CCX(x_hi - 1)
-    out: np.ndarray          # P[B outside its window] + P[X outside its window]
+    out: np.ndarray          # P[B outside its window] + P[X outside its table's window]
     below: np.ndarray        # P[B below a cut window]
+    cx_lo: np.ndarray        # CX(x_lo): the slope of the band's first k (row_bounds)
+    tau: np.ndarray          # an upper bound on P[X > x_hi] where x_hi is trimmed, else 0
 
 
 def row_setup(plan, t: np.ndarray, m: np.ndarray, bi: np.ndarray, xi: np.ndarray,
-              has_x: bool) -> RowSetup:
+              has_x: bool, q: float = 1.0, trim: bool = False) -> RowSetup:
     """:class:`RowSetup` of the rows (t pair users, m pool users; ``bi`` / ``xi`` their rows
-    in the plan's B / X tables; ``has_x``: the shape has a pool variable X)."""
+    in the plan's B / X tables; ``has_x``: the shape has a pool variable X ~ Bin(m, q)).
+
+    ``trim``: the band's window of X ends at x_hi = ceil(m q + s), s Chernoff's span with
+    P[X >= m q + s] <= TRIM_TAIL (binomial_window._upper_span), where that is below the
+    table's last column (~10 sd above the mean, TAIL = 1e-20): k at or above the band then
+    go to the closed form with x_hi, which leaves out E[(a + e X)_+ ; x_hi < X <= x*(k)] <=
+    P[X > x_hi] (a + e x_hi)_+ (e < 0), i.e. at most TRIM_TAIL times the closed form's own
+    sum_k P[B = k] (a_k + e x_hi)_+, itself at most the row's value over P[X <= x_hi]
+    (exact_band.row_bounds adds it to the upper side). Issue 32: the band of the two-level
+    mixture (engine/zero_mixture.py) loses ~1.5 of its ~9 k per row."""
     b_lo = plan.b_lo[bi]
     b_hi = np.minimum(b_lo + plan.b_w - 1, t)          # entries beyond the support: no mass
     x_lo = plan.x_lo[xi]
     x_hi = np.minimum(x_lo + plan.x_w - 1, m) if has_x else x_lo
+    tau = np.zeros(t.size)
+    if trim and has_x and t.size:
+        # per pool size (the rows' m are few consecutive integers)
+        m_min = float(m.min())
+        sizes = np.arange(m_min, float(m.max()) + 1.0)
+        tops = np.ceil(sizes * q + _upper_span(sizes, q, TRIM_TAIL))
+        top = tops[(m - m_min).astype(np.intp)]
+        trimmed = top < x_hi
+        x_hi = np.where(trimmed, np.maximum(top, x_lo), x_hi)
+        tau[trimmed] = TRIM_TAIL
     ix_hi = (x_hi - x_lo).astype(np.int64)
     xt = plan.x_rows[xi]
     return RowSetup(b_lo, b_hi, x_lo, x_hi, ix_hi, xt, plan.cx[xt, ix_hi + 1],
-                    plan.ccx[xt, ix_hi], plan.b_out[bi] + plan.x_out[xi], plan.b_below[bi])
+                    plan.ccx[xt, ix_hi], plan.b_out[bi] + plan.x_out[xi], plan.b_below[bi],
+                    plan.cx[xt, np.minimum(1, plan.x_w)], tau)
 
-#: rows of the band computed at a time: the (band x rows) temporaries stay in cache (the
-#: mixture of engine/zero_mixture.py has ~35 000 rows x 10 at n = 1389)
-BAND_ROWS = 2048
+
+#: cells (band x rows) computed at a time, at least BAND_ROWS rows: the temporaries stay in
+#: cache (the mixture of engine/zero_mixture.py has ~32 000 rows x 7 at n = 1389; 2048 rows:
+#: 4.9 ms, 4096: 4.2 ms, 8192: 4.7 ms)
+BAND_CELLS = 32_768
+BAND_ROWS = 1024
 
 
 def _flat(table: np.ndarray) -> tuple[np.ndarray, int, int]:
@@ -108,10 +140,11 @@ def band_sums(plan, d: float, e: float, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi
     steps = np.arange(width, dtype=float)[:, None]
     d_steps = d * steps
     isteps = np.arange(width, dtype=np.intp)[:, None]
-    shape = (width, min(rows, BAND_ROWS))
+    chunk = max(BAND_ROWS, BAND_CELLS // width)
+    shape = (width, min(rows, chunk))
     buf_q, buf_x, buf_g = np.empty(shape), np.empty(shape), np.empty(shape)
-    for r in range(0, rows, BAND_ROWS):
-        c = slice(r, r + BAND_ROWS)
+    for r in range(0, rows, chunk):
+        c = slice(r, r + chunk)
         n_c = alpha[c].size
         q, xs, g = buf_q[:, :n_c], buf_x[:, :n_c], buf_g[:, :n_c]
         lo1 = x_lo[c] - 1.0

@@ -20,25 +20,25 @@ __all__ = ["TAIL", "window_pmf"]
 TAIL = 1e-20
 
 
-def _half_width(sd: np.ndarray) -> np.ndarray:
-    """Window half-width s with P[|Y - E Y| >= s] <= TAIL per side for a sum of independent
-    Bernoulli variables of variance sd^2 (Bernstein: exp(-s^2 / (2 (sd^2 + s/3))) = TAIL). It
+def _half_width(sd: np.ndarray, tail: float = TAIL) -> np.ndarray:
+    """Window half-width s with P[|Y - E Y| >= s] <= ``tail`` per side for a sum of independent
+    Bernoulli variables of variance sd^2 (Bernstein: exp(-s^2 / (2 (sd^2 + s/3))) = tail). It
     only sizes the windows: the mass outside is computed and bounded."""
-    log_t = math.log(1.0 / TAIL)
+    log_t = math.log(1.0 / tail)
     return log_t / 3.0 + np.sqrt(log_t * log_t / 9.0 + 2.0 * log_t * sd * sd)
 
 
-def _upper_span(size: np.ndarray, p: float) -> np.ndarray:
+def _upper_span(size: np.ndarray, p: float, tail: float = TAIL) -> np.ndarray:
     """s with Chernoff's bound P[Bin(size, p) >= size p + s] <= exp(-size KL(p + s/size || p))
-    <= TAIL (Hoeffding-Chernoff, the relative-entropy form), or size (1 - p) where even
-    P[all] = p^size exceeds TAIL. Newton steps on the convex increasing size KL(a || p) - ln(1
+    <= ``tail`` (Hoeffding-Chernoff, the relative-entropy form), or size (1 - p) where even
+    P[all] = p^size exceeds it. Newton steps on the convex increasing size KL(a || p) - ln(1
     / TAIL) from Bernstein's span (:func:`_half_width`, whose point has KL >= the target), so
     every iterate stays at or above the root. It is 1.05-1.5x narrower than Bernstein's (most at
     small sd and p far from 1/2); it only sizes the windows: their outside mass is computed."""
     size = np.asarray(size, dtype=float)
-    target = math.log(1.0 / TAIL)
+    target = math.log(1.0 / tail)
     room = size * (1.0 - p)
-    span = np.minimum(_half_width(np.sqrt(size * p * (1.0 - p))), room)
+    span = np.minimum(_half_width(np.sqrt(size * p * (1.0 - p)), tail), room)
     whole = size * -math.log(p) <= target        # P[Bin = size] = p^size >= TAIL
     live = (size > 0) & ~whole
     m = np.where(live, size, 1.0)

@@ -405,18 +405,26 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     np.maximum(coef, 0.0, out=coef)
     coef *= sb1
     ssb1 *= d
-    coef += ssb1
+    coef += ssb1                        # sum_{k >= k1} P[B = k] (alpha + d k + e x_hi)_+
     f = setup.px_w * coef
     f += ae * setup.ccx_hi * sb1
     slope = sb1
-    # the band: one look-up per k
-    kb0 = np.maximum(k_lo, b_lo)
-    kb1 = np.minimum(k_hi, b_hi1)
-    width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
     ve = d * (t + 1)
     ve += size
     ve += ae * (m + 1)
     ve *= 8 * U * (1 + 1e-6)
+    # the slope argument needs the value error below one step of B and of X
+    wide = 4 * ve >= min(d, ae if ae > 0 else math.inf)
+    # the band: one look-up per k, from k_lo + 1: at k_lo the value at x_lo is <= 0, so the
+    # window's part of G(k_lo) is 0, or at most ve P[X = x_lo] where rounding put k_lo one
+    # too high (the slope's CX(x_lo) covers both; where 4 ve >= d, k_lo itself)
+    kb0 = k_lo + 1.0
+    kb0 -= wide
+    np.maximum(kb0, b_lo, out=kb0)
+    if e != 0.0:                        # (without X there is no band)
+        slope += setup.cx_lo * ~wide
+    kb1 = np.minimum(k_hi, b_hi1)
+    width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
     df, ds = band_sums(plan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, bi, xt, ve, width)
     f += df
     slope += ds
@@ -428,9 +436,8 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     top_below += e * x_lo
     slope += below * (top_below > -4 * ve)
     slope += out
+    slope += setup.tau                  # X above a trimmed window's top (row_setup)
     np.minimum(slope, 1.0, out=slope)
-    # the slope argument needs the value error below one step of B and of X
-    wide = 4 * ve >= min(d, ae if ae > 0 else math.inf)
     if wide.any():
         slope[wide] = 1.0
     rel = plan.rel + (width + 41) * U        # + 1: band_sums' factor |e|
@@ -450,6 +457,10 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     np.maximum(top_below, 0.0, out=top_below)
     top_below *= below
     f_hi += top_below
+    # a trimmed window's top (band_sums.row_setup): X above x_hi for k >= k1
+    coef *= setup.tau
+    coef *= 1 + rel
+    f_hi += coef
     return f_lo, f_hi
 
 

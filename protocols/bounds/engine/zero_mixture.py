@@ -259,9 +259,10 @@ def _prune(cat: Categories, sh, c_r: float, lin: np.ndarray, memo: dict,
 
 
 def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan, m_first: int,
-          has_x: bool):
+          has_x: bool, q: float):
     """The kept rows' (t, m, index of t, row of the X tables, y, probability, row_bounds'
-    setup), built once per kept set and plan tables (``memo``)."""
+    setup with X's window trimmed, band_sums.row_setup), built once per kept set and plan
+    tables (``memo``)."""
     tables = (plan.pb, plan.cx)
     got = memo.get("kept")
     if got is not None and got[0] is keep and all(a is b for a, b in zip(got[1], tables)):
@@ -270,7 +271,7 @@ def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan, m_first:
     t = tp.t[ti_k]
     m = n - t - y_k                    # the users that are x or zero
     xi = (m - m_first).astype(np.int64)
-    data = (t, m, ti_k, xi, y_k, p_row[keep], row_setup(plan, t, m, ti_k, xi, has_x))
+    data = (t, m, ti_k, xi, y_k, p_row[keep], row_setup(plan, t, m, ti_k, xi, has_x, q, True))
     memo["kept"] = (keep, tables, data)
     return data
 
@@ -293,7 +294,7 @@ def mixture_bounds(cat: Categories) -> tuple[float, float]:
     rel = REL_SPECIAL + em + REL_SPECIAL * em + 2 * U
     keep, pruned = _prune(cat, sh, mix.c_r, lin, memo, rel)
     t, m, ti_k, xi, y_k, p_k, setup = _kept(memo, keep, ti, y, p_row, tp, n, plan, m_first,
-                                            sh.q < 1.0)
+                                            sh.q < 1.0, sh.q)
     f_lo, f_hi = exact_band.row_bounds(sh, plan, t, m, ti_k, xi, mix.c_r * y_k, setup)
     size = float(lin.shape[0] + tp.t.size)
     lower = float(p_k @ f_lo) * (1 - rel) * (1 - REL_SUM - size * U)
