@@ -11,8 +11,10 @@ first (lru caches, the engine's table caches, the band sharing's seen parameters
 so it is the cost of a first call at that (randomizer, n, delta) in a warm process ("fresh
 cache"); the registry and the modules are already imported. It prints CPU seconds (user + sys
 of the process, every thread: exact_band builds tables on a helper thread) and wall seconds
-per point, the value and its stated error, then the worst points by CPU and how many are over
-the target. With ``--repeat R`` the CPU figure is the median of R cold calls.
+per point, the value and its stated error, the engine's delta(eps) evaluations (``evals``, a
+figure the machine's load does not move; engine.core.delta_of_epsilon calls), then the worst
+points by CPU and how many are over the target. With ``--repeat R`` the CPU figure is the
+median of R cold calls.
 
 Grid (issue 32 item 4, the randomizers people use): k-RR k = 2, 3, 10, 50, 1000; brr; oue and
 rappor d = 4, 16; hr d = 16; subset d = 6; olh, blh d = 4 (the tightness grid's sizes);
@@ -84,6 +86,23 @@ def _cpu() -> float:
     return time.process_time()        # user + sys of every thread of this process
 
 
+@contextlib.contextmanager
+def counted_evaluations():
+    """A list that collects one entry per engine.core.delta_of_epsilon call meanwhile."""
+    from shufflesim.protocols.bounds.engine import core
+    calls, real = [], core.delta_of_epsilon
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    core.delta_of_epsilon = counting
+    try:
+        yield calls
+    finally:
+        core.delta_of_epsilon = real
+
+
 def measure(label: str, eps0: float, n: int, delta: float, repeat: int = 1) -> dict:
     """One point: the median CPU (and wall) of ``repeat`` cold optimal-blanket evaluations."""
     from shufflesim.protocols.bounds import catalogue
@@ -93,12 +112,14 @@ def measure(label: str, eps0: float, n: int, delta: float, repeat: int = 1) -> d
     for _ in range(repeat):
         randomizer = make_randomizer(name, epsilon0=eps0, **kwargs)
         clear_caches()
-        c0, w0 = _cpu(), time.perf_counter()
-        ev = catalogue.evaluate("optimal-blanket", randomizer, n, delta)
-        cpus.append(_cpu() - c0)
-        walls.append(time.perf_counter() - w0)
+        with counted_evaluations() as calls:
+            c0, w0 = _cpu(), time.perf_counter()
+            ev = catalogue.evaluate("optimal-blanket", randomizer, n, delta)
+            cpus.append(_cpu() - c0)
+            walls.append(time.perf_counter() - w0)
     row = {"r": label, "eps0": eps0, "n": n, "delta": delta,
-           "cpu": statistics.median(cpus), "wall": statistics.median(walls)}
+           "cpu": statistics.median(cpus), "wall": statistics.median(walls),
+           "evals": len(calls)}
     if ev.result is None:
         row["error"] = ev.error
     else:
@@ -132,7 +153,8 @@ def _sweep(labels, eps0s, deltas, ns, repeat, out):
                         rows.append(row)
                         flag = " OVER" if row["cpu"] >= TARGET_CPU else ""
                         print(f"{label:8s} eps0={eps0:<4g} delta={delta:<6g} n={n:<8d} "
-                              f"cpu {row['cpu']:.4f} wall {row['wall']:.4f}  "
+                              f"cpu {row['cpu']:.4f} wall {row['wall']:.4f} "
+                              f"evals {row['evals']:<3d} "
                               f"{row.get('value', row.get('error'))}{flag}", flush=True)
                         if sink:
                             sink.write(json.dumps(row) + "\n")
@@ -147,7 +169,8 @@ def report(rows, worst: int = 25) -> None:
     over = [r for r in rows if r["cpu"] >= TARGET_CPU]
     total = sum(r["cpu"] for r in rows)
     print(f"\n{len(rows)} points, CPU {total:.2f} s in all, {len(over)} at or over "
-          f"{TARGET_CPU} s, load average {os.getloadavg()[0]:.2f}")
+          f"{TARGET_CPU} s, {sum(r['evals'] for r in rows)} engine evaluations, load average "
+          f"{os.getloadavg()[0]:.2f}")
     for r in sorted(rows, key=lambda r: -r["cpu"])[:worst]:
         print(f"  {r['r']:8s} eps0={r['eps0']:<4g} delta={r['delta']:<6g} n={r['n']:<8d} "
               f"cpu {r['cpu']:.4f} wall {r['wall']:.4f}")

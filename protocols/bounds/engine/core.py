@@ -489,7 +489,7 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
                 slope = gaussian_slope(atoms, n, delta, guess)
         coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=tol, guess=guess,
                                   guess_slope=slope, bracket=start, resolution_stop=0.5,
-                                  xtol=SEARCH_XTOL, known=known)
+                                  xtol=SEARCH_XTOL, known=known, trust_width=delta_rtol)
         costly = POLISH_COSTLY_ABOVE if side == "upper" and rtol is None else 0.0
         results.append(_polish(coarse, atoms, n, delta, side, top, tol, delta_rtol, method,
                                fft_step, costly))

@@ -11,7 +11,7 @@ and "above" when its lower estimate is > delta. Issue 18 (fifth round) cut the e
 with five steps that change no certificate, only where the search looks:
 
 * from a guess with a slope hint, Newton steps on ln delta bracket the crossing without
-  evaluating 0 or eps_max (:func:`_local_start`; those two cost a table build each);
+  evaluating 0 or eps_max (engine/eps_start.py; those two cost a table build each);
 * near the crossing, the secant of the two nearest points (:func:`_secant_root`) instead of
   regula falsi across a bracket whose far end makes it crawl, kept EDGE tolerances from the
   ends so that a crossing next to one closes the bracket;
@@ -36,7 +36,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from shufflesim.protocols.bounds.engine import eps_upper
 from shufflesim.protocols.bounds.engine.common import Estimate, check_side
+from shufflesim.protocols.bounds.engine.eps_start import local_start, side_bracket
 from shufflesim.protocols.errors import ParameterError
 
 __all__ = ["EpsilonEstimate", "epsilon_of_delta"]
@@ -66,11 +68,6 @@ class EpsilonEstimate:
     upper_probed: bool = field(default=False, compare=False, repr=False)
 
 
-#: at most this many Newton steps from a guess (:func:`_local_start`)
-LOCAL_STEPS = 4
-#: a Newton step from a guess goes this much further than the predicted distance (and EDGE
-#: tolerances more), so that it lands on the other side of the crossing
-OVERSHOOT = 0.25
 #: a secant point this close to an end (in tolerances) is moved to this distance from it
 EDGE = 0.005
 #: root coordinates (:func:`_root_coordinate`) this small count as near the crossing
@@ -113,7 +110,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
                      guess_slope: float | None = None,
                      bracket: tuple[float, float] | None = None,
                      resolution_stop: float = 0.05,
-                     known: dict[float, Estimate] | None = None) -> EpsilonEstimate:
+                     known: dict[float, Estimate] | None = None,
+                     trust_width: float | None = None) -> EpsilonEstimate:
     """Smallest eps in [0, eps_max] with delta(eps) <= delta, bracketed.
 
     ``delta_fn(eps)`` returns an :class:`Estimate` of a non-increasing function delta(eps).
@@ -129,7 +127,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     ``guess`` (optional, in (0, eps_max)) is evaluated first inside the bracket: a good guess
     saves the first steps, a bad one costs one evaluation. With ``guess_slope`` (a hint of
     -d ln delta / d eps near the guess, > 0) the search starts at the guess instead
-    (:func:`_local_start`): Newton steps on ln delta until the crossing is bracketed, without
+    (engine/eps_start.py): Newton steps on ln delta until the crossing is bracketed, without
     evaluating 0 or eps_max unless a step reaches them; if LOCAL_STEPS steps do not bracket it,
     the search goes on from [0, eps_max] narrowed to the points already certified.
     ``bracket`` = (a, b) (optional): start from [a, b] instead of [0, eps_max] if the side's
@@ -140,6 +138,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     e.g. a coarser search's certified ends): they are used instead of evaluating there. The
     search also stops once its bracket is narrower than ``resolution_stop`` times the eps-width
     that the estimates' own brackets blur (noisy estimates must not drive it into tiny steps).
+    ``trust_width`` (side="upper" only): estimates at most this wide (log scale) are tight,
+    and the search homes in on the upper estimate's crossing (engine/eps_upper.py).
 
     eps = 0 is returned when delta(0) <= delta is certified. If the upper estimate at eps_max
     still exceeds delta, the result is ``saturated``: value = inf for side="upper"; for
@@ -151,6 +151,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     if isinstance(eps_max, bool) or not (isinstance(eps_max, (int, float))
                                          and 0 < eps_max < math.inf):
         raise ParameterError("eps_max", eps_max, "must be a finite number > 0")
+    trust = trust_width if side == "upper" else None      # engine/eps_upper.py
     above = 0.0          # largest eps with lower(eps) > delta (eps* >= 0 holds trivially)
     below = math.inf     # smallest eps with upper(eps) <= delta
     evaluations = 0
@@ -170,7 +171,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         if side == "lower":
             return est.lower
         if est.lower > delta:
-            return est.lower
+            return est.upper if eps_upper.trusted(est, delta, trust) else est.lower
         if est.upper <= delta:
             return est.upper
         return est.upper if side == "upper" else est.lower
@@ -204,8 +205,9 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     if (pending is not None and bracket is None and guess_slope is not None
             and 0 < guess_slope < math.inf):
         pending = None
-        found = _local_start(evaluate, side_value, seen, delta, guess, guess_slope, eps_max,
-                             xtol, rtol)
+        found = local_start(evaluate, side_value, seen, delta, guess, guess_slope, eps_max,
+                            xtol, rtol, EDGE, None if trust is None else
+                            lambda e1, e2: eps_upper.resolved(seen, side_value, e1, e2))
         if found is not None:
             lo, hi = found
             f_lo, f_hi = side_value(lo), side_value(hi)
@@ -223,7 +225,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             return result(True)
         lo, hi = 0.0, float(eps_max)       # side estimate > delta at lo, <= delta at hi
         # points a local start evaluated narrow the bracket (where they are consistent)
-        left, right = _side_bracket(seen, side_value, delta)    # 0 and eps_max among them
+        left, right = side_bracket(seen, side_value, delta)    # 0 and eps_max among them
         if left < right:
             lo, hi, f_lo, f_hi = left, right, side_value(left), side_value(right)
 
@@ -238,6 +240,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
 
     g_lo, g_hi = step_coordinate(lo), step_coordinate(hi)
     kept = 0                                # -1: lo kept at the last step, +1: hi kept
+    moves: list[tuple[bool, int, float]] = []   # per step: held 1 % from an end, the end
+    #                                         it moved, |ln(side value / delta)| there
 
 
     def log_slope(measure: bool = True) -> float | None:
@@ -280,6 +284,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         return max(widths, default=0.0) / slope
 
     resolved_stop = False       # the loop ended on the resolution stop (not the tolerance)
+    aimed = False               # trust: it ended with hi at the crossing (no polish)
     while evaluations < max_evaluations:
         width = hi - lo
         if width <= max(xtol, rtol * hi):
@@ -287,7 +292,12 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         if width < resolution_stop * resolution():
             resolved_stop = True
             break
+        if trust is not None and hi == below and eps_upper.at_crossing(
+                _secant_root(seen, side_value, delta), hi, max(xtol, rtol * hi)):
+            aimed = True
+            break
         x = lo + 0.5 * width
+        held = False
         if pending is not None:
             x, pending = pending, None
         elif math.isfinite(g_hi) and g_hi > g_lo:
@@ -297,6 +307,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
                 # tolerances from either end (if the crossing is that close to one, the next
                 # bracket is narrow enough to stop)
                 edge = EDGE * max(xtol, rtol * hi)
+                if trust is not None:
+                    local = eps_upper.aimed(local, max(xtol, rtol * hi))
                 x = lo + min(max(local - lo, edge), width - edge)
             else:
                 step = width * (-g_lo) / (g_hi - g_lo)
@@ -304,10 +316,15 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
                 if shaped is not None and lo < shaped < hi:
                     step = shaped - lo
                 x = lo + min(max(step, 0.01 * width), 0.99 * width)
+                held = not 0.01 * width < step < 0.99 * width
+                if trust is not None and eps_upper.stalled(moves):
+                    x = lo + 0.5 * width
         elif not math.isfinite(g_hi):
             x = math.sqrt(lo * hi) if lo > 0 else 0.125 * hi
         fx = evaluate(x)
         gx = step_coordinate(x)
+        moves.append((held, 1 if fx <= delta else -1,
+                      abs(math.log(fx / delta)) if fx > 0 else math.inf))
         if fx <= delta:
             hi, g_hi = x, gx
             if kept == -1:
@@ -322,13 +339,17 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     # result comes from (right of it for side="upper", left for "lower"), if it would move
     # that end by more than POLISH_EDGE tolerances; a second one inside the narrower bracket if the
     # first lands short. The end moves only if certified.
-    for _ in range(POLISH_POINTS):
+    aimed = aimed or (trust is not None and hi == below and eps_upper.at_crossing(
+        _secant_root(seen, side_value, delta), hi, max(xtol, rtol * hi)))
+    for _ in range(0 if aimed else POLISH_POINTS):
         width = hi - lo
         edge = POLISH_EDGE * max(xtol, rtol * hi)
         if not (evaluations < max_evaluations and math.isfinite(g_hi) and g_hi > g_lo
                 and width > 2 * edge):
             break
         crossing = lo + width * (-g_lo) / (g_hi - g_lo)
+        local = _secant_root(seen, side_value, delta) if trust is not None else None
+        crossing = local if local is not None and lo < local < hi else crossing
         if side == "upper" and crossing + edge < hi - edge:
             x = max(crossing + edge, lo + edge)
         elif side == "lower" and crossing - edge > lo + edge:
@@ -338,8 +359,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         fx = evaluate(x)
         if fx <= delta:
             hi, g_hi = x, step_coordinate(x)
-            if side == "upper":
-                break                       # the returned end moved
+            if side == "upper" and trust is None:
+                break                       # the returned end moved (trust: if far, again)
         else:
             lo, g_lo = x, step_coordinate(x)
             if side == "lower":
@@ -356,6 +377,11 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     # margin left hr (7), eps0 = 1, n = 100, 1e-8 an error of 8.4e-8 instead of 2.1e-10)
     tol = max(xtol, rtol * hi)
     slope = log_slope(measure=resolved_stop)
+    if trust is not None:             # from the upper end (engine/eps_upper.py)
+        eps_upper.certify_other_side(evaluate, seen, delta, hi, above, below,
+                                     _bracket_slope(seen, side_value, lo, hi)[0] or slope,
+                                     tol, max_evaluations - evaluations)
+        return result(False)
     probed = side == "lower" and not math.isfinite(below)
     if (evaluations < max_evaluations and below - above > 4 * tol
             and (math.isfinite(below) or side == "lower")
@@ -445,51 +471,3 @@ def _shaped_root(seen, side_value, delta: float) -> float | None:
             (e1, y1), (e2, y2) = sorted(zip(xs, ys, strict=True), key=lambda p: abs(p[1]))[:2]
             best = (bend, e1 - y1 * (e2 - e1) / (y2 - y1))
     return None if best is None else best[1]
-
-
-def _local_start(evaluate, side_value, seen, delta: float, guess: float, slope: float,
-                 eps_max: float, xtol: float, rtol: float) -> tuple[float, float] | None:
-    """Bracket the crossing from a guess: evaluate it, then step by Newton on ln delta,
-    x' = x + (1 + OVERSHOOT) ln(f(x) / delta) / s + EDGE tol (towards the crossing), with
-    s = -d ln delta / d eps: the hint at first, then the secant of the two points of positive
-    value nearest to x (delta is non-increasing, so the secant slope is >= 0). A step that
-    reaches 0 or eps_max evaluates there. Returns (a, b) with the side's value > delta at a
-    and <= delta at b (the nearest such points), or None when LOCAL_STEPS steps do not
-    bracket the crossing, a step would not move, or the values are not monotone."""
-    x = guess
-    for step_count in range(LOCAL_STEPS + 1):
-        f = evaluate(x)
-        above, below = _side_bracket(seen, side_value, delta)
-        if above is not None and below is not None:
-            return (above, below) if above < below else None
-        if above is None and x == 0.0:
-            return None                       # delta(0) <= delta: the caller returns 0
-        if below is None and x == eps_max:
-            return None                       # saturated: the caller says so
-        if step_count == LOCAL_STEPS:
-            break                                # no bracket after LOCAL_STEPS steps
-        positive = sorted((e for e in seen if side_value(e) > 0), key=lambda e: abs(e - x))
-        if len(positive) >= 2:
-            e1, e2 = positive[0], positive[1]
-            secant = math.log(side_value(e1) / side_value(e2)) / (e2 - e1)
-            if 0 < secant < math.inf:
-                slope = secant
-        tol = max(xtol, rtol * x)
-        if f > 0:
-            dist = math.log(f / delta) / slope   # > 0: the crossing lies to the right
-            step = (1 + OVERSHOOT) * dist + math.copysign(EDGE * tol, dist)
-        else:
-            step = -0.5 * x                      # a value of 0 carries no slope: halve eps
-        x_new = min(max(x + step, 0.0), eps_max)
-        if x_new == x:
-            return None
-        x = x_new
-    return None
-
-
-def _side_bracket(seen, side_value, delta: float) -> tuple[float | None, float | None]:
-    """(largest evaluated eps whose side value is > delta, smallest whose side value is
-    <= delta); None for a side without such a point."""
-    above = max((e for e in seen if side_value(e) > delta), default=None)
-    below = min((e for e in seen if side_value(e) <= delta), default=None)
-    return above, below
