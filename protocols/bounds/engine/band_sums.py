@@ -72,7 +72,9 @@ def row_setup(plan, t: np.ndarray, m: np.ndarray, bi: np.ndarray, xi: np.ndarray
     in the plan's B / X tables; ``has_x``: the shape has a pool variable X ~ Bin(m, q)).
 
     ``trim``: the band's window of X ends at x_hi = ceil(m q + s), s Chernoff's span with
-    P[X >= m q + s] <= TRIM_TAIL (binomial_window._upper_span), where that is below the
+    P[X >= m q + s] <= TRIM_TAIL (binomial_window._upper_span: Newton iterates from above
+    on the convex m KL; X > x_hi means X >= m q + s + 1, whose bound is smaller by the factor
+    exp(-d(m KL)/ds) < 1, far beyond the rounding of KL), where that is below the
     table's last column (~10 sd above the mean, TAIL = 1e-20): k at or above the band then
     go to the closed form with x_hi, which leaves out E[(a + e X)_+ ; x_hi < X <= x*(k)] <=
     P[X > x_hi] (a + e x_hi)_+ (e < 0), i.e. at most TRIM_TAIL times the closed form's own
