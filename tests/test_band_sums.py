@@ -115,3 +115,18 @@ class _NoBumps:
 
     def nonzero(self, a):
         return tuple(np.zeros(0, dtype=np.intp) for _ in range(np.ndim(a)))
+
+
+@pytest.mark.parametrize("k,eps0,n,eps", [(1000, 2.0, 100, 0.3293), (1000, 1.0, 193, 0.05999),
+                                          (3, 8.0, 37276, 7.9413)])
+def test_the_band_from_k_lo_plus_one_keeps_the_bracket(k, eps0, n, eps):
+    """exact_band.row_bounds starts the band at k_lo + 1 only where k_lo's values are all
+    below -3 ve. Where X's window starts at 0 with most of its mass there (k-RR with many
+    categories), the former blanket rule (the slope + CX(x_lo) for the skipped k) widened
+    the bracket at delta ~1e-12 from ~1e-8 to ~1e-3 relative (session 16)."""
+    r = make_randomizer("krr", epsilon0=eps0, domain_size=k)
+    cat = common.categories(dec.blanket_atoms(r, 0, 1), n, eps)
+    assert exact_band.applicable(cat)
+    lo, hi = exact_band.band_bounds(cat)
+    assert 0 < lo <= hi
+    assert hi - lo <= 1e-6 * hi

@@ -62,7 +62,6 @@ class RowSetup:
     ccx_hi: np.ndarray       # CCX(x_hi - 1)
     out: np.ndarray          # P[B outside its window] + P[X outside its table's window]
     below: np.ndarray        # P[B below a cut window]
-    cx_lo: np.ndarray        # CX(x_lo): the slope of the band's first k (row_bounds)
     tau: np.ndarray          # an upper bound on P[X > x_hi] where x_hi is trimmed, else 0
 
 
@@ -97,7 +96,7 @@ def row_setup(plan, t: np.ndarray, m: np.ndarray, bi: np.ndarray, xi: np.ndarray
     xt = plan.x_rows[xi]
     return RowSetup(b_lo, b_hi, x_lo, x_hi, ix_hi, xt, plan.cx[xt, ix_hi + 1],
                     plan.ccx[xt, ix_hi], plan.b_out[bi] + plan.x_out[xi], plan.b_below[bi],
-                    plan.cx[xt, np.minimum(1, plan.x_w)], tau)
+                    tau)
 
 
 #: cells (band x rows) computed at a time, at least BAND_ROWS rows: the temporaries stay in

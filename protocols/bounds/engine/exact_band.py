@@ -389,7 +389,8 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
         # k_hi: the smallest k with alpha + d k + e x_hi >= 0 (x*(k) >= x_hi from there on)
         k_hi = np.ceil(-(alpha + e * x_hi) / d)
         # the band starts one below the smallest k with alpha + d k + e x_lo > 0
-        k_lo = np.floor(-(alpha + e * x_lo) / d)
+        v_lo = -(alpha + e * x_lo) / d
+        k_lo = np.floor(v_lo)
     # above the band: closed form with SB and SSB (flat look-ups: numpy's 2-D fancy indexing
     # and np.clip / np.where with array operands cost ~4 ns an element, issue 32)
     b_hi1 = b_hi + 1
@@ -415,14 +416,16 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     ve *= 8 * U * (1 + 1e-6)
     # the slope argument needs the value error below one step of B and of X
     wide = 4 * ve >= min(d, ae if ae > 0 else math.inf)
-    # the band: one look-up per k, from k_lo + 1: at k_lo the value at x_lo is <= 0, so the
-    # window's part of G(k_lo) is 0, or at most ve P[X = x_lo] where rounding put k_lo one
-    # too high (the slope's CX(x_lo) covers both; where 4 ve >= d, k_lo itself)
-    kb0 = k_lo + 1.0
-    kb0 -= wide
+    # the band: one look-up per k, from k_lo + 1 where the computed value at (k_lo, x_lo),
+    # -d (v_lo - k_lo), is below -5 ve (exact: below -3.8 ve, v_lo's rounding being at most
+    # ve / d + u v_lo <= 1.2 ve / d): every x of the window then gives k_lo a value < -3 ve,
+    # so G(k_lo) = 0 and its slope term is 0; from k_lo elsewhere, and where 4 ve >= d
+    v_lo -= k_lo
+    v_lo *= d
+    skip = v_lo > 5 * ve
+    skip &= ~wide
+    kb0 = k_lo + skip
     np.maximum(kb0, b_lo, out=kb0)
-    if e != 0.0:                        # (without X there is no band)
-        slope += setup.cx_lo * ~wide
     kb1 = np.minimum(k_hi, b_hi1)
     width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
     df, ds = band_sums(plan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, bi, xt, ve, width)
