@@ -29,6 +29,7 @@ sum adds 1u relative (exact_band.row_bounds counts it).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,9 +87,7 @@ def row_setup(plan, t: np.ndarray, m: np.ndarray, bi: np.ndarray, xi: np.ndarray
     if trim and has_x and t.size:
         # per pool size (the rows' m are few consecutive integers)
         m_min = float(m.min())
-        sizes = np.arange(m_min, float(m.max()) + 1.0)
-        tops = np.ceil(sizes * q + _upper_span(sizes, q, TRIM_TAIL))
-        top = tops[(m - m_min).astype(np.intp)]
+        top = _trim_tops(m_min, float(m.max()), q, TRIM_TAIL)[(m - m_min).astype(np.intp)]
         trimmed = top < x_hi
         x_hi = np.where(trimmed, np.maximum(top, x_lo), x_hi)
         tau[trimmed] = TRIM_TAIL
@@ -104,6 +103,15 @@ def row_setup(plan, t: np.ndarray, m: np.ndarray, bi: np.ndarray, xi: np.ndarray
 #: 4.9 ms, 4096: 4.2 ms, 8192: 4.7 ms)
 BAND_CELLS = 32_768
 BAND_ROWS = 1024
+
+
+@functools.lru_cache(maxsize=8)
+def _trim_tops(m_min: float, m_max: float, q: float, tail: float) -> np.ndarray:
+    """ceil(m q + s) for m = m_min..m_max, s Chernoff's span of Bin(m, q) at ``tail``."""
+    sizes = np.arange(m_min, m_max + 1.0)
+    tops = np.ceil(sizes * q + _upper_span(sizes, q, tail))
+    tops.flags.writeable = False
+    return tops
 
 
 def _flat(table: np.ndarray) -> tuple[np.ndarray, int, int]:
@@ -149,19 +157,20 @@ def band_sums(plan, d: float, e: float, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi
         q, xs, g = buf_q[:, :n_c], buf_x[:, :n_c], buf_g[:, :n_c]
         lo1 = x_lo[c] - 1.0
         hi = x_hi[c]
-        # a = alpha + d (kb0 + j), then a / |e| and x^ (clipped to [x_lo - 1, x_hi])
+        # a = alpha + d (kb0 + j), then a / |e| and x* = floor(a / |e|)
         np.add(d_steps, alpha[c] + d * kb0[c], out=q)
         np.multiply(q, inv, out=q)
         np.floor(q, out=xs)
+        # the slope's x* + 1: where a + e (x* + 1) > -4 ve, i.e. a / |e| - x* >= 1 - 4 ve / |e|
+        # (rare: looked up cell by cell below)
+        np.subtract(q, xs, out=g)
+        rare = bool(np.any(g >= 1.0 - 4.01 * float(np.max(ve[c])) * inv))
+        # x^ = x* clipped to [x_lo - 1, x_hi], a / |e| - x^ and the flat index of CX(x^)
         np.clip(xs, lo1, hi, out=xs)
-        np.subtract(q, xs, out=q)                      # a / |e| - x^
-        # the slope's x^ + 1: where a + e (x^ + 1) > -4 ve, i.e. a / |e| - x^ >= 1 - 4 ve / |e|
-        # (with x^ inside the window: at x_hi the window ends; below x_lo, a / |e| - x^ < 0)
-        thr = 1.0 - 4.01 * ve[c] * inv
-        bump = q >= thr
-        bump &= q < 1.0
+        np.subtract(q, xs, out=q)
         base_x = xt[c].astype(np.intp) * cx_rs
-        idx = (xs - lo1 + base_x).astype(np.intp)     # flat index of CX(x^) (exact integers)
+        xs += (base_x - lo1)
+        idx = xs.astype(np.intp)
         cxv = np.take(cx_f, idx)
         # G / |e|: 0 where x* < x_lo (idx at the row's column 0)
         inside = idx > base_x
@@ -176,10 +185,18 @@ def band_sums(plan, d: float, e: float, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi
         p *= isteps < (kb1[c] - kb0[c]).astype(np.intp)
         df[c] = np.einsum("ji,ji->i", p, g)
         ds[c] = np.einsum("ji,ji->i", p, cxv)
-        bump &= xs < hi
-        if bump.any():
-            jj, ii = np.nonzero(bump)
-            idx += 1                                    # back to CX(x^)'s index
-            extra = p[jj, ii] * (np.take(cx_f, idx[jj, ii] + 1) - cxv[jj, ii])
-            np.add.at(ds, r + ii, np.maximum(extra, 0.0))
+        if rare:
+            _next_x(ds, r, q, xs - base_x + lo1, hi, lo1, ve[c] * inv, p, idx + 1, cx_f)
     return df * ae, ds
+
+
+def _next_x(ds, r: int, frac, xh, hi, lo1, ve_e, p, idx, cx_f) -> None:
+    """Add to ``ds`` (rows r, r + 1, ...) P[B = k] P[X = x^ + 1] for the cells whose value at
+    x^ + 1 lies within 4 ve of 0: a / |e| - x^ >= 1 - 4 ve / |e| with x^ inside the window
+    (x_lo - 1 <= x^ < x_hi; at x_hi the window ends, below it a / |e| - x^ < 0); ``frac`` is
+    a / |e| - x^, ``idx`` the flat index of CX(x^)."""
+    cells = (frac >= 1.0 - 4.01 * ve_e) & (frac < 1.0) & (xh < hi) & (xh >= lo1) & (p > 0)
+    jj, ii = np.nonzero(cells)
+    if ii.size:
+        extra = p[jj, ii] * (np.take(cx_f, idx[jj, ii] + 1) - np.take(cx_f, idx[jj, ii]))
+        np.add.at(ds, r + ii, np.maximum(extra, 0.0))

@@ -152,21 +152,45 @@ def _sizes(n: int, mix: _Mixture) -> tuple[float, float]:
     return rows_t * rows_y, b_cells + x_cells
 
 
+class _Analysed(dict):
+    """The last groups' :func:`_analyse` (the engine asks applicable() twice and then
+    mixture_bounds() for the same group each evaluation); cleared with the caches."""
+
+    def cache_clear(self) -> None:
+        self.clear()
+
+
+_analysed: _Analysed = _Analysed()
+
+
+def _analyse(cat: Categories):
+    """(reduced group, down, up, its decomposition or None, applicable)."""
+    key = (cat.c.dtype.str, cat.c.tobytes(), cat.w.dtype.str, cat.w.tobytes(), cat.count,
+           cat.c_err)
+    got = _analysed.get(key)
+    if got is not None:
+        return got
+    reduced, down, up = exact_band.reduced(cat)
+    mix = None if exact_band._shape(reduced) is not None else _mixture(reduced)
+    ok = False
+    if mix is not None:
+        rows, cells = _sizes(reduced.count, mix)
+        if reduced.count <= MAX_USERS:
+            ok = rows <= MAX_ROWS
+        else:
+            limit = WIDE_ROWS if reduced.count <= WIDE_USERS else LARGE_ROWS
+            ok = rows <= limit and cells <= exact_band.MAX_CELLS
+    if len(_analysed) >= 8:
+        _analysed.clear()
+    _analysed[key] = got = (reduced, down, up, mix, ok)
+    return got
+
+
 def applicable(cat: Categories) -> bool:
     """An exact zero category beside exact_band's shape (module docstring), a group that
     exact_band does not take itself, at most MAX_USERS users and MAX_ROWS rows, or more users
     with exact_band.MAX_CELLS table cells and WIDE_ROWS / LARGE_ROWS rows."""
-    cat = exact_band.reduced(cat)[0]
-    if exact_band._shape(cat) is not None:
-        return False
-    mix = _mixture(cat)
-    if mix is None:
-        return False
-    rows, cells = _sizes(cat.count, mix)
-    if cat.count <= MAX_USERS:
-        return rows <= MAX_ROWS
-    limit = WIDE_ROWS if cat.count <= WIDE_USERS else LARGE_ROWS
-    return rows <= limit and cells <= exact_band.MAX_CELLS
+    return _analyse(cat)[4]
 
 
 @bounded_cache(4, TABLE_BYTES)
@@ -278,8 +302,7 @@ def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan, m_first:
 
 def mixture_bounds(cat: Categories) -> tuple[float, float]:
     """Guaranteed (lower, upper) of E[S_+] (module docstring); ``applicable(cat)`` must hold."""
-    cat, down, up = exact_band.reduced(cat)
-    mix = _mixture(cat)
+    cat, down, up, mix, _ = _analyse(cat)
     sh, n = mix.shape, cat.count
     tp = t_plan(n, mix.w_pair)
     b_lo, pb, sb, ssb, b_out, eb, below = exact_band._b_tables(n, mix.w_pair, sh.rho)
