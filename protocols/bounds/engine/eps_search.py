@@ -289,11 +289,13 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         width = hi - lo
         if width <= max(xtol, rtol * hi):
             break
-        if width < resolution_stop * resolution():
+        blur = resolution()
+        if width < resolution_stop * blur:
             resolved_stop = True
             break
+        prec = eps_upper.precision(max(xtol, rtol * hi), blur)      # trust only
         if trust is not None and hi == below and eps_upper.at_crossing(
-                _secant_root(seen, side_value, delta), hi, max(xtol, rtol * hi)):
+                _secant_root(seen, side_value, delta), hi, prec):
             aimed = True
             break
         x = lo + 0.5 * width
@@ -308,7 +310,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
                 # bracket is narrow enough to stop)
                 edge = EDGE * max(xtol, rtol * hi)
                 if trust is not None:
-                    local = eps_upper.aimed(local, max(xtol, rtol * hi))
+                    local = eps_upper.aimed(local, prec)
                 x = lo + min(max(local - lo, edge), width - edge)
             else:
                 step = width * (-g_lo) / (g_hi - g_lo)
@@ -339,11 +341,14 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     # result comes from (right of it for side="upper", left for "lower"), if it would move
     # that end by more than POLISH_EDGE tolerances; a second one inside the narrower bracket if the
     # first lands short. The end moves only if certified.
-    aimed = aimed or (trust is not None and hi == below and eps_upper.at_crossing(
-        _secant_root(seen, side_value, delta), hi, max(xtol, rtol * hi)))
+    unit = max(xtol, rtol * hi)
+    if trust is not None:             # engine/eps_upper.py: its unit; done at the crossing?
+        unit = eps_upper.precision(unit, resolution())
+        aimed = aimed or (hi == below and eps_upper.at_crossing(
+            _secant_root(seen, side_value, delta), hi, unit))
     for _ in range(0 if aimed else POLISH_POINTS):
         width = hi - lo
-        edge = POLISH_EDGE * max(xtol, rtol * hi)
+        edge = POLISH_EDGE * (unit if trust is not None else max(xtol, rtol * hi))
         if not (evaluations < max_evaluations and math.isfinite(g_hi) and g_hi > g_lo
                 and width > 2 * edge):
             break

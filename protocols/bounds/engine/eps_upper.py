@@ -13,11 +13,13 @@ EDGE tolerances (brr, eps0 = 2, n = 268270, delta = 1e-12: 9 evaluations, four o
 
 * at a point certified above whose estimate is at most ``trust_width`` wide (log scale), the
   upper estimate is used (:func:`trusted`);
-* near the crossing the secant aims AIM tolerances past it (:func:`aimed`), so that its point
-  is certified below;
+* near the crossing the secant aims AIM units past it (:func:`aimed`), so that its point is
+  certified below; a unit is the search's tolerance or, where the estimates are wider,
+  BLUR_SHARE of the eps-width they blur (:func:`precision`);
 * the bracket loop ends once the secant of the two points nearest the crossing puts it within
-  STOP tolerances of the upper end (:func:`at_crossing`): the returned end cannot move by more
-  than that (the finer steps cannot come closer than eps_search.EDGE to an end anyway);
+  STOP units of the upper end (:func:`at_crossing`): the returned end cannot move by more
+  than that (the finer steps cannot come closer than eps_search.EDGE to an end anyway), a
+  move of at most 6e-5 of the stated error where that is the blur;
 * the stated error then comes from one point left of the lower estimate's crossing, placed from
   the upper end (:func:`certify_other_side`), where it narrows the bracket;
 * away from the crossing, a step bisects after STALL steps in a row were held 1 % of the
@@ -40,10 +42,16 @@ from __future__ import annotations
 
 import math
 
-#: the secant near the crossing aims this many tolerances past it (eps_search.POLISH_EDGE)
+#: the steps' unit near the crossing (:func:`precision`): the search's tolerance, or this
+#: share of the eps-width that the estimates' own brackets blur where that is larger (the
+#: stated error is about that width; the upper estimates jitter on a finer scale, ~1e-8
+#: relative for the exact-pool style at hr d = 16, eps0 = 4, n = 1e4, which an aim of
+#: AIM tolerances missed twice)
+BLUR_SHARE = 0.01
+#: the secant near the crossing aims this many units past it (eps_search.POLISH_EDGE)
 AIM = 1e-3
-#: the loop ends when the secant puts the crossing within this many tolerances of the upper
-#: end (eps_search.EDGE + AIM)
+#: the loop ends when the secant puts the crossing within this many units of the upper end
+#: (eps_search.EDGE + AIM)
 STOP = 6e-3
 #: the other side's point: 1.5 times the lower estimate's eps-gap plus this many tolerances
 #: (eps_search.EDGE), doubled at most TRIES - 1 times while it is not certified
@@ -74,16 +82,22 @@ def resolved(seen, side_value, e1: float, e2: float) -> bool:
     return fall >= NOISE * (_log_width(seen[e1]) + _log_width(seen[e2]))
 
 
-def aimed(local: float, tol: float) -> float:
-    """The point a near secant step takes: AIM tolerances past its crossing ``local``."""
-    return local + AIM * tol
+def precision(tol: float, blur: float) -> float:
+    """The unit of the steps near the crossing: the tolerance ``tol``, or BLUR_SHARE of the
+    estimates' eps-blur where that is larger."""
+    return max(tol, BLUR_SHARE * blur)
 
 
-def at_crossing(local: float | None, hi: float, tol: float) -> bool:
-    """Whether the upper end ``hi`` (certified below) is within STOP tolerances of the
-    crossing ``local`` that the secant of the nearest points predicts (on either side: a
-    crossing predicted right of a certified end is jitter of the estimates)."""
-    return local is not None and abs(local - hi) <= STOP * tol
+def aimed(local: float, unit: float) -> float:
+    """The point a near secant step takes: AIM units past its crossing ``local``."""
+    return local + AIM * unit
+
+
+def at_crossing(local: float | None, hi: float, unit: float) -> bool:
+    """Whether the upper end ``hi`` (certified below) is within STOP units of the crossing
+    ``local`` that the secant of the nearest points predicts (on either side: a crossing
+    predicted right of a certified end is jitter of the estimates)."""
+    return local is not None and abs(local - hi) <= STOP * unit
 
 
 def stalled(moves: list[tuple[bool, int, float]]) -> bool:
