@@ -83,12 +83,14 @@ def test_the_default_trim_narrows_the_band():
     zm.mixture_bounds(cat)
     mix = zm._mixture(exact_band.reduced(cat)[0])
     memo = zm._rows(cat.count, mix.w_pair, mix.s)[-1]
-    data = memo["kept"][2]
-    setup, m = data[-1], data[1]
-    trimmed = setup.tau > 0
+    chunks = memo["kept"][2]                # the kept rows, EVAL_ROWS at a time
+    tau = np.concatenate([chunk[-1].tau for chunk in chunks])
+    x_hi = np.concatenate([chunk[-1].x_hi for chunk in chunks])
+    m = np.concatenate([chunk[1] for chunk in chunks])
+    trimmed = tau > 0
     assert trimmed.mean() > 0.9
     q = mix.shape.q
     sd = np.sqrt(m * q * (1 - q))
-    z = (setup.x_hi - m * q)[trimmed] / sd[trimmed]
+    z = (x_hi - m * q)[trimmed] / sd[trimmed]
     assert np.all((z > 6) & (z < 8))
     _fresh()

@@ -200,3 +200,34 @@ def test_huge_values_do_not_overflow_the_pruning():
     ref_lo, ref_hi = enumeration_bounds([cat])
     intersect(lo, hi, ref_lo, ref_hi, "huge values")
     assert hi - lo <= 1e-6 * hi
+
+
+def test_rows_in_chunks_sum_as_one(monkeypatch):
+    """The kept rows evaluated EVAL_ROWS at a time (a chunk of 7 rows, the last one shorter)
+    give the bracket of one pass over all of them, up to the summation order's rounding; with
+    every other chunk left out it falls below it."""
+    r = make_randomizer("oue", epsilon0=1.0, domain_size=4)
+    cat = common.categories(dec.blanket_atoms(r, 0, 1), 300, 0.3)
+    assert zm.applicable(cat)
+
+    def bracket(rows):
+        monkeypatch.setattr(zm, "EVAL_ROWS", rows)
+        zm._rows.cache_clear()
+        try:
+            return zm.mixture_bounds(cat)
+        finally:
+            zm._rows.cache_clear()
+
+    whole_lo, whole_hi = bracket(10**9)
+    mix = zm._mixture(exact_band.reduced(cat)[0])
+    assert zm._rows(cat.count, mix.w_pair, mix.s)[1].size > 7 * 10
+    lo, hi = bracket(7)
+    assert lo == pytest.approx(whole_lo, rel=1e-13) and hi == pytest.approx(whole_hi, rel=1e-13)
+    real_kept = zm._kept
+
+    def short(*args):
+        return real_kept(*args)[::2]
+
+    monkeypatch.setattr(zm, "_kept", short)
+    lo, hi = bracket(7)
+    assert hi < whole_lo

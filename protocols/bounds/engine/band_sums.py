@@ -167,7 +167,8 @@ def band_sums(plan, d: float, e: float, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi
         np.subtract(q, xs, out=g)
         rare = bool(np.any(g >= 1.0 - 4.01 * float(np.max(ve[c])) * inv))
         # x^ = x* clipped to [x_lo - 1, x_hi], a / |e| - x^ and the flat index of CX(x^)
-        np.clip(xs, lo1, hi, out=xs)
+        np.maximum(xs, lo1, out=xs)        # (np.clip with per-row bounds is ~1.5x slower)
+        np.minimum(xs, hi, out=xs)
         np.subtract(q, xs, out=q)
         base_x = xt[c].astype(np.intp) * cx_rs
         xs += (base_x - lo1)
