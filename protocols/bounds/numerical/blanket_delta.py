@@ -12,17 +12,17 @@ from __future__ import annotations
 import time
 
 from shufflesim.protocols.bounds.numerical.atom_sets import DEFAULT_CELLS
-from shufflesim.protocols.bounds.numerical.candidates import (
+from shufflesim.protocols.bounds.numerical.decompositions import (
+    blanket_atoms,
+    is_continuous,
+    neighbour_candidates,
+)
+from shufflesim.protocols.bounds.numerical.pair_question import (
     REFERENCE_UPPER,
     _Candidate,
     _delta,
     _pair_label,
     _rebuild,
-)
-from shufflesim.protocols.bounds.numerical.decompositions import (
-    blanket_atoms,
-    is_continuous,
-    neighbour_candidates,
 )
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.errors import require, require_int_at_least
