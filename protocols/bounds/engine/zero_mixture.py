@@ -301,11 +301,12 @@ def _prune(cat: Categories, sh, c_r: float, lin: np.ndarray, memo: dict,
     return keep, float(bound @ memo["left"]) * (1 + rows * U)
 
 
-def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan, m_first: int,
-          has_x: bool, q: float):
+def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan,
+          sizes: tuple[int, int], has_x: bool, q: float):
     """The kept rows in chunks of EVAL_ROWS: per chunk (t, m, index of t, row of the X tables,
     y, probability, row_bounds' setup with X's window trimmed, band_sums.row_setup), built
-    once per kept set and plan tables (``memo``)."""
+    once per kept set and plan tables (``memo``); ``sizes``: the least and largest m of all
+    the rows (the X tables' first row is the least)."""
     tables = (plan.pb, plan.cx)
     got = memo.get("kept")
     if got is not None and got[0] is keep and all(a is b for a, b in zip(got[1], tables)):
@@ -318,9 +319,9 @@ def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan, m_first:
         ti_k, y_k = ti[c], y[c]
         t = tp.t[ti_k]
         m = n - t - y_k                    # the users that are x or zero
-        xi = (m - m_first).astype(np.int64)
+        xi = (m - sizes[0]).astype(np.int64)
         chunks.append((t, m, ti_k, xi, y_k, p_row[c],
-                       row_setup(plan, t, m, ti_k, xi, has_x, q, True)))
+                       row_setup(plan, t, m, ti_k, xi, has_x, q, True, sizes)))
     memo["kept"] = (keep, tables, chunks)
     return chunks
 
@@ -334,16 +335,16 @@ def mixture_bounds(cat: Categories) -> tuple[float, float]:
     _, _, m_out, em = _m_tables(n, mix.w_pair, mix.s)
     ti, y, p_row, lin, memo = _rows(n, mix.w_pair, mix.s)
     m_all = lin[1]
-    m_first = int(m_all.min())
-    x_lo, cx, ccx, x_out, ex, x_rows = _x_tables(m_first, int(m_all.max()), sh.q)
+    sizes = int(m_all.min()), int(m_all.max())
+    x_lo, cx, ccx, x_out, ex, x_rows = _x_tables(*sizes, sh.q)
     plan = exact_band.BandPlan(tp.t, tp.pt, tp.tail_p, b_lo, pb, sb, ssb, b_out, x_lo, cx,
                                ccx, x_out, eb + ex + eb * ex + 4 * U, x_rows, below)
     # P[T = t] (REL_SPECIAL) times the Y table's entry (em) and the product's rounding (2u)
     rel = REL_SPECIAL + em + REL_SPECIAL * em + 2 * U
     keep, pruned = _prune(cat, sh, mix.c_r, lin, memo, rel)
     lower = upper = 0.0
-    for t, m, ti_k, xi, y_k, p_k, setup in _kept(memo, keep, ti, y, p_row, tp, n, plan,
-                                                 m_first, sh.q < 1.0, sh.q):
+    for t, m, ti_k, xi, y_k, p_k, setup in _kept(memo, keep, ti, y, p_row, tp, n, plan, sizes,
+                                                 sh.q < 1.0, sh.q):
         f_lo, f_hi = exact_band.row_bounds(sh, plan, t, m, ti_k, xi, mix.c_r * y_k, setup)
         lower += float(p_k @ f_lo)
         upper += float(p_k @ f_hi)
