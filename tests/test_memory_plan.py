@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-import shufflesim.simulator.batch.memory as memory
+import shufflesim.simulator.batch.machine as machine
 from shufflesim.simulator.cli import main
 from shufflesim.simulator.execution import units
 from shufflesim.simulator.execution.resume import DONE, PARTS
@@ -97,7 +97,7 @@ def test_numeric_data_without_an_aggregate_sampler_get_a_smaller_n(tmp_path):
 def test_a_feasible_memory_budget_is_suggested_and_works(tmp_path, monkeypatch):
     """2e6 numeric users in 16 MiB: the data alone (about 31 MiB) do not fit; the suggested
     memory_mb (and shuffle = "skip") runs."""
-    monkeypatch.setattr(memory, "machine_bytes", lambda: 8 * 2**30)
+    monkeypatch.setattr(machine, "machine_bytes", lambda: 8 * 2**30)
     out = tmp_path / "out"
     kwargs = dict(n=2_000_000, reps=1, data=UNIFORM, randomizer="laplace", estimator="mean")
     line = one_line_error(run(write(tmp_path, batch="[batch]\nmemory_mb = 16", **kwargs), out),
@@ -113,10 +113,10 @@ def test_a_feasible_memory_budget_is_suggested_and_works(tmp_path, monkeypatch):
 
 def test_perform_advice_only_offers_a_budget_this_machine_has(tmp_path, monkeypatch):
     path = write(tmp_path, n=600_000, reps=1, batch="[batch]\nmemory_mb = 16")
-    monkeypatch.setattr(memory, "machine_bytes", lambda: 8 * 2**30)
+    monkeypatch.setattr(machine, "machine_bytes", lambda: 8 * 2**30)
     one_line_error(run(path, tmp_path / "out"), "batch.shuffle = 'perform'",
                    "raise batch.memory_mb to at least", 'set batch.shuffle = "skip"')
-    monkeypatch.setattr(memory, "machine_bytes", lambda: 20 * 2**20)
+    monkeypatch.setattr(machine, "machine_bytes", lambda: 20 * 2**20)
     line = one_line_error(run(path, tmp_path / "out"), 'set batch.shuffle = "skip"')
     assert "raise batch.memory_mb" not in line
     result = run(write(tmp_path, n=600_000, reps=1,
@@ -125,7 +125,7 @@ def test_perform_advice_only_offers_a_budget_this_machine_has(tmp_path, monkeypa
 
 
 def test_a_unit_larger_than_the_machine_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(memory, "machine_bytes", lambda: 2 * 2**30)
+    monkeypatch.setattr(machine, "machine_bytes", lambda: 2 * 2**30)
     out = tmp_path / "out"
     path = write(tmp_path, n=200_000_000, reps=1, batch="[batch]\nmemory_mb = 100000")
     line = one_line_error(run(path, out), "batch.memory_mb = 100000",

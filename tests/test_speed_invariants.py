@@ -25,10 +25,8 @@ from shufflesim.protocols.bounds.engine.conditioning import well_posed
 from shufflesim.protocols.bounds.numerical import decompositions as dec
 from shufflesim.protocols.bounds.numerical import two_count
 from shufflesim.protocols.bounds.numerical import variation_ratio as vr
-from shufflesim.protocols.bounds.numerical.atom_sets import (
-    _piecewise_constant_atoms,
-    check_decomposition,
-)
+from shufflesim.protocols.bounds.numerical.atom_sets import check_decomposition
+from shufflesim.protocols.bounds.numerical.density_atoms import _piecewise_constant_atoms
 from shufflesim.protocols.randomizers import make_randomizer
 
 

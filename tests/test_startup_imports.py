@@ -144,9 +144,27 @@ def test_an_audit_without_a_pipeline_imports_no_simpy_nor_pandas():
 #: What a k-RR ``bound`` over rounds never calls (issue 32, session 14): scipy.fft (about
 #: 0.02 s of CPU; loaded by the engine's first FFT convolution), the one-table kink sum
 #: (engine/kink_table.py) and the screen of several candidates (engine/screen.py); each is
-#: imported on first use.
+#: imported on first use. Session 16: nor the engine's eps(delta) search (eps_search, its
+#: start and upper steps: the row asks delta(eps) questions only; EpsilonEstimate is in
+#: eps_estimate.py), the FFT method (its predicted gap is in fft_gap.py, the composition's
+#: integer_power in spectrum_power.py), the level merge, the guess's root finder, and the
+#: exact pool tables (whether they apply is in pool_window.py), one round's eps(delta) bounds
+#: and their search over candidates (the composition asks delta(eps): blanket_delta.py,
+#: pair_question.py), continuous densities' atoms (density_atoms.py) and the run's memory plans
+#: (the cost check reads batch/machine.py): about 140 KB the row no longer compiles.
 NOT_RUN_FOR_KRR_ROUNDS = ("scipy.fft", "shufflesim.protocols.bounds.engine.kink_table",
-                          "shufflesim.protocols.bounds.engine.screen")
+                          "shufflesim.protocols.bounds.engine.screen",
+                          "shufflesim.protocols.bounds.engine.eps_search",
+                          "shufflesim.protocols.bounds.engine.eps_upper",
+                          "shufflesim.protocols.bounds.engine.eps_start",
+                          "shufflesim.protocols.bounds.engine.fft",
+                          "shufflesim.protocols.bounds.engine.levels",
+                          "shufflesim.protocols.bounds.engine.roots",
+                          "shufflesim.protocols.bounds.engine.pool_law",
+                          "shufflesim.protocols.bounds.numerical.optimal",
+                          "shufflesim.protocols.bounds.numerical.candidates",
+                          "shufflesim.protocols.bounds.numerical.density_atoms",
+                          "shufflesim.simulator.batch.memory")
 
 
 #: ... and at n = 1e5: rdp-blanket's pair by (D, bin of m) (accounting/m_bins.py, for small n;
@@ -159,7 +177,8 @@ NOT_RUN_AT_1E5 = ("shufflesim.protocols.accounting.m_bins",)
 def test_a_krr_bound_over_rounds_imports_no_engine_part_it_does_not_run(size):
     modules = _modules_after(COMMAND, "bound", "--randomizer", "krr", "--domain-size", "10",
                              "--delta", "1e-6", "-q", "--epsilon0", "1", *size)
-    assert "shufflesim.protocols.bounds.engine.fft" in modules  # the engine is there
+    assert "shufflesim.protocols.bounds.engine.core" in modules  # the engine is there
+    assert "shufflesim.protocols.bounds.engine.fft_gap" in modules  # it chose a method
     assert "shufflesim.protocols.accounting.rdp" in modules  # and Renyi accounting
     not_run = NOT_RUN_FOR_KRR_ROUNDS + (NOT_RUN_AT_1E5 if size[1] == "100000" else ())
     extra = _under(modules, not_run)

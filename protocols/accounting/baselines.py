@@ -40,12 +40,15 @@ from shufflesim.protocols.accounting.rounds import (
     normalize_rounds,
     total_rounds,
 )
-from shufflesim.protocols.bounds.numerical.optimal import (
-    optimal_blanket_delta,
-    optimal_blanket_epsilon,
-)
+from shufflesim.protocols.bounds.numerical.blanket_delta import optimal_blanket_delta
 from shufflesim.protocols.bounds.result import BoundKind, BoundStatus
 from shufflesim.protocols.errors import ParameterError, require, require_probability_open
+from shufflesim.protocols.lazy import lazy_functions
+
+#: eps(delta) of one round (numerical/optimal.py), loaded on first use (issue 32): the
+#: composition's fast paths ask delta(eps) questions (numerical/blanket_delta.py)
+(optimal_blanket_epsilon,) = lazy_functions("shufflesim.protocols.bounds.numerical.optimal",
+                                            "optimal_blanket_epsilon")
 
 #: Fractions of delta given to delta' in the advanced composition of several kinds of round
 #: (the former fixed choices and a fine logit grid between 1e-6 and 1 - 1e-6).

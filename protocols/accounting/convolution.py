@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine.fft import integer_power
+from shufflesim.protocols.bounds.engine.spectrum_power import integer_power
 
 #: Mass of the composed law allowed outside the FFT range on each side (Chernoff bound).
 TAIL_TRUNCATION = 1e-15

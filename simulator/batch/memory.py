@@ -21,10 +21,13 @@ times a safety factor), so they err on the large side.
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 from typing import Any
 
+from shufflesim.simulator.batch import machine as this_machine
+from shufflesim.simulator.batch.machine import (  # noqa: F401  (re-exported)
+    format_bytes,
+    machine_bytes,
+)
 from shufflesim.simulator.errors import ScenarioError, UserError
 from shufflesim.simulator.lazy import lazy_module
 
@@ -50,34 +53,8 @@ DATA_SHARE = 0.5
 MACHINE_SHARE = 0.8
 
 
-def machine_bytes() -> int | None:
-    """This machine's memory in bytes: physical memory, or the cgroup's limit when lower; None
-    when unknown."""
-    sizes = []
-    try:
-        sizes.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        pass
-    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            text = Path(limit).read_text().strip()
-        except OSError:
-            continue
-        if text.isdigit() and int(text) < 2**60:
-            sizes.append(int(text))
-    sizes = [size for size in sizes if size > 0]
-    return min(sizes) if sizes else None
-
-
-def format_bytes(size: float) -> str:
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{max(size, 0) / 2**10:.1f} KiB"
-
-
 def _affordable_mb(mb: int) -> bool:
-    machine = machine_bytes()
+    machine = this_machine.machine_bytes()
     return machine is None or mb * MiB <= MACHINE_SHARE * machine
 
 
@@ -175,7 +152,7 @@ def check_machine(points, setups, allowed: float | None = None,
     """Refuse a run one of whose units would need more than this machine's memory, or than
     ``allowed`` bytes (the memory one worker may take: simulator/calls/cost.py, named
     ``source``)."""
-    machine = machine_bytes()
+    machine = this_machine.machine_bytes()
     if allowed is None and machine is None:
         return
     limit = machine if allowed is None else allowed

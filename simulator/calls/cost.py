@@ -22,14 +22,14 @@ import re
 from dataclasses import dataclass
 
 from shufflesim.protocols.errors import shown
-from shufflesim.simulator.batch import memory
+from shufflesim.simulator.batch import machine as this_machine
 from shufflesim.simulator.errors import UserError
 from shufflesim.simulator.execution.progress import format_duration
 from shufflesim.simulator.lazy import lazy_module
 
 #: user code's time limit, set from a scenario's [limits] (not needed by bound, calibrate)
 usercode = lazy_module("shufflesim.simulator.usercode")
-format_bytes = memory.format_bytes
+format_bytes = this_machine.format_bytes
 
 #: Work estimated beyond this many seconds is refused by default (one day).
 DEFAULT_MAX_SECONDS = 86_400.0
@@ -143,7 +143,7 @@ def worker_bytes(workers: int = 1) -> float | None:
     """The memory one worker may take: ``--max-memory``, else the machine's share per worker."""
     if _limits.max_bytes is not None:
         return None if math.isinf(_limits.max_bytes) else _limits.max_bytes
-    machine = memory.machine_bytes()
+    machine = this_machine.machine_bytes()
     return None if machine is None else machine / max(1, workers)
 
 

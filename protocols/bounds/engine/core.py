@@ -46,8 +46,6 @@ import numpy as np
 from scipy import special
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
-from shufflesim.protocols.bounds.engine import fft as engine_fft
-from shufflesim.protocols.bounds.engine import levels
 from shufflesim.protocols.bounds.engine.common import (
     Categories,
     Estimate,
@@ -62,7 +60,8 @@ from shufflesim.protocols.bounds.engine.common import (
 )
 from shufflesim.protocols.bounds.engine.conditioning import conditioning_bounds
 from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
-from shufflesim.protocols.bounds.engine.eps_search import EpsilonEstimate, epsilon_of_delta
+from shufflesim.protocols.bounds.engine.eps_estimate import EpsilonEstimate
+from shufflesim.protocols.bounds.engine.fft_gap import L_MAX, expected_gap
 from shufflesim.protocols.bounds.engine.input_error import tilted_input_slack
 from shufflesim.protocols.bounds.engine.methods import (
     BLOCKS_WORTH,
@@ -72,18 +71,17 @@ from shufflesim.protocols.bounds.engine.methods import (
     exact_sum,
     needs_blocks,
 )
-from shufflesim.protocols.bounds.engine.roots import falling_root
 from shufflesim.protocols.errors import ParameterError
+from shufflesim.protocols.lazy import lazy_functions, lazy_module
 
-__all__ = [
-    "Estimate",
-    "EpsilonEstimate",
-    "hockey_stick",
-    "delta_of_epsilon",
-    "epsilon_of_delta",
-    "epsilon_bound",
-    "default_eps_max",
-]
+engine_fft = lazy_module("shufflesim.protocols.bounds.engine.fft")  # on first use (issue 32)
+levels = lazy_module("shufflesim.protocols.bounds.engine.levels")
+(epsilon_of_delta,) = lazy_functions("shufflesim.protocols.bounds.engine.eps_search",
+                                     "epsilon_of_delta")
+(falling_root,) = lazy_functions("shufflesim.protocols.bounds.engine.roots", "falling_root")
+
+__all__ = ["Estimate", "EpsilonEstimate", "hockey_stick", "delta_of_epsilon", "epsilon_of_delta",
+           "epsilon_bound", "default_eps_max"]
 
 Group = tuple[RatioAtoms, int]
 
@@ -175,7 +173,7 @@ def hockey_stick(groups: Sequence[Group], epsilon: float, side: str = "upper", *
     if chosen == "enumerate":
         lo, hi = enumeration_bounds(active)
     elif chosen == "conditioning":
-        reach = engine_fft.expected_gap(active, engine_fft.L_MAX) if method == "auto" else math.inf
+        reach = expected_gap(active, L_MAX) if method == "auto" else math.inf
         lo, hi, pooled = _conditioning(active, rtol, atol, threshold, decide_only, reach)
         chosen = "conditioning+pool" if pooled else chosen
         # the exact band sum's bracket is rounding only: the FFT does not narrow it (issue 32)

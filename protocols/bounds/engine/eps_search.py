@@ -34,39 +34,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from shufflesim.protocols.bounds.engine import eps_upper
 from shufflesim.protocols.bounds.engine.common import Estimate, check_side
+from shufflesim.protocols.bounds.engine.eps_estimate import EpsilonEstimate
 from shufflesim.protocols.bounds.engine.eps_start import local_start, side_bracket
 from shufflesim.protocols.errors import ParameterError
 
 __all__ = ["EpsilonEstimate", "epsilon_of_delta"]
-
-@dataclass(frozen=True)
-class EpsilonEstimate:
-    """Result of an eps(delta) search.
-
-    The true crossing eps* = min{eps : delta(eps) <= delta} satisfies lower <= eps* <= upper
-    (``upper`` is inf when no eps <= eps_max was certified). ``value`` is the requested side;
-    ``error = upper - lower``. ``saturated`` is True when the crossing was not found below
-    ``eps_max``: then the upper side is inf and the lower side is the largest certified eps.
-    """
-
-    value: float
-    lower: float
-    upper: float
-    error: float
-    saturated: bool
-    evaluations: int
-    #: the estimates behind ``lower`` and ``upper`` ((eps, Estimate) pairs), for a follow-up
-    #: search that starts from this bracket without evaluating its ends again
-    ends: tuple = field(default=(), compare=False, repr=False)
-    #: side="lower": True when ``upper`` comes only from the final probe past the bracket (no
-    #: point of the search itself was certified below delta); a follow-up polish is then
-    #: skipped (before that probe, such results had upper = inf and were never polished)
-    upper_probed: bool = field(default=False, compare=False, repr=False)
-
 
 #: a secant point this close to an end (in tolerances) is moved to this distance from it
 EDGE = 0.005

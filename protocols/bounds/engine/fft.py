@@ -57,6 +57,14 @@ from shufflesim.protocols.bounds.engine.common import (
     log_sum_exp,
     minimise_unimodal,
 )
+from shufflesim.protocols.bounds.engine.fft_gap import (
+    K_WINDOW,
+    L_MAX,
+    SPREAD_GAP_FACTOR,
+    _shape,
+    expected_gap,  # noqa: F401  (re-exported: engine.fft.expected_gap)
+)
+from shufflesim.protocols.bounds.engine.spectrum_power import integer_power
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.lazy import lazy_module
 
@@ -64,9 +72,7 @@ optimize = lazy_module("scipy.optimize")  # one minimiser, loaded on first use (
 fft = lazy_module("scipy.fft")  # loaded by the first convolution: most bounds never run one
 
 L_MIN = 1 << 12
-L_MAX = 1 << 23
 L_FEW = 1 << 21     # grid cap of the plain-rounding pass for few users
-K_WINDOW = 12.0
 
 
 @dataclass(frozen=True)
@@ -196,31 +202,6 @@ class _Convolution:
                 + 2 * terms.size * U * float(abs_terms.sum()))
         alias = self.tau * float(weights.max(initial=0.0)) * (1 + float(rel_f.max(initial=0.0)))
         return est - err - alias, est + err
-
-
-def integer_power(z: np.ndarray, n: int, overwrite: bool = False) -> np.ndarray:
-    """z**n elementwise for an integer n >= 0, by binary powering (square and multiply).
-
-    numpy evaluates complex ** int through clog/cexp beyond small exponents, 20-30 times slower
-    for the characteristic functions here (|z| <= 1, n up to the number of users). Each complex
-    product has relative error at most 2 sqrt(2) U, and the chain of squarings and products
-    multiplies z's n factors, so the relative error is at most about 2 sqrt(2) (n - 1) U: within
-    the 4 U per factor that _convolve's L2 error budget allows (as it did for clog/cexp).
-
-    ``overwrite``: z is a complex array the caller no longer needs, squared in its own buffer
-    (one copy less for a large spectrum; the composition over rounds uses it). Against long
-    double, a 50,000-entry Gaussian's spectrum on 2^20 points to the power 1000 has a largest
-    entry error of 2.5e-14 (numpy's power: 4.8e-15).
-    """
-    result = None
-    base = z if overwrite else np.array(z, dtype=complex)
-    while n:
-        if n & 1:
-            result = base.copy() if result is None else np.multiply(result, base, out=result)
-        n >>= 1
-        if n:
-            np.multiply(base, base, out=base)
-    return np.ones_like(base) if result is None else result
 
 
 #: spectrum entries whose real and imaginary parts are both below this are set to 0 before the
@@ -366,15 +347,6 @@ def _spread_bounds(cats, h, length, scale, k_window) -> tuple[float, float]:
     return lower - e_d * (1 + 8 * U) - drift, upper
 
 
-def _shape(cats: list[Categories]) -> tuple[int, float, float, float]:
-    n_users = sum(cat.count for cat in cats)
-    mean = sum(cat.count * cat.mean for cat in cats)
-    sd = max(math.sqrt(sum(cat.count * cat.variance for cat in cats)), 1e-300)
-    spread = max(float(cat.c.max() - cat.c.min()) for cat in cats)
-    return n_users, max(1.0, -mean / sd), sd, spread
-
-
-SPREAD_GAP_FACTOR = 8.0   # relative bracket ~ 8 n h^2 z^2 / sd^2 with randomized rounding
 ROUNDED_USELESS = 4.0     # plain rounding skipped beyond this predicted relative error
 #: ... and where its predicted relative bracket n h1 z / sd is more than this many times the
 #: randomized rounding's measured one: the prediction overstates the plain bracket by about
@@ -384,15 +356,6 @@ ROUNDED_USELESS = 4.0     # plain rounding skipped beyond this predicted relativ
 ROUNDED_OPTIMISM = 4.0
 #: a finer randomized rounding aims at this fraction of rtol (its bracket shrinks about as h^2)
 FINER_AIM = 0.5
-
-
-def expected_gap(cats: list[Categories], length: int) -> float:
-    """Rough relative width of the bracket (randomized rounding) on a grid of ``length``
-    points: E[D] ~ Var W * density of S at 0, relative to E[S_+] ~ sd P[S > 0] / z: about
-    SPREAD_GAP_FACTOR * n h^2 z^2 / sd^2."""
-    n_users, z, sd, spread = _shape(cats)
-    h = (2 * K_WINDOW * sd + 4 * spread) / length
-    return SPREAD_GAP_FACTOR * n_users * (h * z / sd) ** 2
 
 
 WINDOW_CHOICES = (7.0, 8.0, 9.0, 10.0, K_WINDOW)

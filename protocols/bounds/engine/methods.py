@@ -21,9 +21,7 @@ from shufflesim.protocols.bounds.engine.conditioning import (
     well_posed,
 )
 from shufflesim.protocols.bounds.engine.enumerate import composition_count, joint_outcomes
-from shufflesim.protocols.lazy import lazy_module
-
-pool_law = lazy_module("shufflesim.protocols.bounds.engine.pool_law")
+from shufflesim.protocols.bounds.engine.pool_window import applies as pool_law_applies
 
 ENUMERATE_MAX = 300_000      # joint count vectors for the "enumerate" method (auto)
 #: One group with more count vectors than this goes to the exact band sum where it applies
@@ -235,7 +233,7 @@ def exact_pool_applies(cat: Categories) -> bool:
     if roles.main < 0:
         return False
     k = conditioning._coeffs(cat, roles)
-    return pool_law.applies(cat.count, k.q, k.alpha)
+    return pool_law_applies(cat.count, k.q, k.alpha)
 
 
 def exact_pool_bounds(cat: Categories, values, probs, value_err,

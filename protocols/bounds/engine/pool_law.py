@@ -47,10 +47,15 @@ from shufflesim.protocols.bounds.engine.common import (
     chernoff_lambda,
     excess_bound,
 )
+from shufflesim.protocols.bounds.engine.pool_window import (  # noqa: F401  (re-exported)
+    MAX_WINDOW,
+    TAIL,
+    _bernstein,
+    _window,
+    applies,
+)
 from shufflesim.protocols.distributions import binom
 
-#: mass of X outside the window (Bernstein's inequality picks the window)
-TAIL = 1e-20
 #: lattice lags of the remainder's kernel r(l h), enough for LAG_SD sd of the remainder (cells
 #: are grouped beyond LAGS); the rest is bounded by r((lags + 1) h)
 LAGS = 256
@@ -59,8 +64,6 @@ LAG_SD = 12.0
 #: lags (a remainder not much wider than the lattice step: blh d = 4, eps0 = 4, n = 1e4)
 SUB = 4
 SUB_LAGS = 64
-#: windows of X larger than this are not tabled (the former bound stays)
-MAX_WINDOW = 20_000
 MARGIN = 1e-10
 
 
@@ -166,25 +169,6 @@ class _RowLaw:
         return self._apply(a, up, 2)
 
 
-def _bernstein(var: float, s: float) -> float:
-    """g(s) = s^2 / (2 (var + s / 3)): P[X - mq >= s], P[mq - X >= s] <= e^{-g(s)}."""
-    return s * s / (2 * (var + s / 3))
-
-
-def _window(m: int, q: float) -> tuple[int, int, float]:
-    """[lo, hi] of X ~ Bin(m, q) with P[outside] <= TAIL (Bernstein), and a bound of
-    E[|X - mq|; X outside]: with g convex (s^2 over a linear function),
-    E[|Y|; |Y| >= s] <= 2 e^{-g(s)} (s + 1 / g'(s))."""
-    var = m * q * (1 - q)
-    c = math.log(2.0 / TAIL)
-    s = (2 * c / 3 + math.sqrt((2 * c / 3) ** 2 + 8 * c * var)) / 2
-    mean = m * q
-    lo, hi = max(0, math.floor(mean - s)), min(m, math.ceil(mean + s))
-    g = _bernstein(var, s)
-    slope = (2 * s * var + s * s / 3) / (2 * (var + s / 3) ** 2)
-    return lo, hi, 2 * math.exp(-g) * (s + 1 / slope) * (1 + 1e-6)
-
-
 def _remainder(n_r: float, v_r: float, m_r: float, s):
     """r(s) >= E(+-R~ - s)_+ for a sum R~ of at most n_r centred terms of variance v_r,
     |term| <= m_r (phi and Bennett's Chernoff bound; engine/conditioning.py's pieces)."""
@@ -276,14 +260,6 @@ def _sides(m: int, q: float, alpha: float, rel: float, remainder=None, kernels=N
         extra = (h * out + r0 * TAIL) * (1 + MARGIN)
         sides.append(SideTable(w0, h, lat * h, above, spread, group, extra, remainder, sub))
     return sides
-
-
-def applies(m: int, q: float, alpha: float) -> bool:
-    """A lattice (alpha != 0, 0 < q < 1) and a window of at most MAX_WINDOW points."""
-    if not (alpha != 0 and math.isfinite(alpha) and 0 < q < 1 and m >= 1):
-        return False
-    lo, hi, _ = _window(m, q)
-    return hi - lo + 1 <= MAX_WINDOW
 
 
 def pool_law(m_rows, q: float, alpha: float, v_r: float, bound_r: float,

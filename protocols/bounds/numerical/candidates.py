@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms
 from shufflesim.protocols.bounds.engine import core as engine
+from shufflesim.protocols.bounds.numerical.pair_question import (  # noqa: F401  (re-exported)
+    REFERENCE_LOWER,
+    REFERENCE_UPPER,
+    _Candidate,
+    _delta,
+    _fmt,
+    _pair_label,
+    _rebuild,
+    _Value,
+)
 from shufflesim.protocols.bounds.result import BoundKind, BoundResult, BoundStatus
 from shufflesim.protocols.errors import require_int_at_least, require_probability_open
 from shufflesim.protocols.lazy import lazy_module
@@ -24,21 +33,10 @@ screen = lazy_module("shufflesim.protocols.bounds.engine.screen")  # several can
 #: trades a cheaper evaluation against the chance of a needless search
 SCREEN_RTOL = 5e-3
 
-REFERENCE_UPPER = "000 Thm 13 + Alg. 7"
-REFERENCE_LOWER = "000 Thm 14"
-
 
 # ----------------------------------------------------------------------------------------------
 # Engine adapter
 # ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Value:
-    """A conservative number and the size of its numerical error."""
-
-    value: float
-    error: float
-
-
 def _epsilon(directions: Sequence[RatioAtoms], n: int, delta: float, side: str,
              method: str = "auto", bracket: tuple[float, float] | None = None) -> _Value:
     """Smallest eps with max over directions of delta(eps) <= delta, on the engine's ``side``
@@ -50,36 +48,9 @@ def _epsilon(directions: Sequence[RatioAtoms], n: int, delta: float, side: str,
     return _Value(float(est.value), float(error))
 
 
-def _delta(directions: Sequence[RatioAtoms], n: int, epsilon: float, side: str,
-           method: str = "auto", threshold: float | None = None,
-           rtol: float | None = None) -> _Value:
-    """max over directions of delta(eps): the bracket of the maximum is
-    [max of lowers, max of uppers]; the value is the requested side. With ``threshold`` the
-    engine may stop refining once each bracket lies on one side of it (screening only needs
-    that comparison); ``rtol``: the precision asked of the engine where the comparison is
-    not yet decided (default: the engine's). Directions whose atom multisets coincide are
-    computed once."""
-    unique = {engine.atoms_key(atoms): atoms for atoms in directions}
-    precision = {} if rtol is None else {"rtol": rtol}
-    ests = [engine.delta_of_epsilon([(atoms, n)], n, epsilon, side, method=method,
-                                    threshold=threshold, **precision)
-            for atoms in unique.values()]
-    lower = max(e.lower for e in ests)
-    upper = max(e.upper for e in ests)
-    return _Value(upper if side == "upper" else lower, upper - lower)
-
-
 # ----------------------------------------------------------------------------------------------
 # Candidate evaluation
 # ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Candidate:
-    """One neighbour configuration: a label and a builder of its atom sets (both directions)."""
-
-    label: str
-    build: Callable[[], list[RatioAtoms]]
-
-
 def _bracket(value: _Value, side: str) -> tuple[float, float]:
     """(lower, upper) of an eps search result: the value is its ``side`` end."""
     if side == "upper":
@@ -267,21 +238,3 @@ def _result(method: str, kind: BoundKind, value: _Value, delta: float, status: B
 def _check_common(n: int, delta: float) -> None:
     require_int_at_least("n", n, 1)
     require_probability_open("delta", delta)
-
-
-def _rebuild(builder: Callable, forward_args, backward_args, rounded: bool):
-    """The atom sets of both directions, built on demand: builder(forward_args) and
-    builder(backward_args); exact sets reverse by ``swapped()``, rounded ones are rebuilt
-    (swapping would round the wrong way)."""
-    def build() -> list[RatioAtoms]:
-        forward = builder(forward_args)
-        return [forward, builder(backward_args) if rounded else forward.swapped()]
-    return build
-
-
-def _fmt(x) -> str:
-    return f"{x:g}" if isinstance(x, float) else str(x)
-
-
-def _pair_label(pair) -> str:
-    return "(" + ", ".join(_fmt(x) for x in pair) + ")"

@@ -88,14 +88,9 @@ from shufflesim.protocols.bounds.numerical.atom_sets import (
     DEFAULT_CELLS,
     DecompositionError,
     _categorical_masses,
-    _log_linear_atoms,
-    _logpdf,
-    _min_logpdf,
     _min_rows,
-    _piecewise_constant_atoms,
     atoms_from_masses,
     check_decomposition,
-    piecewise_interval_atoms,
 )
 from shufflesim.protocols.errors import ParameterError, require
 from shufflesim.protocols.lazy import lazy_functions
@@ -114,6 +109,12 @@ from shufflesim.protocols.randomizers.registry import randomizer_class, randomiz
 #: k-RR bound never loads it)
 (laplace_pair_grid,) = lazy_functions("shufflesim.protocols.randomizers.laplace",
                                       "laplace_pair_grid")
+#: continuous densities' atoms (numerical/density_atoms.py), on first use (issue 32: the
+#: categorical randomizers' bounds never build them)
+(_log_linear_atoms, _logpdf, _min_logpdf, _piecewise_constant_atoms,
+ piecewise_interval_atoms) = lazy_functions(
+    "shufflesim.protocols.bounds.numerical.density_atoms", "_log_linear_atoms", "_logpdf",
+    "_min_logpdf", "_piecewise_constant_atoms", "piecewise_interval_atoms")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -154,7 +155,7 @@ def _float_inputs(r) -> tuple:
 def _piecewise_blanket(r, x0, x1, cells, rounding):
     # inf_x R(x)(y) = min over the blanket inputs (piecewise: R(-1), R(1), whose high intervals
     # are disjoint; every density is >= lo).
-    # The cell masses come from the randomizer's accessors (atom_sets.piecewise_interval_atoms:
+    # The cell masses come from the randomizer's accessors (density_atoms.piecewise_interval_atoms:
     # no breakpoint differences, which cancelled from eps0 ~ 30 on).
     return _piecewise_cells(r, (x0, x1), _float_inputs(r))
 

@@ -28,6 +28,12 @@ import numpy as np
 
 from shufflesim.protocols.bounds.atoms import RatioAtoms, Rounding
 from shufflesim.protocols.bounds.numerical.atom_sets import DEFAULT_CELLS
+from shufflesim.protocols.bounds.numerical.blanket_delta import (  # noqa: F401  (re-exported)
+    QUESTION_RTOL,
+    _blanket_candidates,
+    _blanket_status,
+    optimal_blanket_delta,
+)
 from shufflesim.protocols.bounds.numerical.candidates import (
     REFERENCE_LOWER,
     REFERENCE_UPPER,
@@ -45,7 +51,6 @@ from shufflesim.protocols.bounds.numerical.candidates import (
     _Value,
 )
 from shufflesim.protocols.bounds.numerical.decompositions import (
-    blanket_atoms,
     exact_pair_atoms,
     is_continuous,
     neighbour_candidates,
@@ -66,31 +71,6 @@ vr = lazy_module("shufflesim.protocols.bounds.numerical.variation_ratio")
     "shufflesim.protocols.bounds.numerical.composition", "hamming_patterns",
     "joint_blanket_atoms", "joint_exact_atoms", "parallel_blanket_atoms", "parallel_exact_atoms",
     "subsampled_blanket_atoms", "subsampled_exact_atoms")
-
-#: relative precision of delta that a calibration question asks of the engine where its answer
-#: is not yet decided (the eps search's polish asks 5e-3 / 30 ~ 1.7e-4)
-QUESTION_RTOL = 1e-4
-
-
-# ----------------------------------------------------------------------------------------------
-# Single randomizer
-# ----------------------------------------------------------------------------------------------
-def _blanket_candidates(randomizer, cells: int, pair_grid: int | None):
-    cand = neighbour_candidates(randomizer, pair_grid)
-    rounded = is_continuous(randomizer)
-    items = [_Candidate(_pair_label(p), _rebuild(
-        lambda pair: blanket_atoms(randomizer, *pair, cells=cells), p, p[::-1], rounded))
-        for p in cand.pairs]
-    return cand, items
-
-
-def _blanket_status(cand) -> tuple[BoundStatus, str]:
-    if cand.exhaustive:
-        return BoundStatus.PROVEN, f"pairs: {cand.argument}"
-    return BoundStatus.APPROXIMATE, (
-        f"not proven for every pair: {cand.argument}, max over {len(cand.pairs)} pairs "
-        f"(cover=True gives a proven bound)")
-
 
 def _cover_slack(randomizer, cand) -> float:
     """a = eps0 * h for a grid of pairs: every input lies within h = (largest grid gap) / 2 of a
@@ -136,31 +116,6 @@ def optimal_blanket_epsilon(
                 f"pairs at delta*e^-a plus cover slack 2a, a = eps0*h = {slack:.4g}")
     note = f"{note}; attained at {label}"
     return _result("optimal-blanket", BoundKind.UPPER, best, delta, status, start, note)
-
-
-def optimal_blanket_delta(
-    randomizer, n: int, epsilon: float, *, cells: int = DEFAULT_CELLS,
-    engine_method: str = "auto",
-    pair_grid: int | None = None, threshold: float | None = None,
-) -> BoundResult:
-    """delta(eps) of the optimal blanket bound (upper side of its numerical error), maximised
-    over the candidate pairs; ``epsilon_error`` is 0 and the delta error is in the note. With
-    ``threshold`` (a calibration question, BoundSpec.delta_at) the engine stops refining once
-    each pair's delta is decided against it (the upper side is then <= threshold, or the lower
-    side above it), and refines to QUESTION_RTOL where it is not."""
-    start = time.perf_counter()
-    require_int_at_least("n", n, 1)
-    require(isinstance(epsilon, (int, float)) and epsilon >= 0, "epsilon", epsilon,
-            "must be a number >= 0")
-    cand, items = _blanket_candidates(randomizer, cells, pair_grid)
-    status, note = _blanket_status(cand)
-    rtol = None if threshold is None else QUESTION_RTOL
-    values = [(_delta(c.build(), n, float(epsilon), "upper", engine_method, threshold, rtol),
-               c.label) for c in items]
-    best, label = max(values, key=lambda v: v[0].value)
-    return BoundResult("optimal-blanket", BoundKind.UPPER, float(epsilon), best.value, 0.0,
-                       status, REFERENCE_UPPER, time.perf_counter() - start,
-                       f"{note}; attained at {label}; delta error <= {best.error:.3g}")
 
 
 def _exact_candidates(randomizer, cells: int, triples=None):
