@@ -13,6 +13,7 @@ import pytest
 
 from shufflesim.protocols.bounds.engine import band_sums, common, exact_band
 from shufflesim.protocols.bounds.engine import zero_mixture as zm
+from shufflesim.protocols.bounds.engine.plans import t_plan
 from shufflesim.protocols.bounds.numerical import decompositions as dec
 from shufflesim.protocols.randomizers import make_randomizer
 
@@ -38,8 +39,8 @@ def _bounds(monkeypatch, cat, trim: bool, tail: float = band_sums.TRIM_TAIL,
     _fresh()
     original = band_sums.row_setup
 
-    def setup(plan, t, m, bi, xi, has_x, q=1.0, _trim=False):
-        out = original(plan, t, m, bi, xi, has_x, q, trim)
+    def setup(plan, t, m, bi, xi, has_x, q=1.0, _trim=False, sizes=None):
+        out = original(plan, t, m, bi, xi, has_x, q, trim, sizes)
         if drop_tau:
             out = band_sums.RowSetup(**{**out.__dict__, "tau": np.zeros_like(out.tau)})
         return out
@@ -93,4 +94,32 @@ def test_the_default_trim_narrows_the_band():
     sd = np.sqrt(m * q * (1 - q))
     z = (x_hi - m * q)[trimmed] / sd[trimmed]
     assert np.all((z > 6) & (z < 8))
+    _fresh()
+
+
+
+def test_tops_over_a_wider_range_of_sizes_are_the_rows_own():
+    """row_setup's ``sizes`` (the mixture's chunks share one table of tops): a range covering
+    the rows gives their own setup; one that misses a row's m is refused."""
+    _fresh()
+    cat = _cat("oue", 4, 0.5, 720, 0.06)
+    mix = zm._mixture(exact_band.reduced(cat)[0])
+    n, sh = cat.count, mix.shape
+    tp = t_plan(n, mix.w_pair)
+    b = exact_band._b_tables(n, mix.w_pair, sh.rho)
+    ti, y, _, lin, _ = zm._rows(n, mix.w_pair, mix.s)
+    sizes = int(lin[1].min()), int(lin[1].max())
+    x = zm._x_tables(*sizes, sh.q)
+    plan = exact_band.BandPlan(tp.t, tp.pt, tp.tail_p, *b[:5], *x[:4], 0.0, x[5], b[6])
+    part = slice(ti.size // 3, ti.size // 3 + 500)
+    t, m, bi = tp.t[ti[part]], lin[1][part], ti[part]
+    xi = (m - sizes[0]).astype(np.int64)
+    assert sizes[0] < m.min() and m.max() < sizes[1]
+    own = band_sums.row_setup(plan, t, m, bi, xi, True, sh.q, True)
+    wide = band_sums.row_setup(plan, t, m, bi, xi, True, sh.q, True, sizes)
+    assert (own.tau > 0).mean() > 0.9
+    for field in ("x_hi", "ix_hi", "px_w", "ccx_hi", "tau"):
+        np.testing.assert_array_equal(getattr(own, field), getattr(wide, field))
+    with pytest.raises(ValueError, match="sizes"):
+        band_sums.row_setup(plan, t, m, bi, xi, True, sh.q, True, (int(m.min()) + 1, sizes[1]))
     _fresh()

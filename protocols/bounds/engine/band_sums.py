@@ -66,7 +66,8 @@ class RowSetup:
 
 
 def row_setup(plan, t: np.ndarray, m: np.ndarray, bi: np.ndarray, xi: np.ndarray,
-              has_x: bool, q: float = 1.0, trim: bool = False) -> RowSetup:
+              has_x: bool, q: float = 1.0, trim: bool = False,
+              sizes: tuple[int, int] | None = None) -> RowSetup:
     """:class:`RowSetup` of the rows (t pair users, m pool users; ``bi`` / ``xi`` their rows
     in the plan's B / X tables; ``has_x``: the shape has a pool variable X ~ Bin(m, q)).
 
@@ -79,7 +80,9 @@ def row_setup(plan, t: np.ndarray, m: np.ndarray, bi: np.ndarray, xi: np.ndarray
     P[X > x_hi] (a + e x_hi)_+ (e < 0), i.e. at most TRIM_TAIL times the closed form's own
     sum_k P[B = k] (a_k + e x_hi)_+, itself at most the row's value over P[X <= x_hi]
     (exact_band.row_bounds adds it to the upper side). Issue 32: the band of the two-level
-    mixture (engine/zero_mixture.py) loses ~1.5 of its ~9 k per row."""
+    mixture (engine/zero_mixture.py) loses ~1.5 of its ~9 k per row. ``sizes``: (least,
+    largest) m of the cached table of tops, covering every m here (default: these rows'
+    range; the mixture passes that of all its rows, so that its chunks share one table)."""
     b_lo = plan.b_lo[bi]
     b_hi = np.minimum(b_lo + plan.b_w - 1, t)          # entries beyond the support: no mass
     x_lo = plan.x_lo[xi]
@@ -87,8 +90,10 @@ def row_setup(plan, t: np.ndarray, m: np.ndarray, bi: np.ndarray, xi: np.ndarray
     tau = np.zeros(t.size)
     if trim and has_x and t.size:
         # per pool size (the rows' m are few consecutive integers)
-        m_min = float(m.min())
-        top = _trim_tops(m_min, float(m.max()), q, TRIM_TAIL)[(m - m_min).astype(np.intp)]
+        m_min, m_max = (float(m.min()), float(m.max())) if sizes is None else map(float, sizes)
+        if m_min > float(m.min()) or m_max < float(m.max()):
+            raise ValueError(f"sizes {sizes} do not cover the rows' m")
+        top = _trim_tops(m_min, m_max, q, TRIM_TAIL)[(m - m_min).astype(np.intp)]
         trimmed = top < x_hi
         x_hi = np.where(trimmed, np.maximum(top, x_lo), x_hi)
         tau[trimmed] = TRIM_TAIL

@@ -41,13 +41,13 @@ Cost: rows = (window of T) x (window of Y), ~ 4e4 at n = 1e3 (about 40 % kept af
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
 from shufflesim.protocols.bounds.engine import exact_band
 from shufflesim.protocols.bounds.engine.band_recurrence import CHAIN_ROWS
-from shufflesim.protocols.bounds.engine.band_sums import RowSetup, row_setup
+from shufflesim.protocols.bounds.engine.band_sums import row_setup
 from shufflesim.protocols.bounds.engine.common import (
     REL_SPECIAL,
     REL_SUM,
@@ -219,24 +219,29 @@ def _rows(n: int, w_pair: float, s: float):
     """The rows (t, y) with P[Y = y | t] > 0 in the window: (index of t, y, probability, the
     rows (t, m, y, ln P[row] + 64 u |ln P[row]|) of :func:`_prune`'s exponent, a (4, rows)
     array, and a memo of the rows kept and their eps-independent data, :func:`_kept`).
-    (Four rows, not four columns: np.column_stack took ~5 ms of a first evaluation at
-    RAPPOR d = 16, eps0 = 0.5, n = 1389 (93 280 rows), and the product with the prune's
-    coefficients is faster on contiguous rows; issue 32.)"""
+    (Written in place with one temporary: in a cold call every fresh array of the 93 280 rows
+    at RAPPOR d = 16, eps0 = 0.5, n = 1389 costs ~180 page faults; the former ~8 temporaries
+    took ~3 ms of its first evaluation. Four contiguous rows: the prune's product is faster
+    on them; issue 32.)"""
     tp = t_plan(n, w_pair)
     y_lo, py, _, _ = _m_tables(n, w_pair, s)
-    i, j = np.nonzero(py > 0)
-    y = y_lo[i] + j
-    p_row = tp.pt[i] * py[i, j]
-    t = tp.t[i]
+    live = py > 0
+    i, j = np.nonzero(live)
+    lin = np.empty((4, i.size))
+    t, m, y, log_p = lin
+    np.take(tp.t, i, out=t)
+    np.take(y_lo, i, out=y)
+    y += j
+    np.subtract(n, t, out=m)
+    m -= y
+    p_row = py[live]                   # (the order of np.nonzero)
+    scratch = np.take(tp.pt, i)
+    p_row *= scratch
     with np.errstate(divide="ignore"):
-        log_p = np.log(p_row)
-    lin = np.empty((4, t.size))
-    lin[0] = t
-    np.subtract(n - t, y, out=lin[1])
-    lin[2] = y
-    np.abs(log_p, out=lin[3])
-    lin[3] *= 64 * U
-    lin[3] += log_p
+        np.log(p_row, out=log_p)
+    np.abs(log_p, out=scratch)
+    scratch *= 64 * U
+    log_p += scratch
     return i, y, p_row, lin, {}
 
 
@@ -296,28 +301,42 @@ def _prune(cat: Categories, sh, c_r: float, lin: np.ndarray, memo: dict,
     return keep, float(bound @ memo["left"]) * (1 + rows * U)
 
 
-def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan, m_first: int,
-          has_x: bool, q: float):
+def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan,
+          sizes: tuple[int, int], has_x: bool, q: float):
     """The kept rows in chunks of EVAL_ROWS: per chunk (t, m, index of t, row of the X tables,
     y, probability, row_bounds' setup with X's window trimmed, band_sums.row_setup), built
-    once per kept set and plan tables (``memo``)."""
+    once per kept set and plan tables (``memo``); ``sizes``: the least and largest m of all
+    the rows (the X tables' first row is the least)."""
     tables = (plan.pb, plan.cx)
     got = memo.get("kept")
     if got is not None and got[0] is keep and all(a is b for a, b in zip(got[1], tables)):
         return got[2]
-    ti_k, y_k = ti[keep], y[keep]
-    t = tp.t[ti_k]
-    m = n - t - y_k                    # the users that are x or zero
-    xi = (m - m_first).astype(np.int64)
-    setup = row_setup(plan, t, m, ti_k, xi, has_x, q, True)
-    p_k = p_row[keep]
     chunks = []
-    for r in range(0, t.size, EVAL_ROWS):
-        c = slice(r, r + EVAL_ROWS)
-        part = RowSetup(*(getattr(setup, f.name)[c] for f in fields(RowSetup)))
-        chunks.append((t[c], m[c], ti_k[c], xi[c], y_k[c], p_k[c], part))
+    rows = np.flatnonzero(keep)
+    for r in range(0, rows.size, EVAL_ROWS):
+        # (per chunk: arrays of EVAL_ROWS rows come from memory the allocator reuses)
+        c = rows[r:r + EVAL_ROWS]
+        ti_k, y_k = ti[c], y[c]
+        t = tp.t[ti_k]
+        m = n - t - y_k                    # the users that are x or zero
+        xi = (m - sizes[0]).astype(np.int64)
+        chunks.append((t, m, ti_k, xi, y_k, p_row[c],
+                       row_setup(plan, t, m, ti_k, xi, has_x, q, True, sizes)))
     memo["kept"] = (keep, tables, chunks)
     return chunks
+
+
+def _cut(memo: dict, keep: np.ndarray, lin: np.ndarray, sh, n: int, mix: _Mixture):
+    """The z-level at which B's windows start for the kept rows (exact_band.band_cut with
+    their alpha, c_r y included), or None. Issue 32: the kept rows' bands start >= 2.7 sd
+    above B's mean (OUE, RAPPOR, HR d = 16, BLH, n = 1389), so more than half of B's tables
+    (~10 sd below the mean) is never read."""
+    got = memo.get("cut")
+    if got is None or got[0] is not keep:
+        t, m, y = lin[:3, keep]
+        got = (keep, (t, m, mix.c_r * y))
+        memo["cut"] = got
+    return exact_band.band_cut(sh, n, mix.w_pair, sh.rho, sh.q, got[1])
 
 
 def mixture_bounds(cat: Categories) -> tuple[float, float]:
@@ -325,20 +344,21 @@ def mixture_bounds(cat: Categories) -> tuple[float, float]:
     cat, down, up, mix, _ = _analyse(cat)
     sh, n = mix.shape, cat.count
     tp = t_plan(n, mix.w_pair)
-    b_lo, pb, sb, ssb, b_out, eb, below = exact_band._b_tables(n, mix.w_pair, sh.rho)
     _, _, m_out, em = _m_tables(n, mix.w_pair, mix.s)
     ti, y, p_row, lin, memo = _rows(n, mix.w_pair, mix.s)
-    m_all = lin[1]
-    m_first = int(m_all.min())
-    x_lo, cx, ccx, x_out, ex, x_rows = _x_tables(m_first, int(m_all.max()), sh.q)
-    plan = exact_band.BandPlan(tp.t, tp.pt, tp.tail_p, b_lo, pb, sb, ssb, b_out, x_lo, cx,
-                               ccx, x_out, eb + ex + eb * ex + 4 * U, x_rows, below)
     # P[T = t] (REL_SPECIAL) times the Y table's entry (em) and the product's rounding (2u)
     rel = REL_SPECIAL + em + REL_SPECIAL * em + 2 * U
     keep, pruned = _prune(cat, sh, mix.c_r, lin, memo, rel)
+    b_lo, pb, sb, ssb, b_out, eb, below = exact_band._b_tables(
+        n, mix.w_pair, sh.rho, _cut(memo, keep, lin, sh, n, mix))
+    m_all = lin[1]
+    sizes = int(m_all.min()), int(m_all.max())
+    x_lo, cx, ccx, x_out, ex, x_rows = _x_tables(*sizes, sh.q)
+    plan = exact_band.BandPlan(tp.t, tp.pt, tp.tail_p, b_lo, pb, sb, ssb, b_out, x_lo, cx,
+                               ccx, x_out, eb + ex + eb * ex + 4 * U, x_rows, below)
     lower = upper = 0.0
-    for t, m, ti_k, xi, y_k, p_k, setup in _kept(memo, keep, ti, y, p_row, tp, n, plan,
-                                                 m_first, sh.q < 1.0, sh.q):
+    for t, m, ti_k, xi, y_k, p_k, setup in _kept(memo, keep, ti, y, p_row, tp, n, plan, sizes,
+                                                 sh.q < 1.0, sh.q):
         f_lo, f_hi = exact_band.row_bounds(sh, plan, t, m, ti_k, xi, mix.c_r * y_k, setup)
         lower += float(p_k @ f_lo)
         upper += float(p_k @ f_hi)
