@@ -268,17 +268,6 @@ _cuts: _Levels = _Levels()
 CUT_FLOOR = -6.0
 
 
-def cut_columns(t: np.ndarray, m: np.ndarray, rho: float, q: float):
-    """The eps-independent columns of :func:`band_cut`: B's standard deviation given t, and
-    the floor of X's window start, m q - h - 2 L (0 without X)."""
-    sd = np.sqrt(t * rho * (1.0 - rho))
-    x_floor = np.zeros(t.size)
-    if q < 1.0:
-        span = _half_width(np.sqrt((m + CHAIN_ROWS) * q * (1.0 - q)))
-        x_floor = m * q - span - 2.0 * CHAIN_ROWS
-    return sd, x_floor
-
-
 def band_cut(sh: _Shape, n: int, w_pair: float, rho: float, q: float,
              rows: tuple | None = None) -> float | None:
     """The z-level of B's window start (:func:`_b_tables`) for this eps, or None (the whole
@@ -290,24 +279,25 @@ def band_cut(sh: _Shape, n: int, w_pair: float, rho: float, q: float,
     alpha + d k + e x are <= -d < -4 ve for every x in X's window, which the band sum never
     reads. A level built before for (n, w_pair, rho) is reused when it covers this eps (the
     eps search's evaluations), else one 1 sd lower than needed is built. ``rows``: (t, m,
-    shift, :func:`cut_columns` of t and m) of the rows to be evaluated, alpha + shift their
-    alpha (engine/zero_mixture.py: its kept rows); default every t of T's window with
-    m = n - t and no shift."""
+    shift) of the rows to be evaluated, alpha + shift their alpha (engine/zero_mixture.py: its
+    kept rows); default every t of T's window with m = n - t and no shift."""
     if rows is None:
         t = t_plan(n, w_pair).t
         m = n - t
         alpha = sh.cb * t + sh.base * m
-        sd, x_floor = cut_columns(t, m, rho, q)
     else:
-        t, m, shift, sd, x_floor = rows
+        t, m, shift = rows
         alpha = sh.cb * t + sh.base * m + shift
+    sd = np.sqrt(t * rho * (1.0 - rho))
+    x_floor = np.zeros(t.size)
+    if q < 1.0:
+        span = _half_width(np.sqrt((m + CHAIN_ROWS) * q * (1.0 - q)))
+        x_floor = m * q - span - 2.0 * CHAIN_ROWS
     need = np.floor(-(alpha + sh.e * x_floor) / sh.d) - 2.0
     live = sd > 0
     if not live.any():
         return None
-    if not live.all():
-        need, t, sd = need[live], t[live], sd[live]
-    z_need = float(np.min((need - t * rho) / sd))
+    z_need = float(np.min((need[live] - t[live] * rho) / sd[live]))
     if not math.isfinite(z_need) or z_need < CUT_FLOOR + 1.0:
         return None
     built = _cuts.setdefault((n, w_pair, rho), [])

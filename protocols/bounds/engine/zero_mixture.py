@@ -330,17 +330,13 @@ def _cut(memo: dict, keep: np.ndarray, lin: np.ndarray, sh, n: int, mix: _Mixtur
     """The z-level at which B's windows start for the kept rows (exact_band.band_cut with
     their alpha, c_r y included), or None. Issue 32: the kept rows' bands start >= 2.7 sd
     above B's mean (OUE, RAPPOR, HR d = 16, BLH, n = 1389), so more than half of B's tables
-    (~10 sd below the mean) is never read. The eps-independent columns (t, m, y, B's sd, the
-    floor of X's window) are kept with the kept rows (``memo``): computed per evaluation they
-    took ~1 ms of its ~8."""
+    (~10 sd below the mean) is never read."""
     got = memo.get("cut")
-    if got is None or got[0] is not keep or got[1] != (sh.rho, sh.q):
+    if got is None or got[0] is not keep:
         t, m, y = lin[:3, keep]
-        got = (keep, (sh.rho, sh.q), (t, m, y, *exact_band.cut_columns(t, m, sh.rho, sh.q)))
+        got = (keep, (t, m, mix.c_r * y))
         memo["cut"] = got
-    t, m, y, sd, x_floor = got[2]
-    rows = (t, m, mix.c_r * y, sd, x_floor)
-    return exact_band.band_cut(sh, n, mix.w_pair, sh.rho, sh.q, rows)
+    return exact_band.band_cut(sh, n, mix.w_pair, sh.rho, sh.q, got[1])
 
 
 def mixture_bounds(cat: Categories) -> tuple[float, float]:
