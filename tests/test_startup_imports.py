@@ -147,11 +147,12 @@ def test_an_audit_without_a_pipeline_imports_no_simpy_nor_pandas():
 #: imported on first use. Session 16: nor the engine's eps(delta) search (eps_search, its
 #: start and upper steps: the row asks delta(eps) questions only; EpsilonEstimate is in
 #: eps_estimate.py), the FFT method (its predicted gap is in fft_gap.py, the composition's
-#: integer_power in spectrum_power.py), the level merge, the guess's root finder, and the
-#: exact pool tables (whether they apply is in pool_window.py), one round's eps(delta) bounds
+#: integer_power in spectrum_power.py), the level merge, the guess's root finder, T's narrower
+#: window (t_window.py; its threshold is in plans.py), the exact pool tables (whether they
+#: apply is in pool_window.py), one round's eps(delta) bounds
 #: and their search over candidates (the composition asks delta(eps): blanket_delta.py,
 #: pair_question.py), continuous densities' atoms (density_atoms.py) and the run's memory plans
-#: (the cost check reads batch/machine.py): about 140 KB the row no longer compiles.
+#: (the cost check reads batch/machine.py).
 NOT_RUN_FOR_KRR_ROUNDS = ("scipy.fft", "shufflesim.protocols.bounds.engine.kink_table",
                           "shufflesim.protocols.bounds.engine.screen",
                           "shufflesim.protocols.bounds.engine.eps_search",
@@ -161,6 +162,7 @@ NOT_RUN_FOR_KRR_ROUNDS = ("scipy.fft", "shufflesim.protocols.bounds.engine.kink_
                           "shufflesim.protocols.bounds.engine.levels",
                           "shufflesim.protocols.bounds.engine.roots",
                           "shufflesim.protocols.bounds.engine.pool_law",
+                          "shufflesim.protocols.bounds.engine.t_window",
                           "shufflesim.protocols.bounds.numerical.optimal",
                           "shufflesim.protocols.bounds.numerical.candidates",
                           "shufflesim.protocols.bounds.numerical.density_atoms",
@@ -168,8 +170,10 @@ NOT_RUN_FOR_KRR_ROUNDS = ("scipy.fft", "shufflesim.protocols.bounds.engine.kink_
 
 
 #: ... and at n = 1e5: rdp-blanket's pair by (D, bin of m) (accounting/m_bins.py, for small n;
-#: it runs at n = 1000).
-NOT_RUN_AT_1E5 = ("shufflesim.protocols.accounting.m_bins",)
+#: it runs at n = 1000), and the pair's own enumerations (accounting/enumeration.py: every
+#: method of this row takes the block paths, built from accounting/aggregate_parts.py).
+NOT_RUN_AT_1E5 = ("shufflesim.protocols.accounting.m_bins",
+                  "shufflesim.protocols.accounting.enumeration")
 
 
 @pytest.mark.parametrize("size", [["--n", "1000", "--rounds", "3"],

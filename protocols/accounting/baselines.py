@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from shufflesim.protocols.accounting import pairs
-from shufflesim.protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
+from shufflesim.protocols.accounting.aggregate_parts import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
 from shufflesim.protocols.accounting.pld import grid_interval
 from shufflesim.protocols.accounting.profile import round_profile
 from shufflesim.protocols.accounting.rounds import (

@@ -51,14 +51,14 @@ import functools
 
 import numpy as np
 
-from shufflesim.protocols.accounting.block_layout import EXACT_ENTRIES, block_ends, layout
-from shufflesim.protocols.accounting.enumeration import (
+from shufflesim.protocols.accounting.aggregate_parts import (
     Aggregates,
     _half_binomial_pmf,
     interval_mass,
     is_symmetric,
     window,
 )
+from shufflesim.protocols.accounting.block_layout import EXACT_ENTRIES, block_ends, layout
 from shufflesim.protocols.accounting.pairs import CountModel
 from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import require

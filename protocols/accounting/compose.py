@@ -39,6 +39,7 @@ dp_accounting is not imported (its import alone costs about 1.2 s of CPU; issue 
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -47,7 +48,6 @@ from shufflesim.protocols.accounting import (
     blocks,
     brr_exact_methods,
     convolution,
-    enumeration,
     lower_blocks,
     neutral_blocks,
     pairs,
@@ -55,8 +55,8 @@ from shufflesim.protocols.accounting import (
     profile,
     rdp,
 )
+from shufflesim.protocols.accounting.aggregate_parts import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
 from shufflesim.protocols.accounting.convolution import Piece
-from shufflesim.protocols.accounting.enumeration import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
 from shufflesim.protocols.accounting.pld import RoundPLD, cached_round_plds, grid_interval
 from shufflesim.protocols.accounting.rounds import (
     ComposedMethod,
@@ -232,6 +232,10 @@ def _clone_of(randomizer):
 # Registry
 # ----------------------------------------------------------------------------------------------
 COMPOSED_METHODS: Registry[ComposedMethod] = Registry("composed method", field="method")
+
+#: the pair's own enumeration: a round on the block paths never imports it (issue 32), and
+#: :func:`clear_caches` then has no cache of it to empty
+ENUMERATION = "shufflesim.protocols.accounting.enumeration"
 _register = COMPOSED_METHODS.register
 
 
@@ -282,11 +286,13 @@ def clear_caches() -> None:
     They only save work when the same round comes again (the methods of one ``bound --rounds``
     share a round's PLD); a calibration over rounds never asks the same eps0 twice and calls
     this after every evaluation, so that its memory stays that of one evaluation (issue 32)."""
-    for cached in (blocks.cached_block_aggregates, enumeration.cached_aggregates,
-                   lower_blocks.cached_lower_block_aggregates,
+    for cached in (blocks.cached_block_aggregates, lower_blocks.cached_lower_block_aggregates,
                    neutral_blocks.cached_neutral_block_aggregates, pld.cached_round_plds,
                    profile.round_profile):
         cached.cache_clear()
+    enumeration = sys.modules.get(ENUMERATION)  # its cache is empty unless it was imported
+    if enumeration is not None:
+        enumeration.cached_aggregates.cache_clear()
 
 
 #: Catalogue bounds (protocols.bounds.catalogue) that compose, and the composed method.

@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from shufflesim.protocols.accounting.enumeration import (
+from shufflesim.protocols.accounting.aggregate_parts import (
     Aggregates,
     binomial_pmf_around,
     interval_mass,

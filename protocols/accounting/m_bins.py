@@ -37,16 +37,16 @@ import math
 
 import numpy as np
 
-from shufflesim.protocols.accounting.enumeration import (
+from shufflesim.protocols.accounting.aggregate_parts import (
     Aggregates,
     AggregateStream,
     _half_binomial_pmf,
     interval_mass,
     is_symmetric,
-    row_interval_masses,
     small_product,
     window,
 )
+from shufflesim.protocols.accounting.enumeration import row_interval_masses
 from shufflesim.protocols.accounting.neutral_blocks import _loss
 from shufflesim.protocols.accounting.pairs import CountModel
 from shufflesim.protocols.distributions import binom

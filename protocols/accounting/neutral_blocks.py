@@ -48,8 +48,7 @@ import math
 
 import numpy as np
 
-from shufflesim.protocols.accounting.block_layout import EXACT_ENTRIES, block_ends, layout
-from shufflesim.protocols.accounting.enumeration import (
+from shufflesim.protocols.accounting.aggregate_parts import (
     Aggregates,
     _half_binomial_pmf,
     interval_mass,
@@ -58,6 +57,7 @@ from shufflesim.protocols.accounting.enumeration import (
     small_product,
     window,
 )
+from shufflesim.protocols.accounting.block_layout import EXACT_ENTRIES, block_ends, layout
 from shufflesim.protocols.accounting.pairs import CountModel
 from shufflesim.protocols.distributions import binom
 from shufflesim.protocols.errors import require

@@ -54,14 +54,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.protocols.accounting import lower_blocks, lower_grid, neutral_blocks
+from shufflesim.protocols.accounting.aggregate_parts import DEFAULT_TAIL, DEFAULT_WEAK_RTOL
 from shufflesim.protocols.accounting.blocks import block_pairs_apply, cached_block_aggregates
-from shufflesim.protocols.accounting.enumeration import (
-    DEFAULT_TAIL,
-    DEFAULT_WEAK_RTOL,
-    cached_aggregates,
-)
 from shufflesim.protocols.accounting.pairs import CountModel
 from shufflesim.protocols.errors import require
+from shufflesim.protocols.lazy import lazy_functions
+
+#: the pair's own enumeration (enumeration.py), on first use (issue 32: the block paths' rounds
+#: never run it)
+(cached_aggregates,) = lazy_functions("shufflesim.protocols.accounting.enumeration",
+                                      "cached_aggregates")
 
 #: Entries of the dominated block pairs when screening lower-bound candidates (``screen``).
 SCREEN_ENTRIES = 1 << 16

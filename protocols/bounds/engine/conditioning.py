@@ -63,7 +63,12 @@ from shufflesim.protocols.bounds.engine.common import (
 from shufflesim.protocols.bounds.engine.deviation import Deviation as _Deviation
 from shufflesim.protocols.bounds.engine.deviation import far_side as _far_side
 from shufflesim.protocols.bounds.engine.deviation import tail_bound as _tail_bound
-from shufflesim.protocols.bounds.engine.plans import MultiPlan, multi_plan, t_plan
+from shufflesim.protocols.bounds.engine.plans import (
+    T_WINDOW_MIN_ROWS,
+    MultiPlan,
+    multi_plan,
+    t_plan,
+)
 from shufflesim.protocols.lazy import lazy_module
 
 kink_table = lazy_module("shufflesim.protocols.bounds.engine.kink_table")  # on first use
@@ -377,7 +382,7 @@ def _multi_terms(sl, t, plan: MultiPlan, k: _Coeffs, shifts_v, shifts_err):
 def _narrow_window(cat: Categories, roles: Roles, tp, shifts_v, shifts_p, shifts_err):
     """(first row, last row + 1, bound of the rest) of a narrower window of T
     (engine/t_window.py), or None."""
-    if not roles.pool or tp.t.size < t_window.MIN_ROWS:
+    if not roles.pool or tp.t.size < T_WINDOW_MIN_ROWS:
         return None
     n = cat.count
     mean = n * cat.mean

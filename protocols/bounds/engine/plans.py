@@ -24,6 +24,9 @@ T_TAIL = 1e-22        # mass of T left outside its window on each side (bounded,
 #: Largest standard deviation of T the window may cover: its ~20 sd of float64 arrays (several
 #: per evaluation) must fit in memory (issue 26: n = 1e29 ran for minutes towards petabytes).
 T_SD_MAX = 1e6
+#: fewest rows of T's full window for which engine/t_window.py's narrower one is tried (here so
+#: that a shorter window does not import t_window: issue 32)
+T_WINDOW_MIN_ROWS = 20_000
 K_MULTI_OUTER = 9.0   # multi style: blocks beyond this many sd get the monotone bound
 K_MULTI_INNER = 5.0   # multi style: fine blocks span +-5 sd
 

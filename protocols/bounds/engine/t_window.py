@@ -26,9 +26,10 @@ import math
 import numpy as np
 
 from shufflesim.protocols.bounds.engine.common import Categories, U, log_sum_exp
+from shufflesim.protocols.bounds.engine.plans import T_WINDOW_MIN_ROWS as MIN_ROWS
 
-#: fewest rows of the full window for which the narrower one is tried
-MIN_ROWS = 20_000
+# MIN_ROWS (engine/plans.py): the fewest rows of the full window for which the narrower one is
+# tried
 #: candidate half-widths (sd of T), narrowest first
 WIDTHS = (6.5, 7.0, 7.5, 8.0, 8.5)
 #: the outside part may be at most this share of the Chernoff bound of E[S_+]
