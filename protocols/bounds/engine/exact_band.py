@@ -268,8 +268,7 @@ _cuts: _Levels = _Levels()
 CUT_FLOOR = -6.0
 
 
-def band_cut(sh: _Shape, n: int, w_pair: float, rho: float, q: float,
-             rows: tuple | None = None) -> float | None:
+def band_cut(sh: _Shape, n: int, w_pair: float, rho: float, q: float) -> float | None:
     """The z-level of B's window start (:func:`_b_tables`) for this eps, or None (the whole
     window). The band of a row starts at k_lo = floor(-(alpha + e x_lo) / d) (e <= 0), and
     x_lo >= m q - h - 2 L with h the Bernstein half-width at m + L users and L = CHAIN_ROWS
@@ -278,17 +277,11 @@ def band_cut(sh: _Shape, n: int, w_pair: float, rho: float, q: float,
     within (L - 1) q). A window starting at or below k_lo - 1 leaves out only k whose values
     alpha + d k + e x are <= -d < -4 ve for every x in X's window, which the band sum never
     reads. A level built before for (n, w_pair, rho) is reused when it covers this eps (the
-    eps search's evaluations), else one 1 sd lower than needed is built. ``rows``: (t, m,
-    shift) of the rows to be evaluated, alpha + shift their alpha (engine/zero_mixture.py: its
-    kept rows); default every t of T's window with m = n - t and no shift."""
-    if rows is None:
-        t = t_plan(n, w_pair).t
-        m = n - t
-        alpha = sh.cb * t + sh.base * m
-    else:
-        t, m, shift = rows
-        alpha = sh.cb * t + sh.base * m + shift
+    eps search's evaluations), else one 1 sd lower than needed is built."""
+    t = t_plan(n, w_pair).t
     sd = np.sqrt(t * rho * (1.0 - rho))
+    m = n - t
+    alpha = sh.cb * t + sh.base * m
     x_floor = np.zeros(t.size)
     if q < 1.0:
         span = _half_width(np.sqrt((m + CHAIN_ROWS) * q * (1.0 - q)))

@@ -302,7 +302,7 @@ def _prune(cat: Categories, sh, c_r: float, lin: np.ndarray, memo: dict,
 
 
 def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan,
-          sizes: tuple[int, int], has_x: bool, q: float):
+          sizes: tuple[int, int], has_x: bool, q: float, lin_m: np.ndarray):
     """The kept rows in chunks of EVAL_ROWS: per chunk (t, m, index of t, row of the X tables,
     y, probability, row_bounds' setup with X's window trimmed, band_sums.row_setup), built
     once per kept set and plan tables (``memo``); ``sizes``: the least and largest m of all
@@ -313,6 +313,11 @@ def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan,
         return got[2]
     chunks = []
     rows = np.flatnonzero(keep)
+    # by pool size m: X's window, hence the band's width (~|e| width(X) / d), is a function of
+    # m, so a chunk's rectangle of band cells (its widest row) wastes fewer cells
+    by_m = lin_m[rows] - sizes[0]
+    rows = rows[np.argsort(by_m.astype(np.int16) if by_m.size and by_m.max() < 2**15 else by_m,
+                           kind="stable")]
     for r in range(0, rows.size, EVAL_ROWS):
         # (per chunk: arrays of EVAL_ROWS rows come from memory the allocator reuses)
         c = rows[r:r + EVAL_ROWS]
@@ -326,39 +331,25 @@ def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan,
     return chunks
 
 
-def _cut(memo: dict, keep: np.ndarray, lin: np.ndarray, sh, n: int, mix: _Mixture):
-    """The z-level at which B's windows start for the kept rows (exact_band.band_cut with
-    their alpha, c_r y included), or None. Issue 32: the kept rows' bands start >= 2.7 sd
-    above B's mean (OUE, RAPPOR, HR d = 16, BLH, n = 1389), so more than half of B's tables
-    (~10 sd below the mean) is never read."""
-    got = memo.get("cut")
-    if got is None or got[0] is not keep:
-        t, m, y = lin[:3, keep]
-        got = (keep, (t, m, mix.c_r * y))
-        memo["cut"] = got
-    return exact_band.band_cut(sh, n, mix.w_pair, sh.rho, sh.q, got[1])
-
-
 def mixture_bounds(cat: Categories) -> tuple[float, float]:
     """Guaranteed (lower, upper) of E[S_+] (module docstring); ``applicable(cat)`` must hold."""
     cat, down, up, mix, _ = _analyse(cat)
     sh, n = mix.shape, cat.count
     tp = t_plan(n, mix.w_pair)
+    b_lo, pb, sb, ssb, b_out, eb, below = exact_band._b_tables(n, mix.w_pair, sh.rho)
     _, _, m_out, em = _m_tables(n, mix.w_pair, mix.s)
     ti, y, p_row, lin, memo = _rows(n, mix.w_pair, mix.s)
-    # P[T = t] (REL_SPECIAL) times the Y table's entry (em) and the product's rounding (2u)
-    rel = REL_SPECIAL + em + REL_SPECIAL * em + 2 * U
-    keep, pruned = _prune(cat, sh, mix.c_r, lin, memo, rel)
-    b_lo, pb, sb, ssb, b_out, eb, below = exact_band._b_tables(
-        n, mix.w_pair, sh.rho, _cut(memo, keep, lin, sh, n, mix))
     m_all = lin[1]
     sizes = int(m_all.min()), int(m_all.max())
     x_lo, cx, ccx, x_out, ex, x_rows = _x_tables(*sizes, sh.q)
     plan = exact_band.BandPlan(tp.t, tp.pt, tp.tail_p, b_lo, pb, sb, ssb, b_out, x_lo, cx,
                                ccx, x_out, eb + ex + eb * ex + 4 * U, x_rows, below)
+    # P[T = t] (REL_SPECIAL) times the Y table's entry (em) and the product's rounding (2u)
+    rel = REL_SPECIAL + em + REL_SPECIAL * em + 2 * U
+    keep, pruned = _prune(cat, sh, mix.c_r, lin, memo, rel)
     lower = upper = 0.0
     for t, m, ti_k, xi, y_k, p_k, setup in _kept(memo, keep, ti, y, p_row, tp, n, plan, sizes,
-                                                 sh.q < 1.0, sh.q):
+                                                 sh.q < 1.0, sh.q, m_all):
         f_lo, f_hi = exact_band.row_bounds(sh, plan, t, m, ti_k, xi, mix.c_r * y_k, setup)
         lower += float(p_k @ f_lo)
         upper += float(p_k @ f_hi)
