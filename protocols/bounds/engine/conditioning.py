@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -96,8 +97,21 @@ class Roles:
 
 def choose_roles(cat: Categories) -> Roles:
     """Pair = the positive and the negative category of largest w c^2; main pool category =
-    the pool category of largest w (c - pool mean)^2."""
-    c, w = cat.c, cat.w
+    the pool category of largest w (c - pool mean)^2.
+
+    One engine evaluation asks this 5-8 times of the same group (the method's dispatch,
+    exact_band's shape, the conditioning itself; issue 32: ~20 % of a band evaluation went to
+    such repeats), so the roles are memoised by the exact bytes of (c, w): a pure function of
+    its key, so a result can never serve other inputs."""
+    c = np.ascontiguousarray(cat.c, dtype=np.float64)
+    w = np.ascontiguousarray(cat.w, dtype=np.float64)
+    return _roles(c.tobytes(), w.tobytes())
+
+
+@lru_cache(maxsize=64)
+def _roles(c_bytes: bytes, w_bytes: bytes) -> Roles:
+    """:func:`choose_roles` of the float64 arrays c and w given by their bytes."""
+    c, w = np.frombuffer(c_bytes), np.frombuffer(w_bytes)
     score = w * c * c
     neg = np.flatnonzero(c < 0)
     b = int(neg[np.argmax(score[neg])]) if neg.size else int(np.argmin(c))
