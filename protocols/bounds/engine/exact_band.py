@@ -60,12 +60,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.protocols.bounds.engine.band_recurrence import CHAIN_ROWS, _x_recurrence
-from shufflesim.protocols.bounds.engine.band_sums import RowSetup, band_sums, row_setup
 from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - read as exact_band.*
     SHARE_ULPS,
     _seen_parameters,
     _shared_parameters,
 )
+from shufflesim.protocols.bounds.engine.band_sums import RowSetup, band_sums, row_setup
 from shufflesim.protocols.bounds.engine.binomial_window import (  # noqa: F401 - exact_band.*
     CHUNK_ROWS,
     TAIL,

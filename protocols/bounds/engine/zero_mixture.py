@@ -309,7 +309,8 @@ def _kept(memo: dict, keep: np.ndarray, ti, y, p_row, tp, n: int, plan,
     the rows (the X tables' first row is the least)."""
     tables = (plan.pb, plan.cx)
     got = memo.get("kept")
-    if got is not None and got[0] is keep and all(a is b for a, b in zip(got[1], tables)):
+    if (got is not None and got[0] is keep
+            and all(a is b for a, b in zip(got[1], tables, strict=True))):
         return got[2]
     chunks = []
     rows = np.flatnonzero(keep)
