@@ -69,16 +69,12 @@ def test_row_interval_masses_equal_interval_mass_bitwise():
     its values must be interval_mass's exactly (contiguous rows, empty intervals, both sides
     of the mean, the two end intervals)."""
     from shufflesim.protocols.accounting import enumeration as en
+    from shufflesim.protocols.accounting.aggregate_parts import bin_edges
     rng = np.random.default_rng(5)
     N = rng.integers(5, 4000, 300).astype(float)
     p = 0.37
     lo, hi = en.window(N, p, 1e-12)
-    inner = 7
-    width = np.ceil((hi - lo + 1) / inner)
-    starts = lo[:, None] + width[:, None] * np.arange(inner)[None, :]
-    ends = np.minimum(starts + width[:, None] - 1, hi[:, None])
-    blo = np.concatenate([np.zeros((N.size, 1)), starts, hi[:, None] + 1], axis=1)
-    bhi = np.concatenate([lo[:, None] - 1, ends, N[:, None]], axis=1)
+    blo, bhi = bin_edges(N, lo, hi, 7)   # neutral_bins' bins
     NN = np.broadcast_to(N[:, None], blo.shape)
     for shift in (0, 1):
         ours = en.row_interval_masses(blo - shift, bhi - shift, np.maximum(NN - shift, 0), p)

@@ -144,6 +144,20 @@ def _sampled_window(N: np.ndarray, rho: float, tail: float) -> tuple[np.ndarray,
     return lo_s[below], np.minimum(hi_s[above], N)
 
 
+def bin_edges(N: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              inner: int) -> tuple[np.ndarray, np.ndarray]:
+    """The bins of :func:`neutral_bins` per row (Bin(N, rho) for each N, window [lo, hi]):
+    the lower tail [0, lo - 1], ``inner`` bins of equal width ceil((hi - lo + 1) / inner)
+    from lo (the last cut at hi, some empty where the window is narrow), and the upper tail
+    [hi + 1, N]; returned as the arrays of first and last points (rows x (inner + 2))."""
+    width = np.ceil((hi - lo + 1) / inner)
+    starts = lo[:, None] + width[:, None] * np.arange(inner)[None, :]
+    ends = np.minimum(starts + width[:, None] - 1, hi[:, None])
+    blo = np.concatenate([np.zeros((N.size, 1)), starts, hi[:, None] + 1], axis=1)
+    bhi = np.concatenate([lo[:, None] - 1, ends, N[:, None]], axis=1)
+    return blo, bhi
+
+
 def neutral_bins(model: CountModel, n: int, n_min: int, n_max: int, tail: float,
                  rtol: float) -> NeutralBins:
     """Bins of the neutral count for every number of remaining draws in [n_min, n_max]; the
@@ -157,11 +171,7 @@ def neutral_bins(model: CountModel, n: int, n_min: int, n_max: int, tail: float,
     lo, hi = _sampled_window(N, rho, tail)
     width = max(1.0, math.floor(rtol * _typical_b(model, n) / model.r))
     inner = max(1, int(math.ceil(float((hi - lo + 1).max()) / width)))
-    width = np.ceil((hi - lo + 1) / inner)
-    starts = lo[:, None] + width[:, None] * np.arange(inner)[None, :]
-    ends = np.minimum(starts + width[:, None] - 1, hi[:, None])
-    blo = np.concatenate([np.zeros((N.size, 1)), starts, hi[:, None] + 1], axis=1)
-    bhi = np.concatenate([lo[:, None] - 1, ends, N[:, None]], axis=1)
+    blo, bhi = bin_edges(N, lo, hi, inner)
     NN = np.broadcast_to(N[:, None], blo.shape)
     mass = run_interval_masses(blo, bhi, N, rho)      # consecutive N (run_masses.py)
     # E[h3; lo <= h3 <= hi] = N rho P[lo - 1 <= Bin(N - 1, rho) <= hi - 1], and from
