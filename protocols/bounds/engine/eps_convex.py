@@ -1,0 +1,160 @@
+"""Certificates of the eps search from convexity (issue 32, session 17): points certified
+below or above the target delta that no engine evaluation was spent on
+(``epsilon_of_delta(..., convex=True)``, engine/eps_search.py; core.epsilon_bound passes it for
+its upper-side searches).
+
+Why delta(eps) is convex in x = e^eps. The hockey-stick divergence of a pair (P, Q) is
+H_x(P || Q) = sup_E P(E) - x Q(E) (Balle et al. 2018, "Privacy amplification by subsampling",
+Def. 2; Barthe & Olmedo's divergence): a supremum of affine functions of x, hence convex and
+non-increasing in x >= 0. The engine evaluates it for one fixed dominating pair (000: Su, Cheng
+and Wang, Thm 12-14; Feldman, McMillan and Talwar's blanket pair, FOCS 2021, Thm 3.1, is such a
+pair): delta(eps) = (1/n) E[(S_x)_+] with S_x = A - x B, A = sum of the users' a, B = sum of
+their b (RatioAtoms.values: G = a - e^eps b), which is an expectation of the convex functions
+x -> max(0, A - x B), so convex in x for any atoms; the atoms do not depend on eps. Every
+engine Estimate at eps brackets that same function there (lower <= delta(eps) <= upper,
+rounding included: engine/common.py, Categories.c_err is measured against the exact e^eps).
+Hence, for evaluated points x_p < x_q with brackets [L_p, U_p] and [L_q, U_q]:
+
+* chord (upper side): for x in [x_p, x_q], delta(x) <= U_p + (x - x_p)(U_q - U_p)/(x_q - x_p),
+  since delta lies under its own chord and delta(x_p) <= U_p, delta(x_q) <= U_q. Where
+  U_p > delta_target >= U_q, every x with t = (x - x_p)/(x_q - x_p) >= (U_p - target)/(U_p - U_q)
+  is certified below the target (:func:`chord_below`);
+* secant extended beyond x_q (lower side): for x > x_q, convexity gives slope(x_p, x_q) <=
+  slope(x_q, x), so delta(x) >= delta(x_q) + (x - x_q)(delta(x_q) - delta(x_p))/(x_q - x_p)
+  >= L_q - (x - x_q)(U_p - L_q)/(x_q - x_p). Where L_q > target, every x with
+  t = (x - x_q)/(x_q - x_p) < (L_q - target)/(U_p - L_q) is certified above
+  (:func:`extension_above`).
+
+Floating point: the fraction t is computed with relative error <= 3u (u = 2^-53; a subtraction,
+a subtraction and a division) and rounded outward by 8u; x_q/x_p = e^d with d = eps_q - eps_p is
+carried as expm1(d) and the eps of the certified point as eps_p + log1p(t expm1(d)): d's own
+rounding moves expm1(d) by <= (|d| + 1)u relative, the product and the two functions add <= 3u,
+and log1p's argument r >= 0 satisfies r / (1 + r) <= log1p(r), so the log term's relative error
+is <= (|d| + 4)u; the point is shifted outward by 2 (|d| + 8)u of the log term plus 4u of eps. The reported bound at a certified point is the target itself (chord: the chord is <= it
+there) or, above, target + 2^-21 (L_q - target) (the extended line is at least target + 2^-20 (L_q - target) at
+the retreated point, see :func:`extension_above`). A virtual
+point whose own bracket would be inverted (lower > upper: impossible for valid brackets of a
+convex function) is not used.
+"""
+
+from __future__ import annotations
+
+import math
+
+from shufflesim.protocols.bounds.engine.common import U, Estimate
+
+#: the search stops on a chord-certified upper end once it lies within about this many of its
+#: units (eps_upper.precision: the search's tolerance) past the crossing, and the certified
+#: bracket is within the tolerance (a point evaluated to move the end would land within
+#: eps_upper.STOP = 6e-3 units)
+CHORD_STOP = 0.02
+#: ... where the unit is 1 % of the estimates' eps-blur instead (eps_upper.precision; the
+#: stated error is then ~150 units, from eps_upper.certify_other_side): this many units
+CHORD_STOP_BLUR = 0.15
+#: the above point retreats this share of its step from the extended line's crossing, so that
+#: the line is strictly above the target there by a margin that survives the rounding
+RETREAT = 2.0 ** -20
+
+
+def _points(seen: dict) -> list[tuple[float, Estimate]]:
+    return sorted((e, est) for e, est in seen.items()
+                  if math.isfinite(e) and math.isfinite(est.upper) and est.lower <= est.upper)
+
+
+def _eps_at(eps_p: float, d: float, t: float, outward: float) -> float:
+    """eps of x = x_p (1 + t (e^d - 1)) (d = eps_q - eps_p, may be negative), moved outward
+    (``outward`` = +1 right, -1 left) by the rounding margin of the module docstring."""
+    log_term = math.log1p(t * math.expm1(d))
+    eps = eps_p + log_term
+    return eps + outward * (2 * (abs(d) + 8) * U * abs(log_term) + 4 * U * abs(eps))
+
+
+def chord_below(seen: dict, delta: float) -> tuple[float, Estimate, float] | None:
+    """The smallest eps certified below ``delta`` by a chord of two evaluated points' upper
+    estimates (module docstring), with its Estimate (upper = delta; lower: the largest lower
+    estimate at or right of it, delta being non-increasing; method: that of the chord's right
+    end, whose method the caller's later choices read, core._polish) and an estimate of how
+    far it lies past the crossing: for delta ~ e^(-s eps) between the chord's ends (s from
+    their upper estimates), the chord exceeds delta by about t (1 - t) (s h)^2 / 2 at the
+    fraction t of their distance h, which is t (1 - t) s h^2 / 2 in eps (only a guide: the
+    search stops on it). None if no chord certifies a point left of every evaluated point
+    certified below."""
+    pts = _points(seen)
+    first_below = min((e for e, est in pts if est.upper <= delta), default=None)
+    if first_below is None:
+        return None
+    best = None
+    for i, (e_p, est_p) in enumerate(pts):
+        if not est_p.upper > delta:
+            continue
+        for e_q, est_q in pts[i + 1:]:
+            if not (est_q.upper <= delta and e_q > e_p):
+                continue
+            t = (est_p.upper - delta) / (est_p.upper - est_q.upper) * (1 + 8 * U)
+            if not 0 < t < 1:
+                continue
+            eps = _eps_at(e_p, e_q - e_p, t, +1.0)
+            if e_p < eps < e_q and (best is None or eps < best[0]):
+                slope = (math.log(est_p.upper / est_q.upper) / (e_q - e_p)
+                         if est_q.upper > 0 else math.inf)
+                best = (eps, est_q, 0.5 * t * (1 - t) * slope * (e_q - e_p) ** 2)
+    if best is None or best[0] >= first_below:
+        return None
+    lower = max((est.lower for e, est in pts if e >= best[0]), default=0.0)
+    if lower > delta:
+        return None                 # an inverted bracket: an estimate is not what it claims
+    return best[0], Estimate(delta, max(lower, 0.0), delta, best[1].method), best[2]
+
+
+def extension_above(seen: dict, delta: float) -> tuple[float, Estimate] | None:
+    """The largest eps certified above ``delta`` by a secant of two evaluated points extended
+    to the right of the second (module docstring), with its Estimate (lower: target plus a
+    margin the line keeps there; upper: the smallest upper estimate at or left of it; method:
+    that of the extended end); None
+    if none is right of every evaluated point certified above.
+
+    The retreat: t_cross = (L_q - target)/(U_p - L_q) is computed as t_c <= t_cross (1 + 3u);
+    the point is taken at t = t_c (1 - RETREAT) (1 - 8u) <= t_cross (1 - RETREAT), where the
+    line's value is >= target + RETREAT (L_q - target); the point's eps is moved left, so
+    its x is at most x_q (1 + t (1 - x_p/x_q)) and the line there is higher still."""
+    pts = _points(seen)
+    last_above = max((e for e, est in pts if est.lower > delta), default=None)
+    if last_above is None:
+        return None
+    best = None
+    for j, (e_q, est_q) in enumerate(pts):
+        if not est_q.lower > delta:
+            continue
+        for e_p, est_p in pts[:j]:
+            if not (e_p < e_q and est_p.upper > est_q.lower):
+                continue
+            t = ((est_q.lower - delta) / (est_p.upper - est_q.lower)
+                 * (1 - RETREAT) * (1 - 8 * U))
+            if not t > 0:
+                continue
+            eps = _eps_at(e_q, e_p - e_q, -t, -1.0)     # x_q (1 + t (1 - e^(eps_p - eps_q)))
+            if eps > e_q and (best is None or eps > best[0]):
+                best = (eps, est_q)
+    if best is None or best[0] <= last_above:
+        return None
+    eps, est_q = best
+    # the line is >= delta + RETREAT (L_q - delta) there; half of it, rounded to nearest, adds
+    # at most U (delta + margin) <= margin where margin >= 4 U delta
+    margin = 0.5 * RETREAT * (est_q.lower - delta) * (1 - 4 * U)
+    lower = delta + margin
+    upper = min((est.upper for e, est in pts if e <= eps), default=math.inf)
+    if not (margin >= 4 * U * delta and lower > delta and lower <= upper
+            and math.isfinite(upper)):
+        return None
+    return eps, Estimate(lower, lower, upper, est_q.method)
+
+
+def accepted(below: float, above: float, excess: float, unit: float, tol: float) -> bool:
+    """Whether a chord-certified upper end ``below`` ends the search: its ``excess`` past the
+    crossing (:func:`chord_below`) is within CHORD_STOP units ``unit``, with the certified
+    bracket [above, below] within the tolerance ``tol``; or, where the unit comes from the
+    estimates' blur (unit > tol), the excess is within CHORD_STOP_BLUR units (the other side is
+    then certified afterwards, eps_upper.certify_other_side)."""
+    if unit > tol:
+        return excess <= CHORD_STOP_BLUR * unit
+    return excess <= CHORD_STOP * unit and below - above <= tol
