@@ -1,47 +1,51 @@
 """Certificates of the eps search from convexity (issue 32, session 17): points certified
-below or above the target delta that no engine evaluation was spent on
-(``epsilon_of_delta(..., convex=True)``, engine/eps_search.py; core.epsilon_bound passes it for
+below or above the target delta without an engine evaluation there
+(``epsilon_of_delta(..., convex=True)``, engine/eps_search.py; core.epsilon_bound passes it to
 its upper-side searches).
 
-Why delta(eps) is convex in x = e^eps. The hockey-stick divergence of a pair (P, Q) is
-H_x(P || Q) = sup_E P(E) - x Q(E) (Balle et al. 2018, "Privacy amplification by subsampling",
-Def. 2; Barthe & Olmedo's divergence): a supremum of affine functions of x, hence convex and
-non-increasing in x >= 0. The engine evaluates it for one fixed dominating pair (000: Su, Cheng
-and Wang, Thm 12-14; Feldman, McMillan and Talwar's blanket pair, FOCS 2021, Thm 3.1, is such a
-pair): delta(eps) = (1/n) E[(S_x)_+] with S_x = A - x B, A = sum of the users' a, B = sum of
-their b (RatioAtoms.values: G = a - e^eps b), which is an expectation of the convex functions
-x -> max(0, A - x B), so convex in x for any atoms; the atoms do not depend on eps. Every
-engine Estimate at eps brackets that same function there (lower <= delta(eps) <= upper,
-rounding included: engine/common.py, Categories.c_err is measured against the exact e^eps).
-Hence, for evaluated points x_p < x_q with brackets [L_p, U_p] and [L_q, U_q]:
+Why delta is convex in x = e^eps. The hockey-stick divergence of a pair (P, Q) (000 Def. 1),
+D_x(P || Q) = sup_E P(E) - x Q(E), is a supremum of affine functions of x, hence convex and
+non-increasing in x >= 0. The engine evaluates it for one fixed dominating pair (000 Thm 12-14:
+the blanket pair of Feldman et al.'s and Balle et al.'s reductions, 002 and 004, is one):
+delta(eps) = (1/n) E[(S_x)_+] with S_x = A - x B, A and B the sums of the users' a and b
+(RatioAtoms.values: G = a - e^eps b). An expectation of the convex functions
+x -> max(0, A - x B) is convex in x, for any atoms, and the atoms do not depend on eps. Every
+engine Estimate at eps brackets that same function there, rounding included (engine/common.py:
+Categories.c_err is measured against the exact e^eps). For evaluated points x_p < x_q with
+brackets [L_p, U_p] and [L_q, U_q]:
 
-* chord (upper side): for x in [x_p, x_q], delta(x) <= U_p + (x - x_p)(U_q - U_p)/(x_q - x_p),
-  since delta lies under its own chord and delta(x_p) <= U_p, delta(x_q) <= U_q. Where
-  U_p > delta_target >= U_q, every x with t = (x - x_p)/(x_q - x_p) >= (U_p - target)/(U_p - U_q)
+* chord (upper side): for x in [x_p, x_q], delta(x) <= U_p + t (U_q - U_p) with
+  t = (x - x_p)/(x_q - x_p), since delta lies under its chord and delta(x_p) <= U_p,
+  delta(x_q) <= U_q. Where U_p > target >= U_q, every x with t >= (U_p - target)/(U_p - U_q)
   is certified below the target (:func:`chord_below`);
 * secant extended beyond x_q (lower side): for x > x_q, convexity gives slope(x_p, x_q) <=
-  slope(x_q, x), so delta(x) >= delta(x_q) + (x - x_q)(delta(x_q) - delta(x_p))/(x_q - x_p)
-  >= L_q - (x - x_q)(U_p - L_q)/(x_q - x_p). Where L_q > target, every x with
-  t = (x - x_q)/(x_q - x_p) < (L_q - target)/(U_p - L_q) is certified above
-  (:func:`extension_above`).
+  slope(x_q, x), so delta(x) >= delta(x_q) - (x - x_q)(delta(x_p) - delta(x_q))/(x_q - x_p)
+  >= L_q - t (U_p - L_q) with t = (x - x_q)/(x_q - x_p). Where L_q > target, every x with
+  t < (L_q - target)/(U_p - L_q) is certified above (:func:`extension_above`).
 
-Floating point: the fraction t is computed with relative error <= 3u (u = 2^-53; a subtraction,
-a subtraction and a division) and rounded outward by 8u; x_q/x_p = e^d with d = eps_q - eps_p is
-carried as expm1(d) and the eps of the certified point as eps_p + log1p(t expm1(d)): d's own
-rounding moves expm1(d) by <= (|d| + 1)u relative, the product and the two functions add <= 3u,
-and log1p's argument r >= 0 satisfies r / (1 + r) <= log1p(r), so the log term's relative error
-is <= (|d| + 4)u; the point is shifted outward by 2 (|d| + 8)u of the log term plus 4u of eps. The reported bound at a certified point is the target itself (chord: the chord is <= it
-there) or, above, target + 2^-21 (L_q - target) (the extended line is at least target + 2^-20 (L_q - target) at
-the retreated point, see :func:`extension_above`). A virtual
-point whose own bracket would be inverted (lower > upper: impossible for valid brackets of a
-convex function) is not used.
+Floating point (u = 2^-53):
+
+* the fraction t (a subtraction, a subtraction, a division: relative error <= 3u) is rounded
+  outward by 8u;
+* x_q / x_p = e^d with d = eps_q - eps_p is carried as expm1(d), and the certified point's eps
+  as eps_p + log1p(t expm1(d)). d's own rounding moves expm1(d) by <= (|d| + 1)u relative; the
+  product and the two functions add <= 3u; and log1p's argument r >= 0 has
+  r / (1 + r) <= log1p(r). So the log term's relative error is <= (|d| + 4)u, and the point is
+  moved outward by 2 (|d| + 8)u of the log term plus 4u of eps;
+* the bound reported at a chord point is the target itself (the chord is <= it there); at an
+  extended point, target + 2^-21 (L_q - target), where the line is at least
+  target + 2^-20 (L_q - target) (:func:`extension_above`).
+
+A virtual point whose bracket would be inverted (lower > upper: impossible for valid brackets
+of a convex function) is not used. Values: the search ends on such points where they are close
+enough (:func:`accepted`); every value compared on the optimal-blanket sweeps (session 17).
 """
 
 from __future__ import annotations
 
 import math
 
-from shufflesim.protocols.bounds.engine.common import U, Estimate
+from shufflesim.protocols.bounds.engine.common import Estimate, U
 
 #: the search stops on a chord-certified upper end once it lies within about this many of its
 #: units (eps_upper.precision: the search's tolerance) past the crossing, and the certified
@@ -51,6 +55,10 @@ CHORD_STOP = 0.02
 #: ... where the unit is 1 % of the estimates' eps-blur instead (eps_upper.precision; the
 #: stated error is then ~150 units, from eps_upper.certify_other_side): this many units
 CHORD_STOP_BLUR = 0.15
+#: ... and only where the chord's ends' upper estimates lie within this log-distance of each
+#: other (near the crossing; farther, a blur measured at a loose far end, e.g. 0.94 wide at
+#: rappor d = 4, eps0 = 8, n = 2683, made the unit 3e-3 and ended the search 1.8 from it)
+CHORD_NEAR = 0.05
 #: the above point retreats this share of its step from the extended line's crossing, so that
 #: the line is strictly above the target there by a margin that survives the rounding
 RETREAT = 2.0 ** -20
@@ -77,7 +85,8 @@ def chord_below(seen: dict, delta: float) -> tuple[float, Estimate, float] | Non
     far it lies past the crossing: for delta ~ e^(-s eps) between the chord's ends (s from
     their upper estimates), the chord exceeds delta by about t (1 - t) (s h)^2 / 2 at the
     fraction t of their distance h, which is t (1 - t) s h^2 / 2 in eps (only a guide: the
-    search stops on it). None if no chord certifies a point left of every evaluated point
+    search stops on it; inf where the ends' upper estimates differ by more than CHORD_NEAR in
+    log). None if no chord certifies a point left of every evaluated point
     certified below."""
     pts = _points(seen)
     first_below = min((e for e, est in pts if est.upper <= delta), default=None)
@@ -95,8 +104,8 @@ def chord_below(seen: dict, delta: float) -> tuple[float, Estimate, float] | Non
                 continue
             eps = _eps_at(e_p, e_q - e_p, t, +1.0)
             if e_p < eps < e_q and (best is None or eps < best[0]):
-                slope = (math.log(est_p.upper / est_q.upper) / (e_q - e_p)
-                         if est_q.upper > 0 else math.inf)
+                near = est_q.upper > 0 and math.log(est_p.upper / est_q.upper) <= CHORD_NEAR
+                slope = math.log(est_p.upper / est_q.upper) / (e_q - e_p) if near else math.inf
                 best = (eps, est_q, 0.5 * t * (1 - t) * slope * (e_q - e_p) ** 2)
     if best is None or best[0] >= first_below:
         return None
