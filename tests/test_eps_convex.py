@@ -191,7 +191,7 @@ def test_the_lower_side_and_untrusted_searches_ignore_convex():
 # --- the engine -------------------------------------------------------------------------------
 
 def _evaluations(label, kwargs, eps0, n, delta, convex, monkeypatch):
-    monkeypatch.setattr(core, "CONVEX", convex)
+    monkeypatch.setattr(eps_convex, "ENABLED", convex)
     calls = []
     real = core.delta_of_epsilon
 

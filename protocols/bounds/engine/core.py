@@ -99,9 +99,6 @@ POLISH_COSTLY_ABOVE = 2e-3
 #: the single style's relative width above which many-level atoms merge (lower side; levels.py)
 SINGLE_WIDE = 0.05
 METHODS = ("auto", "enumerate", "conditioning", "fft")
-#: the coarse upper-side search certifies points from the convexity of delta in e^eps
-#: (engine/eps_convex.py: a fixed pair's hockey-stick divergence); False runs the former search
-CONVEX = True
 #: the polish's estimates are this many times finer than the coarse search's (delta_rtol)
 POLISH_FINER = 30
 #: the polish stops once its bracket is narrower than this fraction of the eps-width that its
@@ -252,6 +249,7 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
         return coarse
     fine_rtol = delta_rtol / POLISH_FINER
     end = dict(coarse.ends).get(coarse.upper)
+    end = getattr(end, "source", None) or end   # a point certified from convexity: its source
     if (coarse.error <= costly_above * coarse.upper and end is not None and end.upper > 0
             and method in ("auto", "conditioning")
             and needs_blocks(categories(atoms, n, coarse.upper), (end.upper - end.lower)
@@ -491,7 +489,7 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
         coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=tol, guess=guess,
                                   guess_slope=slope, bracket=start, resolution_stop=0.5,
                                   xtol=SEARCH_XTOL, known=known, trust_width=delta_rtol,
-                                  convex=CONVEX)
+                                  convex=True)
         costly = POLISH_COSTLY_ABOVE if side == "upper" and rtol is None else 0.0
         results.append(_polish(coarse, atoms, n, delta, side, top, tol, delta_rtol, method,
                                fft_step, costly))

@@ -44,9 +44,12 @@ enough (:func:`accepted`); every value compared on the optimal-blanket sweeps (s
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from shufflesim.protocols.bounds.engine.common import Estimate, U
 
+#: False: ``convex=True`` is ignored (the former search; for comparisons)
+ENABLED = True
 #: the search stops on a chord-certified upper end once it lies within about this many of its
 #: units (eps_upper.precision: the search's tolerance) past the crossing, and the certified
 #: bracket is within the tolerance (a point evaluated to move the end would land within
@@ -62,6 +65,17 @@ CHORD_NEAR = 0.05
 #: the above point retreats this share of its step from the extended line's crossing, so that
 #: the line is strictly above the target there by a margin that survives the rounding
 RETREAT = 2.0 ** -20
+
+
+@dataclass(frozen=True)
+class Certified(Estimate):
+    """A bracket certified from convexity at a point that was not evaluated; ``source`` is the
+    evaluated estimate it rests on (the chord's or the secant's end nearest to it): a caller
+    that reads an estimate's method or width to choose its next step reads that one
+    (core._polish), and a search measures its estimates' blur only on evaluated points
+    (eps_search.resolution)."""
+
+    source: Estimate | None = None
 
 
 def _points(seen: dict) -> list[tuple[float, Estimate]]:
@@ -80,8 +94,8 @@ def _eps_at(eps_p: float, d: float, t: float, outward: float) -> float:
 def chord_below(seen: dict, delta: float) -> tuple[float, Estimate, float] | None:
     """The smallest eps certified below ``delta`` by a chord of two evaluated points' upper
     estimates (module docstring), with its Estimate (upper = delta; lower: the largest lower
-    estimate at or right of it, delta being non-increasing; method: that of the chord's right
-    end, whose method the caller's later choices read, core._polish) and an estimate of how
+    estimate at or right of it, delta being non-increasing; source: the chord's right end)
+    and an estimate of how
     far it lies past the crossing: for delta ~ e^(-s eps) between the chord's ends (s from
     their upper estimates), the chord exceeds delta by about t (1 - t) (s h)^2 / 2 at the
     fraction t of their distance h, which is t (1 - t) s h^2 / 2 in eps (only a guide: the
@@ -112,14 +126,15 @@ def chord_below(seen: dict, delta: float) -> tuple[float, Estimate, float] | Non
     lower = max((est.lower for e, est in pts if e >= best[0]), default=0.0)
     if lower > delta:
         return None                 # an inverted bracket: an estimate is not what it claims
-    return best[0], Estimate(delta, max(lower, 0.0), delta, best[1].method), best[2]
+    return (best[0], Certified(delta, max(lower, 0.0), delta, "convex-chord", best[1]),
+            best[2])
 
 
 def extension_above(seen: dict, delta: float) -> tuple[float, Estimate] | None:
     """The largest eps certified above ``delta`` by a secant of two evaluated points extended
     to the right of the second (module docstring), with its Estimate (lower: target plus a
-    margin the line keeps there; upper: the smallest upper estimate at or left of it; method:
-    that of the extended end); None
+    margin the line keeps there; upper: the smallest upper estimate at or left of it; source:
+    the extended end); None
     if none is right of every evaluated point certified above.
 
     The retreat: t_cross = (L_q - target)/(U_p - L_q) is computed as t_c <= t_cross (1 + 3u);
@@ -155,7 +170,7 @@ def extension_above(seen: dict, delta: float) -> tuple[float, Estimate] | None:
     if not (margin >= 4 * U * delta and lower > delta and lower <= upper
             and math.isfinite(upper)):
         return None
-    return eps, Estimate(lower, lower, upper, est_q.method)
+    return eps, Certified(lower, lower, upper, "convex-extension", est_q)
 
 
 def accepted(below: float, above: float, excess: float, unit: float, tol: float) -> bool:

@@ -131,7 +131,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
                                          and 0 < eps_max < math.inf):
         raise ParameterError("eps_max", eps_max, "must be a finite number > 0")
     trust = trust_width if side == "upper" else None      # engine/eps_upper.py
-    convex = convex and trust is not None                  # engine/eps_convex.py
+    convex = convex and trust is not None and eps_convex.ENABLED     # engine/eps_convex.py
     virtual: dict[float, Estimate] = {}     # points certified from convexity (not in seen)
     excess: dict[float, float] = {}         # a chord point's estimated distance past crossing
     above = 0.0          # largest eps with lower(eps) > delta (eps* >= 0 holds trivially)
@@ -275,7 +275,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         end = hi if side == "upper" else lo
         points = seen if side == "upper" else own
         widths = [math.log(seen[e].upper / seen[e].lower) for e in (end,)
-                  if e in points and seen[e].lower > 0]
+                  if e in points and seen[e].lower > 0
+                  and not isinstance(seen[e], eps_convex.Certified)]
         return max(widths, default=0.0) / slope
 
     resolved_stop = False       # the loop ended on the resolution stop (not the tolerance)
