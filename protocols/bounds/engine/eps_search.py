@@ -290,7 +290,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             resolved_stop = True
             break
         prec = eps_upper.precision(max(xtol, rtol * hi), blur)      # trust only
-        if trust is not None and ((hi == below and eps_upper.at_crossing(
+        if trust is not None and (((hi == below or below in virtual) and eps_upper.at_crossing(
                 _secant_root(seen, side_value, delta), hi, prec))
                                      or chord_done(prec, max(xtol, rtol * hi))):
             aimed = True
@@ -341,7 +341,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     unit = tol_now = max(xtol, rtol * hi)
     if trust is not None:             # engine/eps_upper.py: its unit; done at the crossing?
         unit = eps_upper.precision(unit, resolution())
-        aimed = aimed or (hi == below and eps_upper.at_crossing(
+        aimed = aimed or ((hi == below or below in virtual) and eps_upper.at_crossing(
             _secant_root(seen, side_value, delta), hi, unit)) or chord_done(unit, tol_now)
     for _ in range(0 if aimed else POLISH_POINTS):
         width = hi - lo
