@@ -116,9 +116,9 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     that the estimates' own brackets blur (noisy estimates must not drive it into tiny steps).
     ``trust_width`` (side="upper" only): estimates at most this wide (log scale) are tight,
     and the search homes in on the upper estimate's crossing (engine/eps_upper.py).
-    ``convex`` (with ``trust_width``): delta is convex in e^eps (a hockey-stick divergence of a
-    fixed pair); points between and beyond the evaluated ones are certified from that
-    (engine/eps_convex.py) and the search ends on them where they are close enough.
+    ``convex`` (side="upper"): delta is convex in e^eps (a hockey-stick divergence of a fixed
+    pair); points between and beyond the evaluated ones are certified from that
+    (engine/eps_convex.py), and the search ends on them where they are close enough.
 
     eps = 0 is returned when delta(0) <= delta is certified. If the upper estimate at eps_max
     still exceeds delta, the result is ``saturated``: value = inf for side="upper"; for
@@ -131,7 +131,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
                                          and 0 < eps_max < math.inf):
         raise ParameterError("eps_max", eps_max, "must be a finite number > 0")
     trust = trust_width if side == "upper" else None      # engine/eps_upper.py
-    convex = convex and trust is not None and eps_convex.ENABLED     # engine/eps_convex.py
+    convex = convex and side == "upper" and eps_convex.ENABLED       # engine/eps_convex.py
     virtual: dict[float, Estimate] = {}     # points certified from convexity (not in seen)
     excess: dict[float, float] = {}         # a chord point's estimated distance past crossing
     above = 0.0          # largest eps with lower(eps) > delta (eps* >= 0 holds trivially)
