@@ -180,12 +180,18 @@ def test_the_search_brackets_the_exact_crossing_with_fewer_evaluations(width):
     assert fewer >= 3
 
 
-def test_the_lower_side_and_untrusted_searches_ignore_convex():
+def test_the_lower_side_ignores_convex_and_an_untrusted_search_only_tightens():
+    """side="lower" is unchanged; an upper-side search without trust (core's polish) steps as
+    before, and its certified ends can only move inwards."""
     pair = ([mp.mpf("0.7"), mp.mpf("0.3")], [mp.mpf("0.2"), mp.mpf("0.8")])
-    for side, trust in (("lower", 5e-3), ("upper", None)):
-        runs = [epsilon_of_delta(Exact(pair, 1e-6), 0.05, side, eps_max=5.0, rtol=1e-7,
-                                 trust_width=trust, convex=c) for c in (False, True)]
-        assert runs[0] == runs[1]
+    runs = [epsilon_of_delta(Exact(pair, 1e-6), 0.05, "lower", eps_max=5.0, rtol=1e-7,
+                             trust_width=5e-3, convex=c) for c in (False, True)]
+    assert runs[0] == runs[1]
+    star = crossing(pair, 0.05)
+    plain, convex = (epsilon_of_delta(Exact(pair, 1e-4), 0.05, "upper", eps_max=5.0, rtol=1e-7,
+                                      convex=c) for c in (False, True))
+    assert convex.evaluations <= plain.evaluations
+    assert plain.lower <= convex.lower <= star <= convex.upper <= plain.upper
 
 
 # --- the engine -------------------------------------------------------------------------------
