@@ -23,6 +23,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from shufflesim.protocols import plugins
@@ -268,17 +269,52 @@ def test_lazy_functions_import_their_module_on_the_first_call(tmp_path):
     assert _printed_words(code) == ["False", "42", "True", "True", "False", "twice", "True"]
 
 
-#: Modules that run only when numpy.f2py or numpy.testing runs (their imports, not themselves).
-_F2PY_TESTING_RUN = ("numpy.f2py.crackfortran", "numpy.testing._private.utils", "unittest")
+#: Modules that run only when a deferred numpy submodule runs (their imports, not themselves):
+#: numpy.f2py, numpy.testing, numpy.random, numpy.polynomial, numpy.ctypeslib.
+_DEFERRED_RUN = ("numpy.f2py.crackfortran", "numpy.testing._private.utils", "unittest",
+                 "numpy.random.mtrand", "numpy.random._generator", "secrets",
+                 "numpy.polynomial.polynomial", "numpy.ctypeslib._ctypeslib")
+
+#: Runs argv through the console script's entry() and prints, at exit, sys.modules and how
+#: many helper threads exact_band started (its executors by process, engine/exact_band.py).
+COMMAND_THREADS = COMMAND.replace(
+    "json.dumps(sorted(sys.modules))",
+    "json.dumps([sorted(sys.modules), len(getattr(sys.modules.get("
+    "'shufflesim.protocols.bounds.engine.exact_band'), '_helpers', ()))])")
+
+_ONE_ANSWER = {
+    "bound over rounds": ["bound", *KRR, "--epsilon0", "1"],
+    # one round at n = 37276: exact_band builds its tables on its helper thread
+    "bound, band tables": ["bound", "--randomizer", "krr", "--domain-size", "10", "--epsilon0",
+                           "1", "--n", "37276", "--delta", "1e-4", "--method",
+                           "optimal-blanket", "-q"],
+    "calibrate": ["calibrate", *KRR, "--target-epsilon", "1"],
+    "compose": ["compose", "--round", "randomizer=krr,domain_size=10,epsilon0=1,n=1000,repeat=3",
+                "--delta", "1e-6", "-q"],
+    "rdp": ["rdp", "--randomizer", "krr", "--domain-size", "10", "--epsilon0", "1", "--n",
+            "1000", "--rounds", "3", "-q"],
+}
 
 
-def test_a_one_answer_command_leaves_numpy_f2py_and_testing_unrun():
-    """simulator/cli/deferred_imports.py: ``bound`` imports scipy.special, whose array-API
-    layer binds every numpy submodule; numpy.f2py and numpy.testing are bound but never run
-    (their own imports are absent). ``audit``, a long command, keeps its imports as they are."""
-    bound = _modules_after(COMMAND, "bound", *KRR, "--epsilon0", "1")
-    assert "scipy.special" in bound  # the check sees the import that binds them
-    assert not [m for m in _F2PY_TESTING_RUN if m in bound]
+@pytest.mark.parametrize("name", list(_ONE_ANSWER))
+def test_a_one_answer_command_leaves_the_deferred_numpy_modules_unrun(name):
+    """simulator/cli/deferred_imports.py: a one-answer command imports scipy.special, whose
+    array-API layer binds every numpy submodule; the deferred ones are bound but never run
+    (their own imports are absent). So no thread read one first, and none could race another
+    to load it (Python 3.11's LazyLoader takes no lock): the band-table case shows exact_band's
+    helper thread started beside them."""
+    done = subprocess.run([sys.executable, "-c", COMMAND_THREADS, *_ONE_ANSWER[name]],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr.splitlines()[:1]
+    modules, helpers = json.loads(done.stderr.strip().splitlines()[-1])
+    assert "scipy.special" in modules  # the check sees the import that binds them
+    assert not [m for m in _DEFERRED_RUN if m in modules]
+    if name == "bound, band tables":
+        assert helpers == 1
+
+
+def test_a_long_command_keeps_its_numpy_imports():
+    """``audit``, a long command, defers nothing: numpy.f2py runs there as scipy imports it."""
     audit = _modules_after(COMMAND, "audit", "--randomizer", "krr", "--domain-size", "2",
                            "--epsilon0", "2", "--n", "20", "--delta", "1e-3", "--trials", "200",
                            "--no-verdicts", "-q")
@@ -288,8 +324,9 @@ def test_a_one_answer_command_leaves_numpy_f2py_and_testing_unrun():
 
 def test_deferred_numpy_modules_run_on_their_first_use():
     """A deferred module is the real one once read: numpy.testing's assertions work (and
-    raise), numpy.f2py's functions are there; a module imported before :func:`defer` is
-    untouched; a program that imports shufflesim as a library defers nothing."""
+    raise), numpy.f2py's functions are there, numpy.random draws what it draws undeferred; a
+    module imported before :func:`defer` is untouched; a program that imports shufflesim as a
+    library defers nothing."""
     code = ("import sys, importlib.util\n"
             "import numpy.ma\n"
             "import shufflesim\n"
@@ -297,7 +334,7 @@ def test_deferred_numpy_modules_run_on_their_first_use():
             "library = deferred_imports._FINDER in sys.meta_path\n"
             "deferred_imports.defer(); deferred_imports.defer()\n"
             "twice = sys.meta_path.count(deferred_imports._FINDER)\n"
-            "import numpy.testing, numpy.f2py\n"
+            "import numpy.testing, numpy.f2py, numpy.random\n"
             "bound_only = 'numpy.testing._private.utils' not in sys.modules\n"
             "numpy.testing.assert_allclose([1.0], [1.0])\n"
             "try:\n"
@@ -307,5 +344,8 @@ def test_deferred_numpy_modules_run_on_their_first_use():
             "    raised = True\n"
             "print(library, twice, bound_only, raised, callable(numpy.f2py.run_main),\n"
             "      type(sys.modules['numpy.ma']).__name__,\n"
-            "      'numpy.testing._private.utils' in sys.modules)\n")
-    assert _printed_words(code) == ["False", "1", "True", "True", "True", "module", "True"]
+            "      'numpy.testing._private.utils' in sys.modules,\n"
+            "      numpy.random.default_rng(7).integers(10**9))\n")
+    expected = str(np.random.default_rng(7).integers(10**9))   # drawn without deferral
+    assert _printed_words(code) == ["False", "1", "True", "True", "True", "module", "True",
+                                    expected]

@@ -37,7 +37,7 @@ EXIT_INTERRUPTED = 130
 #: not click's test runner nor a program calling :data:`main`) their imports pause the cyclic
 #: garbage collector and freeze what they made out of its later scans (protocols/import_gc.py;
 #: about 0.017 s of CPU per ``bound``), and the numpy submodules that scipy imports and no
-#: command runs load only on first use (simulator/cli/deferred_imports.py; about 0.03 s).
+#: command runs load only on first use (simulator/cli/deferred_imports.py; about 0.04 s).
 #: ``run``, ``audit`` and ``plot`` keep both as they are: a freeze in the middle of a long run
 #: would keep the cyclic garbage of its earlier work alive.
 QUIET_IMPORTS = frozenset({"bound", "calibrate", "compose", "list", "rdp"})
@@ -98,7 +98,7 @@ class _Group(click.Group):
         if cmd_name not in self.commands and cmd_name in _command_modules():
             if cmd_name in QUIET_IMPORTS and _console["script"]:
                 import_gc.for_commands()
-                deferred_imports.defer()  # numpy.f2py and numpy.testing: never run
+                deferred_imports.defer()  # numpy submodules these commands never run
             loaded = import_gc.import_module(f"{commands.__name__}.{cmd_name}")
             if hasattr(loaded, "command"):
                 self.add_command(loaded.command, cmd_name)

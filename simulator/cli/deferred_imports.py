@@ -4,11 +4,14 @@
 ``import scipy.special`` runs scipy's array-API layer, whose numpy namespace is a copy of every
 public name of numpy (``scipy._lib.array_api_compat.numpy``: ``from numpy import *`` and a
 ``getattr`` of each name in ``dir(numpy)``). numpy 2 loads its submodules lazily, so that copy
-imports all of them, among them the Fortran wrapper generator :mod:`numpy.f2py` and the test
-helpers :mod:`numpy.testing` (which imports :mod:`unittest`). Measured with scipy 1.17.1 and
-numpy 2.4.6 (CPU seconds, one process each, after ``import numpy``): numpy.testing 0.07,
-numpy.f2py 0.064. No command of this package runs either. (:mod:`numpy.ma` is copied too, but
-numpy's own ``np.unique`` reads ``np.ma.is_masked``: it stays as it is.)
+imports all of them. Measured with scipy 1.17.1 and numpy 2.4.6 (CPU seconds, one process each,
+after ``import numpy``): the test helpers :mod:`numpy.testing` (which imports :mod:`unittest`)
+0.07, the Fortran wrapper generator :mod:`numpy.f2py` 0.064; in the ``bound`` row of issue 32,
+:mod:`numpy.random` (its bit generators, and :mod:`secrets` / :mod:`hashlib` for seeding),
+:mod:`numpy.polynomial` and :mod:`numpy.ctypeslib` together about 0.01. No one-answer command
+runs any of them: their results are deterministic (no random draws), and they use no polynomial
+classes nor ctypes. (:mod:`numpy.ma` is copied too, but numpy's own ``np.unique`` reads
+``np.ma.is_masked``: it stays as it is.)
 
 :func:`defer` puts a finder first on :data:`sys.meta_path` that answers for exactly the modules
 of :data:`DEFERRED` with the spec the regular finders give, its loader wrapped in
@@ -22,9 +25,12 @@ imported before :func:`defer` is left as it is.
 Only the console script's process calls :func:`defer`, for the commands that compute one answer
 and exit (simulator/cli/app.py ``QUIET_IMPORTS``: ``bound``, ``calibrate``, ``compose``,
 ``list``, ``rdp``), before their first import of numpy: a program that imports shufflesim as a
-library, and the long commands (``run``, ``audit``), keep their imports as they are. Only these
-two modules are deferred, because nothing in such a process reads them, so no thread ever
-races to load one (Python 3.11's LazyLoader takes no lock).
+library, and the long commands (``run``, ``audit``), keep their imports as they are. Python
+3.11's LazyLoader takes no lock, so a deferred module must never be read first by two threads
+at once. In these commands the only thread besides the main one is exact_band's table builder
+(protocols/bounds/engine/exact_band.py), which reads none of them; tests/test_startup_imports.py
+checks that every one-answer command, the table builder's path included, ends with all of them
+unrun, so no thread ever raced to load one.
 """
 
 from __future__ import annotations
@@ -33,8 +39,10 @@ import importlib.machinery
 import importlib.util
 import sys
 
-#: The deferred modules: imported by scipy's copy of the numpy namespace, run by no command.
-DEFERRED = frozenset({"numpy.f2py", "numpy.testing"})
+#: The deferred modules: imported by scipy's copy of the numpy namespace, run by no one-answer
+#: command.
+DEFERRED = frozenset({"numpy.f2py", "numpy.testing", "numpy.random", "numpy.polynomial",
+                      "numpy.ctypeslib"})
 
 
 class _DeferringFinder:
