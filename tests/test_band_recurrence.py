@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shufflesim.protocols.bounds.engine import exact_band
+from shufflesim.protocols.bounds.engine import band_recurrence, exact_band
 from shufflesim.protocols.bounds.engine.plans import t_plan
 
 
@@ -77,3 +77,89 @@ def test_a_wrong_recurrence_is_caught(monkeypatch):
     assert calls["n"] > 0
     with pytest.raises(AssertionError):
         _check(x_lo, cx, ccx, x_out, err, m, q)
+
+
+# --- B's tables (band_recurrence.suffix_chains, exact_band._b_tables) -----------------------
+
+def _b_reference(t, rho, frame, cols):
+    """P[B = k], P[B >= k] and sum_{j >= k} P[B >= j] = E[(B - k + 1)_+] at k = frame + i,
+    i < cols, for B ~ Bin(t_r, rho): scipy's pmf over the whole support, its suffix sums."""
+    k = frame[:, None] + np.arange(cols)[None, :]
+    top = int(t.max())
+    support = np.arange(top + 1, dtype=float)
+    law = exact_band.binom.pmf(support[None, :], t[:, None], rho)
+    tail = np.zeros((t.size, top + 3))                   # tail[:, s] = P[B >= s]
+    tail[:, top::-1] = np.cumsum(law[:, ::-1], axis=1)
+    tails = np.zeros((t.size, top + 4))                  # tails[:, s] = sum_{j >= s} tail[j]
+    tails[:, top + 2::-1] = np.cumsum(tail[:, ::-1], axis=1)
+    at = np.clip(k, 0, top + 2).astype(np.int64)
+    rows = np.arange(t.size)[:, None]
+    below = np.maximum(-k, 0.0)                          # k < 0: P[B >= k] = 1, SSB adds -k
+    pmf = np.where((k >= 0) & (k <= top), law[rows, np.clip(k, 0, top).astype(np.int64)], 0.0)
+    return pmf, tail[rows, at], tails[rows, at] + below * tail[rows, at]
+
+
+def _check_b(tables, t, rho):
+    """Every entry within the stated relative error of the reference plus what the stated
+    outside mass can carry (an entry of SSB: that mass times the distance to the top of the
+    support), and never above the reference beyond the error (a sub-measure)."""
+    frame, pb, sb, ssb, out, err, below = tables
+    assert err < 2e-9
+    ref_p, _, _ = _b_reference(t, rho, frame, pb.shape[1])
+    _, ref_s, _ = _b_reference(t, rho, frame, sb.shape[1])
+    _, _, ref_ss = _b_reference(t, rho, frame, ssb.shape[1])
+    rel = err + 1e-13                                    # + the reference's own rounding
+    slack = out[:, None]
+    reach = np.maximum(t[:, None] - frame[:, None] + 2.0, 1.0)
+    worst = 0.0
+    for got, ref, extra in ((pb, ref_p, slack), (sb, ref_s, slack), (ssb, ref_ss, slack * reach)):
+        assert np.all(np.abs(got - ref) <= rel * ref + extra)
+        assert np.all(got <= ref * (1 + rel) + 1e-300)
+        big = ref > 1e12 * extra
+        worst = max(worst, float(np.max(np.abs(got - ref)[big] / ref[big], initial=0.0)))
+    return worst
+
+
+@pytest.mark.parametrize("n,w_pair,rho,z_cut", [
+    (60, 0.5, 0.5, None), (40, 0.9, 0.2, None), (200, 0.3, 0.93, -2.0), (3000, 0.05, 0.13, None),
+    (3000, 0.5, 0.03, None), (5000, 0.17, 0.5, 0.0), (2000, 0.42, 0.5, 1.0)])
+def test_b_tables_by_recurrence_match_the_law(n, w_pair, rho, z_cut):
+    """exact_band._b_tables (band_recurrence.suffix_chains) against the pmf and sums taken
+    directly, for uncut and cut windows, frames starting below 0 (n = 40, 60), p on both sides
+    of 1/2; every row's window [cut or Chernoff's start, Chernoff's end] lies in its frame."""
+    exact_band._b_tables.cache_clear()
+    tables = exact_band._b_tables(n, w_pair, rho, z_cut)
+    t = t_plan(n, w_pair).t
+    worst = _check_b(tables, t, rho)
+    assert worst < 1e-10             # where the outside mass cannot matter: far inside the error
+    frame, pb = tables[0], tables[1]
+    lo, width = exact_band._window(t, rho)
+    hi = np.minimum(lo + width - 1, t)
+    first = lo if z_cut is None else np.minimum(np.maximum(
+        np.floor(t * rho + z_cut * np.sqrt(t * rho * (1 - rho))), lo), hi)
+    assert np.all(frame <= first) and np.all(frame + pb.shape[1] - 1 >= hi)
+    # the mass below a cut frame is returned, and it is P[B < frame]
+    below = tables[6]
+    cut = frame > lo
+    assert np.allclose(below[cut], exact_band.binom.cdf(frame[cut] - 1, t[cut], rho), rtol=1e-8)
+    assert np.all(below[~cut] == 0.0)
+
+
+def test_a_wrong_b_recurrence_is_caught(monkeypatch):
+    """Negative control: adding a user with probability rho (1 + 1e-6) drifts past the stated
+    error within a chain."""
+    n, w_pair, rho = 3000, 0.05, 0.13
+    real_multiply = np.multiply
+
+    def skewed(a, b, *args, **kwargs):
+        if isinstance(b, float) and b == rho:
+            b = rho * (1 + 1e-6)
+        return real_multiply(a, b, *args, **kwargs)
+
+    exact_band._b_tables.cache_clear()
+    monkeypatch.setattr(band_recurrence.np, "multiply", skewed)
+    tables = exact_band._b_tables(n, w_pair, rho)
+    monkeypatch.undo()
+    exact_band._b_tables.cache_clear()
+    with pytest.raises(AssertionError):
+        _check_b(tables, t_plan(n, w_pair).t, rho)

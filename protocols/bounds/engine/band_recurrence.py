@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from shufflesim.protocols.bounds.engine.binomial_window import _outside, _window, window_pmf
-from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, U
+from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, TINY, U
+from shufflesim.protocols.distributions import binom
 
 #: relative error added per row, in units of the unit roundoff
 ROUNDINGS_PER_ROW = 5
@@ -117,3 +118,73 @@ def _x_recurrence(m: np.ndarray, q: float):
     x_out = _outside(m, q, x_lo, w_all) + deficit
     err = err0 + REL_SPECIAL + 2 * (w_all + 1) * U + ROUNDINGS_PER_ROW * length * U * (1 + 1e-6)
     return x_lo, cx, ccx, x_out, err, chain_row(sorted_row, length, chains)
+
+
+
+def suffix_chains(t: np.ndarray, p: float, lo: np.ndarray, hi: np.ndarray):
+    """B's tables of exact_band (000 Thm 12-14's conditioning sums) by the same one-user
+    recurrence: for B_r ~ Bin(t_r, p) over consecutive t_r (ascending, one row each), the pmf
+    P[B = k], SB(k) = P[B >= k] and SSB(k) = sum_{j >= k} SB(j) on a window per row that holds
+    [lo_r, hi_r]. All three are linear in the law and commute with a shift, so adding a user
+    is A_{t+1}(k) = (1 - p) A_t(k) + p A_t(k - 1) for each of them.
+
+    Rows form chains of CHAIN_ROWS; chain c's start row s is built on its own window
+    [S, S + W) (:func:`window_pmf`, then the two suffix sums), and row j of the chain holds
+    k = S + j + i, i < W (+1 for SB, +2 for SSB): the frame moves one k a row and the law
+    p < 1 of one, so in the frame mass only moves left, A'_{j+1}(i) = p A'_j(i) +
+    (1 - p) A'_j(i + 1), and nothing is ever above the frame's top (the value beyond is 0).
+    S = min_j (lo_{s+j} - j) and S + W - 1 = max_j (hi_{s+j} - j): every row's window lies in
+    its frame. The start's mass below S never enters a frame (at row j it lies below S + j),
+    and the sums SB and SSB only look up, so every entry is the exact value for the start's law
+    restricted to k <= S + W - 1: a sub-measure whose missing mass, the start's
+    P[B > S + W - 1], is returned per row (for the outside mass). A cut window (B's window
+    starting near its mean, exact_band.band_cut) therefore costs nothing: the mass below it is
+    never needed. Where S < 0, the columns below k = 0 hold 0 (pmf), the total (SB) and its
+    multiples (SSB), as the sums over the whole line do.
+
+    Error: the start rows as :func:`window_pmf` (anchor REL_SPECIAL, shape error) and two
+    suffix sums of non-negative terms (2 (W + 2) u); each row adds at most 4u (two products,
+    one sum, the rounding of 1 - p), counted as ROUNDINGS_PER_ROW. Returns (frame start per row,
+    pmf (rows, W), SB (rows, W + 1), SSB (rows, W + 2), missing mass per row, relative error);
+    the last column of SB and the last two of SSB are 0."""
+    rows = t.size
+    t_first = float(t[0]) if rows else 0.0
+    if rows and np.any(t != t_first + np.arange(rows)):
+        raise AssertionError("rows of T are not consecutive")
+    length = max(min(CHAIN_ROWS, rows), 1)
+    chains = -(-rows // length)
+    pad = chains * length - rows
+    j = np.arange(length, dtype=float)
+    first = np.pad(np.asarray(lo, dtype=float), (0, pad), constant_values=np.inf)
+    last = np.pad(np.asarray(hi, dtype=float), (0, pad), constant_values=-np.inf)
+    s_lo = np.min(first.reshape(chains, length) - j, axis=1)
+    width = int(np.max(np.max(last.reshape(chains, length) - j, axis=1) - s_lo,
+                       initial=0.0)) + 1
+    starts = t_first + length * np.arange(chains, dtype=float)
+    # (a frame starting below 0 holds 0 there: the pmf is built from 0 and moved right)
+    pmf0, err0 = window_pmf(starts, p, np.maximum(s_lo, 0.0), width)
+    if np.any(s_lo < 0):
+        index = np.arange(width)[None, :] + np.minimum(s_lo, 0.0).astype(np.int64)[:, None]
+        pmf0 = np.where(index >= 0, np.take_along_axis(pmf0, np.maximum(index, 0), 1), 0.0)
+    pb = np.empty((chains, length, width))
+    sb = np.empty((chains, length, width + 1))
+    ssb = np.empty((chains, length, width + 2))
+    pb[:, 0] = pmf0
+    sb[:, 0, width] = 0.0
+    np.cumsum(pmf0[:, ::-1], axis=1, out=sb[:, 0, width - 1::-1])
+    ssb[:, 0, width + 1] = 0.0
+    np.cumsum(sb[:, 0, ::-1], axis=1, out=ssb[:, 0, width::-1])
+    stay = 1.0 - p
+    for table in (pb, sb, ssb):
+        step = np.empty((chains, table.shape[2] - 1))
+        for i in range(1, length):
+            old, new = table[:, i - 1], table[:, i]
+            np.multiply(old, p, out=new)
+            np.multiply(old[:, 1:], stay, out=step)
+            new[:, :-1] += step
+    frame = (s_lo[:, None] + j[None, :]).reshape(-1)[:rows]
+    top = s_lo + width - 1
+    missing = np.where(top < starts, binom.sf(top, starts, p), 0.0) * (1 + REL_SPECIAL) + TINY
+    err = err0 + REL_SPECIAL + 2 * (width + 2) * U + ROUNDINGS_PER_ROW * length * U * (1 + 1e-6)
+    return (frame, pb.reshape(-1, width)[:rows], sb.reshape(-1, width + 1)[:rows],
+            ssb.reshape(-1, width + 2)[:rows], np.repeat(missing, length)[:rows], err)

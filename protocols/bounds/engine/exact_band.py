@@ -59,7 +59,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine.band_recurrence import CHAIN_ROWS, _x_recurrence
+from shufflesim.protocols.bounds.engine.band_recurrence import (
+    CHAIN_ROWS,
+    _x_recurrence,
+    suffix_chains,
+)
 from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - read as exact_band.*
     SHARE_ULPS,
     _seen_parameters,
@@ -232,27 +236,24 @@ def _helper() -> ThreadPoolExecutor:
 @bounded_cache(4, TABLE_BYTES)
 def _b_tables(n: int, w_pair: float, rho: float, z_cut: float | None = None):
     """B | t ~ Bin(t, rho) over the window of T: (b_lo, pmf, SB, SSB, outside mass, error,
-    mass cut off below b_lo). With ``z_cut``, each row's window starts at
-    t rho + z_cut sd(t) instead of its Bernstein start (:func:`band_cut`): the columns below
-    the band are never read, and their mass is returned (an upper bound) for row_bounds."""
+    mass cut off below b_lo), by band_recurrence.suffix_chains on frames holding each row's
+    window (Chernoff's, binomial_window._window). With ``z_cut``, a row's window starts at
+    t rho + z_cut sd(t) instead (:func:`band_cut`): the columns below the band are never read,
+    and the mass below the frame's start is returned (an upper bound) for row_bounds. The
+    outside mass is that of Chernoff's window plus the chains' missing mass."""
     t = t_plan(n, w_pair).t
-    rows = t.size
     b_lo, b_w = _window(t, rho)
     b_out = _outside(t, rho, b_lo, b_w)
-    below = np.zeros(rows)
+    b_hi = np.minimum(b_lo + b_w - 1, t)
+    first = b_lo
     if z_cut is not None:
-        b_hi = np.minimum(b_lo + b_w - 1, t)
         cut = np.floor(t * rho + z_cut * np.sqrt(t * rho * (1.0 - rho)))
-        cut = np.minimum(np.maximum(cut, b_lo), b_hi)
-        cut_off = cut > b_lo
-        below[cut_off] = binom.cdf(cut[cut_off] - 1, t[cut_off], rho) * (1 + REL_SPECIAL) + TINY
-        b_lo, b_w = cut, int(np.max(b_hi - cut, initial=0.0)) + 1
-    pb, err = window_pmf(t, rho, b_lo, b_w)
-    sb = np.zeros((rows, b_w + 1))
-    np.cumsum(pb[:, ::-1], axis=1, out=sb[:, b_w - 1::-1])
-    ssb = np.zeros((rows, b_w + 2))
-    np.cumsum(sb[:, ::-1], axis=1, out=ssb[:, b_w::-1])
-    return b_lo, pb, sb, ssb, b_out, err + REL_SPECIAL + 2 * (b_w + 2) * U, below
+        first = np.minimum(np.maximum(cut, b_lo), b_hi)
+    frame, pb, sb, ssb, missing, err = suffix_chains(t, rho, first, b_hi)
+    below = np.zeros(t.size)
+    cut_off = frame > b_lo                       # else the mass below is in b_out
+    below[cut_off] = binom.cdf(frame[cut_off] - 1, t[cut_off], rho) * (1 + REL_SPECIAL) + TINY
+    return frame, pb, sb, ssb, b_out + missing, err, below
 
 
 class _Levels(dict):
