@@ -111,18 +111,20 @@ def _excess(est_p: Estimate, est_q: Estimate, t: float, h: float) -> float:
 def chord_below(seen: dict, delta: float) -> tuple[float, Estimate, float] | None:
     """The smallest eps certified below ``delta`` by a chord of two evaluated points' upper
     estimates (module docstring), with its Estimate (upper = delta; lower: the largest lower
-    estimate at or right of it, delta being non-increasing; source: the chord's right end)
-    and an estimate of how
-    far it lies past the crossing: for delta ~ e^(-s eps) between the chord's ends (s from
-    their upper estimates), the chord exceeds delta by about t (1 - t) (s h)^2 / 2 at the
-    fraction t of their distance h, which is t (1 - t) s h^2 / 2 in eps; and where one end's
-    estimate is the wider (log-widths w_p, w_q; another method, e.g. the single style beside
-    the exact-pool one), its excess weighs in with its share of the chord:
+    estimate at or right of it, delta being non-increasing; source: the chord's right end),
+    and an estimate of how far it lies past the crossing of the tighter upper estimate
+    (:func:`_excess`; only a guide: the search stops on it). None if no chord certifies a point
+    left of every evaluated point certified below.
+
+    The excess: for delta ~ e^(-s eps) between the chord's ends (s from their upper
+    estimates), the chord exceeds delta by about t (1 - t) (s h)^2 / 2 at the fraction t of
+    their distance h, which is t (1 - t) s h^2 / 2 in eps. Where one end's estimate is the
+    wider (log-widths w_p, w_q: another method, e.g. the single style beside the exact-pool
+    one), its excess weighs in with its share of the chord,
     (t max(0, w_q - w_p) + (1 - t) max(0, w_p - w_q)) / s (subset d = 10, eps0 = 1, n = 1e4,
     delta = 1e-9: ends 1.9 % and 1.0 % wide put the chord's point 5.4e-7 past the narrower
-    estimate's crossing, 12 times its curvature term). Only a guide: the search stops on it;
-    inf where the ends' upper estimates differ by more than CHORD_NEAR in log. None if no chord certifies a point left of every evaluated point
-    certified below."""
+    estimate's crossing, 12 times the curvature term). inf where the ends' upper estimates
+    differ by more than CHORD_NEAR in log."""
     pts = _points(seen)
     first_below = min((e for e, est in pts if est.upper <= delta), default=None)
     if first_below is None:
