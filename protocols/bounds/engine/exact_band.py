@@ -69,7 +69,7 @@ from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - re
     _seen_parameters,
     _shared_parameters,
 )
-from shufflesim.protocols.bounds.engine.band_sums import RowSetup, band_sums, row_setup
+from shufflesim.protocols.bounds.engine.band_sums import RowSetup, _flat, band_sums, row_setup
 from shufflesim.protocols.bounds.engine.binomial_window import (  # noqa: F401 - exact_band.*
     CHUNK_ROWS,
     TAIL,
@@ -208,7 +208,7 @@ class BandPlan:
     x_out: np.ndarray        # (rows,) P[X outside its window] (upper bound)
     rel: float               # relative error of (B entry) x (X entry)
     x_rows: np.ndarray       # (rows,) row of cx and ccx holding each row's X tables
-    b_below: np.ndarray      # (rows,) P[B below b_lo] where the window was cut (else 0)
+    b_below: np.ndarray      # (rows,) P[B below b_lo] (an upper bound; 0 if none)
 
     @property
     def b_w(self) -> int:
@@ -234,26 +234,41 @@ def _helper() -> ThreadPoolExecutor:
 
 
 @bounded_cache(4, TABLE_BYTES)
-def _b_tables(n: int, w_pair: float, rho: float, z_cut: float | None = None):
+def _b_tables(n: int, w_pair: float, rho: float, z_cut: float | None = None,
+              z_top: float | None = None):
     """B | t ~ Bin(t, rho) over the window of T: (b_lo, pmf, SB, SSB, outside mass, error,
     mass cut off below b_lo), by band_recurrence.suffix_chains on frames holding each row's
     window (Chernoff's, binomial_window._window). With ``z_cut``, a row's window starts at
     t rho + z_cut sd(t) instead (:func:`band_cut`): the columns below the band are never read,
-    and the mass below the frame's start is returned (an upper bound) for row_bounds. The
-    outside mass is that of Chernoff's window plus the chains' missing mass."""
+    and the mass below the frame's start is returned (an upper bound) for row_bounds. With
+    ``z_top``, it ends at t rho + z_top sd(t) (:func:`band_top`), and SB and SSB past its end
+    count the mass above it (suffix_chains' ``whole``). Every row's mass below its frame is
+    returned as the cut-off mass (row_bounds bounds its terms by the largest value below the
+    frame), and the outside mass is the chains' missing mass: the rest of B's law is in the
+    frame or counted by SB and SSB above it (suffix_chains)."""
     t = t_plan(n, w_pair).t
-    b_lo, b_w = _window(t, rho)
-    b_out = _outside(t, rho, b_lo, b_w)
-    b_hi = np.minimum(b_lo + b_w - 1, t)
+    if z_top is None:
+        b_lo, b_w = _window(t, rho)
+        b_hi = np.minimum(b_lo + b_w - 1, t)
+    else:                            # (Bernstein's window: wider, and no Newton steps)
+        mean, span = t * rho, _half_width(np.sqrt(t * rho * (1.0 - rho)))
+        b_lo = np.maximum(np.floor(mean - span - 1.0), 0.0)
+        b_hi = np.minimum(np.ceil(mean + span + 1.0), t)
     first = b_lo
     if z_cut is not None:
         cut = np.floor(t * rho + z_cut * np.sqrt(t * rho * (1.0 - rho)))
         first = np.minimum(np.maximum(cut, b_lo), b_hi)
-    frame, pb, sb, ssb, missing, err = suffix_chains(t, rho, first, b_hi)
+    whole, top = None, b_hi
+    if z_top is not None:
+        top = np.floor(t * rho + z_top * np.sqrt(t * rho * (1.0 - rho)))
+        top = np.maximum(np.minimum(top, b_hi), first)
+        whole = b_hi
+    frame, pb, sb, ssb, missing, err = suffix_chains(t, rho, first, top, whole)
+    # every row's mass below its frame (cut or not), with its own bound in row_bounds
     below = np.zeros(t.size)
-    cut_off = frame > b_lo                       # else the mass below is in b_out
-    below[cut_off] = binom.cdf(frame[cut_off] - 1, t[cut_off], rho) * (1 + REL_SPECIAL) + TINY
-    return frame, pb, sb, ssb, b_out + missing, err, below
+    some = frame > 0
+    below[some] = binom.cdf(frame[some] - 1, t[some], rho) * (1 + REL_SPECIAL) + TINY
+    return frame, pb, sb, ssb, missing, err, below
 
 
 class _Levels(dict):
@@ -305,6 +320,55 @@ def band_cut(sh: _Shape, n: int, w_pair: float, rho: float, q: float) -> float |
     return z_cut
 
 
+_tops: _Levels = _Levels()
+#: no window end above this many standard deviations (Chernoff's is ~9-10 of them)
+TOP_CEILING = 7.0
+#: no window end below Chernoff's for B tables smaller than this (cells: rows x whole width)
+TOP_MIN_CELLS = 250_000
+
+
+def band_top(sh: _Shape, n: int, w_pair: float, rho: float, q: float) -> float | None:
+    """The z-level of B's window end (:func:`_b_tables`) for this eps, or None (Chernoff's
+    end). Above the band, row_bounds reads SB and SSB at k_hi = ceil(-(alpha + e x_hi) / d)
+    (and the band B's pmf below it); x_hi <= m and e <= 0, so k_hi <= ceil(-(alpha + e m) / d).
+    A window ending at or above k_hi - 1 leaves the closed form above it exact (SB and SSB
+    there count the mass above the window: band_recurrence.suffix_chains' ``whole``). Rows
+    whose k_hi - 1 lies above Bernstein's end of B's window (at least Chernoff's) need no
+    level: their closed form starts above the window, as with Chernoff's end. Where a window
+    still ends below k_hi - 1, row_bounds leaves the closed form out of the lower end (it is
+    an upper bound only), so no level is ever unsound, only less tight.
+
+    Levels are for large tables only (TOP_MIN_CELLS; issue 32: k-RR's band points at
+    n = 2e4-7e4 read B's columns up to ~2-3 sd above its mean of ~10). The first level for
+    (n, w_pair, rho) is at least half a standard deviation above what this eps needs; a later
+    eps of the search reuses a level that covers it, and where none does, the whole window is
+    built (so a search builds B's tables at most twice)."""
+    t = t_plan(n, w_pair).t
+    sd = np.sqrt(t * rho * (1.0 - rho))
+    span = _half_width(sd)
+    if t.size * (2.0 * float(np.max(span, initial=0.0)) + 3.0) < TOP_MIN_CELLS:
+        return None
+    m = n - t
+    need = np.ceil(-(sh.cb * t + sh.base * m + sh.e * m) / sh.d) - 1.0 - t * rho
+    live = (sd > 0) & (need <= span)
+    if not live.any():
+        return None
+    z_need = float(np.max(need[live] / sd[live]))
+    if not math.isfinite(z_need):
+        return None
+    built = _tops.setdefault((n, w_pair, rho), [])
+    fits = [z for z in built if z >= z_need]
+    if fits:
+        z_top = min(fits)
+    else:
+        z_top = math.ceil(z_need + 0.5) if not built and z_need <= TOP_CEILING - 0.5 \
+            else math.inf
+        built.append(z_top)
+    if len(_tops) > 64:
+        del _tops[next(iter(_tops))]
+    return None if z_top == math.inf else float(z_top)
+
+
 @bounded_cache(4, TABLE_BYTES)
 def _x_tables(n: int, w_pair: float, q: float):
     """X | t ~ Bin(n - t, q) over the window of T: (x_lo, CX, CCX, outside mass, error);
@@ -325,14 +389,14 @@ _built: set = set()
 
 
 def band_plan(n: int, w_pair: float, rho: float, q: float,
-              z_cut: float | None = None) -> BandPlan:
+              z_cut: float | None = None, z_top: float | None = None) -> BandPlan:
     """The eps-independent tables for one group (q = 1: no X); the B and X tables are cached
     separately (an eps search meets the same pair with and without a pool variable). When
     neither has been built, they are built at once, B on a helper thread (numpy and scipy
     release the GIL; a rebuild at n = 1e4 in a warm process: 32 -> 17 ms; a first build in a
     fresh process gains little, its page faults are shared): the same tables, hence numbers."""
     tp = t_plan(n, w_pair)
-    b_key, x_key = (n, w_pair, rho, z_cut), (n, w_pair, q)
+    b_key, x_key = (n, w_pair, rho, z_cut, z_top), (n, w_pair, q)
     pending = None
     if q < 1.0 and b_key not in _built and x_key not in _built:
         pending = _helper().submit(_b_tables, *b_key)
@@ -356,7 +420,8 @@ def band_bounds(cat: Categories) -> tuple[float, float]:
     sh = _shape(cat)
     n = cat.count
     w_pair, rho, q, shift = _shared_parameters(n, sh.w_pair, sh.rho, sh.q)
-    plan = band_plan(n, w_pair, rho, q, band_cut(sh, n, w_pair, rho, q))
+    plan = band_plan(n, w_pair, rho, q, band_cut(sh, n, w_pair, rho, q),
+                     band_top(sh, n, w_pair, rho, q))
     t = plan.t
     rows = np.arange(t.size)
     f_lo, f_hi = row_bounds(sh, plan, t, n - t, rows, rows)
@@ -397,10 +462,11 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     b_hi1 = b_hi + 1
     k1 = np.minimum(np.maximum(k_hi, b_lo), b_hi1)
     i1 = (k1 - b_lo).astype(np.int64)
-    i1 += bi * plan.sb.shape[1]
-    sb1 = np.take(plan.sb, i1)
-    i1 += bi + 1                                 # ssb has one column more than sb
-    ssb1 = np.take(plan.ssb, i1)
+    sb_f, sb_rs, _ = _flat(plan.sb)
+    ssb_f, ssb_rs, _ = _flat(plan.ssb)
+    sb1 = np.take(sb_f, i1 + bi * sb_rs)
+    i1 += bi * ssb_rs + 1
+    ssb1 = np.take(ssb_f, i1)
     coef = d * k1
     coef += alpha
     coef += e * x_hi
@@ -410,6 +476,13 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     coef += ssb1                        # sum_{k >= k1} P[B = k] (alpha + d k + e x_hi)_+
     f = setup.px_w * coef
     f += ae * setup.ccx_hi * sb1
+    # where B's window ends below k_hi - 1 (band_top), the closed form from b_hi + 1 takes
+    # x^ = x_hi for k < k_hi too: an upper bound only (each term (a + e x_hi)_+ CX(x_hi) +
+    # |e| CCX(x_hi - 1) >= G(k)), so the lower end leaves it out
+    short = k_hi > b_hi1
+    if short.any():
+        short &= sb1 > 0
+    band_only = short.any()
     slope = sb1
     ve = d * (t + 1)
     ve += size
@@ -431,6 +504,7 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
     df, ds = band_sums(plan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, bi, xt, ve, width)
     f += df
+    f_low = np.where(short, df, f) if band_only else f
     slope += ds
     out = setup.out
     # k below a cut window (band_cut): no term of the band when its largest value is < -4 ve
@@ -447,7 +521,7 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     rel = plan.rel + (width + 41) * U        # + 1: band_sums' factor |e|
     err = 2 * ve
     err *= slope
-    f_lo = f * (1 - rel)
+    f_lo = f_low * (1 - rel)
     f_lo -= err
     np.maximum(f_lo, 0.0, out=f_lo)
     f_hi = f * (1 + rel)
