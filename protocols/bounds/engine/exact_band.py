@@ -31,7 +31,11 @@ SSB(k) = sum_{j >= k} SB(j):
 
 The tables (pmf of B, SB, SSB, CX, CCX per t) do not depend on eps: they are built once per
 (n, w_pair, rho, q) and cached (:func:`band_plan`), so an eps search pays for them once and
-then ~(rows x band) look-ups per evaluation.
+then ~(rows x band) look-ups per evaluation. Both are built by the one-user recurrence
+(engine/band_recurrence.py). B's window may start below the band (:func:`band_cut`) and end
+above it (:func:`band_top`; SB and SSB there count all the mass above, so SB(k) is then
+P[B >= k] up to the chains' missing mass): levels in standard deviations, reused by the
+search's later evaluations while they cover them.
 
 Error bound (every term is bracketed, the bracket is returned):
 
