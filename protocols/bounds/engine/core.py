@@ -249,6 +249,7 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
         return coarse
     fine_rtol = delta_rtol / POLISH_FINER
     end = dict(coarse.ends).get(coarse.upper)
+    end = getattr(end, "source", None) or end   # a point certified from convexity: its source
     if (coarse.error <= costly_above * coarse.upper and end is not None and end.upper > 0
             and method in ("auto", "conditioning")
             and needs_blocks(categories(atoms, n, coarse.upper), (end.upper - end.lower)
@@ -278,7 +279,7 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
     polished = epsilon_of_delta(fine, delta, side, eps_max=eps_max, rtol=rtol,
                                 bracket=(a, b) if a > 0 else None, max_evaluations=30,
                                 known=known, xtol=SEARCH_XTOL, guess_slope=slope,
-                                resolution_stop=POLISH_RESOLUTION_STOP)
+                                resolution_stop=POLISH_RESOLUTION_STOP, convex=True)
     lower = max(coarse.lower, polished.lower)
     upper = min(coarse.upper, polished.upper)
     value = upper if side == "upper" else lower
@@ -487,7 +488,8 @@ def epsilon_bound(atoms_both_directions: Sequence[RatioAtoms], n: int, delta: fl
                 slope = gaussian_slope(atoms, n, delta, guess)
         coarse = epsilon_of_delta(fn, delta, side, eps_max=top, rtol=tol, guess=guess,
                                   guess_slope=slope, bracket=start, resolution_stop=0.5,
-                                  xtol=SEARCH_XTOL, known=known, trust_width=delta_rtol)
+                                  xtol=SEARCH_XTOL, known=known, trust_width=delta_rtol,
+                                  convex=True)
         costly = POLISH_COSTLY_ABOVE if side == "upper" and rtol is None else 0.0
         results.append(_polish(coarse, atoms, n, delta, side, top, tol, delta_rtol, method,
                                fft_step, costly))

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from shufflesim.protocols.bounds.engine import eps_upper
+from shufflesim.protocols.bounds.engine import eps_convex, eps_upper
 from shufflesim.protocols.bounds.engine.common import Estimate, check_side
 from shufflesim.protocols.bounds.engine.eps_estimate import EpsilonEstimate
 from shufflesim.protocols.bounds.engine.eps_start import local_start, side_bracket
@@ -86,7 +86,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
                      bracket: tuple[float, float] | None = None,
                      resolution_stop: float = 0.05,
                      known: dict[float, Estimate] | None = None,
-                     trust_width: float | None = None) -> EpsilonEstimate:
+                     trust_width: float | None = None,
+                     convex: bool = False) -> EpsilonEstimate:
     """Smallest eps in [0, eps_max] with delta(eps) <= delta, bracketed.
 
     ``delta_fn(eps)`` returns an :class:`Estimate` of a non-increasing function delta(eps).
@@ -115,6 +116,9 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     that the estimates' own brackets blur (noisy estimates must not drive it into tiny steps).
     ``trust_width`` (side="upper" only): estimates at most this wide (log scale) are tight,
     and the search homes in on the upper estimate's crossing (engine/eps_upper.py).
+    ``convex`` (side="upper"): delta is convex in e^eps (a hockey-stick divergence of a fixed
+    pair); points between and beyond the evaluated ones are certified from that
+    (engine/eps_convex.py), and the search ends on them where they are close enough.
 
     eps = 0 is returned when delta(0) <= delta is certified. If the upper estimate at eps_max
     still exceeds delta, the result is ``saturated``: value = inf for side="upper"; for
@@ -127,6 +131,9 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
                                          and 0 < eps_max < math.inf):
         raise ParameterError("eps_max", eps_max, "must be a finite number > 0")
     trust = trust_width if side == "upper" else None      # engine/eps_upper.py
+    convex = convex and side == "upper" and eps_convex.ENABLED       # engine/eps_convex.py
+    virtual: dict[float, Estimate] = {}     # points certified from convexity (not in seen)
+    excess: dict[float, float] = {}         # a chord point's estimated distance past crossing
     above = 0.0          # largest eps with lower(eps) > delta (eps* >= 0 holds trivially)
     below = math.inf     # smallest eps with upper(eps) <= delta
     evaluations = 0
@@ -167,11 +174,24 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             below = min(below, eps)
         if est.lower > delta:
             above = max(above, eps)
+        for found in (eps_convex.chord_below(seen, delta) if convex else None,
+                      eps_convex.extension_above(seen, delta) if convex else None):
+            if found is not None:
+                virtual[found[0]] = found[1]
+                excess[found[0]] = found[2] if len(found) > 2 else 0.0
+                below = min(below, found[0]) if found[1].upper <= delta else below
+                above = max(above, found[0]) if found[1].lower > delta else above
         return side_value(eps)
+
+    def chord_done(unit: float, tol: float) -> bool:
+        """convex: the upper end is a chord's point close enough to the crossing."""
+        return (convex and below in virtual
+                and eps_convex.accepted(below, above, excess[below], unit, tol))
 
     def result(saturated: bool, upper_probed: bool = False) -> EpsilonEstimate:
         value = below if side == "upper" else above
-        ends = tuple((e, seen[e]) for e in (above, below) if e in seen)
+        ends = tuple((e, seen.get(e) or virtual[e]) for e in (above, below)
+                     if e in seen or e in virtual)
         return EpsilonEstimate(value, above, below, below - above, saturated, evaluations, ends,
                                upper_probed and math.isfinite(below))
 
@@ -255,22 +275,24 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         end = hi if side == "upper" else lo
         points = seen if side == "upper" else own
         widths = [math.log(seen[e].upper / seen[e].lower) for e in (end,)
-                  if e in points and seen[e].lower > 0]
+                  if e in points and seen[e].lower > 0
+                  and not isinstance(seen[e], eps_convex.Certified)]
         return max(widths, default=0.0) / slope
 
     resolved_stop = False       # the loop ended on the resolution stop (not the tolerance)
     aimed = False               # trust: it ended with hi at the crossing (no polish)
     while evaluations < max_evaluations:
         width = hi - lo
-        if width <= max(xtol, rtol * hi):
+        if width <= max(xtol, rtol * hi) or (convex and below - lo <= max(xtol, rtol * hi)):
             break
         blur = resolution()
         if width < resolution_stop * blur:
             resolved_stop = True
             break
         prec = eps_upper.precision(max(xtol, rtol * hi), blur)      # trust only
-        if trust is not None and hi == below and eps_upper.at_crossing(
-                _secant_root(seen, side_value, delta), hi, prec):
+        if trust is not None and (((hi == below or below in virtual) and eps_upper.at_crossing(
+                _secant_root(seen, side_value, delta), hi, prec))
+                                     or chord_done(prec, max(xtol, rtol * hi))):
             aimed = True
             break
         x = lo + 0.5 * width
@@ -316,11 +338,11 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     # result comes from (right of it for side="upper", left for "lower"), if it would move
     # that end by more than POLISH_EDGE tolerances; a second one inside the narrower bracket if the
     # first lands short. The end moves only if certified.
-    unit = max(xtol, rtol * hi)
+    unit = tol_now = max(xtol, rtol * hi)
     if trust is not None:             # engine/eps_upper.py: its unit; done at the crossing?
         unit = eps_upper.precision(unit, resolution())
-        aimed = aimed or (hi == below and eps_upper.at_crossing(
-            _secant_root(seen, side_value, delta), hi, unit))
+        aimed = aimed or ((hi == below or below in virtual) and eps_upper.at_crossing(
+            _secant_root(seen, side_value, delta), hi, unit)) or chord_done(unit, tol_now)
     for _ in range(0 if aimed else POLISH_POINTS):
         width = hi - lo
         edge = POLISH_EDGE * (unit if trust is not None else max(xtol, rtol * hi))
@@ -345,6 +367,8 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
             lo, g_lo = x, step_coordinate(x)
             if side == "lower":
                 break
+        if chord_done(unit, tol_now):
+            break
     # One more point to certify the other side close to the crossing. For side="upper": the
     # lower estimate crosses delta left of lo; step left by the log-gap between the two
     # estimates divided by the slope of ln delta, with a 50% margin. Symmetrically for
@@ -358,7 +382,9 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     tol = max(xtol, rtol * hi)
     slope = log_slope(measure=resolved_stop)
     if trust is not None:             # from the upper end (engine/eps_upper.py)
-        eps_upper.certify_other_side(evaluate, seen, delta, hi, above, below,
+        # convex: from the evaluated end nearer a chord's upper end (the bracket [lo, hi])
+        start = lo if below in virtual and lo in seen and below - lo < hi - below else hi
+        eps_upper.certify_other_side(evaluate, seen, delta, start, above, below,
                                      _bracket_slope(seen, side_value, lo, hi)[0] or slope,
                                      tol, max_evaluations - evaluations)
         return result(False)
