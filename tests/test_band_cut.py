@@ -1,15 +1,17 @@
-"""Issue 32: exact_band's B windows cut below the band (exact_band.band_cut, _b_tables with a
-z-level), and ended above it (exact_band.band_top: SB and SSB past the end count the mass above). The cut leaves out only columns the band sum never reads: the bracket equals the
-whole window's within its own width, the left-out mass carries no term, the lower bound on
-X's window start that the cut relies on holds, and a cut placed too high (a planted fault)
-still gives a bracket that holds the truth (the mass below the cut is bounded, not dropped)."""
+"""Issue 32: exact_band's B windows cut below the band (band_levels.band_cut, _b_tables with a
+z-level), and ended above it (band_levels.band_top: SB and SSB past the end count the mass
+above). The cut leaves out only columns the band sum never reads: the bracket equals the whole
+window's within its own width, the left-out mass carries no term, the lower bound on X's window
+start that the cut relies on holds, and a cut placed too high (a planted fault) still gives a
+bracket that holds the truth (the mass below the cut is bounded, not dropped); likewise an end
+placed too low."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from shufflesim.protocols.bounds.engine import common, exact_band
+from shufflesim.protocols.bounds.engine import band_levels, common, exact_band
 from shufflesim.protocols.bounds.engine.band_recurrence import CHAIN_ROWS, _x_recurrence
 from shufflesim.protocols.bounds.engine.plans import t_plan
 from shufflesim.protocols.bounds.numerical import decompositions as dec
@@ -112,7 +114,7 @@ def test_ended_window_gives_the_whole_window_bracket(monkeypatch, k, eps0, n, ep
     B's mean: 10-RR n = 2e4 and 2-RR eps = 0.0949 get a level, the others need none)."""
     cat = _cat(k, eps0, n, eps)
     ref_lo, ref_hi = _whole_window(monkeypatch, cat)
-    monkeypatch.setattr(exact_band, "TOP_MIN_CELLS", 0)
+    monkeypatch.setattr(band_levels, "TOP_MIN_CELLS", 0)
     built = []
     real = exact_band.band_top
     monkeypatch.setattr(exact_band, "band_top", lambda *a: built.append(real(*a)) or built[-1])
