@@ -4,7 +4,7 @@ in entries, the newest always kept, a dropped table rebuilt with the same values
 import numpy as np
 
 from shufflesim.protocols.bounds.engine import exact_band
-from shufflesim.protocols.bounds.engine.table_cache import bounded_cache
+from shufflesim.protocols.bounds.engine.table_cache import _nbytes, bounded_cache
 
 
 def test_entries_and_bytes_are_bounded_and_the_newest_is_kept():
@@ -42,5 +42,18 @@ def test_band_tables_rebuilt_after_eviction_are_identical():
     assert first is not again
     for a, b in zip(first, again, strict=True):
         assert np.array_equal(a, b)
-    assert exact_band._b_tables.cache_info().nbytes == sum(
-        x.nbytes for x in again if isinstance(x, np.ndarray))
+    # the pmf, SB and SSB are views of one array (band_recurrence.suffix_chains): counted once
+    owner = again[1].base
+    while owner.base is not None:
+        owner = owner.base
+    assert again[2].base is not None and np.shares_memory(again[2], owner)
+    nbytes = exact_band._b_tables.cache_info().nbytes
+    assert nbytes == _nbytes(again) and owner.nbytes <= nbytes < owner.nbytes + 2**20
+
+
+def test_views_count_the_array_they_look_into_once():
+    whole = np.zeros((100, 30))
+    assert _nbytes((whole[:, :10], whole[:, 10:20], whole[5:])) == whole.nbytes
+    other = np.ones(7)
+    assert _nbytes((whole[:, :3], other)) == whole.nbytes + other.nbytes
+    assert _nbytes(whole) == whole.nbytes

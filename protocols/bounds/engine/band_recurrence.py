@@ -121,32 +121,43 @@ def _x_recurrence(m: np.ndarray, q: float):
 
 
 
-def suffix_chains(t: np.ndarray, p: float, lo: np.ndarray, hi: np.ndarray):
+
+def suffix_chains(t: np.ndarray, p: float, lo: np.ndarray, hi: np.ndarray,
+                  whole: np.ndarray | None = None):
     """B's tables of exact_band (000 Thm 12-14's conditioning sums) by the same one-user
     recurrence: for B_r ~ Bin(t_r, p) over consecutive t_r (ascending, one row each), the pmf
     P[B = k], SB(k) = P[B >= k] and SSB(k) = sum_{j >= k} SB(j) on a window per row that holds
     [lo_r, hi_r]. All three are linear in the law and commute with a shift, so adding a user
     is A_{t+1}(k) = (1 - p) A_t(k) + p A_t(k - 1) for each of them.
 
-    Rows form chains of CHAIN_ROWS; chain c's start row s is built on its own window
-    [S, S + W) (:func:`window_pmf`, then the two suffix sums), and row j of the chain holds
+    Rows form chains of CHAIN_ROWS; chain c's start row s is built on a window from S
+    (:func:`window_pmf`, then the two suffix sums), and row j of the chain holds
     k = S + j + i, i < W (+1 for SB, +2 for SSB): the frame moves one k a row and the law
     p < 1 of one, so in the frame mass only moves left, A'_{j+1}(i) = p A'_j(i) +
-    (1 - p) A'_j(i + 1), and nothing is ever above the frame's top (the value beyond is 0).
-    S = min_j (lo_{s+j} - j) and S + W - 1 = max_j (hi_{s+j} - j): every row's window lies in
-    its frame. The start's mass below S never enters a frame (at row j it lies below S + j),
-    and the sums SB and SSB only look up, so every entry is the exact value for the start's law
-    restricted to k <= S + W - 1: a sub-measure whose missing mass, the start's
-    P[B > S + W - 1], is returned per row (for the outside mass). A cut window (B's window
-    starting near its mean, exact_band.band_cut) therefore costs nothing: the mass below it is
-    never needed. Where S < 0, the columns below k = 0 hold 0 (pmf), the total (SB) and its
-    multiples (SSB), as the sums over the whole line do.
+    (1 - p) A'_j(i + 1). S = min_j (lo_{s+j} - j) and S + W - 1 = max_j (hi_{s+j} - j): every
+    row's window lies in its frame. The start's mass below S never enters a frame (at row j it
+    lies below S + j), and the sums SB and SSB only look up.
 
-    Error: the start rows as :func:`window_pmf` (anchor REL_SPECIAL, shape error) and two
-    suffix sums of non-negative terms (2 (W + 2) u); each row adds at most 4u (two products,
-    one sum, the rounding of 1 - p), counted as ROUNDINGS_PER_ROW. Returns (frame start per row,
-    pmf (rows, W), SB (rows, W + 1), SSB (rows, W + 2), missing mass per row, relative error);
-    the last column of SB and the last two of SSB are 0."""
+    * ``whole`` None: the start's window is its frame, [S, S + W). Nothing is ever above a
+      frame's top (the value beyond is 0), so every entry is the exact value for the start's
+      law restricted to k <= S + W - 1: a sub-measure whose missing mass, the start's
+      P[B > S + W - 1], is returned per row (for the outside mass); the last column of SB and
+      the last two of SSB are 0.
+    * ``whole`` (per row, the end of the law's window, >= hi): the start's window runs to its
+      own end (or S + W + L, L = CHAIN_ROWS), so its SB and SSB count the mass above the
+      frame; W + L + 1 columns are carried, and row j's are exact up to S + W + L - 1 (the top
+      j use a value beyond taken as 0): the W (+1, +2) returned are exact for the start's law
+      restricted to its window, the missing mass being the start's above it. Here SB and SSB
+      at the frame's top + 1 (+ 2) count what lies above: B's window can end just above the
+      band (exact_band.band_top), and the closed form above it still sees every k.
+
+    A frame starting below 0 holds 0 there (pmf), the total (SB) and its multiples (SSB), as
+    the sums over the whole line do. Error: the start rows as :func:`window_pmf` (anchor
+    REL_SPECIAL, shape error) and two suffix sums of non-negative terms (2 (span + 2) u); each
+    row adds at most 4u (two products, one sum, the rounding of 1 - p), counted as
+    ROUNDINGS_PER_ROW. Returns (frame start per row, pmf (rows, W), SB (rows, W + 1),
+    SSB (rows, W + 2), missing mass per row, relative error); the three tables are views of
+    one array (row stride 3 (W + 2), or 3 (W + L + 1) with ``whole``)."""
     rows = t.size
     t_first = float(t[0]) if rows else 0.0
     if rows and np.any(t != t_first + np.arange(rows)):
@@ -161,30 +172,39 @@ def suffix_chains(t: np.ndarray, p: float, lo: np.ndarray, hi: np.ndarray):
     width = int(np.max(np.max(last.reshape(chains, length) - j, axis=1) - s_lo,
                        initial=0.0)) + 1
     starts = t_first + length * np.arange(chains, dtype=float)
+    if whole is None:
+        span = width
+        cols = width + 2
+    else:
+        cols = width + length + 1
+        span = max(cols, int(np.max(np.asarray(whole, dtype=float)[::length] - s_lo)) + 1)
     # (a frame starting below 0 holds 0 there: the pmf is built from 0 and moved right)
-    pmf0, err0 = window_pmf(starts, p, np.maximum(s_lo, 0.0), width)
+    pmf0, err0 = window_pmf(starts, p, np.maximum(s_lo, 0.0), span)
     if np.any(s_lo < 0):
-        index = np.arange(width)[None, :] + np.minimum(s_lo, 0.0).astype(np.int64)[:, None]
+        index = np.arange(span)[None, :] + np.minimum(s_lo, 0.0).astype(np.int64)[:, None]
         pmf0 = np.where(index >= 0, np.take_along_axis(pmf0, np.maximum(index, 0), 1), 0.0)
-    pb = np.empty((chains, length, width))
-    sb = np.empty((chains, length, width + 1))
-    ssb = np.empty((chains, length, width + 2))
-    pb[:, 0] = pmf0
-    sb[:, 0, width] = 0.0
-    np.cumsum(pmf0[:, ::-1], axis=1, out=sb[:, 0, width - 1::-1])
-    ssb[:, 0, width + 1] = 0.0
-    np.cumsum(sb[:, 0, ::-1], axis=1, out=ssb[:, 0, width::-1])
+    # the three tables side by side, (chains, rows of a chain, table, column): one step is
+    # three operations for all of them (the columns past a table's own are 0 in the start
+    # row without ``whole``, and stay 0: the value beyond is 0)
+    table = np.empty((chains, length, 3, cols))
+    start = table[:, 0]
+    start[:, 0, :min(span, cols)] = pmf0[:, :cols]
+    start[:, 0, span:] = 0.0
+    sums = np.zeros((2, chains, span + 2))
+    np.cumsum(pmf0[:, ::-1], axis=1, out=sums[0, :, span - 1::-1])
+    np.cumsum(sums[0, :, span::-1], axis=1, out=sums[1, :, span::-1])
+    start[:, 1:] = sums[:, :, :cols].transpose(1, 0, 2)
+    step = np.empty((chains, 3, cols - 1))
     stay = 1.0 - p
-    for table in (pb, sb, ssb):
-        step = np.empty((chains, table.shape[2] - 1))
-        for i in range(1, length):
-            old, new = table[:, i - 1], table[:, i]
-            np.multiply(old, p, out=new)
-            np.multiply(old[:, 1:], stay, out=step)
-            new[:, :-1] += step
+    for i in range(1, length):
+        old, new = table[:, i - 1], table[:, i]
+        np.multiply(old, p, out=new)
+        np.multiply(old[..., 1:], stay, out=step)
+        new[..., :-1] += step
+    flat = table.reshape(chains * length, 3, cols)[:rows]
+    pb, sb, ssb = flat[:, 0, :width], flat[:, 1, :width + 1], flat[:, 2, :width + 2]
     frame = (s_lo[:, None] + j[None, :]).reshape(-1)[:rows]
-    top = s_lo + width - 1
+    top = s_lo + span - 1
     missing = np.where(top < starts, binom.sf(top, starts, p), 0.0) * (1 + REL_SPECIAL) + TINY
-    err = err0 + REL_SPECIAL + 2 * (width + 2) * U + ROUNDINGS_PER_ROW * length * U * (1 + 1e-6)
-    return (frame, pb.reshape(-1, width)[:rows], sb.reshape(-1, width + 1)[:rows],
-            ssb.reshape(-1, width + 2)[:rows], np.repeat(missing, length)[:rows], err)
+    err = err0 + REL_SPECIAL + 2 * (span + 2) * U + ROUNDINGS_PER_ROW * length * U * (1 + 1e-6)
+    return frame, pb, sb, ssb, np.repeat(missing, length)[:rows], err

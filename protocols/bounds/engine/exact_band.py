@@ -31,7 +31,11 @@ SSB(k) = sum_{j >= k} SB(j):
 
 The tables (pmf of B, SB, SSB, CX, CCX per t) do not depend on eps: they are built once per
 (n, w_pair, rho, q) and cached (:func:`band_plan`), so an eps search pays for them once and
-then ~(rows x band) look-ups per evaluation.
+then ~(rows x band) look-ups per evaluation. Both are built by the one-user recurrence
+(engine/band_recurrence.py). B's window may start below the band (:func:`band_cut`) and end
+above it (:func:`band_top`; SB and SSB there count all the mass above, so SB(k) is then
+P[B >= k] up to the chains' missing mass): levels in standard deviations, reused by the
+search's later evaluations while they cover them.
 
 Error bound (every term is bracketed, the bracket is returned):
 
@@ -59,17 +63,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine.band_recurrence import (
-    CHAIN_ROWS,
-    _x_recurrence,
-    suffix_chains,
+from shufflesim.protocols.bounds.engine.band_levels import (  # noqa: F401 - exact_band.*
+    CUT_FLOOR,
+    TOP_CEILING,
+    TOP_MIN_CELLS,
+    _cuts,
+    _tops,
+    band_cut,
+    band_top,
 )
+from shufflesim.protocols.bounds.engine.band_recurrence import _x_recurrence, suffix_chains
 from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - read as exact_band.*
     SHARE_ULPS,
     _seen_parameters,
     _shared_parameters,
 )
-from shufflesim.protocols.bounds.engine.band_sums import RowSetup, band_sums, row_setup
+from shufflesim.protocols.bounds.engine.band_sums import RowSetup, _flat, band_sums, row_setup
 from shufflesim.protocols.bounds.engine.binomial_window import (  # noqa: F401 - exact_band.*
     CHUNK_ROWS,
     TAIL,
@@ -208,7 +217,7 @@ class BandPlan:
     x_out: np.ndarray        # (rows,) P[X outside its window] (upper bound)
     rel: float               # relative error of (B entry) x (X entry)
     x_rows: np.ndarray       # (rows,) row of cx and ccx holding each row's X tables
-    b_below: np.ndarray      # (rows,) P[B below b_lo] where the window was cut (else 0)
+    b_below: np.ndarray      # (rows,) P[B below b_lo] (an upper bound; 0 if none)
 
     @property
     def b_w(self) -> int:
@@ -234,75 +243,41 @@ def _helper() -> ThreadPoolExecutor:
 
 
 @bounded_cache(4, TABLE_BYTES)
-def _b_tables(n: int, w_pair: float, rho: float, z_cut: float | None = None):
+def _b_tables(n: int, w_pair: float, rho: float, z_cut: float | None = None,
+              z_top: float | None = None):
     """B | t ~ Bin(t, rho) over the window of T: (b_lo, pmf, SB, SSB, outside mass, error,
     mass cut off below b_lo), by band_recurrence.suffix_chains on frames holding each row's
     window (Chernoff's, binomial_window._window). With ``z_cut``, a row's window starts at
     t rho + z_cut sd(t) instead (:func:`band_cut`): the columns below the band are never read,
-    and the mass below the frame's start is returned (an upper bound) for row_bounds. The
-    outside mass is that of Chernoff's window plus the chains' missing mass."""
+    and the mass below the frame's start is returned (an upper bound) for row_bounds. With
+    ``z_top``, it ends at t rho + z_top sd(t) (:func:`band_top`), and SB and SSB past its end
+    count the mass above it (suffix_chains' ``whole``). Every row's mass below its frame is
+    returned as the cut-off mass (row_bounds bounds its terms by the largest value below the
+    frame), and the outside mass is the chains' missing mass: the rest of B's law is in the
+    frame or counted by SB and SSB above it (suffix_chains)."""
     t = t_plan(n, w_pair).t
-    b_lo, b_w = _window(t, rho)
-    b_out = _outside(t, rho, b_lo, b_w)
-    b_hi = np.minimum(b_lo + b_w - 1, t)
+    if z_top is None:
+        b_lo, b_w = _window(t, rho)
+        b_hi = np.minimum(b_lo + b_w - 1, t)
+    else:                            # (Bernstein's window: wider, and no Newton steps)
+        mean, span = t * rho, _half_width(np.sqrt(t * rho * (1.0 - rho)))
+        b_lo = np.maximum(np.floor(mean - span - 1.0), 0.0)
+        b_hi = np.minimum(np.ceil(mean + span + 1.0), t)
     first = b_lo
     if z_cut is not None:
         cut = np.floor(t * rho + z_cut * np.sqrt(t * rho * (1.0 - rho)))
         first = np.minimum(np.maximum(cut, b_lo), b_hi)
-    frame, pb, sb, ssb, missing, err = suffix_chains(t, rho, first, b_hi)
+    whole, top = None, b_hi
+    if z_top is not None:
+        top = np.floor(t * rho + z_top * np.sqrt(t * rho * (1.0 - rho)))
+        top = np.maximum(np.minimum(top, b_hi), first)
+        whole = b_hi
+    frame, pb, sb, ssb, missing, err = suffix_chains(t, rho, first, top, whole)
+    # every row's mass below its frame (cut or not), with its own bound in row_bounds
     below = np.zeros(t.size)
-    cut_off = frame > b_lo                       # else the mass below is in b_out
-    below[cut_off] = binom.cdf(frame[cut_off] - 1, t[cut_off], rho) * (1 + REL_SPECIAL) + TINY
-    return frame, pb, sb, ssb, b_out + missing, err, below
-
-
-class _Levels(dict):
-    """z-levels of B's cut windows built per (n, w_pair, rho) (:func:`band_cut`); cleared with
-    the table caches (``cache_clear``, as the benchmarks' fresh-cache points do)."""
-
-    def cache_clear(self) -> None:
-        self.clear()
-
-
-_cuts: _Levels = _Levels()
-#: no cut below this many standard deviations (the window's half-width is ~9-10 of them)
-CUT_FLOOR = -6.0
-
-
-def band_cut(sh: _Shape, n: int, w_pair: float, rho: float, q: float) -> float | None:
-    """The z-level of B's window start (:func:`_b_tables`) for this eps, or None (the whole
-    window). The band of a row starts at k_lo = floor(-(alpha + e x_lo) / d) (e <= 0), and
-    x_lo >= m q - h - 2 L with h the Bernstein half-width at m + L users and L = CHAIN_ROWS
-    (band_recurrence._x_recurrence: a chain's window starts at most L - 1 below its rows'
-    own windows, which start at most h + 1 below their means, and the means of a chain lie
-    within (L - 1) q). A window starting at or below k_lo - 1 leaves out only k whose values
-    alpha + d k + e x are <= -d < -4 ve for every x in X's window, which the band sum never
-    reads. A level built before for (n, w_pair, rho) is reused when it covers this eps (the
-    eps search's evaluations), else one 1 sd lower than needed is built."""
-    t = t_plan(n, w_pair).t
-    sd = np.sqrt(t * rho * (1.0 - rho))
-    m = n - t
-    alpha = sh.cb * t + sh.base * m
-    x_floor = np.zeros(t.size)
-    if q < 1.0:
-        span = _half_width(np.sqrt((m + CHAIN_ROWS) * q * (1.0 - q)))
-        x_floor = m * q - span - 2.0 * CHAIN_ROWS
-    need = np.floor(-(alpha + sh.e * x_floor) / sh.d) - 2.0
-    live = sd > 0
-    if not live.any():
-        return None
-    z_need = float(np.min((need[live] - t[live] * rho) / sd[live]))
-    if not math.isfinite(z_need) or z_need < CUT_FLOOR + 1.0:
-        return None
-    built = _cuts.setdefault((n, w_pair, rho), [])
-    fits = [z for z in built if z <= z_need]
-    if fits:
-        return max(fits)
-    z_cut = float(math.floor(z_need)) - 1.0
-    built.append(z_cut)
-    if len(_cuts) > 64:
-        del _cuts[next(iter(_cuts))]
-    return z_cut
+    some = frame > 0
+    below[some] = binom.cdf(frame[some] - 1, t[some], rho) * (1 + REL_SPECIAL) + TINY
+    return frame, pb, sb, ssb, missing, err, below
 
 
 @bounded_cache(4, TABLE_BYTES)
@@ -325,14 +300,14 @@ _built: set = set()
 
 
 def band_plan(n: int, w_pair: float, rho: float, q: float,
-              z_cut: float | None = None) -> BandPlan:
+              z_cut: float | None = None, z_top: float | None = None) -> BandPlan:
     """The eps-independent tables for one group (q = 1: no X); the B and X tables are cached
     separately (an eps search meets the same pair with and without a pool variable). When
     neither has been built, they are built at once, B on a helper thread (numpy and scipy
     release the GIL; a rebuild at n = 1e4 in a warm process: 32 -> 17 ms; a first build in a
     fresh process gains little, its page faults are shared): the same tables, hence numbers."""
     tp = t_plan(n, w_pair)
-    b_key, x_key = (n, w_pair, rho, z_cut), (n, w_pair, q)
+    b_key, x_key = (n, w_pair, rho, z_cut, z_top), (n, w_pair, q)
     pending = None
     if q < 1.0 and b_key not in _built and x_key not in _built:
         pending = _helper().submit(_b_tables, *b_key)
@@ -356,7 +331,8 @@ def band_bounds(cat: Categories) -> tuple[float, float]:
     sh = _shape(cat)
     n = cat.count
     w_pair, rho, q, shift = _shared_parameters(n, sh.w_pair, sh.rho, sh.q)
-    plan = band_plan(n, w_pair, rho, q, band_cut(sh, n, w_pair, rho, q))
+    plan = band_plan(n, w_pair, rho, q, band_cut(sh, n, w_pair, rho, q),
+                     band_top(sh, n, w_pair, rho, q))
     t = plan.t
     rows = np.arange(t.size)
     f_lo, f_hi = row_bounds(sh, plan, t, n - t, rows, rows)
@@ -397,10 +373,11 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     b_hi1 = b_hi + 1
     k1 = np.minimum(np.maximum(k_hi, b_lo), b_hi1)
     i1 = (k1 - b_lo).astype(np.int64)
-    i1 += bi * plan.sb.shape[1]
-    sb1 = np.take(plan.sb, i1)
-    i1 += bi + 1                                 # ssb has one column more than sb
-    ssb1 = np.take(plan.ssb, i1)
+    sb_f, sb_rs, _ = _flat(plan.sb)
+    ssb_f, ssb_rs, _ = _flat(plan.ssb)
+    sb1 = np.take(sb_f, i1 + bi * sb_rs)
+    i1 += bi * ssb_rs + 1
+    ssb1 = np.take(ssb_f, i1)
     coef = d * k1
     coef += alpha
     coef += e * x_hi
@@ -410,6 +387,13 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     coef += ssb1                        # sum_{k >= k1} P[B = k] (alpha + d k + e x_hi)_+
     f = setup.px_w * coef
     f += ae * setup.ccx_hi * sb1
+    # where B's window ends below k_hi - 1 (band_top), the closed form from b_hi + 1 takes
+    # x^ = x_hi for k < k_hi too: an upper bound only (each term (a + e x_hi)_+ CX(x_hi) +
+    # |e| CCX(x_hi - 1) >= G(k)), so the lower end leaves it out
+    short = k_hi > b_hi1
+    if short.any():
+        short &= sb1 > 0
+    band_only = short.any()
     slope = sb1
     ve = d * (t + 1)
     ve += size
@@ -431,6 +415,7 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     width = int(np.max(kb1 - kb0, initial=0.0)) if e != 0.0 else 0
     df, ds = band_sums(plan, d, e, alpha, kb0, kb1, b_lo, x_lo, x_hi, ix_hi, bi, xt, ve, width)
     f += df
+    f_low = np.where(short, df, f) if band_only else f
     slope += ds
     out = setup.out
     # k below a cut window (band_cut): no term of the band when its largest value is < -4 ve
@@ -447,7 +432,7 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     rel = plan.rel + (width + 41) * U        # + 1: band_sums' factor |e|
     err = 2 * ve
     err *= slope
-    f_lo = f * (1 - rel)
+    f_lo = f_low * (1 - rel)
     f_lo -= err
     np.maximum(f_lo, 0.0, out=f_lo)
     f_hi = f * (1 + rel)

@@ -26,9 +26,17 @@ CacheInfo = namedtuple("CacheInfo", "hits misses maxsize currsize nbytes")
 
 
 def _nbytes(value) -> int:
-    """Bytes of the numpy arrays in ``value`` (an array or a tuple holding some)."""
+    """Bytes of the numpy arrays in ``value`` (an array or a tuple holding some); views count
+    the whole array they look into, once (exact_band's B tables are three views of one)."""
     items = value if isinstance(value, tuple) else (value,)
-    return sum(item.nbytes for item in items if isinstance(item, np.ndarray))
+    seen: dict[int, int] = {}
+    for item in items:
+        if isinstance(item, np.ndarray):
+            owner = item
+            while isinstance(owner.base, np.ndarray):
+                owner = owner.base
+            seen[id(owner)] = owner.nbytes
+    return sum(seen.values())
 
 
 def bounded_cache(entries: int, max_bytes: int):
