@@ -163,3 +163,73 @@ def test_a_wrong_b_recurrence_is_caught(monkeypatch):
     exact_band._b_tables.cache_clear()
     with pytest.raises(AssertionError):
         _check_b(tables, t_plan(n, w_pair).t, rho)
+
+
+# --- X's tables ending at the trimmed tops (exact_band._x_tables) ---------------------------
+
+@pytest.mark.parametrize("n,w_pair,q", [(3000, 0.05, 0.13), (5000, 0.6, 0.97),
+                                        (30_000, 0.1707, 0.8232), (19307, 0.4239, 0.3679),
+                                        (60, 0.3, 0.4)])
+@pytest.mark.parametrize("at_mean", [False, True])
+def test_x_tables_ending_at_the_trimmed_tops_match_the_law(n, w_pair, q, at_mean):
+    """_x_recurrence with ``tops`` (q on both sides of 1/2): every entry the band can read,
+    up to each row's top + 1, equals the row-by-row table within the stated error and the
+    stated outside mass (now only what lies below), and the tables are narrower (issue 32;
+    at q = 0.97, n = 5000 the carried rows would cost more: the whole tables are kept). With
+    tops at X's mean (``at_mean``), where half the mass lies above, an entry computed as if
+    nothing lay above (a frame carrying too few rows with q > 1/2) would be off by ~0.5."""
+    from shufflesim.protocols.bounds.engine.band_sums import TRIM_TAIL, _trim_tops
+    m = n - t_plan(n, w_pair).t
+    m_min = float(m.min())
+    tops = _trim_tops(m_min, float(m.max()), q, TRIM_TAIL)[(m - m_min).astype(np.intp)]
+    if at_mean:
+        tops = np.floor(m * q)
+    x_lo, cx, ccx, x_out, err, x_rows = exact_band._x_recurrence(m, q, tops)
+    whole = exact_band._x_recurrence(m, q)
+    cx, ccx = cx[x_rows], ccx[x_rows]
+    assert err < 1e-8 and np.all(x_out < 1e-15) and np.all(x_out <= whole[3] * (1 + 1e-12))
+    # the band reads CX and CCX up to x = top (columns up to top - x_lo + 1)
+    reach = np.minimum(tops, m) - x_lo + 2.0
+    assert np.all(x_lo + cx.shape[1] - 2 >= np.minimum(tops + 1, m))
+    ref_cx, ref_ccx, ref_err = _row_by_row(m, q, x_lo, cx.shape[1] - 1)
+    cols = np.arange(cx.shape[1])[None, :]
+    read = cols < reach[:, None]
+    rel = err + ref_err
+    assert np.all((np.abs(cx - ref_cx) <= rel * ref_cx + x_out[:, None]) | ~read)
+    assert np.all((np.abs(ccx - ref_ccx) <= rel * ref_ccx + x_out[:, None] * (cols + 200.0))
+                  | ~read)
+    assert cx.shape[1] <= whole[1].shape[1]        # (else the whole tables are kept)
+    if n > 10_000 and not at_mean:
+        assert cx.shape[1] < 0.92 * whole[1].shape[1]
+
+
+def test_band_bounds_with_tables_ending_at_the_tops_hold_the_whole_tables_bracket(monkeypatch):
+    """exact_band.band_bounds (X's tables ending at the trimmed tops, rows trimmed) against the
+    whole tables without the trim (the former path): the brackets overlap and the width grows
+    by at most 2e-12 relative (TRIM_TAIL's term), at 3-RR and 10-RR band points."""
+    from shufflesim.protocols.bounds.engine import common
+    from shufflesim.protocols.bounds.numerical import decompositions as dec
+    from shufflesim.protocols.randomizers import make_randomizer
+
+    def fresh():
+        for fn in (exact_band._b_tables, exact_band._x_tables):
+            fn.cache_clear()
+        exact_band._built.clear()
+        exact_band._seen_parameters.clear()
+
+    real_setup, real_x = exact_band.row_setup, exact_band._x_recurrence
+    for k, eps0, n, eps in [(3, 1.0, 19307, 0.01496), (10, 2.0, 37276, 0.0231),
+                            (10, 0.1, 20000, 0.00178), (3, 0.5, 8000, 0.0312)]:
+        r = make_randomizer("krr", epsilon0=eps0, domain_size=k)
+        cat = common.categories(dec.blanket_atoms(r, 0, 1), n, eps)
+        fresh()
+        lo, hi = exact_band.band_bounds(cat)
+        fresh()
+        monkeypatch.setattr(exact_band, "_x_recurrence", lambda m, q, tops=None: real_x(m, q))
+        monkeypatch.setattr(exact_band, "row_setup",
+                            lambda *a: real_setup(*a[:6]))       # trim=False
+        ref_lo, ref_hi = exact_band.band_bounds(cat)
+        monkeypatch.undo()
+        fresh()
+        assert lo <= ref_hi and ref_lo <= hi
+        assert hi - lo <= (ref_hi - ref_lo) + 2e-12 * hi

@@ -77,7 +77,7 @@ def chain_row(sorted_row: np.ndarray, length: int, chains: int) -> np.ndarray:
     return (sorted_row % length) * chains + sorted_row // length
 
 
-def _x_recurrence(m: np.ndarray, q: float):
+def _x_recurrence(m: np.ndarray, q: float, tops: np.ndarray | None = None):
     """CX and CCX of X ~ Bin(m_r, q) for every row r: CX_r(x) = P~_r[X <= x] and its prefix
     sums, x from x_lo - 1 to x_lo + width - 1, by band_recurrence.chain_tables: the rows, sorted
     by m (consecutive: rows of T), form chains of CHAIN_ROWS rows, each started from its first
@@ -85,7 +85,17 @@ def _x_recurrence(m: np.ndarray, q: float):
     (its chain start's outside mass) is added to the row's outside mass, with the starts' error
     plus 5u per chain row. A chain's columns are x = z + c (m - m_c) - 1 + j on one window of z
     (m_c its start's users), c = 0 where q <= 1/2 (the mass drifts right by q a row) and c = 1
-    otherwise (it drifts left by 1 - q): each row's own width plus min(q, 1 - q) chain rows."""
+    otherwise (it drifts left by 1 - q): each row's own width plus min(q, 1 - q) chain rows.
+
+    ``tops`` (per row, band_sums.row_setup's trimmed top of X's window, whose mass above is
+    bounded relative to the row: TRIM_TAIL): the tables end at tops + 1 instead of Chernoff's
+    end, and the outside mass leaves out the mass above them (a row whose end is not above its
+    top, and below m, keeps it). Prefix sums need no mass above: with c = 0 a row's entries
+    depend on the entries at and below them, and the start is exact below any end. With c = 1
+    they depend on the entry above, so the frame carries the chain's rows more columns, and
+    row j's top j entries (computed with the value past the last column taken as the last
+    one, as if nothing lay above) are never read: every row is exact up to the chain's
+    highest end. Rows must then be evaluated with row_setup(trim=True) (exact_band.row_bounds)."""
     rows = m.size
     m_first = float(m.min())
     sorted_row = (m - m_first).astype(np.int64)
@@ -98,13 +108,23 @@ def _x_recurrence(m: np.ndarray, q: float):
     drift = 1.0 if q > 0.5 else 0.0
     j = np.tile(np.arange(length, dtype=float), chains)
     z_lo = (lo - drift * j).reshape(chains, length)
-    z_top = (np.minimum(lo + width - 1, ms) - drift * j).reshape(chains, length)
     first_z = z_lo.min(axis=1)
-    top = z_top.max(axis=1)
     s_lo = lo[::length]
+    end = np.minimum(lo + width - 1, ms)
+    top = (end - drift * j).reshape(chains, length).max(axis=1)
     if drift:                                     # each start row's window holds all its mass
         top = np.maximum(top, s_lo + width - 1)
     w_all = int(np.max(top - first_z)) + 1
+    if tops is not None:          # (the padded rows, never read, widen nothing)
+        by_m = lo.copy()
+        by_m[sorted_row] = np.minimum(np.asarray(tops, dtype=float) + 1.0, m)
+        # (in x: with c = 1, exact up to the chain's highest end, the frame carrying its rows)
+        top_t = by_m.reshape(chains, length).max(axis=1)
+        w_trim = int(np.max(top_t - first_z)) + 1
+        if w_trim < w_all:
+            w_all = w_trim
+        else:                     # (c = 1 and a narrow law: the carried rows cost more)
+            tops = None
     px0, err0 = window_pmf(ms[::length], q, s_lo, width)
     offset = (s_lo - first_z).astype(np.int64)
     cols = offset[:, None] + np.arange(width)[None, :]
@@ -114,12 +134,26 @@ def _x_recurrence(m: np.ndarray, q: float):
     np.cumsum(start, axis=1, out=start)
     cx, ccx = chain_tables(start, q, length, leftward=bool(drift))
     x_lo = (first_z[:, None] + drift * np.arange(length)[None, :]).ravel()[sorted_row]
-    deficit = _outside(ms[::length], q, s_lo, width)[sorted_row // length]
-    x_out = _outside(m, q, x_lo, w_all) + deficit
+    if tops is None:
+        deficit = _outside(ms[::length], q, s_lo, width)[sorted_row // length]
+        x_out = _outside(m, q, x_lo, w_all) + deficit
+    else:                                         # below the windows only (and see above)
+        deficit = _below(ms[::length], q, s_lo)[sorted_row // length]
+        x_out = _below(m, q, x_lo) + deficit
+        last = x_lo + w_all - 1
+        kept = (last < m) & (tops >= last)
+        if kept.any():
+            x_out[kept] += binom.sf(last[kept], m[kept], q) * (1 + REL_SPECIAL) + TINY
     err = err0 + REL_SPECIAL + 2 * (w_all + 1) * U + ROUNDINGS_PER_ROW * length * U * (1 + 1e-6)
     return x_lo, cx, ccx, x_out, err, chain_row(sorted_row, length, chains)
 
 
+def _below(size: np.ndarray, p: float, lo: np.ndarray) -> np.ndarray:
+    """Upper bound on P[Bin(size, p) < lo] per row."""
+    out = np.zeros(np.shape(size))
+    some = lo > 0
+    out[some] = binom.cdf(lo[some] - 1, size[some], p)
+    return out * (1 + REL_SPECIAL) + TINY
 
 
 def suffix_chains(t: np.ndarray, p: float, lo: np.ndarray, hi: np.ndarray,

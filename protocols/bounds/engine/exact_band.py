@@ -78,7 +78,14 @@ from shufflesim.protocols.bounds.engine.band_sharing import (  # noqa: F401 - re
     _seen_parameters,
     _shared_parameters,
 )
-from shufflesim.protocols.bounds.engine.band_sums import RowSetup, _flat, band_sums, row_setup
+from shufflesim.protocols.bounds.engine.band_sums import (
+    TRIM_TAIL,
+    RowSetup,
+    _flat,
+    _trim_tops,
+    band_sums,
+    row_setup,
+)
 from shufflesim.protocols.bounds.engine.binomial_window import (  # noqa: F401 - exact_band.*
     CHUNK_ROWS,
     TAIL,
@@ -283,11 +290,15 @@ def _b_tables(n: int, w_pair: float, rho: float, z_cut: float | None = None,
 @bounded_cache(4, TABLE_BYTES)
 def _x_tables(n: int, w_pair: float, q: float):
     """X | t ~ Bin(n - t, q) over the window of T: (x_lo, CX, CCX, outside mass, error);
-    q = 1: no X (a single entry of mass 1 at x = 0); else :func:`_x_recurrence`."""
+    q = 1: no X (a single entry of mass 1 at x = 0); else :func:`_x_recurrence`, ending at the
+    tops band_sums.row_setup trims the band's window of X to (its mass above them is bounded
+    relative to each row, TRIM_TAIL): row_bounds sets every row up with trim=True."""
     m = n - t_plan(n, w_pair).t
     rows = m.size
-    if q < 1.0:
-        return _x_recurrence(m, q)
+    if q < 1.0:               # ending at row_setup's trimmed tops (row_bounds trims every row)
+        m_min, m_max = float(m.min()), float(m.max())
+        tops = _trim_tops(m_min, m_max, q, TRIM_TAIL)[(m - m_min).astype(np.intp)]
+        return _x_recurrence(m, q, tops)
     cx = np.zeros((rows, 2))
     cx[:, 1] = 1.0
     ccx = np.zeros((rows, 2))
@@ -354,7 +365,7 @@ def row_bounds(sh: _Shape, plan: BandPlan, t: np.ndarray, m: np.ndarray, bi: np.
     ``setup``: band_sums.row_setup of these rows (built here if not given)."""
     d, e, ae = sh.d, sh.e, abs(sh.e)
     if setup is None:
-        setup = row_setup(plan, t, m, bi, xi, sh.q < 1.0)
+        setup = row_setup(plan, t, m, bi, xi, sh.q < 1.0, sh.q, True)
     alpha = sh.cb * t + sh.base * m
     size = abs(sh.cb) * t + abs(sh.base) * m
     if shift is not None:
