@@ -194,12 +194,28 @@ def extension_above(seen: dict, delta: float) -> tuple[float, Estimate] | None:
     return eps, Certified(lower, lower, upper, "convex-extension", est_q)
 
 
-def accepted(below: float, above: float, excess: float, unit: float, tol: float) -> bool:
+def other_side_anchor(below: float, est: Certified, lo: float, lo_est: Estimate | None,
+                      delta: float, slope: float | None) -> tuple[float, Estimate | None]:
+    """Where eps_upper.certify_other_side steps from when the upper end ``below`` is a chord's
+    point (estimate ``est``): from it, with a lower estimate as wide (log) as its source's, or
+    from the evaluated end ``lo`` not certified above (estimate ``lo_est``), whichever puts the
+    point nearer the crossing (1.5 ln(delta / lower) / slope to the left). Only where the
+    point lands changes: it is evaluated and certifies as before."""
+    width = _log_width(est.source) if est.source is not None else math.inf
+    options = []
+    if math.isfinite(width):
+        options.append((below, Estimate(delta, delta * math.exp(-width), delta, est.method)))
+    if lo_est is not None and 0 < lo_est.lower <= delta:
+        options.append((lo, lo_est))
+    if not options or slope is None or not 0 < slope < math.inf:
+        return below, None
+    return max(options, key=lambda o: o[0] - 1.5 * math.log(delta / o[1].lower) / slope)
+
+
+def accepted(excess: float, unit: float, tol: float) -> bool:
     """Whether a chord-certified upper end ``below`` ends the search: its ``excess`` past the
-    crossing (:func:`chord_below`) is within CHORD_STOP units ``unit``, with the certified
-    bracket [above, below] within the tolerance ``tol``; or, where the unit comes from the
-    estimates' blur (unit > tol), the excess is within CHORD_STOP_BLUR units (the other side is
-    then certified afterwards, eps_upper.certify_other_side)."""
-    if unit > tol:
-        return excess <= CHORD_STOP_BLUR * unit
-    return excess <= CHORD_STOP * unit and below - above <= tol
+    crossing (:func:`chord_below`) is within CHORD_STOP units ``unit`` (the search's
+    tolerance), or CHORD_STOP_BLUR units where the unit comes from the estimates' blur
+    (unit > tol). The other side is then certified from it (:func:`other_side_anchor`,
+    eps_upper.certify_other_side) where [above, below] is wider than the tolerance."""
+    return excess <= (CHORD_STOP_BLUR if unit > tol else CHORD_STOP) * unit

@@ -185,8 +185,7 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
 
     def chord_done(unit: float, tol: float) -> bool:
         """convex: the upper end is a chord's point close enough to the crossing."""
-        return (convex and below in virtual
-                and eps_convex.accepted(below, above, excess[below], unit, tol))
+        return convex and below in virtual and eps_convex.accepted(excess[below], unit, tol)
 
     def result(saturated: bool, upper_probed: bool = False) -> EpsilonEstimate:
         value = below if side == "upper" else above
@@ -382,11 +381,13 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
     tol = max(xtol, rtol * hi)
     slope = log_slope(measure=resolved_stop)
     if trust is not None:             # from the upper end (engine/eps_upper.py)
-        # convex: from the evaluated end nearer a chord's upper end (the bracket [lo, hi])
-        start = lo if below in virtual and lo in seen and below - lo < hi - below else hi
-        eps_upper.certify_other_side(evaluate, seen, delta, start, above, below,
-                                     _bracket_slope(seen, side_value, lo, hi)[0] or slope,
-                                     tol, max_evaluations - evaluations)
+        slope = _bracket_slope(seen, side_value, lo, hi)[0] or slope
+        start, est = hi, None
+        if below in virtual:            # a chord's point: engine/eps_convex.py
+            start, est = eps_convex.other_side_anchor(below, virtual[below], lo, seen.get(lo),
+                                                      delta, slope)
+        eps_upper.certify_other_side(evaluate, seen, delta, start, above, below, slope, tol,
+                                     max_evaluations - evaluations, est)
         return result(False)
     probed = side == "lower" and not math.isfinite(below)
     if (evaluations < max_evaluations and below - above > 4 * tol

@@ -113,13 +113,14 @@ def stalled(moves: list[tuple[bool, int, float]]) -> bool:
 
 
 def certify_other_side(evaluate, seen, delta: float, hi: float, above: float, below: float,
-                       slope: float | None, tol: float, budget: int) -> None:
+                       slope: float | None, tol: float, budget: int, est=None) -> None:
     """Certify a point above delta close to the lower estimate's crossing: from the upper end
     ``hi``, 1.5 times the lower estimate's eps-gap there (ln(delta / lower) over ``slope``,
     -d ln delta / d eps) plus OTHER_EDGE tolerances to the left, doubled if that point is not
     certified; only where it narrows the stated bracket [above, below] at least twofold and
-    that is wider than ``tol`` (the search's tolerance, which a closed bracket meets)."""
-    est = seen.get(hi)
+    that is wider than ``tol`` (the search's tolerance, which a closed bracket meets).
+    ``est``: the estimate at ``hi`` if it is not in ``seen`` (engine/eps_convex.py)."""
+    est = seen.get(hi) if est is None else est
     if est is None or not (est.lower > 0 and slope is not None and 0 < slope < math.inf):
         return
     step = 1.5 * math.log(max(delta / est.lower, 1.0)) / slope + OTHER_EDGE * tol
