@@ -225,6 +225,7 @@ def test_the_brief_points(label, kwargs, eps0, n, most, monkeypatch):
     old, old_calls, _ = _evaluations(label, kwargs, eps0, n, delta, False, monkeypatch)
     new, new_calls, r = _evaluations(label, kwargs, eps0, n, delta, True, monkeypatch)
     assert new_calls <= most < old_calls
+    assert new.epsilon_error <= max(old.epsilon_error, core.EXACT_SEARCH_RTOL * new.epsilon)
     assert new.epsilon - new.epsilon_error <= old.epsilon
     assert old.epsilon - old.epsilon_error <= new.epsilon
     _, items = _blanket_candidates(r, 64, None)
@@ -248,3 +249,21 @@ def test_small_n_never_below_the_truth(label, kwargs, eps0, n, monkeypatch):
         for convex in (True, False):
             res, _, _ = _evaluations(label, kwargs, eps0, n, delta, convex, monkeypatch)
             assert res.epsilon >= truth_lo
+
+
+@pytest.mark.parametrize("label, kwargs, eps0, n", [
+    ("oue", {"domain_size": 4}, 8.0, 19307), ("krr", {"domain_size": 1000}, 4.0, 10000),
+    ("subset", {"domain_size": 6}, 1.0, 193), ("blh", {"domain_size": 4}, 1.0, 373),
+])
+def test_tight_points_keep_their_bracket_within_the_tolerance(label, kwargs, eps0, n,
+                                                              monkeypatch):
+    """Exact estimates (~1e-8 wide): where the search ends on a chord's point, the other side is
+    certified within the search's tolerance (core.EXACT_SEARCH_RTOL), as the former search did
+    (a first version stepped from the chord's point without its excess: oue d = 4, eps0 = 8,
+    n = 19307 ended 4e-7 wide), and with no more evaluations."""
+    old, old_calls, _ = _evaluations(label, kwargs, eps0, n, 1e-6, False, monkeypatch)
+    new, new_calls, _ = _evaluations(label, kwargs, eps0, n, 1e-6, True, monkeypatch)
+    assert new.epsilon_error <= core.EXACT_SEARCH_RTOL * new.epsilon
+    assert new_calls <= old_calls
+    assert new.epsilon - new.epsilon_error <= old.epsilon
+    assert old.epsilon - old.epsilon_error <= new.epsilon
