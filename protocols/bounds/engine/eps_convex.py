@@ -194,25 +194,23 @@ def extension_above(seen: dict, delta: float) -> tuple[float, Estimate] | None:
     return eps, Certified(lower, lower, upper, "convex-extension", est_q)
 
 
-def other_side_anchor(below: float, est: Certified, excess: float, lo: float,
-                      lo_est: Estimate | None, delta: float,
+def other_side_anchor(below: float, est: Certified, excess: float,
+                      ends: tuple[tuple[float, Estimate | None], ...], delta: float,
                       slope: float | None) -> tuple[float, Estimate | None]:
     """Where eps_upper.certify_other_side steps from when the upper end ``below`` is a chord's
     point (estimate ``est``, ``excess`` past the crossing: :func:`chord_below`): from it, with
     a lower estimate as wide (log) as its source's plus the excess (slope x excess), or from
-    the evaluated end ``lo`` not certified above (estimate ``lo_est``), whichever puts the point
-    nearer the crossing (1.5 ln(delta / lower) / slope to the left). Only where the point lands
-    changes: it is evaluated and certifies as before."""
-    if slope is None or not 0 < slope < math.inf:
-        return below, None
-    width = (_log_width(est.source) if est.source is not None else math.inf) + slope * excess
-    options = []
+    one of the search's evaluated ``ends`` (eps, estimate: its bracket's ends, the former
+    start) whose lower estimate is in (0, delta], whichever puts the point nearest the crossing
+    (1.5 ln(delta / lower) / slope to the left). Only where the point lands changes: it is
+    evaluated and certifies as before."""
+    options = [(e, end) for e, end in ends if end is not None and 0 < end.lower <= delta]
+    width = (_log_width(est.source) if est.source is not None else math.inf) + (
+        slope * excess if slope is not None else math.inf)
     if math.isfinite(width):
         options.append((below, Estimate(delta, delta * math.exp(-width), delta, est.method)))
-    if lo_est is not None and 0 < lo_est.lower <= delta:
-        options.append((lo, lo_est))
-    if not options:
-        return below, None
+    if not options or slope is None or not 0 < slope < math.inf:
+        return ends[-1][0], None
     return max(options, key=lambda o: o[0] - 1.5 * math.log(delta / o[1].lower) / slope)
 
 

@@ -384,8 +384,9 @@ def epsilon_of_delta(delta_fn: Callable[[float], Estimate], delta: float, side: 
         slope = _bracket_slope(seen, side_value, lo, hi)[0] or slope
         start, est = hi, None
         if below in virtual:            # a chord's point: engine/eps_convex.py
-            start, est = eps_convex.other_side_anchor(below, virtual[below], excess[below], lo,
-                                                      seen.get(lo), delta, slope)
+            start, est = eps_convex.other_side_anchor(
+                below, virtual[below], excess[below], ((lo, seen.get(lo)), (hi, seen.get(hi))),
+                delta, slope)
         eps_upper.certify_other_side(evaluate, seen, delta, start, above, below, slope, tol,
                                      max_evaluations - evaluations, est)
         return result(False)
