@@ -51,7 +51,10 @@ def _upper_span(size: np.ndarray, p: float, tail: float = TAIL) -> np.ndarray:
             kl = a * np.log(a / p) + (1.0 - a) * np.log((1.0 - a) / (1.0 - p))
             slope = np.log(a / (1.0 - a)) + odds
             step = (m * kl - target) / (m * slope)
-            a = np.where(live & (step > 0) & (slope > 0), a - step, a)
+            moved = np.where(live & (step > 0) & (slope > 0), a - step, a)
+            if np.array_equal(moved, a):     # a fixed point: every later step is this one
+                break
+            a = moved
     out = np.where(live, (a - p) * m, room)
     return np.minimum(np.where(np.isfinite(out), out, room), room)
 
