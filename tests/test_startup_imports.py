@@ -184,7 +184,9 @@ NOT_RUN_FOR_KRR_ROUNDS = ("scipy.fft", "shufflesim.protocols.bounds.engine.kink_
 #: method of this row takes the block paths, built from accounting/aggregate_parts.py), and
 #: the exact band sums' tables and evaluation (session 17: the group's tables would be larger
 #: than band_shape.MAX_CELLS, and k-RR has no zero category; whether they apply is asked of
-#: engine/band_shape.py and mixture_shape.py), with the helper thread's concurrent.futures.
+#: engine/band_shape.py and mixture_shape.py), with their binomial windows (the widths that
+#: size them are in bernstein_width.py), table caches and the helper thread's
+#: concurrent.futures, and the enumeration (its size is asked of enumeration_size.py).
 NOT_RUN_AT_1E5 = ("shufflesim.protocols.accounting.m_bins",
                   "shufflesim.protocols.accounting.enumeration",
                   "shufflesim.protocols.bounds.engine.exact_band",
@@ -193,6 +195,10 @@ NOT_RUN_AT_1E5 = ("shufflesim.protocols.accounting.m_bins",
                   "shufflesim.protocols.bounds.engine.band_recurrence",
                   "shufflesim.protocols.bounds.engine.band_levels",
                   "shufflesim.protocols.bounds.engine.band_sharing",
+                  "shufflesim.protocols.bounds.engine.binomial_window",
+                  "shufflesim.protocols.bounds.engine.log_table",
+                  "shufflesim.protocols.bounds.engine.table_cache",
+                  "shufflesim.protocols.bounds.engine.enumerate",
                   "concurrent.futures")
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine.binomial_window import _half_width
+from shufflesim.protocols.bounds.engine.bernstein_width import _half_width
 from shufflesim.protocols.bounds.engine.common import Categories, U
 from shufflesim.protocols.bounds.engine.conditioning import choose_roles
 

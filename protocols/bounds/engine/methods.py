@@ -20,14 +20,17 @@ from shufflesim.protocols.bounds.engine.conditioning import (
     main_pool_share,
     well_posed,
 )
-from shufflesim.protocols.bounds.engine.enumerate import composition_count, joint_outcomes
+from shufflesim.protocols.bounds.engine.enumeration_size import composition_count
 from shufflesim.protocols.bounds.engine.pool_window import applies as pool_law_applies
-from shufflesim.protocols.lazy import lazy_module
+from shufflesim.protocols.lazy import lazy_functions, lazy_module
 
 #: the exact sums' tables and evaluation, imported on their first use: whether they apply is
 #: asked of band_shape and mixture_shape (issue 32)
 exact_band = lazy_module("shufflesim.protocols.bounds.engine.exact_band")
 zero_mixture = lazy_module("shufflesim.protocols.bounds.engine.zero_mixture")
+#: the enumeration method itself (core.hockey_stick's "enumerate", the small groups' outcomes)
+enumeration_bounds, joint_outcomes = lazy_functions(
+    "shufflesim.protocols.bounds.engine.enumerate", "enumeration_bounds", "joint_outcomes")
 
 ENUMERATE_MAX = 300_000      # joint count vectors for the "enumerate" method (auto)
 #: One group with more count vectors than this goes to the exact band sum where it applies
