@@ -180,10 +180,26 @@ NOT_RUN_FOR_KRR_ROUNDS = ("scipy.fft", "shufflesim.protocols.bounds.engine.kink_
 
 
 #: ... and at n = 1e5: rdp-blanket's pair by (D, bin of m) (accounting/m_bins.py, for small n;
-#: it runs at n = 1000), and the pair's own enumerations (accounting/enumeration.py: every
-#: method of this row takes the block paths, built from accounting/aggregate_parts.py).
+#: it runs at n = 1000), the pair's own enumerations (accounting/enumeration.py: every
+#: method of this row takes the block paths, built from accounting/aggregate_parts.py), and
+#: the exact band sums' tables and evaluation (session 17: the group's tables would be larger
+#: than band_shape.MAX_CELLS, and k-RR has no zero category; whether they apply is asked of
+#: engine/band_shape.py and mixture_shape.py), with their binomial windows (the widths that
+#: size them are in bernstein_width.py), table caches and the helper thread's
+#: concurrent.futures, and the enumeration (its size is asked of enumeration_size.py).
 NOT_RUN_AT_1E5 = ("shufflesim.protocols.accounting.m_bins",
-                  "shufflesim.protocols.accounting.enumeration")
+                  "shufflesim.protocols.accounting.enumeration",
+                  "shufflesim.protocols.bounds.engine.exact_band",
+                  "shufflesim.protocols.bounds.engine.zero_mixture",
+                  "shufflesim.protocols.bounds.engine.band_sums",
+                  "shufflesim.protocols.bounds.engine.band_recurrence",
+                  "shufflesim.protocols.bounds.engine.band_levels",
+                  "shufflesim.protocols.bounds.engine.band_sharing",
+                  "shufflesim.protocols.bounds.engine.binomial_window",
+                  "shufflesim.protocols.bounds.engine.log_table",
+                  "shufflesim.protocols.bounds.engine.table_cache",
+                  "shufflesim.protocols.bounds.engine.enumerate",
+                  "concurrent.futures")
 
 
 @pytest.mark.parametrize("size", [["--n", "1000", "--rounds", "3"],
@@ -193,6 +209,7 @@ def test_a_krr_bound_over_rounds_imports_no_engine_part_it_does_not_run(size):
                              "--delta", "1e-6", "-q", "--epsilon0", "1", *size)
     assert "shufflesim.protocols.bounds.engine.core" in modules  # the engine is there
     assert "shufflesim.protocols.bounds.engine.fft_gap" in modules  # it chose a method
+    assert "shufflesim.protocols.bounds.engine.band_shape" in modules  # and asked the band sum
     assert "shufflesim.protocols.accounting.rdp" in modules  # and Renyi accounting
     not_run = NOT_RUN_FOR_KRR_ROUNDS + (NOT_RUN_AT_1E5 if size[1] == "100000" else ())
     extra = _under(modules, not_run)

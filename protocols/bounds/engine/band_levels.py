@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine.band_recurrence import CHAIN_ROWS
-from shufflesim.protocols.bounds.engine.binomial_window import _half_width
+from shufflesim.protocols.bounds.engine.band_shape import CHAIN_ROWS
+from shufflesim.protocols.bounds.engine.bernstein_width import _half_width
 from shufflesim.protocols.bounds.engine.plans import t_plan
 
 __all__ = ["band_cut", "band_top"]

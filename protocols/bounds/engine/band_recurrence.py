@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from shufflesim.protocols.bounds.engine.band_shape import CHAIN_ROWS  # rows of one chain
 from shufflesim.protocols.bounds.engine.binomial_window import _outside, _window, window_pmf
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, TINY, U
 from shufflesim.protocols.distributions import binom
 
 #: relative error added per row, in units of the unit roundoff
 ROUNDINGS_PER_ROW = 5
-#: rows of one chain (:func:`chain_tables`): its error grows by ROUNDINGS_PER_ROW u a row
-CHAIN_ROWS = 32
 
 
 def chain_tables(start: np.ndarray, q: float, length: int,

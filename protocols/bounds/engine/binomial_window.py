@@ -1,8 +1,8 @@
 """Windows of binomial laws and their pmfs, for the exact band sums of
 protocols.bounds.engine.exact_band and engine/zero_mixture.py (000 Thm 12-14's conditioning
 sums; issue 32): per-row windows [lo, lo + width) of Bin(size, p) leaving at most TAIL of mass
-outside on each side (Bernstein), the pmf on them with a relative error bound, and a bound on
-the mass outside."""
+outside on each side (Bernstein's width, engine/bernstein_width.py), the pmf on them with a
+relative error bound, and a bound on the mass outside."""
 
 from __future__ import annotations
 
@@ -10,22 +10,12 @@ import math
 
 import numpy as np
 
+from shufflesim.protocols.bounds.engine.bernstein_width import TAIL, _half_width
 from shufflesim.protocols.bounds.engine.common import REL_SPECIAL, TINY, U
 from shufflesim.protocols.bounds.engine.log_table import LogTable
 from shufflesim.protocols.distributions import binom
 
 __all__ = ["TAIL", "window_pmf"]
-
-#: mass of B (and of X) left outside its window, per side (bounded, not dropped)
-TAIL = 1e-20
-
-
-def _half_width(sd: np.ndarray, tail: float = TAIL) -> np.ndarray:
-    """Window half-width s with P[|Y - E Y| >= s] <= ``tail`` per side for a sum of independent
-    Bernoulli variables of variance sd^2 (Bernstein: exp(-s^2 / (2 (sd^2 + s/3))) = tail). It
-    only sizes the windows: the mass outside is computed and bounded."""
-    log_t = math.log(1.0 / tail)
-    return log_t / 3.0 + np.sqrt(log_t * log_t / 9.0 + 2.0 * log_t * sd * sd)
 
 
 def _upper_span(size: np.ndarray, p: float, tail: float = TAIL) -> np.ndarray:

@@ -59,7 +59,6 @@ from shufflesim.protocols.bounds.engine.common import (
     trivial_estimate,
 )
 from shufflesim.protocols.bounds.engine.conditioning import conditioning_bounds
-from shufflesim.protocols.bounds.engine.enumerate import enumeration_bounds
 from shufflesim.protocols.bounds.engine.eps_estimate import EpsilonEstimate
 from shufflesim.protocols.bounds.engine.fft_gap import L_MAX, expected_gap
 from shufflesim.protocols.bounds.engine.input_error import tilted_input_slack
@@ -68,6 +67,7 @@ from shufflesim.protocols.bounds.engine.methods import (
     _applicable,
     _conditioning,
     _select,
+    enumeration_bounds,
     exact_sum,
     needs_blocks,
 )

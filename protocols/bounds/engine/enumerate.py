@@ -14,20 +14,16 @@ vectors, took 0.45 s for 8 evaluations, mostly rebuilding them).
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import numpy as np
 
 from shufflesim.protocols.bounds.engine.common import Categories, U
+from shufflesim.protocols.bounds.engine.enumeration_size import composition_count  # noqa: F401
 from shufflesim.protocols.bounds.engine.table_cache import bounded_cache
 
 #: bytes of count vectors and probabilities kept between evaluations (:func:`_count_law`)
 LAW_BYTES = 64 * 2**20
-
-
-def composition_count(total: int, parts: int) -> int:
-    return math.comb(total + parts - 1, parts - 1)
 
 
 @lru_cache(maxsize=256)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from shufflesim.protocols.bounds.engine import conditioning, exact_band, zero_mixture
+from shufflesim.protocols.bounds.engine import band_shape, conditioning, mixture_shape
 from shufflesim.protocols.bounds.engine.common import (
     Categories,
 )
@@ -20,8 +20,17 @@ from shufflesim.protocols.bounds.engine.conditioning import (
     main_pool_share,
     well_posed,
 )
-from shufflesim.protocols.bounds.engine.enumerate import composition_count, joint_outcomes
+from shufflesim.protocols.bounds.engine.enumeration_size import composition_count
 from shufflesim.protocols.bounds.engine.pool_window import applies as pool_law_applies
+from shufflesim.protocols.lazy import lazy_functions, lazy_module
+
+#: the exact sums' tables and evaluation, imported on their first use: whether they apply is
+#: asked of band_shape and mixture_shape (issue 32)
+exact_band = lazy_module("shufflesim.protocols.bounds.engine.exact_band")
+zero_mixture = lazy_module("shufflesim.protocols.bounds.engine.zero_mixture")
+#: the enumeration method itself (core.hockey_stick's "enumerate", the small groups' outcomes)
+enumeration_bounds, joint_outcomes = lazy_functions(
+    "shufflesim.protocols.bounds.engine.enumerate", "enumeration_bounds", "joint_outcomes")
 
 ENUMERATE_MAX = 300_000      # joint count vectors for the "enumerate" method (auto)
 #: One group with more count vectors than this goes to the exact band sum where it applies
@@ -88,9 +97,9 @@ def _main_group(cats: Sequence[Categories]) -> int:
 def _single_first(cat: Categories) -> bool:
     """The band sum's S = alpha_t + d B (engine/exact_band.py: a pool of at most one category,
     no variable X) with tables of more than SINGLE_FIRST_CELLS cells."""
-    shape = exact_band._shape(exact_band.reduced(cat)[0])
+    shape = band_shape._shape(band_shape.reduced(cat)[0])
     return (shape is not None and shape.q == 1.0
-            and exact_band._cells(cat.count, shape) > SINGLE_FIRST_CELLS)
+            and band_shape._cells(cat.count, shape) > SINGLE_FIRST_CELLS)
 
 
 def _conditioning(cats: list[Categories], rtol: float, atol: float,
@@ -102,7 +111,7 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
     than CHEAP_LEAVES, or after the exact-pool style (the blocks then rarely gain), is not run
     where that is under half the current width. The third value: whether the exact-pool style
     ran (its evaluations are costlier: :func:`needs_blocks`)."""
-    if len(cats) == 1 and exact_band.applicable(cats[0]):
+    if len(cats) == 1 and band_shape.applicable(cats[0]):
         # a binomial pool and tables of bounded size: the exact sum (engine/exact_band.py),
         # unless only the comparison with threshold is asked for and the single style
         # (no table) decides it, or the pool is one category and the single style is as
@@ -115,7 +124,7 @@ def _conditioning(cats: list[Categories], rtol: float, atol: float,
             if single_first and hi - lo <= max(SINGLE_EXACT * hi, atol):
                 return lo, hi, False
         return (*exact_band.band_bounds(cats[0]), False)
-    if len(cats) == 1 and zero_mixture.applicable(cats[0]):
+    if len(cats) == 1 and mixture_shape.applicable(cats[0]):
         # an exact zero beside the band's shape (two-level randomizers' blankets)
         if decide_only and threshold is not None:
             lo, hi = conditioning_bounds(cats[0], np.zeros(1), np.ones(1), np.zeros(1), 0)
@@ -197,8 +206,8 @@ def exact_sum(cats: list[Categories]) -> bool:
     the rounding of that sum: near eps0 (values a_j - e^eps b_j cancel) it is wide but the
     FFT's is no narrower (3-RR, eps0 = 8, n = 1e4; 50-RR, n = 720: the same bracket
     after 0.76-1.04 s of FFT, issue 32)."""
-    return len(cats) == 1 and (exact_band.applicable(cats[0])
-                               or zero_mixture.applicable(cats[0]))
+    return len(cats) == 1 and (band_shape.applicable(cats[0])
+                               or mixture_shape.applicable(cats[0]))
 
 
 def needs_blocks(cat: Categories, relative_width: float, rtol: float,
