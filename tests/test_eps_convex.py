@@ -228,12 +228,7 @@ def test_the_brief_points(label, kwargs, eps0, n, most, monkeypatch):
     assert new.epsilon_error <= max(old.epsilon_error, core.EXACT_SEARCH_RTOL * new.epsilon)
     assert new.epsilon - new.epsilon_error <= old.epsilon
     assert old.epsilon - old.epsilon_error <= new.epsilon
-    _, items = _blanket_candidates(r, 64, None)
-    for atoms in items[0].build():
-        at = core.delta_of_epsilon([(atoms, n)], n, new.epsilon, "upper", rtol=1e-4)
-        before = core.delta_of_epsilon([(atoms, n)], n, new.epsilon - new.epsilon_error,
-                                       "upper", rtol=1e-4)
-        assert at.lower <= delta and before.upper >= delta
+    _not_contradicted(r, n, new, delta)
 
 
 @pytest.mark.parametrize("label, kwargs, eps0, n", [
@@ -262,8 +257,20 @@ def test_tight_points_keep_their_bracket_within_the_tolerance(label, kwargs, eps
     (a first version stepped from the chord's point without its excess: oue d = 4, eps0 = 8,
     n = 19307 ended 4e-7 wide), and with no more evaluations."""
     old, old_calls, _ = _evaluations(label, kwargs, eps0, n, 1e-6, False, monkeypatch)
-    new, new_calls, _ = _evaluations(label, kwargs, eps0, n, 1e-6, True, monkeypatch)
+    new, new_calls, r = _evaluations(label, kwargs, eps0, n, 1e-6, True, monkeypatch)
     assert new.epsilon_error <= core.EXACT_SEARCH_RTOL * new.epsilon
     assert new_calls <= old_calls
     assert new.epsilon - new.epsilon_error <= old.epsilon
     assert old.epsilon - old.epsilon_error <= new.epsilon
+    _not_contradicted(r, n, new, 1e-6)
+
+
+def _not_contradicted(randomizer, n, result, delta):
+    """A fresh evaluation of the first candidate's directions at each end of the bracket,
+    30x finer than the search's, does not contradict it: lower(value) <= delta <=
+    upper(value - error) (the crossing lies in [value - error, value])."""
+    _, items = _blanket_candidates(randomizer, 64, None)
+    ends = (result.epsilon, result.epsilon - result.epsilon_error)
+    for atoms in items[0].build():
+        at, before = (core.delta_of_epsilon([(atoms, n)], n, e, "upper", rtol=1e-4) for e in ends)
+        assert at.lower <= delta <= before.upper

@@ -58,6 +58,11 @@ CHORD_STOP = 0.02
 #: ... where the unit is 1 % of the estimates' eps-blur instead (eps_upper.precision; the
 #: stated error is then ~150 units, from eps_upper.certify_other_side): this many units
 CHORD_STOP_BLUR = 0.15
+#: two ends' log-widths that differ by at most this share of the narrower are one method's
+#: (its width jitters: 2.060e-3 and 2.072e-3 for two FFT estimates 7.8e-5 apart at blh d = 4,
+#: eps0 = 8, n = 268270, delta = 1e-12, whose 1.2e-5 difference in log counted as 2.2e-7 of
+#: eps against a stop at 6.4e-8 and cost an FFT of 0.17 s); beyond it, the mismatch counts
+WIDTH_NOISE = 0.1
 #: ... and only where the chord's ends' upper estimates lie within this log-distance of each
 #: other (near the crossing; farther, a blur measured at a loose far end, e.g. 0.94 wide at
 #: rappor d = 4, eps0 = 8, n = 2683, made the unit 3e-3 and ended the search 1.8 from it)
@@ -104,7 +109,8 @@ def _excess(est_p: Estimate, est_q: Estimate, t: float, h: float) -> float:
         return math.inf
     slope = fall / h                                   # -d ln delta / d eps between the ends
     w_p, w_q = _log_width(est_p), _log_width(est_q)
-    mismatch = t * max(0.0, w_q - w_p) + (1 - t) * max(0.0, w_p - w_q)
+    noise = WIDTH_NOISE * min(w_p, w_q)
+    mismatch = t * max(0.0, w_q - w_p - noise) + (1 - t) * max(0.0, w_p - w_q - noise)
     return 0.5 * t * (1 - t) * slope * h * h + mismatch / slope
 
 
@@ -120,8 +126,9 @@ def chord_below(seen: dict, delta: float) -> tuple[float, Estimate, float] | Non
     estimates), the chord exceeds delta by about t (1 - t) (s h)^2 / 2 at the fraction t of
     their distance h, which is t (1 - t) s h^2 / 2 in eps. Where one end's estimate is the
     wider (log-widths w_p, w_q: another method, e.g. the single style beside the exact-pool
-    one), its excess weighs in with its share of the chord,
-    (t max(0, w_q - w_p) + (1 - t) max(0, w_p - w_q)) / s (subset d = 10, eps0 = 1, n = 1e4,
+    one), its excess weighs in with its share of the chord, beyond WIDTH_NOISE of the narrower
+    width: (t max(0, w_q - w_p - z) + (1 - t) max(0, w_p - w_q - z)) / s with
+    z = WIDTH_NOISE min(w_p, w_q) (subset d = 10, eps0 = 1, n = 1e4,
     delta = 1e-9: ends 1.9 % and 1.0 % wide put the chord's point 5.4e-7 past the narrower
     estimate's crossing, 12 times the curvature term). inf where the ends' upper estimates
     differ by more than CHORD_NEAR in log."""
