@@ -311,12 +311,53 @@ def _near_zero(conv: _Convolution, radius: float) -> np.ndarray:
     return np.sort(np.mod(k, length))      # value k sits at index k mod length
 
 
+#: Abel radii of the lower bound, in sd of the rounding noise W: quarter steps to 12 (a finer
+#: partition only lowers the sum, the probabilities being made monotone in the radius)
+ABEL_RADII = np.arange(0.0, 12.25, 0.25)
+#: Hoeffding margins y - drift of W tried at each radius, in sd of W (12 alone until session 17)
+ABEL_MARGINS = np.array([1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0])
+
+
+def _near_zero_upper(conv: _Convolution, reach: np.ndarray) -> np.ndarray:
+    """Upper bounds of P[|S'| < R] (the window's part, untilted) for every R in ``reach``:
+    :meth:`_Convolution.weighted_sum` with weight 1 over the points |value| < R, computed for
+    all R at once from cumulative sums over the points ordered by |value| (each bound has the
+    same terms as that method; sequential sums of m terms carry a relative error below m u,
+    covered by the factor 1 + 2 m u)."""
+    near = _near_zero(conv, float(np.max(reach)))
+    vals = conv.lattice[near] * conv.h
+    dist = np.abs(vals)
+    order = np.argsort(dist, kind="stable")
+    vals, dist = vals[order], dist[order]
+    log_f = conv.log_f(vals)
+    weights = np.exp(np.minimum(log_f, 700.0))
+    rel_f = 8 * U * (abs(conv.log_mgf) + np.abs(conv.theta * vals) + 1.0)
+    terms = weights * conv.probs[near][order]
+    abs_terms = np.abs(terms)
+    zero = np.zeros(1)
+    c_est = np.concatenate([zero, np.cumsum(terms)])
+    c_abs = np.concatenate([zero, np.cumsum(abs_terms)])
+    c_rel = np.concatenate([zero, np.cumsum(abs_terms * rel_f)])
+    c_sq = np.concatenate([zero, np.cumsum((weights * (1 + rel_f)) ** 2)])
+    m = np.searchsorted(dist, reach, side="left")      # points with |value| < R
+    grow = 1 + 2 * U * (m + 1.0)
+    err = conv.err_l2 * np.sqrt(c_sq[m] * grow * (1 + SUM_MARGIN)) * (1 + SUM_MARGIN)
+    err += c_rel[m] * grow * (1 + SUM_MARGIN) + 2 * m * U * c_abs[m] * grow
+    return c_est[m] + err
+
+
 def _spread_bounds(cats, h, length, scale, k_window) -> tuple[float, float]:
     """Randomized rounding (module docstring): one convolution gives both sides. With
     S' = S + W, E[W | G] = 0 (up to the 4u rounding of the split probabilities),
     E[S'_+] = E[S_+] + E[D], 0 <= D <= |W| 1{|S| <= |W|}, so
-    E[D] <= E f(|S|), f(a) = E[|W| 1{|W| >= a}], bounded by Abel summation over radii r_j
-    with P[|S| < r] <= P[|S'| < r + y] + P[|W| > y]."""
+    E[D] <= E f(|S|), f(a) = E[|W| 1{|W| >= a}], bounded by Abel summation over radii r_j.
+
+    P[|S| < r] from the convolution of S': {|S| < r, |W - E[W|G]| <= y - drift} lies in
+    {|S'| < r + y}, so with p_w = 2 exp(-(y - drift)^2 / (2 Var-bound)) (Hoeffding)
+    P[|S| < r] <= P[|S'| < r + y] + p_w; and since Hoeffding holds given G (the users' values),
+    of which {|S| < r} is an event, P[|S| < r, |W - E[W|G]| > y - drift] <= p_w P[|S| < r], so
+    also P[|S| < r] <= P[|S'| < r + y] / (1 - p_w) (added in session 17, issue 32: a margin of
+    2-3 sd of W instead of 12). The smallest of both over several y is used."""
     laws = _spread_laws(cats, h)
     conv = _convolve(laws, h, length, scale, k_window)
     lower, upper = _positive_part(conv, laws, scale)
@@ -327,23 +368,24 @@ def _spread_bounds(cats, h, length, scale, k_window) -> tuple[float, float]:
     # itself): 0 <= E[W | G] <= drift. Hoeffding applies to W - E[W | G], so every radius below
     # is reduced by the drift; and E[1{S > 0} W] <= drift is subtracted as well.
     drift = 8 * U * sum(cat.count * float(cat.w @ (np.abs(cat.c) + h)) for cat in cats)
-    y = 12.0 * sd_w + drift
-    p_w_beyond = 2 * math.exp(-(y - drift) ** 2 / (2 * var_w))
-    radii = sd_w * np.arange(0, 13, dtype=float)
+    radii = sd_w * ABEL_RADII
     f = _hoeffding_tail_mean(np.maximum(radii - drift, 0.0), var_w) + drift
-    e_d = float(f[-1])
-    for j in range(radii.size - 1):
-        step = float(f[j] - f[j + 1])
-        if step <= 0:
-            continue
-        near = _near_zero(conv, radii[j + 1] + y)
-        _, p_near = conv.weighted_sum(near, lambda v: np.ones_like(v))
-        # Wrap-around mass may sit anywhere in the window (a margin: the upper sum above
-        # already contains it): tilted mass tau at a point v of the range is untilted mass
-        # tau F(v), F(v) = e^{ln M - theta v} <= its largest value on the range.
-        f_max = math.exp(min(conv.log_mgf + conv.theta * float(radii[j + 1] + y), 700.0))
-        p_near += conv.tau * f_max * (1 + 8 * U * (abs(conv.log_mgf) + 1.0))
-        e_d += step * min(1.0, p_near + p_w_beyond)
+    ys = ABEL_MARGINS * sd_w + drift
+    p_w = 2 * np.exp(-ABEL_MARGINS ** 2 / 2) * (1 + 8 * U)      # P[|W - E[W|G]| > y - drift]
+    reach = radii[1:, None] + ys[None, :]                          # r_{j+1} + y
+    p_near = _near_zero_upper(conv, reach.ravel()).reshape(reach.shape)
+    # Wrap-around mass may sit anywhere in the window (a margin: the upper sum above
+    # already contains it): tilted mass tau at a point v of the range is untilted mass
+    # tau F(v), F(v) = e^{ln M - theta v} <= its largest value on the range.
+    f_max = np.exp(np.minimum(conv.log_mgf + conv.theta * reach, 700.0))
+    p_near = p_near + conv.tau * f_max * (1 + 8 * U * (abs(conv.log_mgf) + 1.0))
+    with np.errstate(divide="ignore"):
+        ratio = np.where(p_w < 1, p_near / np.maximum(1 - p_w, 0.0) * (1 + 4 * U), np.inf)
+    p_s = np.minimum(np.minimum(p_near + p_w, ratio).min(axis=1), 1.0)
+    # P[|S| < r] is non-decreasing in r: each bound may take the smallest one of a larger radius
+    p_s = np.minimum.accumulate(p_s[::-1])[::-1]
+    steps = np.maximum(f[:-1] - f[1:], 0.0)
+    e_d = float(f[-1]) + float(np.sum(steps * p_s)) * (1 + SUM_MARGIN)
     return lower - e_d * (1 + 8 * U) - drift, upper
 
 
