@@ -64,7 +64,10 @@ from shufflesim.protocols.bounds.engine.fft_gap import (
     _shape,
     expected_gap,  # noqa: F401  (re-exported: engine.fft.expected_gap)
 )
-from shufflesim.protocols.bounds.engine.spectrum_power import integer_power
+from shufflesim.protocols.bounds.engine.spectrum_power import (  # noqa: F401
+    integer_power,  # re-exported: engine.fft.integer_power
+    power_or_zero,
+)
 from shufflesim.protocols.errors import ParameterError
 from shufflesim.protocols.lazy import lazy_module
 
@@ -256,10 +259,15 @@ def _convolve(laws: list[_Law], h: float, length: int, scale: float,
     spectrum = None
     err_l2 = 0.0
     kappa = 10 * U * math.log2(length)
+    # Entries of a group's power below FLUSH_BELOW e^{-2 - growth} are not computed (set to
+    # 0): with the other groups' factors (each of modulus at most (1 + kappa sqrt(L) + 8u)^n_g,
+    # |rfft| of a probability vector being 1 up to the FFT's error) the product is still below
+    # FLUSH_BELOW, so _flush_tiny zeroes and counts it as before: the same spectrum, less work.
+    growth = sum(law.count for law in laws) * (kappa * math.sqrt(length) + 8 * U)
     for law, wt in zip(laws, tilted, strict=True):
         arr = np.zeros(length)
         np.add.at(arr, np.mod(law.k.astype(np.int64), length), wt)
-        power = integer_power(fft.rfft(arr), law.count)
+        power = power_or_zero(fft.rfft(arr), law.count, FLUSH_BELOW, growth)
         spectrum = power if spectrum is None else spectrum * power
         err_l2 += law.count * (kappa * _l2(arr) + 4 * U)
     err_l2 = (err_l2 + kappa) * 1.01
