@@ -217,6 +217,16 @@ def test_a_krr_bound_over_rounds_imports_no_engine_part_it_does_not_run(size):
                        "(protocols/lazy.py), or, if the bound now runs it, say what it costs")
 
 
+def test_a_band_sum_without_a_pool_variable_starts_no_helper_thread():
+    """Binary RR's blanket (000 Thm 13) has a pool of one category: exact_band builds its
+    tables on the calling thread, and concurrent.futures (about 3 ms: logging, string) is
+    imported only where a helper thread starts (session 17)."""
+    modules = _modules_after(COMMAND, "bound", "--randomizer", "brr", "--epsilon0", "1",
+                             "--n", "10000", "--delta", "1e-6", "-q")
+    assert "shufflesim.protocols.bounds.engine.exact_band" in modules  # the band sum ran
+    assert not _under(modules, ("concurrent.futures",))
+
+
 #: What cheu's exact lower bound never calls: the single-message engine (core and its methods;
 #: the search eps_search.epsilon_of_delta is all it uses), scipy.fft, 001's two-count kernel
 #: (the blanket-only upper model and the variation-ratio bound), and composition over rounds.

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,6 +107,12 @@ from shufflesim.protocols.bounds.engine.conditioning import choose_roles
 from shufflesim.protocols.bounds.engine.plans import t_plan
 from shufflesim.protocols.bounds.engine.table_cache import TABLE_BYTES, bounded_cache
 from shufflesim.protocols.distributions import binom
+from shufflesim.protocols.lazy import lazy_module
+
+#: the helper thread's executor (:func:`_helper`), imported when a first table pair is built
+#: at once: a pool of one category (2-RR, binary RR) never starts it (concurrent.futures
+#: imports logging and string, about 3 ms; issue 32)
+futures = lazy_module("concurrent.futures")
 
 __all__ = ["applicable", "band_bounds", "band_plan", "reduced"]
 
@@ -144,17 +149,18 @@ class BandPlan:
         return self.cx.shape[1] - 1
 
 
-_helpers: dict[int, ThreadPoolExecutor] = {}
+_helpers: dict[int, futures.ThreadPoolExecutor] = {}
 
 
-def _helper() -> ThreadPoolExecutor:
+def _helper() -> futures.ThreadPoolExecutor:
     """One helper thread per process for :func:`band_plan`, started on first use. Keyed by
     process id: a child forked by a process pool has no copy of the parent's thread, and the
     parent's executor would take its work and never run it."""
     pid = os.getpid()
     if pid not in _helpers:
         _helpers.clear()
-        _helpers[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shufflesim-band")
+        _helpers[pid] = futures.ThreadPoolExecutor(max_workers=1,
+                                                   thread_name_prefix="shufflesim-band")
     return _helpers[pid]
 
 
