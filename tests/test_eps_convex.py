@@ -274,3 +274,24 @@ def _not_contradicted(randomizer, n, result, delta):
     for atoms in items[0].build():
         at, before = (core.delta_of_epsilon([(atoms, n)], n, e, "upper", rtol=1e-4) for e in ends)
         assert at.lower <= delta <= before.upper
+
+
+@pytest.mark.parametrize("label, kwargs, eps0, n", [
+    ("rappor", {"domain_size": 4}, 8.0, 2683), ("rappor", {"domain_size": 4}, 4.0, 10000),
+])
+def test_no_more_evaluations_than_the_former_search(label, kwargs, eps0, n, monkeypatch):
+    """Two points where a first version did worse than the former search. rappor d = 4,
+    eps0 = 8, n = 2683: a chord between far ends ended the coarse search on a blur measured at
+    a 94 %-wide end, and a polish took 13 evaluations (now both eps_convex.CHORD_NEAR and the
+    width mismatch of _excess reject that chord). eps0 = 4, n = 1e4: the at-crossing stop no
+    longer read the evaluated end and the search crawled (fails with eps_search's
+    `below in virtual` taken out); then a stop without a finite excess left the other side
+    uncertified, and a polish of 5 FFT evaluations (0.46 s) ran
+    (eps_convex.other_side_anchor's fallback to the evaluated ends)."""
+    old, old_calls, _ = _evaluations(label, kwargs, eps0, n, 1e-6, False, monkeypatch)
+    new, new_calls, r = _evaluations(label, kwargs, eps0, n, 1e-6, True, monkeypatch)
+    assert new_calls <= old_calls
+    assert new.epsilon_error <= max(old.epsilon_error, core.EXACT_SEARCH_RTOL * new.epsilon)
+    assert new.epsilon - new.epsilon_error <= old.epsilon
+    assert old.epsilon - old.epsilon_error <= new.epsilon
+    _not_contradicted(r, n, new, 1e-6)
