@@ -59,7 +59,7 @@ def test_cumulative_near_zero_matches_the_weighted_sum():
     conv = F._convolve(F._spread_laws(cats, h), h, length, sd, k_window)
     reach = np.array([0.0, 0.5 * h, h, 3.3 * h, 40 * h, 400.5 * h])
     got = F._near_zero_upper(conv, reach)
-    for r, g in zip(reach, got):
+    for r, g in zip(reach, got, strict=True):
         near = F._near_zero(conv, float(r))
         est = float(np.sum(np.exp(np.minimum(conv.log_f(conv.lattice[near] * h), 700.0))
                            * conv.probs[near]))

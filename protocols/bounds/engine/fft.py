@@ -62,10 +62,10 @@ from shufflesim.protocols.bounds.engine.fft_gap import (
     L_MAX,
     SPREAD_GAP_FACTOR,
     _shape,
-    expected_gap,  # noqa: F401  (re-exported: engine.fft.expected_gap)
+    expected_gap,  # noqa: F401 (re-exported)
 )
-from shufflesim.protocols.bounds.engine.spectrum_power import (  # noqa: F401
-    integer_power,  # re-exported: engine.fft.integer_power
+from shufflesim.protocols.bounds.engine.spectrum_power import (
+    integer_power,  # noqa: F401 (same)
     power_or_zero,
 )
 from shufflesim.protocols.errors import ParameterError
@@ -259,10 +259,8 @@ def _convolve(laws: list[_Law], h: float, length: int, scale: float,
     spectrum = None
     err_l2 = 0.0
     kappa = 10 * U * math.log2(length)
-    # Entries of a group's power below FLUSH_BELOW e^{-2 - growth} are not computed (set to
-    # 0): with the other groups' factors (each of modulus at most (1 + kappa sqrt(L) + 8u)^n_g,
-    # |rfft| of a probability vector being 1 up to the FFT's error) the product is still below
-    # FLUSH_BELOW, so _flush_tiny zeroes and counts it as before: the same spectrum, less work.
+    # Powers below FLUSH_BELOW e^{-2 - growth} are left 0: times the other groups' factors (of
+    # modulus <= e^growth) they stay below FLUSH_BELOW, which _flush_tiny zeroes and counts.
     growth = sum(law.count for law in laws) * (kappa * math.sqrt(length) + 8 * U)
     for law, wt in zip(laws, tilted, strict=True):
         arr = np.zeros(length)
@@ -319,19 +317,16 @@ def _near_zero(conv: _Convolution, radius: float) -> np.ndarray:
     return np.sort(np.mod(k, length))      # value k sits at index k mod length
 
 
-#: Abel radii of the lower bound, in sd of the rounding noise W: quarter steps to 12 (a finer
-#: partition only lowers the sum, the probabilities being made monotone in the radius)
+#: Abel radii (sd of W; a finer partition only lowers the sum) and Hoeffding margins y - drift
+#: tried at each (sd of W; until session 17: radii 0, 1, ..., 12 and the margin 12 alone)
 ABEL_RADII = np.arange(0.0, 12.25, 0.25)
-#: Hoeffding margins y - drift of W tried at each radius, in sd of W (12 alone until session 17)
 ABEL_MARGINS = np.array([1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0])
 
 
 def _near_zero_upper(conv: _Convolution, reach: np.ndarray) -> np.ndarray:
-    """Upper bounds of P[|S'| < R] (the window's part, untilted) for every R in ``reach``:
-    :meth:`_Convolution.weighted_sum` with weight 1 over the points |value| < R, computed for
-    all R at once from cumulative sums over the points ordered by |value| (each bound has the
-    same terms as that method; sequential sums of m terms carry a relative error below m u,
-    covered by the factor 1 + 2 m u)."""
+    """Upper bounds of P[|S'| < R] (window part) for every R in ``reach``: the terms of
+    :meth:`_Convolution.weighted_sum` (weight 1, points |value| < R) as cumulative sums by
+    |value| (m sequential terms: relative error < m u, covered by the factor 1 + 2 m u)."""
     near = _near_zero(conv, float(np.max(reach)))
     vals = conv.lattice[near] * conv.h
     dist = np.abs(vals)
@@ -342,11 +337,8 @@ def _near_zero_upper(conv: _Convolution, reach: np.ndarray) -> np.ndarray:
     rel_f = 8 * U * (abs(conv.log_mgf) + np.abs(conv.theta * vals) + 1.0)
     terms = weights * conv.probs[near][order]
     abs_terms = np.abs(terms)
-    zero = np.zeros(1)
-    c_est = np.concatenate([zero, np.cumsum(terms)])
-    c_abs = np.concatenate([zero, np.cumsum(abs_terms)])
-    c_rel = np.concatenate([zero, np.cumsum(abs_terms * rel_f)])
-    c_sq = np.concatenate([zero, np.cumsum((weights * (1 + rel_f)) ** 2)])
+    c_est, c_abs, c_rel, c_sq = (np.concatenate([[0.0], np.cumsum(x)]) for x in (
+        terms, abs_terms, abs_terms * rel_f, (weights * (1 + rel_f)) ** 2))
     m = np.searchsorted(dist, reach, side="left")      # points with |value| < R
     grow = 1 + 2 * U * (m + 1.0)
     err = conv.err_l2 * np.sqrt(c_sq[m] * grow * (1 + SUM_MARGIN)) * (1 + SUM_MARGIN)
@@ -359,13 +351,10 @@ def _spread_bounds(cats, h, length, scale, k_window) -> tuple[float, float]:
     S' = S + W, E[W | G] = 0 (up to the 4u rounding of the split probabilities),
     E[S'_+] = E[S_+] + E[D], 0 <= D <= |W| 1{|S| <= |W|}, so
     E[D] <= E f(|S|), f(a) = E[|W| 1{|W| >= a}], bounded by Abel summation over radii r_j.
-
-    P[|S| < r] from the convolution of S': {|S| < r, |W - E[W|G]| <= y - drift} lies in
-    {|S'| < r + y}, so with p_w = 2 exp(-(y - drift)^2 / (2 Var-bound)) (Hoeffding)
-    P[|S| < r] <= P[|S'| < r + y] + p_w; and since Hoeffding holds given G (the users' values),
-    of which {|S| < r} is an event, P[|S| < r, |W - E[W|G]| > y - drift] <= p_w P[|S| < r], so
-    also P[|S| < r] <= P[|S'| < r + y] / (1 - p_w) (added in session 17, issue 32: a margin of
-    2-3 sd of W instead of 12). The smallest of both over several y is used."""
+    {|S| < r, |W - E[W|G]| <= y - drift} lies in {|S'| < r + y}; Hoeffding, p_w =
+    2 exp(-(y - drift)^2 / (2 Var-bound)), holds given G (of which {|S| < r} is an event), so
+    P[|S| < r] <= min(P[|S'| < r + y] + p_w, P[|S'| < r + y] / (1 - p_w)) (the latter since
+    session 17, issue 32: margins of 2-3 sd of W instead of 12), the best over several y."""
     laws = _spread_laws(cats, h)
     conv = _convolve(laws, h, length, scale, k_window)
     lower, upper = _positive_part(conv, laws, scale)
@@ -382,16 +371,13 @@ def _spread_bounds(cats, h, length, scale, k_window) -> tuple[float, float]:
     p_w = 2 * np.exp(-ABEL_MARGINS ** 2 / 2) * (1 + 8 * U)      # P[|W - E[W|G]| > y - drift]
     reach = radii[1:, None] + ys[None, :]                          # r_{j+1} + y
     p_near = _near_zero_upper(conv, reach.ravel()).reshape(reach.shape)
-    # Wrap-around mass may sit anywhere in the window (a margin: the upper sum above
-    # already contains it): tilted mass tau at a point v of the range is untilted mass
-    # tau F(v), F(v) = e^{ln M - theta v} <= its largest value on the range.
+    # Wrap-around (tilted) mass tau may sit anywhere in the window: untilted mass tau F(v),
+    # F(v) = e^{ln M - theta v} <= its largest value on the range (the upper sums contain it).
     f_max = np.exp(np.minimum(conv.log_mgf + conv.theta * reach, 700.0))
     p_near = p_near + conv.tau * f_max * (1 + 8 * U * (abs(conv.log_mgf) + 1.0))
-    with np.errstate(divide="ignore"):
-        ratio = np.where(p_w < 1, p_near / np.maximum(1 - p_w, 0.0) * (1 + 4 * U), np.inf)
+    ratio = np.where(p_w < 1, p_near / np.maximum(1 - p_w, TINY) * (1 + 4 * U), np.inf)
     p_s = np.minimum(np.minimum(p_near + p_w, ratio).min(axis=1), 1.0)
-    # P[|S| < r] is non-decreasing in r: each bound may take the smallest one of a larger radius
-    p_s = np.minimum.accumulate(p_s[::-1])[::-1]
+    p_s = np.minimum.accumulate(p_s[::-1])[::-1]     # P[|S| < r] is non-decreasing in r
     steps = np.maximum(f[:-1] - f[1:], 0.0)
     e_d = float(f[-1]) + float(np.sum(steps * p_s)) * (1 + SUM_MARGIN)
     return lower - e_d * (1 + 8 * U) - drift, upper
