@@ -279,7 +279,7 @@ def _polish(coarse: EpsilonEstimate, atoms: RatioAtoms, n: int, delta: float, si
     polished = epsilon_of_delta(fine, delta, side, eps_max=eps_max, rtol=rtol,
                                 bracket=(a, b) if a > 0 else None, max_evaluations=30,
                                 known=known, xtol=SEARCH_XTOL, guess_slope=slope,
-                                resolution_stop=POLISH_RESOLUTION_STOP, convex=True)
+                                resolution_stop=POLISH_RESOLUTION_STOP, convex=False)
     lower = max(coarse.lower, polished.lower)
     upper = min(coarse.upper, polished.upper)
     value = upper if side == "upper" else lower
