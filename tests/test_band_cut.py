@@ -93,18 +93,24 @@ def test_x_window_start_bound_holds(n, w_pair, q):
     assert np.all(x_lo >= floor)
 
 
-def test_a_cut_placed_too_high_is_still_sound(monkeypatch):
-    """Negative control: a cut above the band (B's window starts 7 sd above its mean) loses
-    the band's mass; the bound on the cut-off mass keeps the upper end above the truth (the
-    whole window's lower end), and the bracket is no longer tight."""
+def _sound_but_loose_with(monkeypatch, level: str, value: float) -> None:
+    """exact_band's window ``level`` (band_cut or band_top) planted at ``value``: the bracket
+    still holds the truth (the whole window's bracket) but is over 100 times as wide."""
     cat = _cat(10, 1.0, 5000, 0.0625)
     ref_lo, ref_hi = _whole_window(monkeypatch, cat)
-    monkeypatch.setattr(exact_band, "band_cut", lambda *a: 7.0)
+    monkeypatch.setattr(exact_band, level, lambda *a: value)
     lo, hi = exact_band.band_bounds(cat)
     monkeypatch.undo()
     _fresh()
     assert hi >= ref_lo and lo <= ref_hi
     assert hi - lo > 100 * (ref_hi - ref_lo)
+
+
+def test_a_cut_placed_too_high_is_still_sound(monkeypatch):
+    """Negative control: a cut above the band (B's window starts 7 sd above its mean) loses
+    the band's mass; the bound on the cut-off mass keeps the upper end above the truth (the
+    whole window's lower end), and the bracket is no longer tight."""
+    _sound_but_loose_with(monkeypatch, "band_cut", 7.0)
 
 
 @pytest.mark.parametrize("k,eps0,n,eps", CASES)
@@ -158,11 +164,4 @@ def test_an_end_placed_too_low_is_still_sound(monkeypatch):
     from there is an upper bound only: the upper end stays above the truth (the whole
     window's lower end), the lower end below it (row_bounds leaves the closed form out), and
     the bracket is no longer tight."""
-    cat = _cat(10, 1.0, 5000, 0.0625)
-    ref_lo, ref_hi = _whole_window(monkeypatch, cat)
-    monkeypatch.setattr(exact_band, "band_top", lambda *a: 0.0)
-    lo, hi = exact_band.band_bounds(cat)
-    monkeypatch.undo()
-    _fresh()
-    assert hi >= ref_lo and lo <= ref_hi
-    assert hi - lo > 100 * (ref_hi - ref_lo)
+    _sound_but_loose_with(monkeypatch, "band_top", 0.0)
