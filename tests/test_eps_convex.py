@@ -214,7 +214,9 @@ def _evaluations(label, kwargs, eps0, n, delta, convex, monkeypatch):
 
 @pytest.mark.parametrize("label, kwargs, eps0, n, most", [
     ("subset", {"domain_size": 6}, 4.0, 138950, 3),
-    ("rappor", {"domain_size": 4}, 1.0, 2683, 4),
+    # 4 before dddfb02: fft.py's tighter lower side moved the search's aimed point to one
+    # whose upper estimate is 1.1e-13 (relative) above delta, and one more point certifies
+    ("rappor", {"domain_size": 4}, 1.0, 2683, 5),
     ("oue", {"domain_size": 16}, 0.5, 1389, 3),
 ])
 def test_the_brief_points(label, kwargs, eps0, n, most, monkeypatch):
