@@ -58,15 +58,22 @@ def test_cut_window_gives_the_whole_window_bracket(monkeypatch, k, eps0, n, eps)
     assert hi - lo <= 1.01 * (ref_hi - ref_lo) + 1e-12 * hi
 
 
+def _band_parameters(cat):
+    """The band's shape, n and shared (w_pair, rho, q) of a category set, as exact_band
+    computes them."""
+    red, _, _ = exact_band.reduced(cat)
+    sh = exact_band._shape(red)
+    n = red.count
+    w_pair, rho, q, _ = exact_band._shared_parameters(n, sh.w_pair, sh.rho, sh.q)
+    return sh, n, w_pair, rho, q
+
+
 def test_the_cut_is_used_and_covers_every_row():
     """10-RR, n = 2e4: the window starts far above its Bernstein start (fewer columns), and
     every row's largest value below the cut is below -4 ve (no term from the cut-off mass)."""
     _fresh()
     cat = _cat(10, 1.0, 20_000, 0.02)
-    red, _, _ = exact_band.reduced(cat)
-    sh = exact_band._shape(red)
-    n = red.count
-    w_pair, rho, q, _ = exact_band._shared_parameters(n, sh.w_pair, sh.rho, sh.q)
+    sh, n, w_pair, rho, q = _band_parameters(cat)
     z = exact_band.band_cut(sh, n, w_pair, rho, q)
     assert z is not None and z > 0
     whole = exact_band._b_tables(n, w_pair, rho, None)
@@ -140,10 +147,7 @@ def test_the_end_is_set_for_the_large_band_tables():
     mean, a third of the columns, and the band never reaches past its end."""
     _fresh()
     cat = _cat(10, 2.0, 37276, 0.0231)
-    red, _, _ = exact_band.reduced(cat)
-    sh = exact_band._shape(red)
-    n = red.count
-    w_pair, rho, q, _ = exact_band._shared_parameters(n, sh.w_pair, sh.rho, sh.q)
+    sh, n, w_pair, rho, q = _band_parameters(cat)
     z_cut = exact_band.band_cut(sh, n, w_pair, rho, q)
     z_top = exact_band.band_top(sh, n, w_pair, rho, q)
     assert z_top is not None and z_top <= 5.0
