@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shufflesim.protocols.accounting import enumeration, pairs, run_masses
+from shufflesim.protocols.accounting import aggregate_parts, enumeration, pairs, run_masses
 from shufflesim.protocols.randomizers import make_randomizer
 
 
@@ -21,12 +21,7 @@ def _bins(N, p, tail, inner, every):
     lo_s, hi_s = enumeration.window(N[picks], p, tail)
     lo = np.repeat(lo_s, every)[:N.size]
     hi = np.minimum(np.repeat(hi_s, every)[:N.size] + every, N)
-    width = np.ceil((hi - lo + 1) / inner)
-    starts = lo[:, None] + width[:, None] * np.arange(inner)[None, :]
-    ends = np.minimum(starts + width[:, None] - 1, hi[:, None])
-    blo = np.concatenate([np.zeros((N.size, 1)), starts, hi[:, None] + 1], axis=1)
-    bhi = np.concatenate([lo[:, None] - 1, ends, N[:, None]], axis=1)
-    return blo, bhi
+    return aggregate_parts.bin_edges(N, lo, hi, inner)
 
 
 def _relative(ours, plain):
